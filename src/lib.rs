@@ -1,0 +1,2 @@
+//! hyperforge: typed builders for GPU inference infrastructure on AWS.
+pub mod synth;

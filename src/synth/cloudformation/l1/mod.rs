@@ -1,0 +1,1 @@
+//! CloudFormation L1 resource types (generated).

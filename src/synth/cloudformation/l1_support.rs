@@ -1,0 +1,1 @@
+//! Support traits for the generated L1 types.

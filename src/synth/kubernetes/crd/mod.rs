@@ -1,0 +1,1 @@
+//! Custom resource types generated from vendored CRDs.

@@ -1,0 +1,2 @@
+//! The Kubernetes backend.
+pub mod crd;

@@ -1,0 +1,3 @@
+//! Backends: lowering of the construct tree to output formats.
+pub mod cloudformation;
+pub mod kubernetes;
