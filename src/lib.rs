@@ -1,2 +1,6 @@
 //! hyperforge: typed builders for GPU inference infrastructure on AWS.
+pub mod app;
+pub mod catalog;
+pub mod diagnostics;
+pub mod spec;
 pub mod synth;

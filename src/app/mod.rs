@@ -1,0 +1,495 @@
+//! The construct model: an [`App`] holds [`Stack`]s; a stack is an ordered list of deployment
+//! [`Stage`]s and the constructs placed in them. Every construct has an id; its resources have
+//! paths (`Network/Vpc`) from which logical ids are derived (`NetworkVpc`). Nothing here knows an
+//! output format.
+
+pub mod refs;
+
+use crate::diagnostics::{Code, Diagnostics};
+use crate::spec::{Construct, ConstructKind, HelmRelease, Upload};
+use serde_json::Value;
+use std::collections::{BTreeMap, BTreeSet};
+
+pub use refs::{kind, Attr, AttrRef, Kind, Ref, ResourceKind};
+
+/// Tags: sorted, so output is deterministic.
+pub type Tags = BTreeMap<String, String>;
+
+/// A whole description: one or more stacks, and tags that reach every taggable resource.
+#[derive(Clone, Debug, Default)]
+pub struct App {
+    tags: Tags,
+    stacks: Vec<Stack>,
+}
+
+impl App {
+    /// An empty app.
+    pub fn new() -> Self {
+        App::default()
+    }
+
+    /// Adds a tag to every taggable resource of every stack (a stack's own tag of the same key
+    /// wins).
+    pub fn tag(mut self, key: impl Into<String>, value: impl Into<String>) -> Self {
+        self.tags.insert(key.into(), value.into());
+        self
+    }
+
+    /// Adds a stack.
+    pub fn stack(mut self, stack: Stack) -> Self {
+        self.stacks.push(stack);
+        self
+    }
+
+    /// Adds a stack (by reference, for loops).
+    pub fn add_stack(&mut self, stack: Stack) {
+        self.stacks.push(stack);
+    }
+
+    /// The stacks in the order added.
+    pub fn stacks(&self) -> &[Stack] {
+        &self.stacks
+    }
+
+    /// The app-level tags.
+    pub fn tags(&self) -> &Tags {
+        &self.tags
+    }
+}
+
+/// What a stage deploys, and with which tool.
+#[derive(Clone, Debug)]
+pub enum StageKind {
+    /// A CloudFormation stack (`<stack>-<stage>`) built from the constructs placed in the stage.
+    CloudFormation,
+    /// A Helm release with pinned chart and values.
+    Helm(HelmRelease),
+    /// Files copied to an S3 bucket created by an earlier stage.
+    Upload(Upload),
+    /// Kubernetes objects applied with `kubectl apply`, built from the constructs in the stage.
+    Kubernetes,
+}
+
+impl StageKind {
+    /// The manifest's name for the kind.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            StageKind::CloudFormation => "cloudformation",
+            StageKind::Helm(_) => "helm",
+            StageKind::Upload(_) => "s3-upload",
+            StageKind::Kubernetes => "kubernetes",
+        }
+    }
+}
+
+/// One deployment step of a stack.
+#[derive(Clone, Debug)]
+pub struct Stage {
+    /// The stage's name, unique in its stack (`foundation`, `cluster`, ...).
+    pub name: String,
+    /// What the stage deploys.
+    pub kind: StageKind,
+}
+
+/// A handle to a stage, returned by the `Stack::*_stage` methods and passed to `Stack::add`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct StageId(usize);
+
+impl StageId {
+    /// The stage's position in deployment order (0 first).
+    pub fn index(self) -> usize {
+        self.0
+    }
+}
+
+/// A construct placed in a stage.
+#[derive(Clone, Debug)]
+pub struct Node {
+    /// The construct's id (first segment of its resources' paths).
+    pub id: String,
+    /// The stage it is deployed in.
+    pub stage: StageId,
+    /// The construct itself.
+    pub construct: ConstructKind,
+}
+
+/// A raw per-resource property override: the escape hatch when a builder lacks a field.
+#[derive(Clone, Debug, PartialEq)]
+pub struct PropertyOverride {
+    /// The emitted resource's construct path (`Network/Vpc`).
+    pub path: String,
+    /// Dotted property path below `Properties` (`EnableDnsHostnames`, `VpcConfig.Subnets.0`).
+    pub property: String,
+    /// The value to set; `None` removes the property.
+    pub value: Option<Value>,
+}
+
+/// One deployment: a region, tags, an ordered list of stages and the constructs in them.
+#[derive(Clone, Debug)]
+pub struct Stack {
+    name: String,
+    region: String,
+    description: Option<String>,
+    tags: Tags,
+    stages: Vec<Stage>,
+    nodes: Vec<Node>,
+    overrides: Vec<PropertyOverride>,
+}
+
+impl Stack {
+    /// A stack named `name` (it prefixes the CloudFormation stack names of its stages) in
+    /// `region`.
+    pub fn new(name: impl Into<String>, region: impl Into<String>) -> Self {
+        Stack {
+            name: name.into(),
+            region: region.into(),
+            description: None,
+            tags: Tags::new(),
+            stages: Vec::new(),
+            nodes: Vec::new(),
+            overrides: Vec::new(),
+        }
+    }
+
+    /// A human description, written into every template.
+    pub fn description(mut self, text: impl Into<String>) -> Self {
+        self.description = Some(text.into());
+        self
+    }
+
+    /// Adds a tag to every taggable resource of this stack.
+    pub fn tag(mut self, key: impl Into<String>, value: impl Into<String>) -> Self {
+        self.tags.insert(key.into(), value.into());
+        self
+    }
+
+    /// Adds a CloudFormation stage; constructs added to it become one template.
+    pub fn cloudformation_stage(&mut self, name: impl Into<String>) -> StageId {
+        self.push_stage(name.into(), StageKind::CloudFormation)
+    }
+
+    /// Adds a Helm stage installing `release`.
+    pub fn helm_stage(&mut self, name: impl Into<String>, release: HelmRelease) -> StageId {
+        self.push_stage(name.into(), StageKind::Helm(release))
+    }
+
+    /// Adds a stage that copies files to a bucket created earlier.
+    pub fn upload_stage(&mut self, name: impl Into<String>, upload: Upload) -> StageId {
+        self.push_stage(name.into(), StageKind::Upload(upload))
+    }
+
+    /// Adds a Kubernetes stage; constructs added to it become one multi-document YAML file.
+    pub fn kubernetes_stage(&mut self, name: impl Into<String>) -> StageId {
+        self.push_stage(name.into(), StageKind::Kubernetes)
+    }
+
+    fn push_stage(&mut self, name: String, kind: StageKind) -> StageId {
+        self.stages.push(Stage { name, kind });
+        StageId(self.stages.len() - 1)
+    }
+
+    /// Places `construct` in `stage` and returns its handle (typed references to its resources).
+    pub fn add<C: Construct>(&mut self, stage: StageId, construct: C) -> C::Handle {
+        let handle = construct.handle(&self.name);
+        self.nodes.push(Node {
+            id: construct.id().to_owned(),
+            stage,
+            construct: construct.into_kind(),
+        });
+        handle
+    }
+
+    /// Sets a raw CloudFormation property on the emitted resource at `path`, after lowering
+    /// (CDK's `addPropertyOverride`). `property` is dotted below `Properties`; numeric segments
+    /// index lists.
+    pub fn override_property(
+        &mut self,
+        path: impl Into<String>,
+        property: impl Into<String>,
+        value: Value,
+    ) {
+        self.overrides.push(PropertyOverride {
+            path: path.into(),
+            property: property.into(),
+            value: Some(value),
+        });
+    }
+
+    /// Removes a property from the emitted resource at `path` (see [`Stack::override_property`]).
+    pub fn remove_property(&mut self, path: impl Into<String>, property: impl Into<String>) {
+        self.overrides.push(PropertyOverride {
+            path: path.into(),
+            property: property.into(),
+            value: None,
+        });
+    }
+
+    /// The stack's name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// The stack's region.
+    pub fn region(&self) -> &str {
+        &self.region
+    }
+
+    /// The stack's description, if any.
+    pub fn description_text(&self) -> Option<&str> {
+        self.description.as_deref()
+    }
+
+    /// The stack's own tags.
+    pub fn tags(&self) -> &Tags {
+        &self.tags
+    }
+
+    /// The stages in deployment order.
+    pub fn stages(&self) -> &[Stage] {
+        &self.stages
+    }
+
+    /// The stage behind a handle (`None` for a handle of another stack).
+    pub fn stage(&self, id: StageId) -> Option<&Stage> {
+        self.stages.get(id.0)
+    }
+
+    /// The constructs in the order added.
+    pub fn nodes(&self) -> &[Node] {
+        &self.nodes
+    }
+
+    /// The constructs placed in `stage`.
+    pub fn nodes_in(&self, stage: StageId) -> impl Iterator<Item = &Node> {
+        self.nodes.iter().filter(move |n| n.stage == stage)
+    }
+
+    /// The property overrides in the order given.
+    pub fn overrides(&self) -> &[PropertyOverride] {
+        &self.overrides
+    }
+
+    /// The CloudFormation stack name of a stage: `<stack>-<stage>`.
+    pub fn stage_stack_name(&self, stage: StageId) -> String {
+        match self.stage(stage) {
+            Some(s) => format!("{}-{}", self.name, s.name),
+            None => self.name.clone(),
+        }
+    }
+
+    /// The construct path of a node or resource, as shown in diagnostics (`stack/Network/Vpc`).
+    pub fn display_path(&self, path: &str) -> String {
+        if path.is_empty() {
+            self.name.clone()
+        } else {
+            format!("{}/{}", self.name, path)
+        }
+    }
+
+    /// The stage of the construct with id `construct_id`.
+    pub fn stage_of(&self, construct_id: &str) -> Option<StageId> {
+        self.nodes
+            .iter()
+            .find(|n| n.id == construct_id)
+            .map(|n| n.stage)
+    }
+
+    /// Tags for a resource of this stack: app tags, then stack tags (stack wins), plus the
+    /// stack's own identifying tag.
+    pub fn effective_tags(&self, app_tags: &Tags) -> Tags {
+        let mut tags = app_tags.clone();
+        tags.extend(self.tags.iter().map(|(k, v)| (k.clone(), v.clone())));
+        tags.insert("hyperforge:stack".to_owned(), self.name.clone());
+        tags
+    }
+
+    /// Checks the stack's own structure (names, stages, construct ids, references between
+    /// stages). Construct-specific rules live with the constructs.
+    pub(crate) fn validate_structure(&self, app_tags: &Tags, ds: &mut Diagnostics) {
+        let stack_path = self.display_path("");
+        if !is_valid_stack_name(&self.name) {
+            ds.report(
+                Code::InvalidStackName,
+                &stack_path,
+                format!("stack name `{}` is not a valid CloudFormation stack name", self.name),
+                "use 1-100 characters: a letter first, then letters, digits and hyphens",
+            );
+        }
+        if !crate::catalog::regions::is_known_region(&self.region) {
+            ds.report(
+                Code::InvalidRegion,
+                &stack_path,
+                format!("`{}` is not a known AWS region", self.region),
+                format!(
+                    "use one of: {}",
+                    crate::catalog::regions::KNOWN_REGIONS.join(", ")
+                ),
+            );
+        }
+        for (key, value) in self.effective_tags(app_tags) {
+            if key.is_empty() || key.len() > 128 || key.starts_with("aws:") || value.len() > 256 {
+                ds.report(
+                    Code::InvalidTag,
+                    &stack_path,
+                    format!("tag `{key}` = `{value}` is not valid"),
+                    "tag keys are 1-128 characters not starting with `aws:`; values at most 256",
+                );
+            }
+        }
+        let mut stage_names = BTreeSet::new();
+        for (index, stage) in self.stages.iter().enumerate() {
+            let path = self.display_path(&stage.name);
+            if !stage_names.insert(stage.name.as_str()) {
+                ds.report(
+                    Code::DuplicateStage,
+                    &path,
+                    format!("stage `{}` is defined twice", stage.name),
+                    "give every stage of a stack its own name",
+                );
+            }
+            let full = format!("{}-{}", self.name, stage.name);
+            if !is_valid_stack_name(&stage.name) || !is_valid_stack_name(&full) {
+                ds.report(
+                    Code::InvalidStackName,
+                    &path,
+                    format!("stage name `{}` makes the stack name `{full}`, which is not valid", stage.name),
+                    "stage names are letters, digits and hyphens, starting with a letter; `<stack>-<stage>` must be at most 100 characters",
+                );
+            }
+            let holds_constructs = matches!(stage.kind, StageKind::CloudFormation | StageKind::Kubernetes);
+            if holds_constructs && !self.nodes.iter().any(|n| n.stage.0 == index) {
+                ds.report(
+                    Code::EmptyStage,
+                    &path,
+                    format!("stage `{}` has no constructs", stage.name),
+                    "add constructs to the stage with `Stack::add`, or remove it",
+                );
+            }
+        }
+        let mut ids = BTreeSet::new();
+        for node in &self.nodes {
+            let path = self.display_path(&node.id);
+            if !is_valid_construct_id(&node.id) {
+                ds.report(
+                    Code::InvalidConstructId,
+                    &path,
+                    format!("construct id `{}` is not a valid identifier", node.id),
+                    "start with an ASCII letter; use only ASCII letters and digits (at most 64)",
+                );
+            }
+            if !ids.insert(node.id.as_str()) {
+                ds.report(
+                    Code::LogicalIdCollision,
+                    &path,
+                    format!("construct id `{}` is used twice in stack `{}`", node.id, self.name),
+                    "give each construct its own id; ids become logical ids",
+                );
+            }
+            if node.stage.0 >= self.stages.len() {
+                ds.report(
+                    Code::UnknownReference,
+                    &path,
+                    format!("construct `{}` was added to a stage of another stack", node.id),
+                    "add constructs only to stages returned by this stack's `*_stage` methods",
+                );
+            }
+        }
+        for node in &self.nodes {
+            let path = self.display_path(&node.id);
+            for r in node.construct.references() {
+                self.check_reference(&r, node.stage, &path, ds);
+            }
+        }
+        for (index, stage) in self.stages.iter().enumerate() {
+            if let StageKind::Upload(upload) = &stage.kind {
+                let path = self.display_path(&stage.name);
+                self.check_reference(&upload.bucket.name(), StageId(index), &path, ds);
+            }
+        }
+    }
+
+    fn check_reference(&self, r: &AttrRef, from: StageId, path: &str, ds: &mut Diagnostics) {
+        if r.stack != self.name {
+            ds.report(
+                Code::UnknownReference,
+                path,
+                format!("refers to `{}/{}` in another stack", r.stack, r.path),
+                "references only work within one stack; pass the value in as a parameter",
+            );
+            return;
+        }
+        match self.stage_of(r.construct_id()) {
+            None => ds.report(
+                Code::UnknownReference,
+                path,
+                format!("refers to `{}`, which is not in this stack", r.path),
+                format!("add construct `{}` to the stack", r.construct_id()),
+            ),
+            Some(target) if target > from => {
+                let target_name = self.stages.get(target.0).map_or("?", |s| s.name.as_str());
+                let from_name = self.stages.get(from.0).map_or("?", |s| s.name.as_str());
+                ds.report(
+                    Code::ReferenceToLaterStage,
+                    path,
+                    format!(
+                        "stage `{from_name}` uses `{}`, which stage `{target_name}` creates later",
+                        r.path
+                    ),
+                    format!("move `{}` to stage `{from_name}` or earlier", r.construct_id()),
+                )
+            }
+            Some(_) => {}
+        }
+    }
+}
+
+/// Logical ids are the path's segments joined: `Network/Vpc` -> `NetworkVpc`.
+pub fn logical_id(path: &str) -> String {
+    path.split('/').collect()
+}
+
+/// Construct ids: an ASCII letter, then ASCII letters and digits; at most 64 characters.
+pub fn is_valid_construct_id(id: &str) -> bool {
+    let mut chars = id.chars();
+    matches!(chars.next(), Some(c) if c.is_ascii_alphabetic())
+        && id.len() <= 64
+        && chars.all(|c| c.is_ascii_alphanumeric())
+}
+
+/// CloudFormation stack names: a letter, then letters, digits and hyphens; at most 128
+/// characters (hyperforge keeps to 100 so stage suffixes fit).
+pub fn is_valid_stack_name(name: &str) -> bool {
+    let mut chars = name.chars();
+    matches!(chars.next(), Some(c) if c.is_ascii_alphabetic())
+        && name.len() <= 100
+        && chars.all(|c| c.is_ascii_alphanumeric() || c == '-')
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn logical_ids_come_from_paths() {
+        assert_eq!(logical_id("Network/Vpc"), "NetworkVpc");
+        assert_eq!(logical_id("Network/PrivateSubnet1"), "NetworkPrivateSubnet1");
+        assert_eq!(logical_id("Eks"), "Eks");
+    }
+
+    #[test]
+    fn construct_ids_are_identifiers() {
+        assert!(is_valid_construct_id("Network"));
+        assert!(is_valid_construct_id("Gpu2"));
+        assert!(!is_valid_construct_id("2Gpu"));
+        assert!(!is_valid_construct_id("my-net"));
+        assert!(!is_valid_construct_id(""));
+        assert!(!is_valid_construct_id(&"a".repeat(65)));
+    }
+
+    #[test]
+    fn stack_names_follow_cloudformation() {
+        assert!(is_valid_stack_name("kimi-k3-hyperpod"));
+        assert!(!is_valid_stack_name("-x"));
+        assert!(!is_valid_stack_name("a_b"));
+    }
+}

@@ -1,0 +1,219 @@
+//! Typed reference handles. A `Ref<Subnet>` cannot stand where a `Ref<Vpc>` is wanted: the kind
+//! is part of the type. Handles name a resource by its construct path; each backend lowers an
+//! attribute of a handle to its own form (`Ref`/`Fn::GetAtt`/`Fn::ImportValue` in
+//! CloudFormation), never by pasting strings.
+
+use std::fmt;
+use std::marker::PhantomData;
+
+/// The kinds of resource a handle can point at.
+pub mod kind {
+    macro_rules! kinds {
+        ($($(#[$doc:meta])* $name:ident),* $(,)?) => {
+            $( $(#[$doc])* #[derive(Clone, Copy, Debug, PartialEq, Eq)] pub enum $name {} )*
+        };
+    }
+    kinds! {
+        /// A VPC.
+        Vpc,
+        /// A subnet.
+        Subnet,
+        /// A security group.
+        SecurityGroup,
+        /// An EKS cluster.
+        EksCluster,
+        /// The IAM OIDC identity provider of an EKS cluster.
+        OidcProvider,
+        /// An IAM role.
+        Role,
+        /// An S3 bucket.
+        Bucket,
+        /// A KMS key.
+        KmsKey,
+        /// A SageMaker HyperPod cluster.
+        HyperPodCluster,
+    }
+}
+
+/// Implemented by the marker types in [`kind`].
+pub trait ResourceKind: 'static {
+    /// The kind's name, used by backends to choose how attributes are read.
+    const KIND: Kind;
+}
+
+/// The kind of a referenced resource, as a value.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Kind {
+    /// See [`kind::Vpc`].
+    Vpc,
+    /// See [`kind::Subnet`].
+    Subnet,
+    /// See [`kind::SecurityGroup`].
+    SecurityGroup,
+    /// See [`kind::EksCluster`].
+    EksCluster,
+    /// See [`kind::OidcProvider`].
+    OidcProvider,
+    /// See [`kind::Role`].
+    Role,
+    /// See [`kind::Bucket`].
+    Bucket,
+    /// See [`kind::KmsKey`].
+    KmsKey,
+    /// See [`kind::HyperPodCluster`].
+    HyperPodCluster,
+}
+
+macro_rules! impl_kind {
+    ($($name:ident),*) => { $( impl ResourceKind for kind::$name { const KIND: Kind = Kind::$name; } )* };
+}
+impl_kind!(
+    Vpc,
+    Subnet,
+    SecurityGroup,
+    EksCluster,
+    OidcProvider,
+    Role,
+    Bucket,
+    KmsKey,
+    HyperPodCluster
+);
+
+/// An attribute of a referenced resource.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Attr {
+    /// The resource's id (`vpc-...`, `subnet-...`, `sg-...`).
+    Id,
+    /// The resource's ARN.
+    Arn,
+    /// The resource's name.
+    Name,
+    /// An EKS cluster's OIDC issuer URL.
+    OidcIssuerUrl,
+}
+
+impl Attr {
+    /// A short PascalCase name, used in export names.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Attr::Id => "Id",
+            Attr::Arn => "Arn",
+            Attr::Name => "Name",
+            Attr::OidcIssuerUrl => "OidcIssuerUrl",
+        }
+    }
+}
+
+/// A format-neutral reference to one attribute of a resource in a stack.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct AttrRef {
+    /// The stack the resource belongs to.
+    pub stack: String,
+    /// The resource's construct path inside the stack (`Network/Vpc`).
+    pub path: String,
+    /// What the resource is.
+    pub kind: Kind,
+    /// Which attribute is wanted.
+    pub attr: Attr,
+}
+
+impl AttrRef {
+    /// The id of the top-level construct the resource belongs to (`Network` of `Network/Vpc`).
+    pub fn construct_id(&self) -> &str {
+        self.path.split('/').next().unwrap_or(&self.path)
+    }
+}
+
+/// A typed handle to a resource of kind `K`, created when a construct is added to a stack.
+pub struct Ref<K: ResourceKind> {
+    stack: String,
+    path: String,
+    _kind: PhantomData<fn() -> K>,
+}
+
+impl<K: ResourceKind> Ref<K> {
+    /// A handle to the resource at `path` in `stack`. Constructs create these for their own
+    /// resources; user code receives them from `Stack::add`.
+    pub fn new(stack: impl Into<String>, path: impl Into<String>) -> Self {
+        Ref {
+            stack: stack.into(),
+            path: path.into(),
+            _kind: PhantomData,
+        }
+    }
+
+    /// The resource's construct path inside its stack.
+    pub fn path(&self) -> &str {
+        &self.path
+    }
+
+    /// The stack the resource belongs to.
+    pub fn stack(&self) -> &str {
+        &self.stack
+    }
+
+    fn attr(&self, attr: Attr) -> AttrRef {
+        AttrRef {
+            stack: self.stack.clone(),
+            path: self.path.clone(),
+            kind: K::KIND,
+            attr,
+        }
+    }
+}
+
+// Manual impls: deriving would require `K: Clone` etc. on the uninhabited marker types.
+impl<K: ResourceKind> Clone for Ref<K> {
+    fn clone(&self) -> Self {
+        Ref::new(self.stack.clone(), self.path.clone())
+    }
+}
+
+impl<K: ResourceKind> PartialEq for Ref<K> {
+    fn eq(&self, other: &Self) -> bool {
+        self.stack == other.stack && self.path == other.path
+    }
+}
+
+impl<K: ResourceKind> fmt::Debug for Ref<K> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "Ref<{:?}>({}/{})", K::KIND, self.stack, self.path)
+    }
+}
+
+macro_rules! attrs {
+    ($kind:ident { $($(#[$doc:meta])* $method:ident => $attr:ident),* $(,)? }) => {
+        impl Ref<kind::$kind> {
+            $( $(#[$doc])* pub fn $method(&self) -> AttrRef { self.attr(Attr::$attr) } )*
+        }
+    };
+}
+
+attrs!(Vpc { /** The VPC id. */ id => Id });
+attrs!(Subnet { /** The subnet id. */ id => Id });
+attrs!(SecurityGroup { /** The security group id. */ id => Id });
+attrs!(EksCluster {
+    /** The cluster name. */ name => Name,
+    /** The cluster ARN. */ arn => Arn,
+    /** The cluster's OIDC issuer URL. */ oidc_issuer_url => OidcIssuerUrl,
+});
+attrs!(OidcProvider { /** The provider ARN. */ arn => Arn });
+attrs!(Role { /** The role ARN. */ arn => Arn, /** The role name. */ name => Name });
+attrs!(Bucket { /** The bucket name. */ name => Name, /** The bucket ARN. */ arn => Arn });
+attrs!(KmsKey { /** The key ARN. */ arn => Arn });
+attrs!(HyperPodCluster { /** The cluster ARN. */ arn => Arn });
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn handles_carry_kind_and_path() {
+        let vpc: Ref<kind::Vpc> = Ref::new("app", "Network/Vpc");
+        let id = vpc.id();
+        assert_eq!(id.kind, Kind::Vpc);
+        assert_eq!(id.attr, Attr::Id);
+        assert_eq!(id.construct_id(), "Network");
+        assert_eq!(format!("{vpc:?}"), "Ref<Vpc>(app/Network/Vpc)");
+    }
+}

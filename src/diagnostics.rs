@@ -1,0 +1,340 @@
+//! Diagnostics: every problem found in a description, with a stable code, the construct path it
+//! belongs to, a message carrying the numbers, and a help line. Validation collects all of them
+//! in one run; synthesis refuses to write anything while an error stands.
+
+use serde::Serialize;
+use std::fmt;
+
+/// How bad a diagnostic is. Errors stop synthesis; warnings do not unless denied.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Severity {
+    /// The description cannot be deployed as written.
+    Error,
+    /// The description deploys, but probably not as intended.
+    Warning,
+}
+
+macro_rules! codes {
+    ($( $variant:ident = $id:literal, $severity:ident, $summary:literal, $explanation:literal; )*) => {
+        /// A stable diagnostic code. The identifier (`HF0101`, ...) never changes meaning once
+        /// released; [`Code::explanation`] documents each one.
+        #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+        pub enum Code {
+            $( #[doc = $summary] $variant, )*
+        }
+
+        impl Code {
+            /// Every code, in identifier order.
+            pub const ALL: &'static [Code] = &[$(Code::$variant,)*];
+
+            /// The stable identifier, e.g. `HF0101`.
+            pub fn id(self) -> &'static str {
+                match self { $(Code::$variant => $id,)* }
+            }
+
+            /// The severity this code is reported with.
+            pub fn severity(self) -> Severity {
+                match self { $(Code::$variant => Severity::$severity,)* }
+            }
+
+            /// One line saying what the code means.
+            pub fn summary(self) -> &'static str {
+                match self { $(Code::$variant => $summary,)* }
+            }
+
+            /// The long documentation of the code: why it matters and how to fix it.
+            pub fn explanation(self) -> &'static str {
+                match self { $(Code::$variant => $explanation,)* }
+            }
+
+            /// Looks a code up by its identifier (case-insensitive).
+            pub fn from_id(id: &str) -> Option<Code> {
+                Code::ALL.iter().copied().find(|c| c.id().eq_ignore_ascii_case(id))
+            }
+        }
+    };
+}
+
+codes! {
+    InvalidConstructId = "HF0001", Error, "construct id is not a valid identifier",
+        "Construct ids become CloudFormation logical ids and Terraform resource names. They must start with an ASCII letter and contain only ASCII letters and digits, at most 64 characters.";
+    LogicalIdCollision = "HF0002", Error, "two constructs derive the same logical id",
+        "Logical ids are derived from construct paths (`Network/Vpc` -> `NetworkVpc`). Two paths that derive the same id would make one resource silently replace the other, so this is an error; rename one of the constructs.";
+    UnknownReference = "HF0003", Error, "a reference points at a construct that is not in this stack",
+        "Typed handles are only valid in the stack that created them. Add the referenced construct to the same stack, or pass the value in as a parameter.";
+    ReferenceToLaterStage = "HF0004", Error, "a construct refers to a resource created in a later stage",
+        "Stages deploy in order; a stage can only use what earlier stages (or itself) created. Move the referenced construct to an earlier stage.";
+    UnknownOverrideTarget = "HF0005", Error, "a raw property override names a resource that does not exist",
+        "`Stack::override_property` takes the construct path of an emitted resource (as listed by the synthesized template's `Metadata.hyperforge:path`). Check the path for typos.";
+    InvalidStackName = "HF0006", Error, "stack or stage name is not valid",
+        "Stack and stage names form CloudFormation stack names: 1-128 characters, starting with a letter, letters, digits and hyphens only. The combined `<stack>-<stage>` name must fit too.";
+    DuplicateStage = "HF0007", Error, "two stages share a name",
+        "Stage names must be unique within a stack; they name CloudFormation stacks and artifact files.";
+    EmptyStage = "HF0008", Warning, "a stage has nothing in it",
+        "A stage without constructs produces an empty artifact. Remove the stage or add constructs to it.";
+    InvalidRegion = "HF0009", Error, "region is not a known AWS region",
+        "Regions are written like `us-west-2`. The instance catalog lists which regions offer each instance type.";
+    InvalidTag = "HF0010", Error, "tag key or value is not valid",
+        "Tag keys are 1-128 characters and values 0-256 characters; keys may not start with `aws:`.";
+    InvalidCidr = "HF0101", Error, "CIDR block is malformed",
+        "IPv4 CIDR blocks are written `a.b.c.d/n` with the host bits zero, e.g. `10.192.0.0/16`.";
+    CidrOutOfRange = "HF0102", Error, "CIDR block size is outside what AWS accepts",
+        "VPC and secondary VPC CIDR blocks must be between /16 and /28. Subnets need room for their hosts: the planned subnets must fit inside the block.";
+    CidrOverlap = "HF0103", Error, "CIDR blocks overlap",
+        "The secondary CIDR block of the VPC must not overlap the primary block.";
+    TooFewAvailabilityZones = "HF0104", Error, "fewer availability zones than required",
+        "EKS needs subnets in at least two availability zones for its control plane. Use `availability_zones(2)` or more.";
+    InvalidAvailabilityZoneId = "HF0105", Error, "availability zone id is malformed",
+        "Availability Zone ids look like `usw2-az2`: a region code, `-az`, and a number. They are the same in every account, unlike zone names such as `us-west-2a`; capacity reservations and training plans report the id.";
+    AvailabilityZoneIdWrongRegion = "HF0106", Error, "availability zone id belongs to another region",
+        "The zone id's prefix names its region (`usw2` is us-west-2). A subnet can only be placed in a zone of the stack's region.";
+    InvalidLogRetention = "HF0107", Error, "log retention is not a CloudWatch Logs retention period",
+        "CloudWatch Logs accepts 1, 3, 5, 7, 14, 30, 60, 90, 120, 150, 180, 365, 400, 545, 731, 1096, 1827, 2192, 2557, 2922, 3288 or 3653 days.";
+    InvalidName = "HF0201", Error, "resource name is malformed or too long",
+        "Names must satisfy the service's rules: EKS cluster names 1-100 characters `[0-9A-Za-z][A-Za-z0-9-_]*`; HyperPod cluster and instance group names 1-63 characters `[a-zA-Z0-9](-*[a-zA-Z0-9])*`; S3 bucket name prefixes lowercase letters, digits and hyphens.";
+    UnsupportedKubernetesVersion = "HF0202", Error, "Kubernetes version is not supported",
+        "EKS versions are written `1.NN`. HyperPod supports the versions listed in its prerequisites; hyperforge accepts 1.30 to 1.34.";
+    InvalidAccessEntry = "HF0203", Error, "access entry principal is malformed",
+        "Access entry principals are IAM role or user ARNs: `arn:aws:iam::<12-digit account>:role/<name>`.";
+    MalformedTrainingPlanArn = "HF0301", Error, "training plan ARN is malformed",
+        "Training plan ARNs look like `arn:aws:sagemaker:<region>:<12-digit account>:training-plan/<name>`, 50 to 2048 characters. Copy it from `aws sagemaker describe-training-plan`.";
+    TrainingPlanWithoutAvailabilityZone = "HF0302", Error, "training plan capacity has no availability zone id",
+        "A training plan's capacity lives in one availability zone; the instance group's subnet must be placed there. Give the zone id with the plan (`Capacity::training_plan(arn, \"usw2-az2\")`).";
+    UnknownInstanceType = "HF0303", Error, "instance type is not in the catalog",
+        "hyperforge only deploys instance types whose GPU count, memory and network layout it knows. See `hyperforge::catalog::instances()` for the list, or add the type to the catalog.";
+    InstanceTypeNotInRegion = "HF0304", Error, "instance type is not offered in the stack's region",
+        "The catalog's regional table lists where each type is offered (for HyperPod: the `ml.` name). Deploy to one of the listed regions or choose another type.";
+    InvalidInstanceCount = "HF0305", Error, "instance count is out of range",
+        "HyperPod instance groups take 0 to 6758 instances; a group serving a model needs at least one.";
+    InvalidThreadsPerCore = "HF0306", Error, "threads per core must be 1 or 2",
+        "HyperPod instance groups take `ThreadsPerCore` 1 (multithreading off) or 2 (on).";
+    InvalidVolumeSize = "HF0307", Error, "EBS volume size is out of range",
+        "HyperPod instance storage volumes are 1 to 16384 GB.";
+    TrainingPlanRegionMismatch = "HF0308", Error, "training plan is in another region",
+        "A training plan can only feed a cluster in its own region: the ARN's region must be the stack's region.";
+    NoInstanceGroups = "HF0309", Error, "HyperPod cluster has no instance groups",
+        "Add at least one instance group with `HyperPodCluster::instance_group`.";
+    DuplicateInstanceGroup = "HF0310", Error, "two instance groups share a name",
+        "Instance group names must be unique within a HyperPod cluster.";
+    HyperPodBeforeDependencies = "HF0311", Error, "the HyperPod cluster is created before the HyperPod dependencies chart",
+        "HyperPod's CreateCluster requires the `hyperpod-dependencies` Helm chart on the EKS cluster. Add a Helm stage installing it (`HelmRelease::hyperpod_dependencies`) before the stage that creates the cluster.";
+    LifecycleScriptsInSameStage = "HF0312", Error, "lifecycle scripts are uploaded after the cluster that needs them",
+        "The lifecycle script bucket must be created, and the scripts uploaded, in stages before the HyperPod cluster's stage.";
+    TrainingPlanZoneMismatch = "HF0313", Error, "training plan capacity and the cluster's subnet are in different zones",
+        "A training plan's reserved capacity lives in one availability zone; HyperPod can only launch it into a subnet of that zone. Place the HyperPod subnet in the plan's zone id.";
+    InvalidTensorParallelSize = "HF0401", Error, "tensor parallel size does not fit the instance",
+        "Tensor parallelism splits the model over GPUs of one node: the size must be a power of two no larger than the instance's GPU count, and the worker must request that many GPUs.";
+    InvalidModelId = "HF0402", Error, "model id is malformed",
+        "Hugging Face model ids look like `organization/name` with letters, digits, `_`, `.` and `-`.";
+    InvalidServedModelName = "HF0403", Error, "served model name is malformed",
+        "The served model name becomes the InferenceEndpointConfig `modelName`: 1-63 characters, letters and digits with single hyphens between them.";
+    UnpinnedImage = "HF0404", Warning, "container image is not pinned",
+        "An image without a tag (or tagged `latest`) changes under a running deployment. Pin a tag or digest.";
+    ArgumentOwnedByBuilder = "HF0405", Error, "an extra argument repeats one the builder sets",
+        "Arguments such as `--tensor-parallel-size` or `--served-model-name` are set from typed fields; setting them again in `extra_args` would make the two disagree. Use the typed setter.";
+    GpuRequestExceedsInstance = "HF0406", Error, "the workload asks for more GPUs than the instance has",
+        "A single-node vLLM server can use at most the GPUs of one instance.";
+    InvalidKubernetesName = "HF0407", Error, "Kubernetes object name is malformed",
+        "Kubernetes names are DNS labels: 1-63 lowercase letters, digits and hyphens, starting and ending with a letter or digit.";
+    SecretLiteralInEnvironment = "HF0408", Error, "a secret is set as a literal environment variable",
+        "Tokens such as `HF_TOKEN` must come from a Kubernetes Secret (`VllmServer::hf_token_secret`), never from a literal value in the manifest.";
+    InvalidEnvironmentName = "HF0409", Error, "environment variable name is malformed",
+        "Environment variable names are letters, digits and `_`, not starting with a digit.";
+    InvalidThroughput = "HF0410", Error, "storage throughput must be positive",
+        "The startup budget divides the weights' size by the download and load throughput; they must be greater than zero.";
+}
+
+impl fmt::Display for Code {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.id())
+    }
+}
+
+impl Serialize for Code {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(self.id())
+    }
+}
+
+/// One problem in a description.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Diagnostic {
+    /// Error or warning.
+    pub severity: Severity,
+    /// The stable code.
+    pub code: Code,
+    /// The construct path (`kimi-k3-hyperpod/Network/Vpc`) the problem belongs to.
+    pub path: String,
+    /// What is wrong, with the offending values and numbers.
+    pub message: String,
+    /// What to do about it.
+    pub help: String,
+}
+
+impl Diagnostic {
+    /// A diagnostic with the code's own severity.
+    pub fn new(
+        code: Code,
+        path: impl Into<String>,
+        message: impl Into<String>,
+        help: impl Into<String>,
+    ) -> Self {
+        Diagnostic {
+            severity: code.severity(),
+            code,
+            path: path.into(),
+            message: message.into(),
+            help: help.into(),
+        }
+    }
+}
+
+impl fmt::Display for Diagnostic {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let level = match self.severity {
+            Severity::Error => "error",
+            Severity::Warning => "warning",
+        };
+        writeln!(f, "{level}[{}]: {}", self.code, self.message)?;
+        writeln!(f, "  --> {}", self.path)?;
+        write!(f, "  = help: {}", self.help)
+    }
+}
+
+/// All diagnostics of one run, in the order they were found.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+#[serde(transparent)]
+pub struct Diagnostics(Vec<Diagnostic>);
+
+impl Diagnostics {
+    /// No diagnostics.
+    pub fn new() -> Self {
+        Diagnostics(Vec::new())
+    }
+
+    /// Records one diagnostic.
+    pub fn push(&mut self, diagnostic: Diagnostic) {
+        self.0.push(diagnostic);
+    }
+
+    /// Records a diagnostic with the code's own severity.
+    pub fn report(
+        &mut self,
+        code: Code,
+        path: impl Into<String>,
+        message: impl Into<String>,
+        help: impl Into<String>,
+    ) {
+        self.push(Diagnostic::new(code, path, message, help));
+    }
+
+    /// Appends all of `other`.
+    pub fn extend(&mut self, other: Diagnostics) {
+        self.0.extend(other.0);
+    }
+
+    /// Whether any diagnostic is an error.
+    pub fn has_errors(&self) -> bool {
+        self.0.iter().any(|d| d.severity == Severity::Error)
+    }
+
+    /// Whether there are no diagnostics at all.
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    /// Number of diagnostics.
+    pub fn len(&self) -> usize {
+        self.0.len()
+    }
+
+    /// The diagnostics in the order found.
+    pub fn iter(&self) -> std::slice::Iter<'_, Diagnostic> {
+        self.0.iter()
+    }
+
+    /// The errors only.
+    pub fn errors(&self) -> impl Iterator<Item = &Diagnostic> {
+        self.0.iter().filter(|d| d.severity == Severity::Error)
+    }
+
+    /// The warnings only.
+    pub fn warnings(&self) -> impl Iterator<Item = &Diagnostic> {
+        self.0.iter().filter(|d| d.severity == Severity::Warning)
+    }
+
+    /// Whether a diagnostic with `code` was reported at `path`.
+    pub fn contains(&self, code: Code, path: &str) -> bool {
+        self.0.iter().any(|d| d.code == code && d.path == path)
+    }
+
+    /// The machine-readable form: a JSON array of `{severity, code, path, message, help}`.
+    pub fn to_json(&self) -> String {
+        serde_json::to_string_pretty(self).unwrap_or_else(|_| "[]".to_owned())
+    }
+}
+
+impl IntoIterator for Diagnostics {
+    type Item = Diagnostic;
+    type IntoIter = std::vec::IntoIter<Diagnostic>;
+    fn into_iter(self) -> Self::IntoIter {
+        self.0.into_iter()
+    }
+}
+
+impl<'a> IntoIterator for &'a Diagnostics {
+    type Item = &'a Diagnostic;
+    type IntoIter = std::slice::Iter<'a, Diagnostic>;
+    fn into_iter(self) -> Self::IntoIter {
+        self.0.iter()
+    }
+}
+
+impl fmt::Display for Diagnostics {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for d in &self.0 {
+            writeln!(f, "{d}\n")?;
+        }
+        let errors = self.errors().count();
+        let warnings = self.warnings().count();
+        write!(f, "{errors} error(s), {warnings} warning(s)")
+    }
+}
+
+impl std::error::Error for Diagnostics {}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::BTreeSet;
+
+    #[test]
+    fn codes_are_unique_and_documented() {
+        let ids: BTreeSet<_> = Code::ALL.iter().map(|c| c.id()).collect();
+        assert_eq!(ids.len(), Code::ALL.len());
+        for code in Code::ALL {
+            assert!(code.id().starts_with("HF") && code.id().len() == 6, "{code:?}");
+            assert!(!code.summary().is_empty() && code.explanation().len() > 20);
+            assert_eq!(Code::from_id(&code.id().to_lowercase()), Some(*code));
+        }
+    }
+
+    #[test]
+    fn renders_like_rustc_and_as_json() {
+        let mut ds = Diagnostics::new();
+        ds.report(
+            Code::InvalidCidr,
+            "app/Network",
+            "`10.0.0.0/33` is not a CIDR block",
+            "write it like 10.0.0.0/16",
+        );
+        let text = ds.to_string();
+        assert!(text.starts_with("error[HF0101]: `10.0.0.0/33` is not a CIDR block\n  --> app/Network\n  = help: write it like 10.0.0.0/16"));
+        assert!(text.ends_with("1 error(s), 0 warning(s)"));
+        let json: serde_json::Value = serde_json::from_str(&ds.to_json()).unwrap();
+        assert_eq!(json[0]["code"], "HF0101");
+        assert_eq!(json[0]["severity"], "error");
+        assert!(ds.has_errors());
+    }
+}

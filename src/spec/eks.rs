@@ -1,0 +1,308 @@
+//! The EKS cluster: control plane in private subnets, authentication mode
+//! `API_AND_CONFIG_MAP` (HyperPod requires API access entries), every control-plane log type,
+//! secrets encrypted with a customer-managed KMS key, the core add-ons, access entries and the
+//! IAM OIDC provider for service-account roles.
+
+use super::Construct;
+use crate::app::{kind, AttrRef, Ref};
+use crate::diagnostics::{Code, Diagnostics};
+
+/// Who can reach the Kubernetes API endpoint.
+#[derive(Clone, Debug, PartialEq, Eq, Default)]
+pub enum EndpointAccess {
+    /// Only from inside the VPC (the secure default): run kubectl and helm through a bastion,
+    /// SSM session or VPN.
+    #[default]
+    Private,
+    /// Private, plus public access from the listed CIDR blocks only.
+    PublicAndPrivate {
+        /// The blocks allowed to reach the public endpoint.
+        public_cidrs: Vec<String>,
+    },
+}
+
+impl EndpointAccess {
+    /// Private plus public access from `cidrs` (never `0.0.0.0/0` unless you write it).
+    pub fn public_and_private<I, S>(cidrs: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        EndpointAccess::PublicAndPrivate {
+            public_cidrs: cidrs.into_iter().map(Into::into).collect(),
+        }
+    }
+}
+
+/// An EKS access policy granted to a principal.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum AccessPolicy {
+    /// `AmazonEKSClusterAdminPolicy`, cluster-wide.
+    ClusterAdmin,
+    /// `AmazonEKSAdminPolicy`, cluster-wide.
+    Admin,
+    /// `AmazonEKSViewPolicy`, cluster-wide.
+    View,
+}
+
+impl AccessPolicy {
+    /// The policy's name.
+    pub fn policy_name(self) -> &'static str {
+        match self {
+            AccessPolicy::ClusterAdmin => "AmazonEKSClusterAdminPolicy",
+            AccessPolicy::Admin => "AmazonEKSAdminPolicy",
+            AccessPolicy::View => "AmazonEKSViewPolicy",
+        }
+    }
+}
+
+/// An access entry: an IAM principal allowed into the cluster with a policy.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct AccessEntry {
+    /// The principal's ARN.
+    pub principal_arn: String,
+    /// The policy granted.
+    pub policy: AccessPolicy,
+}
+
+/// An EKS add-on.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct EksAddon {
+    /// The add-on's name (`vpc-cni`).
+    pub name: String,
+    /// A pinned version; `None` takes the default for the cluster's Kubernetes version.
+    pub version: Option<String>,
+}
+
+/// The EKS cluster builder.
+#[derive(Clone, Debug)]
+pub struct EksCluster {
+    id: String,
+    name: String,
+    version: String,
+    subnets: Vec<Ref<kind::Subnet>>,
+    security_groups: Vec<Ref<kind::SecurityGroup>>,
+    endpoint_access: EndpointAccess,
+    access_entries: Vec<AccessEntry>,
+    addons: Vec<EksAddon>,
+}
+
+/// Handles to the cluster's resources.
+#[derive(Clone, Debug)]
+pub struct EksClusterHandle {
+    /// The cluster.
+    pub cluster: Ref<kind::EksCluster>,
+    /// Its IAM OIDC provider.
+    pub oidc_provider: Ref<kind::OidcProvider>,
+    /// The KMS key encrypting its secrets.
+    pub secrets_key: Ref<kind::KmsKey>,
+    /// The cluster's name, as given.
+    pub name: String,
+}
+
+const CORE_ADDONS: &[&str] = &["vpc-cni", "kube-proxy", "coredns", "eks-pod-identity-agent"];
+
+impl EksCluster {
+    /// A cluster named `name` running Kubernetes 1.33 with the core add-ons.
+    pub fn new(id: impl Into<String>, name: impl Into<String>) -> Self {
+        EksCluster {
+            id: id.into(),
+            name: name.into(),
+            version: "1.33".to_owned(),
+            subnets: Vec::new(),
+            security_groups: Vec::new(),
+            endpoint_access: EndpointAccess::Private,
+            access_entries: Vec::new(),
+            addons: CORE_ADDONS
+                .iter()
+                .map(|n| EksAddon {
+                    name: (*n).to_owned(),
+                    version: None,
+                })
+                .collect(),
+        }
+    }
+
+    /// The Kubernetes version (`1.33`).
+    pub fn version(mut self, version: impl Into<String>) -> Self {
+        self.version = version.into();
+        self
+    }
+
+    /// The subnets for the control plane's network interfaces (private, in 2+ zones).
+    pub fn subnets<'a, I>(mut self, subnets: I) -> Self
+    where
+        I: IntoIterator<Item = &'a Ref<kind::Subnet>>,
+    {
+        self.subnets.extend(subnets.into_iter().cloned());
+        self
+    }
+
+    /// Adds a security group to the control plane.
+    pub fn security_group(mut self, group: &Ref<kind::SecurityGroup>) -> Self {
+        self.security_groups.push(group.clone());
+        self
+    }
+
+    /// Who can reach the API endpoint (default: private only).
+    pub fn endpoint_access(mut self, access: EndpointAccess) -> Self {
+        self.endpoint_access = access;
+        self
+    }
+
+    /// Grants `principal_arn` an access policy on the cluster.
+    pub fn access_entry(mut self, principal_arn: impl Into<String>, policy: AccessPolicy) -> Self {
+        self.access_entries.push(AccessEntry {
+            principal_arn: principal_arn.into(),
+            policy,
+        });
+        self
+    }
+
+    /// Pins the version of an add-on, or adds one.
+    pub fn addon(mut self, name: impl Into<String>, version: Option<String>) -> Self {
+        let name = name.into();
+        match self.addons.iter_mut().find(|a| a.name == name) {
+            Some(a) => a.version = version,
+            None => self.addons.push(EksAddon { name, version }),
+        }
+        self
+    }
+
+    /// The cluster's name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// The Kubernetes version.
+    pub fn kubernetes_version(&self) -> &str {
+        &self.version
+    }
+
+    /// The control plane subnets.
+    pub fn subnet_refs(&self) -> &[Ref<kind::Subnet>] {
+        &self.subnets
+    }
+
+    /// The control plane security groups.
+    pub fn security_group_refs(&self) -> &[Ref<kind::SecurityGroup>] {
+        &self.security_groups
+    }
+
+    /// Endpoint access.
+    pub fn endpoint(&self) -> &EndpointAccess {
+        &self.endpoint_access
+    }
+
+    /// Access entries.
+    pub fn access_entries(&self) -> &[AccessEntry] {
+        &self.access_entries
+    }
+
+    /// Add-ons in order.
+    pub fn addons(&self) -> &[EksAddon] {
+        &self.addons
+    }
+
+    pub(crate) fn references(&self) -> Vec<AttrRef> {
+        self.subnets
+            .iter()
+            .map(|s| s.id())
+            .chain(self.security_groups.iter().map(|g| g.id()))
+            .collect()
+    }
+
+    pub(crate) fn validate(&self, path: &str, ds: &mut Diagnostics) {
+        let name_ok = !self.name.is_empty()
+            && self.name.len() <= 100
+            && self.name.starts_with(|c: char| c.is_ascii_alphanumeric())
+            && self
+                .name
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_');
+        if !name_ok {
+            ds.report(
+                Code::InvalidName,
+                path,
+                format!("EKS cluster name `{}` is not valid", self.name),
+                "EKS cluster names are 1-100 characters: a letter or digit, then letters, digits, `-` and `_`",
+            );
+        }
+        let minor = self
+            .version
+            .strip_prefix("1.")
+            .and_then(|m| m.parse::<u32>().ok());
+        if !matches!(minor, Some(30..=34)) {
+            ds.report(
+                Code::UnsupportedKubernetesVersion,
+                path,
+                format!("Kubernetes version `{}` is not supported", self.version),
+                "use 1.30 to 1.34 (HyperPod's supported range); 1.33 is the default",
+            );
+        }
+        if self.subnets.len() < 2 {
+            ds.report(
+                Code::TooFewAvailabilityZones,
+                path,
+                format!("the control plane has {} subnet(s); EKS needs at least 2 in different zones", self.subnets.len()),
+                "pass the network's private subnets: `.subnets(&network.private_subnets)`",
+            );
+        }
+        if let EndpointAccess::PublicAndPrivate { public_cidrs } = &self.endpoint_access {
+            for cidr in public_cidrs {
+                if let Err(e) = cidr.parse::<super::Ipv4Cidr>() {
+                    ds.report(
+                        Code::InvalidCidr,
+                        path,
+                        format!("public endpoint CIDR `{cidr}` is not valid: {e}"),
+                        "list the blocks allowed to reach the API, e.g. 203.0.113.0/24",
+                    );
+                }
+            }
+        }
+        for entry in &self.access_entries {
+            if !is_iam_principal_arn(&entry.principal_arn) {
+                ds.report(
+                    Code::InvalidAccessEntry,
+                    path,
+                    format!("access entry principal `{}` is not an IAM role or user ARN", entry.principal_arn),
+                    "use `arn:aws:iam::<12-digit account>:role/<name>`",
+                );
+            }
+        }
+    }
+}
+
+fn is_iam_principal_arn(arn: &str) -> bool {
+    let parts: Vec<&str> = arn.splitn(6, ':').collect();
+    parts.len() == 6
+        && parts[0] == "arn"
+        && parts[1].starts_with("aws")
+        && parts[2] == "iam"
+        && parts[3].is_empty()
+        && parts[4].len() == 12
+        && parts[4].chars().all(|c| c.is_ascii_digit())
+        && (parts[5].starts_with("role/") || parts[5].starts_with("user/"))
+        && parts[5].len() > 5
+}
+
+impl Construct for EksCluster {
+    type Handle = EksClusterHandle;
+
+    fn id(&self) -> &str {
+        &self.id
+    }
+
+    fn handle(&self, stack: &str) -> EksClusterHandle {
+        EksClusterHandle {
+            cluster: Ref::new(stack, format!("{}/Cluster", self.id)),
+            oidc_provider: Ref::new(stack, format!("{}/OidcProvider", self.id)),
+            secrets_key: Ref::new(stack, format!("{}/SecretsKey", self.id)),
+            name: self.name.clone(),
+        }
+    }
+
+    fn into_kind(self) -> super::ConstructKind {
+        self.into()
+    }
+}

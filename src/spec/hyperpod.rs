@@ -1,0 +1,628 @@
+//! The SageMaker HyperPod cluster (EKS-orchestrated): its execution role, the cluster with
+//! `NodeRecovery: Automatic`, and instance groups whose capacity is a typed choice: a Flexible
+//! Training Plan (ARN and availability zone id) or on-demand.
+
+use super::lifecycle::LifecycleScriptsHandle;
+use super::Construct;
+use crate::app::{kind, AttrRef, Ref, Stack, StageKind};
+use crate::catalog::{self, regions::AzId};
+use crate::diagnostics::{Code, Diagnostics};
+use std::collections::{BTreeMap, BTreeSet};
+
+/// What HyperPod does when a node fails its health checks.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum NodeRecovery {
+    /// Replace or reboot faulty nodes automatically.
+    #[default]
+    Automatic,
+    /// Leave faulty nodes for an operator.
+    None,
+}
+
+impl NodeRecovery {
+    /// The API value.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            NodeRecovery::Automatic => "Automatic",
+            NodeRecovery::None => "None",
+        }
+    }
+}
+
+/// Deep health checks run when a node starts.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum DeepHealthCheck {
+    /// GPU and accelerator stress test.
+    InstanceStress,
+    /// EFA and NCCL connectivity test.
+    InstanceConnectivity,
+}
+
+impl DeepHealthCheck {
+    /// The API value.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            DeepHealthCheck::InstanceStress => "InstanceStress",
+            DeepHealthCheck::InstanceConnectivity => "InstanceConnectivity",
+        }
+    }
+}
+
+/// A Flexible Training Plan feeding an instance group.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TrainingPlan {
+    /// The plan's ARN.
+    pub arn: String,
+    /// The zone id of the plan's reserved capacity (the group's subnet must be there).
+    pub availability_zone_id: Option<String>,
+}
+
+/// Where an instance group's instances come from.
+#[derive(Clone, Debug, PartialEq, Eq, Default)]
+pub enum Capacity {
+    /// On-demand capacity.
+    #[default]
+    OnDemand,
+    /// A Flexible Training Plan bought in advance.
+    TrainingPlan(TrainingPlan),
+}
+
+impl Capacity {
+    /// Capacity from training plan `arn`, whose reserved capacity is in zone `az_id`.
+    pub fn training_plan(arn: impl Into<String>, az_id: impl Into<String>) -> Self {
+        Capacity::TrainingPlan(TrainingPlan {
+            arn: arn.into(),
+            availability_zone_id: Some(az_id.into()),
+        })
+    }
+
+    /// Capacity from a training plan whose zone is not stated (reported as an error: the zone
+    /// decides where the group's subnet must be).
+    pub fn training_plan_without_zone(arn: impl Into<String>) -> Self {
+        Capacity::TrainingPlan(TrainingPlan {
+            arn: arn.into(),
+            availability_zone_id: None,
+        })
+    }
+}
+
+/// Taint effects.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TaintEffect {
+    /// `NoSchedule`.
+    NoSchedule,
+    /// `PreferNoSchedule`.
+    PreferNoSchedule,
+    /// `NoExecute`.
+    NoExecute,
+}
+
+impl TaintEffect {
+    /// The Kubernetes value.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            TaintEffect::NoSchedule => "NoSchedule",
+            TaintEffect::PreferNoSchedule => "PreferNoSchedule",
+            TaintEffect::NoExecute => "NoExecute",
+        }
+    }
+}
+
+/// A Kubernetes taint on a group's nodes.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Taint {
+    /// Key.
+    pub key: String,
+    /// Value (may be empty).
+    pub value: String,
+    /// Effect.
+    pub effect: TaintEffect,
+}
+
+/// One instance group.
+#[derive(Clone, Debug, PartialEq)]
+pub struct InstanceGroup {
+    name: String,
+    instance_type: String,
+    count: i64,
+    threads_per_core: i64,
+    ebs_volume_gb: i64,
+    deep_health_checks: Vec<DeepHealthCheck>,
+    capacity: Capacity,
+    labels: BTreeMap<String, String>,
+    taints: Vec<Taint>,
+}
+
+impl InstanceGroup {
+    /// A group `name` of one `instance_type` instance (EC2 or `ml.` name), on-demand, one
+    /// thread per core, a 500 GB EBS volume and both deep health checks.
+    pub fn new(name: impl Into<String>, instance_type: impl Into<String>) -> Self {
+        InstanceGroup {
+            name: name.into(),
+            instance_type: instance_type.into(),
+            count: 1,
+            threads_per_core: 1,
+            ebs_volume_gb: 500,
+            deep_health_checks: vec![
+                DeepHealthCheck::InstanceStress,
+                DeepHealthCheck::InstanceConnectivity,
+            ],
+            capacity: Capacity::OnDemand,
+            labels: BTreeMap::new(),
+            taints: Vec::new(),
+        }
+    }
+
+    /// Number of instances.
+    pub fn count(mut self, count: i64) -> Self {
+        self.count = count;
+        self
+    }
+
+    /// Threads per core (1 or 2).
+    pub fn threads_per_core(mut self, threads: i64) -> Self {
+        self.threads_per_core = threads;
+        self
+    }
+
+    /// Size of the EBS volume mounted at `/opt/sagemaker`, in GB.
+    pub fn ebs_volume_gb(mut self, gb: i64) -> Self {
+        self.ebs_volume_gb = gb;
+        self
+    }
+
+    /// The deep health checks run on node start (empty: none).
+    pub fn deep_health_checks(mut self, checks: impl IntoIterator<Item = DeepHealthCheck>) -> Self {
+        self.deep_health_checks = checks.into_iter().collect();
+        self
+    }
+
+    /// Where the instances come from.
+    pub fn capacity(mut self, capacity: Capacity) -> Self {
+        self.capacity = capacity;
+        self
+    }
+
+    /// Adds a Kubernetes label to the group's nodes.
+    pub fn label(mut self, key: impl Into<String>, value: impl Into<String>) -> Self {
+        self.labels.insert(key.into(), value.into());
+        self
+    }
+
+    /// Adds a Kubernetes taint to the group's nodes.
+    pub fn taint(mut self, key: impl Into<String>, value: impl Into<String>, effect: TaintEffect) -> Self {
+        self.taints.push(Taint {
+            key: key.into(),
+            value: value.into(),
+            effect,
+        });
+        self
+    }
+
+    /// The group's name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// The HyperPod instance type (`ml.` name), whatever form was given.
+    pub fn ml_instance_type(&self) -> String {
+        if self.instance_type.starts_with("ml.") {
+            self.instance_type.clone()
+        } else {
+            format!("ml.{}", self.instance_type)
+        }
+    }
+
+    /// Instance count.
+    pub fn instance_count(&self) -> i64 {
+        self.count
+    }
+
+    /// Threads per core.
+    pub fn threads(&self) -> i64 {
+        self.threads_per_core
+    }
+
+    /// EBS volume size in GB.
+    pub fn volume_gb(&self) -> i64 {
+        self.ebs_volume_gb
+    }
+
+    /// The deep health checks.
+    pub fn health_checks(&self) -> &[DeepHealthCheck] {
+        &self.deep_health_checks
+    }
+
+    /// The capacity source.
+    pub fn capacity_source(&self) -> &Capacity {
+        &self.capacity
+    }
+
+    /// Node labels.
+    pub fn labels(&self) -> &BTreeMap<String, String> {
+        &self.labels
+    }
+
+    /// Node taints.
+    pub fn taints(&self) -> &[Taint] {
+        &self.taints
+    }
+}
+
+/// The HyperPod cluster builder.
+#[derive(Clone, Debug)]
+pub struct HyperPodCluster {
+    id: String,
+    name: String,
+    eks: Ref<kind::EksCluster>,
+    subnets: Vec<Ref<kind::Subnet>>,
+    security_groups: Vec<Ref<kind::SecurityGroup>>,
+    lifecycle: LifecycleScriptsHandle,
+    node_recovery: NodeRecovery,
+    groups: Vec<InstanceGroup>,
+}
+
+/// Handle to the cluster.
+#[derive(Clone, Debug)]
+pub struct HyperPodHandle {
+    /// The cluster.
+    pub cluster: Ref<kind::HyperPodCluster>,
+    /// Its execution role.
+    pub execution_role: Ref<kind::Role>,
+    /// The cluster's name.
+    pub name: String,
+}
+
+/// Valid HyperPod cluster and instance group names: `[a-zA-Z0-9](-*[a-zA-Z0-9])*`, 1-63.
+pub fn is_valid_hyperpod_name(name: &str) -> bool {
+    !name.is_empty()
+        && name.len() <= 63
+        && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '-')
+        && !name.starts_with('-')
+        && !name.ends_with('-')
+}
+
+/// Whether `arn` has the shape of a training plan ARN.
+pub fn is_training_plan_arn(arn: &str) -> bool {
+    let parts: Vec<&str> = arn.splitn(6, ':').collect();
+    parts.len() == 6
+        && (50..=2048).contains(&arn.len())
+        && parts[0] == "arn"
+        && parts[1].starts_with("aws")
+        && parts[2] == "sagemaker"
+        && !parts[3].is_empty()
+        && parts[3].chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
+        && parts[4].len() == 12
+        && parts[4].chars().all(|c| c.is_ascii_digit())
+        && parts[5].starts_with("training-plan/")
+        && parts[5].len() > "training-plan/".len()
+}
+
+impl HyperPodCluster {
+    /// A cluster `name` orchestrated by `eks`, its nodes in `subnets` with `security_group`,
+    /// running `lifecycle`'s scripts on creation.
+    pub fn new(
+        id: impl Into<String>,
+        name: impl Into<String>,
+        eks: &Ref<kind::EksCluster>,
+        lifecycle: &LifecycleScriptsHandle,
+    ) -> Self {
+        HyperPodCluster {
+            id: id.into(),
+            name: name.into(),
+            eks: eks.clone(),
+            subnets: Vec::new(),
+            security_groups: Vec::new(),
+            lifecycle: lifecycle.clone(),
+            node_recovery: NodeRecovery::Automatic,
+            groups: Vec::new(),
+        }
+    }
+
+    /// Adds a subnet for the cluster's nodes (the HyperPod subnet).
+    pub fn subnet(mut self, subnet: &Ref<kind::Subnet>) -> Self {
+        self.subnets.push(subnet.clone());
+        self
+    }
+
+    /// Adds a security group to the nodes.
+    pub fn security_group(mut self, group: &Ref<kind::SecurityGroup>) -> Self {
+        self.security_groups.push(group.clone());
+        self
+    }
+
+    /// Node recovery (default automatic).
+    pub fn node_recovery(mut self, recovery: NodeRecovery) -> Self {
+        self.node_recovery = recovery;
+        self
+    }
+
+    /// Adds an instance group.
+    pub fn instance_group(mut self, group: InstanceGroup) -> Self {
+        self.groups.push(group);
+        self
+    }
+
+    /// The cluster's name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// The orchestrating EKS cluster.
+    pub fn eks(&self) -> &Ref<kind::EksCluster> {
+        &self.eks
+    }
+
+    /// Node subnets.
+    pub fn subnet_refs(&self) -> &[Ref<kind::Subnet>] {
+        &self.subnets
+    }
+
+    /// Node security groups.
+    pub fn security_group_refs(&self) -> &[Ref<kind::SecurityGroup>] {
+        &self.security_groups
+    }
+
+    /// The lifecycle scripts.
+    pub fn lifecycle(&self) -> &LifecycleScriptsHandle {
+        &self.lifecycle
+    }
+
+    /// Node recovery.
+    pub fn recovery(&self) -> NodeRecovery {
+        self.node_recovery
+    }
+
+    /// The instance groups.
+    pub fn groups(&self) -> &[InstanceGroup] {
+        &self.groups
+    }
+
+    pub(crate) fn references(&self) -> Vec<AttrRef> {
+        let mut refs = vec![self.eks.arn(), self.lifecycle.bucket.name()];
+        refs.extend(self.subnets.iter().map(|s| s.id()));
+        refs.extend(self.security_groups.iter().map(|g| g.id()));
+        refs
+    }
+
+    pub(crate) fn validate(&self, stack: &Stack, path: &str, ds: &mut Diagnostics) {
+        if !is_valid_hyperpod_name(&self.name) {
+            ds.report(
+                Code::InvalidName,
+                path,
+                format!("HyperPod cluster name `{}` is not valid", self.name),
+                "use 1-63 letters and digits, with single hyphens between them",
+            );
+        }
+        if self.groups.is_empty() {
+            ds.report(
+                Code::NoInstanceGroups,
+                path,
+                format!("HyperPod cluster `{}` has no instance groups", self.name),
+                "add one with `.instance_group(InstanceGroup::new(\"p6-b300\", \"ml.p6-b300.48xlarge\"))`",
+            );
+        }
+        if self.subnets.is_empty() || self.security_groups.is_empty() {
+            ds.report(
+                Code::UnknownReference,
+                path,
+                "the cluster needs at least one subnet and one security group for its nodes",
+                "pass the network's HyperPod subnet with `.subnet(..)` and the cluster security group with `.security_group(..)`",
+            );
+        }
+        let subnet_zone = self.subnet_zone(stack);
+        let mut names = BTreeSet::new();
+        for group in &self.groups {
+            let gpath = format!("{path}/{}", group.name);
+            if !names.insert(group.name.as_str()) {
+                ds.report(
+                    Code::DuplicateInstanceGroup,
+                    &gpath,
+                    format!("instance group `{}` is defined twice", group.name),
+                    "give each instance group its own name",
+                );
+            }
+            validate_group(group, stack.region(), subnet_zone.as_ref(), &gpath, ds);
+        }
+        self.validate_ordering(stack, path, ds);
+    }
+
+    /// The zone id of the first node subnet, when it is a network's HyperPod subnet.
+    fn subnet_zone(&self, stack: &Stack) -> Option<AzId> {
+        let subnet = self.subnets.first()?;
+        stack.nodes().iter().find_map(|n| match &n.construct {
+            super::ConstructKind::Network(net)
+                if subnet.path() == format!("{}/HyperPodSubnet", n.id) =>
+            {
+                net.hyperpod().and_then(|h| AzId::parse(&h.az_id))
+            }
+            _ => None,
+        })
+    }
+
+    fn validate_ordering(&self, stack: &Stack, path: &str, ds: &mut Diagnostics) {
+        let Some(own) = stack.stage_of(&self.id) else {
+            return;
+        };
+        let stages = &stack.stages()[..own.index().min(stack.stages().len())];
+        let has_dependencies = stages
+            .iter()
+            .any(|s| matches!(&s.kind, StageKind::Helm(r) if r.is_hyperpod_dependencies()));
+        if !has_dependencies {
+            ds.report(
+                Code::HyperPodBeforeDependencies,
+                path,
+                format!("HyperPod cluster `{}` is created before the hyperpod-dependencies chart is installed", self.name),
+                "add `stack.helm_stage(\"hyperpod-dependencies\", HelmRelease::hyperpod_dependencies())` before the cluster's stage",
+            );
+        }
+        let uploaded = stages.iter().any(|s| {
+            matches!(&s.kind, StageKind::Upload(u) if u.bucket == self.lifecycle.bucket)
+        });
+        if !uploaded {
+            ds.report(
+                Code::LifecycleScriptsInSameStage,
+                path,
+                "the lifecycle scripts are not uploaded before the cluster is created",
+                "add `stack.upload_stage(\"lifecycle-scripts\", lifecycle.upload())` between the stage creating the bucket and the cluster's stage",
+            );
+        }
+    }
+}
+
+fn validate_group(
+    group: &InstanceGroup,
+    region: &str,
+    subnet_zone: Option<&AzId>,
+    path: &str,
+    ds: &mut Diagnostics,
+) {
+    if !is_valid_hyperpod_name(&group.name) {
+        ds.report(
+            Code::InvalidName,
+            path,
+            format!("instance group name `{}` is not valid", group.name),
+            "use 1-63 letters and digits, with single hyphens between them",
+        );
+    }
+    match catalog::instance(&group.instance_type) {
+        None => ds.report(
+            Code::UnknownInstanceType,
+            path,
+            format!("instance type `{}` is not in the catalog", group.instance_type),
+            format!(
+                "known types: {}",
+                catalog::instances().iter().map(|i| i.name).collect::<Vec<_>>().join(", ")
+            ),
+        ),
+        Some(it) if !it.hyperpod_offered_in(region) => ds.report(
+            Code::InstanceTypeNotInRegion,
+            path,
+            format!("{} is not offered for HyperPod in {region}", it.ml_name()),
+            if it.hyperpod_regions.is_empty() {
+                "the catalog lists no HyperPod region for this type".to_owned()
+            } else {
+                format!("HyperPod offers it in: {}", it.hyperpod_regions.join(", "))
+            },
+        ),
+        Some(_) => {}
+    }
+    if !(1..=6758).contains(&group.count) {
+        ds.report(
+            Code::InvalidInstanceCount,
+            path,
+            format!("instance count {} is out of range", group.count),
+            "use 1 to 6758 instances",
+        );
+    }
+    if !(1..=2).contains(&group.threads_per_core) {
+        ds.report(
+            Code::InvalidThreadsPerCore,
+            path,
+            format!("threads per core is {}", group.threads_per_core),
+            "use 1 (multithreading off) or 2",
+        );
+    }
+    if !(1..=16384).contains(&group.ebs_volume_gb) {
+        ds.report(
+            Code::InvalidVolumeSize,
+            path,
+            format!("EBS volume of {} GB is out of range", group.ebs_volume_gb),
+            "use 1 to 16384 GB; 500 GB holds several inference images",
+        );
+    }
+    if let Capacity::TrainingPlan(plan) = &group.capacity {
+        if !is_training_plan_arn(&plan.arn) {
+            ds.report(
+                Code::MalformedTrainingPlanArn,
+                path,
+                format!("`{}` is not a training plan ARN", plan.arn),
+                "training plan ARNs look like arn:aws:sagemaker:us-west-2:111122223333:training-plan/<name> (50-2048 characters)",
+            );
+        } else if plan.arn.split(':').nth(3) != Some(region) {
+            ds.report(
+                Code::TrainingPlanRegionMismatch,
+                path,
+                format!(
+                    "training plan `{}` is in {}, the stack deploys to {region}",
+                    plan.arn,
+                    plan.arn.split(':').nth(3).unwrap_or("?")
+                ),
+                "use a plan bought in the stack's region, or deploy the stack there",
+            );
+        }
+        match &plan.availability_zone_id {
+            None => ds.report(
+                Code::TrainingPlanWithoutAvailabilityZone,
+                path,
+                format!("training plan `{}` is given without its availability zone id", plan.arn),
+                "pass the zone id of the plan's reserved capacity: `Capacity::training_plan(arn, \"usw2-az2\")` (aws sagemaker describe-training-plan lists it)",
+            ),
+            Some(az) => match AzId::parse(az) {
+                None => ds.report(
+                    Code::InvalidAvailabilityZoneId,
+                    path,
+                    format!("`{az}` is not an availability zone id"),
+                    "zone ids look like `usw2-az2`",
+                ),
+                Some(az) => {
+                    if let Some(subnet_zone) = subnet_zone {
+                        if &az != subnet_zone {
+                            ds.report(
+                                Code::TrainingPlanZoneMismatch,
+                                path,
+                                format!("the training plan's capacity is in {az}, but the cluster's subnet is in {subnet_zone}"),
+                                format!("place the HyperPod subnet in {az}: `Network::hyperpod_subnet(\"{az}\")`"),
+                            );
+                        }
+                    }
+                }
+            },
+        }
+    }
+}
+
+impl Construct for HyperPodCluster {
+    type Handle = HyperPodHandle;
+
+    fn id(&self) -> &str {
+        &self.id
+    }
+
+    fn handle(&self, stack: &str) -> HyperPodHandle {
+        HyperPodHandle {
+            cluster: Ref::new(stack, format!("{}/Cluster", self.id)),
+            execution_role: Ref::new(stack, format!("{}/ExecutionRole", self.id)),
+            name: self.name.clone(),
+        }
+    }
+
+    fn into_kind(self) -> super::ConstructKind {
+        self.into()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn training_plan_arns() {
+        assert!(is_training_plan_arn(
+            "arn:aws:sagemaker:us-west-2:111122223333:training-plan/kimi-k3-p6-b300"
+        ));
+        assert!(!is_training_plan_arn("arn:aws:sagemaker:us-east-1:123:plan/x"));
+        assert!(!is_training_plan_arn(
+            "arn:aws:sagemaker:us-west-2:111122223333:notebook-instance/kimi-k3-p6-b300"
+        ));
+    }
+
+    #[test]
+    fn hyperpod_names() {
+        assert!(is_valid_hyperpod_name("kimi-k3"));
+        assert!(is_valid_hyperpod_name("p6-b300"));
+        assert!(!is_valid_hyperpod_name("-x"));
+        assert!(!is_valid_hyperpod_name("a_b"));
+        assert!(!is_valid_hyperpod_name(&"a".repeat(64)));
+    }
+}

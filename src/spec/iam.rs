@@ -1,0 +1,195 @@
+//! Format-neutral IAM policy documents: statements whose principals, resources and condition
+//! keys may refer to resources of the stack.
+
+use super::text::Text;
+use crate::app::AttrRef;
+
+/// A policy document (`Version: 2012-10-17`).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct PolicyDocument {
+    /// The statements in order.
+    pub statements: Vec<Statement>,
+}
+
+impl PolicyDocument {
+    /// An empty document.
+    pub fn new() -> Self {
+        PolicyDocument::default()
+    }
+
+    /// Adds a statement.
+    pub fn statement(mut self, statement: Statement) -> Self {
+        self.statements.push(statement);
+        self
+    }
+
+    /// Every reference used anywhere in the document.
+    pub fn references(&self) -> Vec<AttrRef> {
+        let mut out = Vec::new();
+        for s in &self.statements {
+            for t in s.resources.iter().chain(s.principals.iter().map(|p| &p.value)) {
+                out.extend(t.references().cloned());
+            }
+            for c in &s.conditions {
+                out.extend(c.key.references().cloned());
+                for v in &c.values {
+                    out.extend(v.references().cloned());
+                }
+            }
+        }
+        out
+    }
+}
+
+/// The kind of principal in a trust policy.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PrincipalKind {
+    /// `Service: sagemaker.amazonaws.com`.
+    Service,
+    /// `Federated: <OIDC provider ARN>`.
+    Federated,
+    /// `AWS: <account or role ARN>`.
+    Aws,
+}
+
+/// A principal.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Principal {
+    /// Service, Federated or AWS.
+    pub kind: PrincipalKind,
+    /// The principal's identifier.
+    pub value: Text,
+}
+
+/// A condition: `{operator: {key: values}}`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Condition {
+    /// `StringEquals`, `StringLike`, `Bool`, ...
+    pub operator: String,
+    /// The condition key; may depend on a resource (an OIDC issuer).
+    pub key: Text,
+    /// The accepted values.
+    pub values: Vec<Text>,
+}
+
+/// One statement.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Statement {
+    /// A statement id (letters and digits).
+    pub sid: Option<String>,
+    /// `Allow` (true) or `Deny` (false).
+    pub allow: bool,
+    /// Principals (trust and resource policies only).
+    pub principals: Vec<Principal>,
+    /// Actions.
+    pub actions: Vec<String>,
+    /// Resources (identity and resource policies only).
+    pub resources: Vec<Text>,
+    /// Conditions.
+    pub conditions: Vec<Condition>,
+}
+
+impl Statement {
+    /// An `Allow` statement for `actions`.
+    pub fn allow<I, S>(actions: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        Statement {
+            sid: None,
+            allow: true,
+            principals: Vec::new(),
+            actions: actions.into_iter().map(Into::into).collect(),
+            resources: Vec::new(),
+            conditions: Vec::new(),
+        }
+    }
+
+    /// A `Deny` statement for `actions`.
+    pub fn deny<I, S>(actions: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        Statement {
+            allow: false,
+            ..Statement::allow(actions)
+        }
+    }
+
+    /// Sets the statement id.
+    pub fn sid(mut self, sid: impl Into<String>) -> Self {
+        self.sid = Some(sid.into());
+        self
+    }
+
+    /// Adds a resource.
+    pub fn resource(mut self, resource: impl Into<Text>) -> Self {
+        self.resources.push(resource.into());
+        self
+    }
+
+    /// Adds a principal.
+    pub fn principal(mut self, kind: PrincipalKind, value: impl Into<Text>) -> Self {
+        self.principals.push(Principal {
+            kind,
+            value: value.into(),
+        });
+        self
+    }
+
+    /// Adds a condition.
+    pub fn condition(
+        mut self,
+        operator: impl Into<String>,
+        key: impl Into<Text>,
+        values: Vec<Text>,
+    ) -> Self {
+        self.conditions.push(Condition {
+            operator: operator.into(),
+            key: key.into(),
+            values,
+        });
+        self
+    }
+}
+
+/// The trust policy of a role assumed by an AWS service.
+pub fn service_trust(service: &str) -> PolicyDocument {
+    PolicyDocument::new().statement(
+        Statement::allow(["sts:AssumeRole"]).principal(PrincipalKind::Service, service),
+    )
+}
+
+/// A trust statement letting a Kubernetes service account assume the role through the EKS
+/// cluster's OIDC provider (IRSA). `subject` may hold wildcards (`StringLike` is used then).
+pub fn irsa_trust_statement(provider_arn: AttrRef, issuer_url: AttrRef, subject: &str) -> Statement {
+    let operator = if subject.contains('*') {
+        "StringLike"
+    } else {
+        "StringEquals"
+    };
+    Statement::allow(["sts:AssumeRoleWithWebIdentity"])
+        .principal(PrincipalKind::Federated, provider_arn)
+        .condition(
+            operator,
+            Text::default().push_issuer(issuer_url.clone()).push_lit(":sub"),
+            vec![Text::lit(subject)],
+        )
+        .condition(
+            "StringEquals",
+            Text::default().push_issuer(issuer_url).push_lit(":aud"),
+            vec![Text::lit("sts.amazonaws.com")],
+        )
+}
+
+/// A bucket policy statement denying every request not made over TLS.
+pub fn deny_insecure_transport(bucket_arn: AttrRef) -> Statement {
+    Statement::deny(["s3:*"])
+        .sid("DenyInsecureTransport")
+        .principal(PrincipalKind::Aws, "*")
+        .resource(Text::attr(bucket_arn.clone()))
+        .resource(Text::attr(bucket_arn).push_lit("/*"))
+        .condition("Bool", "aws:SecureTransport", vec![Text::lit("false")])
+}

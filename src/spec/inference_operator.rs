@@ -1,0 +1,113 @@
+//! The SageMaker HyperPod Inference Operator, installed as the EKS add-on
+//! `amazon-sagemaker-hyperpod-inference`, with the add-ons it needs (cert-manager,
+//! metrics-server, the Mountpoint for S3 CSI driver), its IAM roles (trusted through the
+//! cluster's OIDC provider, named as the add-on requires) and the bucket for the TLS
+//! certificates it generates.
+
+use super::eks::EksClusterHandle;
+use super::hyperpod::HyperPodHandle;
+use super::Construct;
+use crate::app::{kind, AttrRef, Ref};
+
+/// Namespace of the operator's service accounts.
+pub const OPERATOR_NAMESPACE: &str = "hyperpod-inference-system";
+
+/// The inference operator builder.
+#[derive(Clone, Debug)]
+pub struct InferenceOperator {
+    id: String,
+    eks: EksClusterHandle,
+    hyperpod: HyperPodHandle,
+    vpc: Ref<kind::Vpc>,
+    model_buckets: Vec<String>,
+}
+
+/// Handles to the operator's resources.
+#[derive(Clone, Debug)]
+pub struct InferenceOperatorHandle {
+    /// The bucket receiving generated TLS certificates.
+    pub tls_bucket: Ref<kind::Bucket>,
+    /// The operator's execution role.
+    pub execution_role: Ref<kind::Role>,
+}
+
+impl InferenceOperator {
+    /// The operator for `hyperpod`'s cluster, orchestrated by `eks`, its load balancers in `vpc`.
+    pub fn new(
+        id: impl Into<String>,
+        eks: &EksClusterHandle,
+        hyperpod: &HyperPodHandle,
+        vpc: &Ref<kind::Vpc>,
+    ) -> Self {
+        InferenceOperator {
+            id: id.into(),
+            eks: eks.clone(),
+            hyperpod: hyperpod.clone(),
+            vpc: vpc.clone(),
+            model_buckets: Vec::new(),
+        }
+    }
+
+    /// Lets the S3 CSI driver read models from bucket `name` (for `modelSourceType: s3`).
+    pub fn model_bucket(mut self, name: impl Into<String>) -> Self {
+        self.model_buckets.push(name.into());
+        self
+    }
+
+    /// The EKS cluster.
+    pub fn eks(&self) -> &EksClusterHandle {
+        &self.eks
+    }
+
+    /// The HyperPod cluster.
+    pub fn hyperpod(&self) -> &HyperPodHandle {
+        &self.hyperpod
+    }
+
+    /// The VPC of the load balancers.
+    pub fn vpc(&self) -> &Ref<kind::Vpc> {
+        &self.vpc
+    }
+
+    /// Buckets the S3 CSI driver may read.
+    pub fn model_buckets(&self) -> &[String] {
+        &self.model_buckets
+    }
+
+    /// The name of the operator's execution role: the add-on requires the prefix
+    /// `SageMakerHyperPodInference`; the cluster name and region keep it unique per account.
+    pub fn execution_role_name(&self, region: &str) -> String {
+        let mut name = format!("SageMakerHyperPodInference-{}-{region}", self.hyperpod.name);
+        name.truncate(64);
+        name
+    }
+
+    pub(crate) fn references(&self) -> Vec<AttrRef> {
+        vec![
+            self.eks.cluster.name(),
+            self.eks.cluster.oidc_issuer_url(),
+            self.eks.oidc_provider.arn(),
+            self.hyperpod.cluster.arn(),
+            self.vpc.id(),
+        ]
+    }
+}
+
+impl Construct for InferenceOperator {
+    type Handle = InferenceOperatorHandle;
+
+    fn id(&self) -> &str {
+        &self.id
+    }
+
+    fn handle(&self, stack: &str) -> InferenceOperatorHandle {
+        InferenceOperatorHandle {
+            tls_bucket: Ref::new(stack, format!("{}/TlsBucket", self.id)),
+            execution_role: Ref::new(stack, format!("{}/ExecutionRole", self.id)),
+        }
+    }
+
+    fn into_kind(self) -> super::ConstructKind {
+        self.into()
+    }
+}

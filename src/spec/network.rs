@@ -1,0 +1,354 @@
+//! The VPC: public and private subnets over two or more availability zones, an internet
+//! gateway, NAT, an S3 gateway endpoint, flow logs, and the HyperPod subnet on a secondary CIDR
+//! block placed by availability zone id.
+
+use super::cidr::{CidrError, Ipv4Cidr};
+use super::Construct;
+use crate::app::{kind, Ref, Stack};
+use crate::catalog::regions::AzId;
+use crate::diagnostics::{Code, Diagnostics};
+
+/// How many NAT gateways the VPC gets.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum NatGateways {
+    /// One NAT gateway in the first public subnet (cheaper; one zone's outage cuts egress).
+    #[default]
+    One,
+    /// One NAT gateway per availability zone.
+    PerAz,
+}
+
+/// The HyperPod subnet: a whole secondary CIDR block in one availability zone (where the
+/// training plan's capacity is). HyperPod places its cross-account ENIs there, so it is large.
+#[derive(Clone, Debug, PartialEq)]
+pub struct HyperPodSubnet {
+    /// The zone id (`usw2-az2`).
+    pub az_id: String,
+    /// The secondary block (default `10.1.0.0/16`).
+    pub cidr: String,
+}
+
+/// The VPC builder.
+#[derive(Clone, Debug)]
+pub struct Network {
+    id: String,
+    cidr: String,
+    availability_zones: u32,
+    nat_gateways: NatGateways,
+    hyperpod_subnet: Option<HyperPodSubnet>,
+    flow_log_retention_days: u32,
+}
+
+/// The planned layout of a validated [`Network`], shared by every backend.
+#[derive(Clone, Debug, PartialEq)]
+pub struct NetworkPlan {
+    /// The VPC's primary block.
+    pub vpc_cidr: Ipv4Cidr,
+    /// Public subnets, one per zone (`PublicSubnet1`, ...).
+    pub public_subnets: Vec<SubnetPlan>,
+    /// Private subnets, one per zone (`PrivateSubnet1`, ...).
+    pub private_subnets: Vec<SubnetPlan>,
+    /// The HyperPod subnet, if any.
+    pub hyperpod: Option<(Ipv4Cidr, AzId)>,
+    /// NAT gateways: one, or one per zone.
+    pub nat_gateways: NatGateways,
+    /// Flow log retention in days.
+    pub flow_log_retention_days: u32,
+}
+
+/// One planned subnet.
+#[derive(Clone, Debug, PartialEq)]
+pub struct SubnetPlan {
+    /// Child id (`PublicSubnet1`).
+    pub id: String,
+    /// Its block.
+    pub cidr: Ipv4Cidr,
+    /// Which of the region's zones (0-based, by `Fn::GetAZs` order).
+    pub az_index: u32,
+}
+
+/// Handles to the network's resources.
+#[derive(Clone, Debug)]
+pub struct NetworkHandle {
+    /// The VPC.
+    pub vpc: Ref<kind::Vpc>,
+    /// Public subnets, one per zone.
+    pub public_subnets: Vec<Ref<kind::Subnet>>,
+    /// Private subnets, one per zone (EKS control plane ENIs, system nodes).
+    pub private_subnets: Vec<Ref<kind::Subnet>>,
+    /// The HyperPod subnet, when configured.
+    pub hyperpod_subnet: Option<Ref<kind::Subnet>>,
+}
+
+/// Valid primary VPC prefix lengths: /16 to /20 leaves room for /24../28 subnets.
+const VPC_PREFIXES: std::ops::RangeInclusive<u8> = 16..=20;
+
+impl Network {
+    /// A VPC with id `id`, `10.192.0.0/16`, two zones, one NAT gateway, flow logs kept a year.
+    pub fn new(id: impl Into<String>) -> Self {
+        Network {
+            id: id.into(),
+            cidr: "10.192.0.0/16".to_owned(),
+            availability_zones: 2,
+            nat_gateways: NatGateways::One,
+            hyperpod_subnet: None,
+            flow_log_retention_days: 365,
+        }
+    }
+
+    /// The primary CIDR block (/16 to /20).
+    pub fn cidr(mut self, cidr: impl Into<String>) -> Self {
+        self.cidr = cidr.into();
+        self
+    }
+
+    /// How many availability zones get a public and a private subnet (at least 2).
+    pub fn availability_zones(mut self, count: u32) -> Self {
+        self.availability_zones = count;
+        self
+    }
+
+    /// One NAT gateway, or one per zone.
+    pub fn nat_gateways(mut self, nat: NatGateways) -> Self {
+        self.nat_gateways = nat;
+        self
+    }
+
+    /// Adds the HyperPod subnet: the secondary block `10.1.0.0/16` in zone `az_id`.
+    pub fn hyperpod_subnet(mut self, az_id: impl Into<String>) -> Self {
+        self.hyperpod_subnet = Some(HyperPodSubnet {
+            az_id: az_id.into(),
+            cidr: "10.1.0.0/16".to_owned(),
+        });
+        self
+    }
+
+    /// Adds the HyperPod subnet with an explicit secondary block.
+    pub fn hyperpod_subnet_with_cidr(
+        mut self,
+        az_id: impl Into<String>,
+        cidr: impl Into<String>,
+    ) -> Self {
+        self.hyperpod_subnet = Some(HyperPodSubnet {
+            az_id: az_id.into(),
+            cidr: cidr.into(),
+        });
+        self
+    }
+
+    /// How long VPC flow logs are kept (CloudWatch Logs retention days).
+    pub fn flow_log_retention_days(mut self, days: u32) -> Self {
+        self.flow_log_retention_days = days;
+        self
+    }
+
+    /// The HyperPod subnet settings, if any.
+    pub fn hyperpod(&self) -> Option<&HyperPodSubnet> {
+        self.hyperpod_subnet.as_ref()
+    }
+
+    fn subnet_prefix(vpc: Ipv4Cidr) -> u8 {
+        (vpc.prefix() + 8).min(28)
+    }
+
+    /// The planned layout; `None` while the description has errors (see `validate`).
+    pub fn plan(&self) -> Option<NetworkPlan> {
+        let vpc: Ipv4Cidr = self.cidr.parse().ok()?;
+        if !VPC_PREFIXES.contains(&vpc.prefix()) || self.availability_zones < 2 {
+            return None;
+        }
+        let prefix = Self::subnet_prefix(vpc);
+        let half = 1u32 << (prefix - vpc.prefix() - 1);
+        let mut public = Vec::new();
+        let mut private = Vec::new();
+        for i in 0..self.availability_zones {
+            public.push(SubnetPlan {
+                id: format!("PublicSubnet{}", i + 1),
+                cidr: vpc.subnet(prefix, i)?,
+                az_index: i,
+            });
+            private.push(SubnetPlan {
+                id: format!("PrivateSubnet{}", i + 1),
+                cidr: vpc.subnet(prefix, half + i)?,
+                az_index: i,
+            });
+        }
+        let hyperpod = match &self.hyperpod_subnet {
+            Some(h) => Some((h.cidr.parse().ok()?, AzId::parse(&h.az_id)?)),
+            None => None,
+        };
+        Some(NetworkPlan {
+            vpc_cidr: vpc,
+            public_subnets: public,
+            private_subnets: private,
+            hyperpod,
+            nat_gateways: self.nat_gateways,
+            flow_log_retention_days: self.flow_log_retention_days,
+        })
+    }
+
+    pub(crate) fn validate(&self, stack: &Stack, path: &str, ds: &mut Diagnostics) {
+        let vpc = match self.cidr.parse::<Ipv4Cidr>() {
+            Ok(vpc) => Some(vpc),
+            Err(e) => {
+                report_cidr(ds, path, "VPC", &self.cidr, &e);
+                None
+            }
+        };
+        if let Some(vpc) = vpc {
+            if !VPC_PREFIXES.contains(&vpc.prefix()) {
+                ds.report(
+                    Code::CidrOutOfRange,
+                    path,
+                    format!("VPC block {vpc} is a /{}, hyperforge lays out /16 to /20 VPCs", vpc.prefix()),
+                    "use a /16 (65,536 addresses, e.g. 10.192.0.0/16) to /20 block",
+                );
+            } else {
+                let prefix = Self::subnet_prefix(vpc);
+                let half = 1u32 << (prefix - vpc.prefix() - 1);
+                if self.availability_zones > half {
+                    ds.report(
+                        Code::CidrOutOfRange,
+                        path,
+                        format!(
+                            "{} zones need {} /{prefix} subnets, but {vpc} holds only {} of them",
+                            self.availability_zones,
+                            2 * self.availability_zones,
+                            2 * half
+                        ),
+                        "use fewer zones or a larger VPC block",
+                    );
+                }
+            }
+        }
+        if self.availability_zones < 2 {
+            ds.report(
+                Code::TooFewAvailabilityZones,
+                path,
+                format!("{} availability zone(s) requested; EKS needs subnets in at least 2", self.availability_zones),
+                "use `availability_zones(2)` or more",
+            );
+        }
+        if let Some(h) = &self.hyperpod_subnet {
+            let sub_path = format!("{path}/HyperPodSubnet");
+            match h.cidr.parse::<Ipv4Cidr>() {
+                Err(e) => report_cidr(ds, &sub_path, "HyperPod secondary", &h.cidr, &e),
+                Ok(block) => {
+                    if !(16..=28).contains(&block.prefix()) {
+                        ds.report(
+                            Code::CidrOutOfRange,
+                            &sub_path,
+                            format!("secondary block {block} is a /{}; VPC blocks are /16 to /28", block.prefix()),
+                            "use a /16 such as 10.1.0.0/16: HyperPod places one ENI per pod there",
+                        );
+                    }
+                    if let Some(vpc) = vpc {
+                        if block.overlaps(vpc) {
+                            ds.report(
+                                Code::CidrOverlap,
+                                &sub_path,
+                                format!("secondary block {block} overlaps the VPC block {vpc}"),
+                                "choose a block outside the primary one, e.g. 10.1.0.0/16",
+                            );
+                        }
+                    }
+                }
+            }
+            match AzId::parse(&h.az_id) {
+                None => ds.report(
+                    Code::InvalidAvailabilityZoneId,
+                    &sub_path,
+                    format!("`{}` is not an availability zone id", h.az_id),
+                    "zone ids look like `usw2-az2`; `aws ec2 describe-availability-zones` lists them (ZoneId)",
+                ),
+                Some(az) if !az.is_in_region(stack.region()) => ds.report(
+                    Code::AvailabilityZoneIdWrongRegion,
+                    &sub_path,
+                    format!("zone `{az}` is not in the stack's region {}", stack.region()),
+                    format!(
+                        "zones of {} start with `{}-az`",
+                        stack.region(),
+                        crate::catalog::regions::zone_id_prefix(stack.region()).unwrap_or_default()
+                    ),
+                ),
+                Some(_) => {}
+            }
+        }
+        if !matches!(self.flow_log_retention_days, 1 | 3 | 5 | 7 | 14 | 30 | 60 | 90 | 120 | 150 | 180 | 365 | 400 | 545 | 731 | 1096 | 1827 | 2192 | 2557 | 2922 | 3288 | 3653) {
+            ds.report(
+                Code::InvalidLogRetention,
+                path,
+                format!("flow log retention of {} days is not a CloudWatch Logs retention period", self.flow_log_retention_days),
+                "use one of 1, 3, 5, 7, 14, 30, 60, 90, 120, 150, 180, 365, 400, 545, 731, 1096, 1827, 2192, 2557, 2922, 3288, 3653",
+            );
+        }
+    }
+}
+
+fn report_cidr(ds: &mut Diagnostics, path: &str, what: &str, text: &str, e: &CidrError) {
+    ds.report(
+        Code::InvalidCidr,
+        path,
+        format!("{what} CIDR `{text}` is not valid: {e}"),
+        "write an IPv4 block with zero host bits, e.g. 10.192.0.0/16",
+    );
+}
+
+impl Construct for Network {
+    type Handle = NetworkHandle;
+
+    fn id(&self) -> &str {
+        &self.id
+    }
+
+    fn handle(&self, stack: &str) -> NetworkHandle {
+        let child = |name: String| format!("{}/{name}", self.id);
+        NetworkHandle {
+            vpc: Ref::new(stack, child("Vpc".into())),
+            public_subnets: (1..=self.availability_zones)
+                .map(|i| Ref::new(stack, child(format!("PublicSubnet{i}"))))
+                .collect(),
+            private_subnets: (1..=self.availability_zones)
+                .map(|i| Ref::new(stack, child(format!("PrivateSubnet{i}"))))
+                .collect(),
+            hyperpod_subnet: self
+                .hyperpod_subnet
+                .as_ref()
+                .map(|_| Ref::new(stack, child("HyperPodSubnet".into()))),
+        }
+    }
+
+    fn into_kind(self) -> super::ConstructKind {
+        self.into()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn default_layout() {
+        let plan = Network::new("Network").hyperpod_subnet("usw2-az2").plan().unwrap();
+        let cidrs: Vec<String> = plan
+            .public_subnets
+            .iter()
+            .chain(&plan.private_subnets)
+            .map(|s| s.cidr.to_string())
+            .collect();
+        assert_eq!(
+            cidrs,
+            ["10.192.0.0/24", "10.192.1.0/24", "10.192.128.0/24", "10.192.129.0/24"]
+        );
+        let (block, az) = plan.hyperpod.unwrap();
+        assert_eq!(block.to_string(), "10.1.0.0/16");
+        assert_eq!(az.as_str(), "usw2-az2");
+    }
+
+    #[test]
+    fn small_vpc_layout() {
+        let plan = Network::new("N").cidr("10.0.0.0/20").availability_zones(3).plan().unwrap();
+        assert_eq!(plan.public_subnets[2].cidr.to_string(), "10.0.0.32/28");
+        assert_eq!(plan.private_subnets[0].cidr.to_string(), "10.0.8.0/28");
+    }
+}

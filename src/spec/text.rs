@@ -1,0 +1,158 @@
+//! Format-neutral strings that may contain references: ARNs built from a resource's id, JSON
+//! documents that embed a role ARN, ... Each backend renders a [`Text`] in its own syntax
+//! (`Fn::Sub` in CloudFormation, `${...}` interpolation in Terraform).
+
+use crate::app::AttrRef;
+
+/// AWS pseudo values known only at deploy time.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Pseudo {
+    /// The partition (`aws`, `aws-us-gov`, `aws-cn`).
+    Partition,
+    /// The region being deployed to.
+    Region,
+    /// The account being deployed to.
+    AccountId,
+    /// The DNS suffix of the partition (`amazonaws.com`).
+    UrlSuffix,
+}
+
+/// One piece of a [`Text`].
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Part {
+    /// Literal characters.
+    Lit(String),
+    /// A resource attribute.
+    Ref(AttrRef),
+    /// A pseudo value.
+    Pseudo(Pseudo),
+    /// An EKS OIDC issuer URL without its `https://` scheme (the form IAM condition keys use).
+    IssuerHostPath(AttrRef),
+}
+
+/// A string made of literal pieces, references and pseudo values.
+#[derive(Clone, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Text(pub Vec<Part>);
+
+impl Text {
+    /// A literal.
+    pub fn lit(s: impl Into<String>) -> Text {
+        Text(vec![Part::Lit(s.into())])
+    }
+
+    /// A reference to one attribute.
+    pub fn attr(r: AttrRef) -> Text {
+        Text(vec![Part::Ref(r)])
+    }
+
+    /// Appends a literal.
+    pub fn push_lit(mut self, s: impl Into<String>) -> Text {
+        let s = s.into();
+        if let Some(Part::Lit(last)) = self.0.last_mut() {
+            last.push_str(&s);
+        } else {
+            self.0.push(Part::Lit(s));
+        }
+        self
+    }
+
+    /// Appends a reference.
+    pub fn push_ref(mut self, r: AttrRef) -> Text {
+        self.0.push(Part::Ref(r));
+        self
+    }
+
+    /// Appends a pseudo value.
+    pub fn push_pseudo(mut self, p: Pseudo) -> Text {
+        self.0.push(Part::Pseudo(p));
+        self
+    }
+
+    /// Appends the issuer host and path of an EKS cluster's OIDC issuer URL.
+    pub fn push_issuer(mut self, issuer_url: AttrRef) -> Text {
+        self.0.push(Part::IssuerHostPath(issuer_url));
+        self
+    }
+
+    /// Appends another text.
+    pub fn push_text(mut self, other: Text) -> Text {
+        for part in other.0 {
+            self = match part {
+                Part::Lit(s) => self.push_lit(s),
+                other => {
+                    self.0.push(other);
+                    self
+                }
+            };
+        }
+        self
+    }
+
+    /// `arn:<partition>:<service>:<region>:<account>:<resource>`, with region and account of the
+    /// deployment (either may be left out with `with_region`/`with_account` false).
+    pub fn arn(service: &str, with_region: bool, with_account: bool, resource: Text) -> Text {
+        let mut t = Text::lit("arn:")
+            .push_pseudo(Pseudo::Partition)
+            .push_lit(format!(":{service}:"));
+        if with_region {
+            t = t.push_pseudo(Pseudo::Region);
+        }
+        t = t.push_lit(":");
+        if with_account {
+            t = t.push_pseudo(Pseudo::AccountId);
+        }
+        t.push_lit(":").push_text(resource)
+    }
+
+    /// The literal value, if the text has no references or pseudo values.
+    pub fn as_literal(&self) -> Option<String> {
+        let mut out = String::new();
+        for part in &self.0 {
+            match part {
+                Part::Lit(s) => out.push_str(s),
+                _ => return None,
+            }
+        }
+        Some(out)
+    }
+
+    /// The references the text contains.
+    pub fn references(&self) -> impl Iterator<Item = &AttrRef> {
+        self.0.iter().filter_map(|p| match p {
+            Part::Ref(r) | Part::IssuerHostPath(r) => Some(r),
+            _ => None,
+        })
+    }
+}
+
+impl From<&str> for Text {
+    fn from(s: &str) -> Text {
+        Text::lit(s)
+    }
+}
+
+impl From<String> for Text {
+    fn from(s: String) -> Text {
+        Text::lit(s)
+    }
+}
+
+impl From<AttrRef> for Text {
+    fn from(r: AttrRef) -> Text {
+        Text::attr(r)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn literals_merge_and_arns_compose() {
+        let t = Text::lit("a").push_lit("b");
+        assert_eq!(t.as_literal().as_deref(), Some("ab"));
+        let arn = Text::arn("iam", false, true, Text::lit("role/x"));
+        assert_eq!(arn.0.len(), 5);
+        assert_eq!(arn.as_literal(), None);
+    }
+}

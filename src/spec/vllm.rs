@@ -1,0 +1,615 @@
+//! The vLLM workload: a typed description of one vLLM OpenAI-compatible server (model, image,
+//! parallelism, parsers, caching, environment) and where it runs. The HyperPod path lowers it
+//! to an `InferenceEndpointConfig`; the same description can lower to a plain Deployment.
+
+use super::Construct;
+use crate::catalog;
+use crate::diagnostics::{Code, Diagnostics};
+
+/// A key of a Kubernetes Secret (the Hugging Face token is only ever read from one).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SecretKeyRef {
+    /// The Secret's name.
+    pub name: String,
+    /// The key inside it.
+    pub key: String,
+}
+
+/// How fast weights reach the GPUs, for the startup budget.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct StorageThroughput {
+    /// Download rate from the model source to the node, bytes per second.
+    pub download_bytes_per_sec: f64,
+    /// Load rate from local storage into GPU memory, bytes per second.
+    pub load_bytes_per_sec: f64,
+    /// Engine warm-up after loading (kernel compilation, CUDA graph capture), seconds.
+    pub warmup_secs: f64,
+}
+
+impl Default for StorageThroughput {
+    /// 500 MB/s from the Hugging Face Hub, 2 GB/s from local NVMe into the GPUs, 15 minutes of
+    /// warm-up: conservative figures for one node.
+    fn default() -> Self {
+        StorageThroughput {
+            download_bytes_per_sec: 500e6,
+            load_bytes_per_sec: 2e9,
+            warmup_secs: 900.0,
+        }
+    }
+}
+
+/// The time a server needs from scheduling to serving, with a safety factor.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct StartupBudget {
+    /// Seconds to download the weights.
+    pub download_secs: u64,
+    /// Seconds to load them into GPU memory.
+    pub load_secs: u64,
+    /// Seconds of warm-up.
+    pub warmup_secs: u64,
+    /// The budget: 1.5 x the sum, rounded up to whole minutes.
+    pub total_secs: u64,
+}
+
+impl StartupBudget {
+    /// The budget for `weight_bytes` at `throughput`.
+    pub fn compute(weight_bytes: u64, throughput: StorageThroughput) -> Self {
+        let secs = |bytes: u64, rate: f64| -> u64 {
+            if rate > 0.0 {
+                (bytes as f64 / rate).ceil() as u64
+            } else {
+                0
+            }
+        };
+        let download = secs(weight_bytes, throughput.download_bytes_per_sec);
+        let load = secs(weight_bytes, throughput.load_bytes_per_sec);
+        let warmup = throughput.warmup_secs.max(0.0).ceil() as u64;
+        let raw = (download + load + warmup) as f64 * 1.5;
+        let total = ((raw / 60.0).ceil() as u64) * 60;
+        StartupBudget {
+            download_secs: download,
+            load_secs: load,
+            warmup_secs: warmup,
+            total_secs: total,
+        }
+    }
+}
+
+/// One vLLM server.
+#[derive(Clone, Debug, PartialEq)]
+pub struct VllmServer {
+    model_id: String,
+    image: String,
+    served_model_name: String,
+    tensor_parallel_size: Option<u32>,
+    gpu_memory_utilization: f64,
+    max_model_len: Option<u64>,
+    load_format: Option<String>,
+    trust_remote_code: bool,
+    tool_call_parser: Option<String>,
+    reasoning_parser: Option<String>,
+    prefix_caching: bool,
+    moe_backend: Option<String>,
+    env: Vec<(String, String)>,
+    extra_args: Vec<String>,
+    hf_token: Option<SecretKeyRef>,
+    weight_bytes: Option<u64>,
+    throughput: StorageThroughput,
+}
+
+/// Arguments set from typed fields; `extra_args` may not repeat them.
+const OWNED_ARGS: &[&str] = &[
+    "--model",
+    "--served-model-name",
+    "--tensor-parallel-size",
+    "--gpu-memory-utilization",
+    "--max-model-len",
+    "--load-format",
+    "--trust-remote-code",
+    "--tool-call-parser",
+    "--reasoning-parser",
+    "--enable-auto-tool-choice",
+    "--enable-prefix-caching",
+    "--moe-backend",
+    "--port",
+];
+
+/// The port vLLM serves on (OpenAI API, `/health`, `/metrics`).
+pub const VLLM_PORT: i32 = 8000;
+
+impl VllmServer {
+    /// A server for Hugging Face model `model_id` from `image`; the served name defaults to the
+    /// part after the `/`.
+    pub fn new(model_id: impl Into<String>, image: impl Into<String>) -> Self {
+        let model_id = model_id.into();
+        let served = model_id.rsplit('/').next().unwrap_or(&model_id).to_owned();
+        VllmServer {
+            model_id,
+            image: image.into(),
+            served_model_name: served,
+            tensor_parallel_size: None,
+            gpu_memory_utilization: 0.90,
+            max_model_len: None,
+            load_format: None,
+            trust_remote_code: false,
+            tool_call_parser: None,
+            reasoning_parser: None,
+            prefix_caching: false,
+            moe_backend: None,
+            env: Vec::new(),
+            extra_args: Vec::new(),
+            hf_token: None,
+            weight_bytes: None,
+            throughput: StorageThroughput::default(),
+        }
+    }
+
+    /// The name clients pass as `model` (`Kimi-K3`).
+    pub fn served_model_name(mut self, name: impl Into<String>) -> Self {
+        self.served_model_name = name.into();
+        self
+    }
+
+    /// Tensor parallel size; by default every GPU of the instance.
+    pub fn tensor_parallel_size(mut self, size: u32) -> Self {
+        self.tensor_parallel_size = Some(size);
+        self
+    }
+
+    /// Fraction of GPU memory vLLM may use (default 0.90, set explicitly because vLLM's own
+    /// default has changed between releases).
+    pub fn gpu_memory_utilization(mut self, fraction: f64) -> Self {
+        self.gpu_memory_utilization = fraction;
+        self
+    }
+
+    /// Maximum context length.
+    pub fn max_model_len(mut self, tokens: u64) -> Self {
+        self.max_model_len = Some(tokens);
+        self
+    }
+
+    /// The weight loader (`fastsafetensors`, `runai_streamer`, ...).
+    pub fn load_format(mut self, format: impl Into<String>) -> Self {
+        self.load_format = Some(format.into());
+        self
+    }
+
+    /// Runs the model repository's own code (needed by Kimi models).
+    pub fn trust_remote_code(mut self, trust: bool) -> Self {
+        self.trust_remote_code = trust;
+        self
+    }
+
+    /// Tool-call parser; setting one also enables automatic tool choice.
+    pub fn tool_call_parser(mut self, parser: impl Into<String>) -> Self {
+        self.tool_call_parser = Some(parser.into());
+        self
+    }
+
+    /// Reasoning parser.
+    pub fn reasoning_parser(mut self, parser: impl Into<String>) -> Self {
+        self.reasoning_parser = Some(parser.into());
+        self
+    }
+
+    /// Automatic prefix caching.
+    pub fn prefix_caching(mut self, enabled: bool) -> Self {
+        self.prefix_caching = enabled;
+        self
+    }
+
+    /// The MoE kernel backend (`auto`).
+    pub fn moe_backend(mut self, backend: impl Into<String>) -> Self {
+        self.moe_backend = Some(backend.into());
+        self
+    }
+
+    /// Adds an environment variable (never a secret: see `hf_token_secret`).
+    pub fn env(mut self, name: impl Into<String>, value: impl Into<String>) -> Self {
+        self.env.push((name.into(), value.into()));
+        self
+    }
+
+    /// Adds an argument the typed fields do not cover.
+    pub fn extra_arg(mut self, arg: impl Into<String>) -> Self {
+        self.extra_args.push(arg.into());
+        self
+    }
+
+    /// Reads the Hugging Face token from Secret `name`, key `key`.
+    pub fn hf_token_secret(mut self, name: impl Into<String>, key: impl Into<String>) -> Self {
+        self.hf_token = Some(SecretKeyRef {
+            name: name.into(),
+            key: key.into(),
+        });
+        self
+    }
+
+    /// The weights' size in bytes, when the model is not in the catalog.
+    pub fn weight_bytes(mut self, bytes: u64) -> Self {
+        self.weight_bytes = Some(bytes);
+        self
+    }
+
+    /// Storage throughput assumptions for the startup budget.
+    pub fn storage_throughput(mut self, throughput: StorageThroughput) -> Self {
+        self.throughput = throughput;
+        self
+    }
+
+    /// The Hugging Face model id.
+    pub fn model_id(&self) -> &str {
+        &self.model_id
+    }
+
+    /// The container image.
+    pub fn image(&self) -> &str {
+        &self.image
+    }
+
+    /// The served model name.
+    pub fn served_name(&self) -> &str {
+        &self.served_model_name
+    }
+
+    /// The environment variables in order.
+    pub fn environment(&self) -> &[(String, String)] {
+        &self.env
+    }
+
+    /// The Hugging Face token's Secret, if any.
+    pub fn hf_token(&self) -> Option<&SecretKeyRef> {
+        self.hf_token.as_ref()
+    }
+
+    /// The weights' size: given, or the catalog's published checkpoint size.
+    pub fn weights(&self) -> Option<u64> {
+        self.weight_bytes
+            .or_else(|| catalog::model(&self.model_id).and_then(|m| m.checkpoint_bytes))
+    }
+
+    /// The startup budget, when the weights' size is known.
+    pub fn startup_budget(&self) -> Option<StartupBudget> {
+        self.weights()
+            .map(|bytes| StartupBudget::compute(bytes, self.throughput))
+    }
+
+    /// The tensor parallel size on an instance with `gpus` GPUs.
+    pub fn tensor_parallel(&self, gpus: u32) -> u32 {
+        self.tensor_parallel_size.unwrap_or(gpus)
+    }
+
+    /// The server's command-line arguments, serving the weights at `model_path`.
+    pub fn args(&self, model_path: &str, gpus: u32) -> Vec<String> {
+        let mut args = vec![
+            "--model".to_owned(),
+            model_path.to_owned(),
+            "--served-model-name".to_owned(),
+            self.served_model_name.clone(),
+            "--port".to_owned(),
+            VLLM_PORT.to_string(),
+            "--tensor-parallel-size".to_owned(),
+            self.tensor_parallel(gpus).to_string(),
+            "--gpu-memory-utilization".to_owned(),
+            format!("{:.2}", self.gpu_memory_utilization),
+        ];
+        if let Some(len) = self.max_model_len {
+            args.extend(["--max-model-len".to_owned(), len.to_string()]);
+        }
+        if self.trust_remote_code {
+            args.push("--trust-remote-code".to_owned());
+        }
+        if let Some(format) = &self.load_format {
+            args.extend(["--load-format".to_owned(), format.clone()]);
+        }
+        if self.prefix_caching {
+            args.push("--enable-prefix-caching".to_owned());
+        }
+        if let Some(parser) = &self.tool_call_parser {
+            args.extend([
+                "--enable-auto-tool-choice".to_owned(),
+                "--tool-call-parser".to_owned(),
+                parser.clone(),
+            ]);
+        }
+        if let Some(parser) = &self.reasoning_parser {
+            args.extend(["--reasoning-parser".to_owned(), parser.clone()]);
+        }
+        if let Some(backend) = &self.moe_backend {
+            args.extend(["--moe-backend".to_owned(), backend.clone()]);
+        }
+        args.extend(self.extra_args.iter().cloned());
+        args
+    }
+
+    pub(crate) fn validate(&self, gpus: Option<u32>, path: &str, ds: &mut Diagnostics) {
+        if !is_hf_model_id(&self.model_id) {
+            ds.report(
+                Code::InvalidModelId,
+                path,
+                format!("`{}` is not a Hugging Face model id", self.model_id),
+                "model ids look like `moonshotai/Kimi-K3`",
+            );
+        }
+        if !is_model_name(&self.served_model_name) {
+            ds.report(
+                Code::InvalidServedModelName,
+                path,
+                format!("served model name `{}` is not valid", self.served_model_name),
+                "use 1-63 letters and digits with single hyphens between them (`Kimi-K3`)",
+            );
+        }
+        let tag = self.image.rsplit_once(':').map(|(_, t)| t);
+        let pinned = self.image.contains('@')
+            || matches!(tag, Some(t) if !t.contains('/') && t != "latest");
+        if !pinned {
+            ds.report(
+                Code::UnpinnedImage,
+                path,
+                format!("image `{}` has no tag or is tagged latest", self.image),
+                "pin a tag or digest, e.g. vllm/vllm-openai:kimi-k3",
+            );
+        }
+        if let Some(gpus) = gpus {
+            let tp = self.tensor_parallel(gpus);
+            if tp == 0 || !tp.is_power_of_two() || tp > gpus {
+                ds.report(
+                    Code::InvalidTensorParallelSize,
+                    path,
+                    format!("tensor parallel size {tp} does not fit an instance with {gpus} GPUs"),
+                    format!("use a power of two up to {gpus}, or leave it unset to use every GPU"),
+                );
+            }
+        }
+        if !(self.gpu_memory_utilization > 0.0 && self.gpu_memory_utilization <= 1.0) {
+            ds.report(
+                Code::InvalidTensorParallelSize,
+                path,
+                format!("GPU memory utilization {} is outside (0, 1]", self.gpu_memory_utilization),
+                "use a fraction such as 0.90",
+            );
+        }
+        for arg in &self.extra_args {
+            let flag = arg.split('=').next().unwrap_or(arg);
+            if OWNED_ARGS.contains(&flag) {
+                ds.report(
+                    Code::ArgumentOwnedByBuilder,
+                    path,
+                    format!("extra argument `{arg}` repeats one set from a typed field"),
+                    "use the typed setter on VllmServer instead",
+                );
+            }
+        }
+        for (name, _) in &self.env {
+            if !is_env_name(name) {
+                ds.report(
+                    Code::InvalidEnvironmentName,
+                    path,
+                    format!("`{name}` is not a valid environment variable name"),
+                    "use letters, digits and `_`, not starting with a digit",
+                );
+            }
+            let upper = name.to_ascii_uppercase();
+            if upper == "HF_TOKEN" || upper == "HUGGING_FACE_HUB_TOKEN" || upper.ends_with("_SECRET") {
+                ds.report(
+                    Code::SecretLiteralInEnvironment,
+                    path,
+                    format!("`{name}` is set as a literal environment variable"),
+                    "read it from a Secret: `.hf_token_secret(\"hf-token\", \"token\")`",
+                );
+            }
+        }
+        let t = self.throughput;
+        if !(t.download_bytes_per_sec > 0.0 && t.load_bytes_per_sec > 0.0 && t.warmup_secs >= 0.0) {
+            ds.report(
+                Code::InvalidThroughput,
+                path,
+                "storage throughput must be positive",
+                "give download and load rates in bytes per second, e.g. 500e6",
+            );
+        }
+    }
+}
+
+fn is_hf_model_id(id: &str) -> bool {
+    let ok = |s: &str| {
+        !s.is_empty()
+            && s.chars()
+                .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | '-'))
+    };
+    matches!(id.split_once('/'), Some((org, name)) if ok(org) && ok(name))
+}
+
+fn is_model_name(name: &str) -> bool {
+    super::hyperpod::is_valid_hyperpod_name(name) && !name.contains("--")
+}
+
+fn is_env_name(name: &str) -> bool {
+    !name.is_empty()
+        && !name.starts_with(|c: char| c.is_ascii_digit())
+        && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+}
+
+/// DNS-1123 label: 1-63 lowercase letters, digits and hyphens, alphanumeric at both ends.
+pub fn is_dns_label(name: &str) -> bool {
+    !name.is_empty()
+        && name.len() <= 63
+        && name
+            .chars()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
+        && !name.starts_with('-')
+        && !name.ends_with('-')
+}
+
+/// A vLLM server deployed as an inference endpoint on instances of one type.
+#[derive(Clone, Debug)]
+pub struct InferenceEndpoint {
+    id: String,
+    name: String,
+    namespace: String,
+    server: VllmServer,
+    instance_type: String,
+    replicas: i32,
+}
+
+/// Handle to the endpoint.
+#[derive(Clone, Debug)]
+pub struct InferenceEndpointHandle {
+    /// The Kubernetes object name.
+    pub name: String,
+    /// Its namespace.
+    pub namespace: String,
+}
+
+impl InferenceEndpoint {
+    /// Serves `server` on `instance_type` (EC2 or `ml.` name); the object is named after the
+    /// served model in lowercase.
+    pub fn new(id: impl Into<String>, server: VllmServer, instance_type: impl Into<String>) -> Self {
+        InferenceEndpoint {
+            id: id.into(),
+            name: server.served_name().to_ascii_lowercase(),
+            namespace: "default".to_owned(),
+            server,
+            instance_type: instance_type.into(),
+            replicas: 1,
+        }
+    }
+
+    /// The Kubernetes object name.
+    pub fn name(mut self, name: impl Into<String>) -> Self {
+        self.name = name.into();
+        self
+    }
+
+    /// The namespace (default `default`).
+    pub fn namespace(mut self, namespace: impl Into<String>) -> Self {
+        self.namespace = namespace.into();
+        self
+    }
+
+    /// Number of replicas.
+    pub fn replicas(mut self, replicas: i32) -> Self {
+        self.replicas = replicas;
+        self
+    }
+
+    /// The server.
+    pub fn server(&self) -> &VllmServer {
+        &self.server
+    }
+
+    /// The object name.
+    pub fn object_name(&self) -> &str {
+        &self.name
+    }
+
+    /// The namespace.
+    pub fn object_namespace(&self) -> &str {
+        &self.namespace
+    }
+
+    /// The instance type as given.
+    pub fn instance_type(&self) -> &str {
+        &self.instance_type
+    }
+
+    /// Replicas.
+    pub fn replica_count(&self) -> i32 {
+        self.replicas
+    }
+
+    /// GPUs of the instance type, from the catalog.
+    pub fn gpus(&self) -> Option<u32> {
+        catalog::instance(&self.instance_type).map(|i| i.gpu_count)
+    }
+
+    pub(crate) fn validate(&self, path: &str, ds: &mut Diagnostics) {
+        if !is_dns_label(&self.name) {
+            ds.report(
+                Code::InvalidKubernetesName,
+                path,
+                format!("`{}` is not a valid Kubernetes object name", self.name),
+                "use 1-63 lowercase letters, digits and hyphens",
+            );
+        }
+        if !is_dns_label(&self.namespace) {
+            ds.report(
+                Code::InvalidKubernetesName,
+                path,
+                format!("`{}` is not a valid namespace", self.namespace),
+                "use 1-63 lowercase letters, digits and hyphens",
+            );
+        }
+        if catalog::instance(&self.instance_type).is_none() {
+            ds.report(
+                Code::UnknownInstanceType,
+                path,
+                format!("instance type `{}` is not in the catalog", self.instance_type),
+                "use a type from hyperforge::catalog::instances(), e.g. ml.p6-b300.48xlarge",
+            );
+        }
+        if self.replicas < 1 {
+            ds.report(
+                Code::InvalidInstanceCount,
+                path,
+                format!("{} replicas requested", self.replicas),
+                "use at least one replica",
+            );
+        }
+        self.server.validate(self.gpus(), path, ds);
+    }
+}
+
+impl Construct for InferenceEndpoint {
+    type Handle = InferenceEndpointHandle;
+
+    fn id(&self) -> &str {
+        &self.id
+    }
+
+    fn handle(&self, _stack: &str) -> InferenceEndpointHandle {
+        InferenceEndpointHandle {
+            name: self.name.clone(),
+            namespace: self.namespace.clone(),
+        }
+    }
+
+    fn into_kind(self) -> super::ConstructKind {
+        self.into()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn startup_budget_for_kimi_k3() {
+        let b = StartupBudget::compute(1_560_936_091_448, StorageThroughput::default());
+        assert_eq!(b.download_secs, 3122);
+        assert_eq!(b.load_secs, 781);
+        assert_eq!(b.warmup_secs, 900);
+        // (3122 + 781 + 900) * 1.5 = 7204.5 s, rounded up to whole minutes.
+        assert_eq!(b.total_secs, 7260);
+    }
+
+    #[test]
+    fn args_are_derived_from_typed_fields() {
+        let s = VllmServer::new("moonshotai/Kimi-K3", "vllm/vllm-openai:kimi-k3")
+            .tool_call_parser("kimi_k3")
+            .trust_remote_code(true);
+        let args = s.args("/opt/ml/model", 8);
+        let joined = args.join(" ");
+        assert!(joined.starts_with("--model /opt/ml/model --served-model-name Kimi-K3 --port 8000 --tensor-parallel-size 8"));
+        assert!(joined.contains("--enable-auto-tool-choice --tool-call-parser kimi_k3"));
+    }
+
+    #[test]
+    fn names() {
+        assert!(is_hf_model_id("moonshotai/Kimi-K3"));
+        assert!(!is_hf_model_id("Kimi-K3"));
+        assert!(is_dns_label("kimik3"));
+        assert!(!is_dns_label("Kimi"));
+    }
+}
