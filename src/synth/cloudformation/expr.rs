@@ -232,7 +232,10 @@ mod tests {
 
     #[test]
     fn intrinsics_serialize_to_cloudformation_json() {
-        assert_eq!(Expr::reference("NetworkVpc").to_json(), json!({"Ref": "NetworkVpc"}));
+        assert_eq!(
+            Expr::reference("NetworkVpc").to_json(),
+            json!({"Ref": "NetworkVpc"})
+        );
         assert_eq!(
             Expr::get_att("EksCluster", "Arn").to_json(),
             json!({"Fn::GetAtt": ["EksCluster", "Arn"]})
