@@ -1,0 +1,580 @@
+//! The synthesized reference apps checked by real external tools: cfn-lint and checkov
+//! for CloudFormation, kubernetes-validate (strict) for built-in Kubernetes kinds, and
+//! the vendored HyperPod CRD schema for InferenceEndpointConfig.
+//!
+//! The tools come from the virtualenv made by `tests/tools/install-validators.sh`
+//! (`$HYPERFORGE_VENV`, default `<repo>/.venv-validators`). A missing tool fails the
+//! test; nothing here is skipped. The negative controls at the end run the same helpers
+//! on deliberately broken inputs, so a check that can no longer fail is noticed.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+
+use common::{run, run_script, synth_reference_apps, tool, truncate, Synthesized, MAX_LINE};
+use serde::Deserialize;
+
+/// Regions the reference apps target; cfn-lint checks instance types per region.
+const LINT_REGIONS: [&str; 2] = ["us-east-1", "us-west-2"];
+/// Kubernetes version the emitted objects are validated against (see .cargo/config.toml).
+const KUBERNETES_VERSION: &str = "1.33";
+const IEC_KIND: &str = "InferenceEndpointConfig";
+
+// ---------------------------------------------------------------------------------
+// Helpers: each returns Ok(report) when the tool accepts the input, Err(findings) when
+// it does not. They panic only when a tool is missing or cannot be started.
+// ---------------------------------------------------------------------------------
+
+/// cfn-lint with every rule on: errors, warnings and informational findings all fail.
+fn cfn_lint(templates: &[PathBuf]) -> Result<(), String> {
+    assert!(!templates.is_empty(), "cfn_lint called without templates");
+    let mut args: Vec<String> = vec!["--format".into(), "parseable".into(), "--regions".into()];
+    args.extend(LINT_REGIONS.iter().map(|r| r.to_string()));
+    args.push("--".into());
+    args.extend(templates.iter().map(|p| p.display().to_string()));
+    let out = run(&tool("cfn-lint"), &args, None);
+    // Exit status is a bitmask (2 errors, 4 warnings, 8 informational); any finding
+    // prints a line, so an output line is a failure even when the status is 0.
+    if out.success() && out.lines().next().is_none() {
+        Ok(())
+    } else {
+        Err(out.to_string())
+    }
+}
+
+/// checkov's CloudFormation checks on the given templates, judged by checkov_gate.py
+/// (the same gate CI uses). Returns the gate's report.
+fn checkov_cloudformation(templates: &[PathBuf]) -> Result<String, String> {
+    assert!(
+        !templates.is_empty(),
+        "checkov_cloudformation called without templates"
+    );
+    // checkov scans directories; give it one holding only these templates.
+    let scan = tempfile::tempdir().expect("create temporary directory");
+    for (i, template) in templates.iter().enumerate() {
+        let name = template
+            .file_name()
+            .expect("template file name")
+            .to_string_lossy();
+        std::fs::copy(template, scan.path().join(format!("{i:02}-{name}")))
+            .unwrap_or_else(|e| panic!("copy {}: {e}", template.display()));
+    }
+    let dir = scan.path().display().to_string();
+    let out = run(
+        &tool("checkov"),
+        [
+            "-d",
+            dir.as_str(),
+            "--framework",
+            "cloudformation",
+            "--skip-download",
+            "-o",
+            "json",
+        ],
+        None,
+    );
+    // checkov exits 1 when a check fails; the gate decides, from the JSON.
+    checkov_gate(out.stdout.as_bytes()).map_err(|gate| {
+        format!(
+            "{gate}\n(checkov {}; stderr follows)\n{}",
+            out.status,
+            tail(&out.stderr, 20)
+        )
+    })
+}
+
+/// Pipe a checkov JSON report through tests/tools/checkov_gate.py.
+fn checkov_gate(report: &[u8]) -> Result<String, String> {
+    let out = run_script("checkov_gate.py", ["-"], Some(report));
+    if out.success() {
+        Ok(out.stdout)
+    } else {
+        Err(out.to_string())
+    }
+}
+
+/// kubernetes-validate --strict on every built-in kind. Custom resources get only a
+/// "Couldn't find schema" warning from it (they are checked against their CRD by
+/// `validate_crd`); a built-in kind must be reported as passed, one line per document.
+fn kubernetes_validate(files: &[PathBuf]) -> Result<String, String> {
+    assert!(
+        !files.is_empty(),
+        "kubernetes_validate called without files"
+    );
+    let expected_passes: usize = files
+        .iter()
+        .flat_map(|f| documents(f))
+        .filter(|d| is_builtin_api_version(d.api_version.as_deref().unwrap_or("")))
+        .count();
+    let mut args: Vec<String> = vec!["--strict".into(), "-k".into(), KUBERNETES_VERSION.into()];
+    args.extend(files.iter().map(|p| p.display().to_string()));
+    let out = run(&tool("kubernetes-validate"), &args, None);
+
+    let mut problems = Vec::new();
+    let mut passes = 0;
+    for line in out.lines() {
+        if line.starts_with("INFO ") && line.contains(" passed for resource ") {
+            passes += 1;
+        } else if line.starts_with("WARN ") && line.contains("Couldn't find schema for kind") {
+            let api_version = line
+                .split(" with api version ")
+                .nth(1)
+                .and_then(|rest| rest.split_whitespace().next())
+                .unwrap_or("");
+            if is_builtin_api_version(api_version) {
+                problems.push(format!(
+                    "no schema for a built-in kind: {}",
+                    truncate(line, MAX_LINE)
+                ));
+            }
+        } else {
+            // ERROR lines, tracebacks, anything unexpected.
+            problems.push(truncate(line, MAX_LINE));
+        }
+    }
+    if !out.success() {
+        problems.push(out.status.to_string());
+    }
+    if passes != expected_passes {
+        problems.push(format!(
+            "expected {expected_passes} built-in document(s) to pass, kubernetes-validate reported {passes}"
+        ));
+    }
+    if problems.is_empty() {
+        Ok(out.stdout)
+    } else {
+        Err(format!("{}\n{out}", problems.join("\n")))
+    }
+}
+
+/// tests/tools/validate_crd.py against the vendored InferenceEndpointConfig CRD.
+fn validate_crd(files: &[PathBuf]) -> Result<String, String> {
+    assert!(!files.is_empty(), "validate_crd called without files");
+    let crd = common::inference_endpoint_config_crd();
+    let mut args = vec!["--crd".to_string(), crd.display().to_string()];
+    args.extend(files.iter().map(|p| p.display().to_string()));
+    let out = run_script("validate_crd.py", &args, None);
+    if out.success() {
+        Ok(out.stdout)
+    } else {
+        Err(out.to_string())
+    }
+}
+
+// ---------------------------------------------------------------------------------
+// Small utilities
+// ---------------------------------------------------------------------------------
+
+#[derive(Debug, Default, Deserialize)]
+struct TypeMeta {
+    #[serde(rename = "apiVersion")]
+    api_version: Option<String>,
+    kind: Option<String>,
+}
+
+/// apiVersion/kind of every non-empty document of a YAML file.
+fn documents(path: &Path) -> Vec<TypeMeta> {
+    let text =
+        std::fs::read_to_string(path).unwrap_or_else(|e| panic!("read {}: {e}", path.display()));
+    serde_yaml::Deserializer::from_str(&text)
+        .filter_map(|doc| {
+            let value = serde_yaml::Value::deserialize(doc)
+                .unwrap_or_else(|e| panic!("{} is not valid YAML: {e}", path.display()));
+            if value.is_null() {
+                return None;
+            }
+            Some(
+                serde_yaml::from_value::<TypeMeta>(value).unwrap_or_else(|e| {
+                    panic!("{}: a document is not an object: {e}", path.display())
+                }),
+            )
+        })
+        .collect()
+}
+
+/// Whether an apiVersion belongs to Kubernetes itself (core `v1`, `apps/v1`,
+/// `rbac.authorization.k8s.io/v1`, ...) rather than to a custom resource.
+fn is_builtin_api_version(api_version: &str) -> bool {
+    const CRD_GROUPS_UNDER_K8S_IO: [&str; 2] =
+        ["gateway.networking.k8s.io", "snapshot.storage.k8s.io"];
+    let group = match api_version.split_once('/') {
+        Some((group, _)) => group,
+        None => "",
+    };
+    !CRD_GROUPS_UNDER_K8S_IO.contains(&group)
+        && (!group.contains('.') || group.ends_with(".k8s.io"))
+}
+
+fn tail(text: &str, lines: usize) -> String {
+    let all: Vec<&str> = text.lines().collect();
+    all[all.len().saturating_sub(lines)..]
+        .iter()
+        .map(|l| truncate(l, MAX_LINE))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// Run `check` on each app's artifacts of `format`; fail once, listing every app's
+/// findings. Returns how many apps had such artifacts.
+fn check_each_app(
+    apps: &[Synthesized],
+    format: &str,
+    check: impl Fn(&[PathBuf]) -> Result<(), String>,
+) -> usize {
+    let mut failures = Vec::new();
+    let mut checked = 0;
+    for app in apps {
+        let files = app.artifacts_with_format(format);
+        if files.is_empty() {
+            continue;
+        }
+        checked += 1;
+        if let Err(findings) = check(&files) {
+            failures.push(format!(
+                "== {} ({} {format} artifact(s))\n{findings}",
+                app.label,
+                files.len()
+            ));
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+    checked
+}
+
+// ---------------------------------------------------------------------------------
+// The reference apps
+// ---------------------------------------------------------------------------------
+
+#[test]
+fn cloudformation_templates_pass_cfn_lint() {
+    let apps = synth_reference_apps();
+    let checked = check_each_app(&apps, "cloudformation", cfn_lint);
+    assert!(
+        checked > 0,
+        "no reference app has a cloudformation artifact"
+    );
+}
+
+#[test]
+fn cloudformation_templates_pass_checkov() {
+    let apps = synth_reference_apps();
+    let checked = check_each_app(&apps, "cloudformation", |files| {
+        checkov_cloudformation(files).map(|report| eprintln!("{report}"))
+    });
+    assert!(
+        checked > 0,
+        "no reference app has a cloudformation artifact"
+    );
+}
+
+#[test]
+fn kubernetes_objects_pass_strict_schema() {
+    let apps = synth_reference_apps();
+    let checked = check_each_app(&apps, "kubernetes", |files| {
+        kubernetes_validate(files).map(drop)
+    });
+    assert!(checked > 0, "no reference app has a kubernetes artifact");
+}
+
+#[test]
+fn inference_endpoint_config_passes_crd_schema() {
+    let apps = synth_reference_apps();
+    let mut failures = Vec::new();
+    let mut hyperpod_apps = 0;
+    for app in &apps {
+        let files: Vec<PathBuf> = app
+            .artifacts_with_format("kubernetes")
+            .into_iter()
+            .filter(|f| {
+                documents(f)
+                    .iter()
+                    .any(|d| d.kind.as_deref() == Some(IEC_KIND))
+            })
+            .collect();
+        if app.label.to_lowercase().contains("hyperpod") {
+            hyperpod_apps += 1;
+            assert!(
+                !files.is_empty(),
+                "HyperPod app {} has no {IEC_KIND} in its kubernetes artifacts",
+                app.label
+            );
+        }
+        if files.is_empty() {
+            continue;
+        }
+        match validate_crd(&files) {
+            Ok(report) => eprintln!("{}: {}", app.label, report.trim()),
+            Err(findings) => failures.push(format!("== {}\n{findings}", app.label)),
+        }
+    }
+    assert!(
+        hyperpod_apps > 0,
+        "no reference app has a stack named like *hyperpod*"
+    );
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+// ---------------------------------------------------------------------------------
+// Negative controls: the same helpers accept a valid input and reject a broken one.
+// ---------------------------------------------------------------------------------
+
+fn write(dir: &Path, name: &str, contents: &str) -> PathBuf {
+    let path = dir.join(name);
+    std::fs::write(&path, contents).unwrap_or_else(|e| panic!("write {}: {e}", path.display()));
+    path
+}
+
+const GOOD_TEMPLATE: &str = r#"{
+  "AWSTemplateFormatVersion": "2010-09-09",
+  "Description": "Network for the inference cluster",
+  "Resources": {
+    "Vpc": {
+      "Type": "AWS::EC2::VPC",
+      "Properties": {
+        "CidrBlock": "10.0.0.0/16",
+        "EnableDnsHostnames": true,
+        "EnableDnsSupport": true,
+        "Tags": [{"Key": "Name", "Value": "kimi-k3"}]
+      }
+    },
+    "InferenceSecurityGroup": {
+      "Type": "AWS::EC2::SecurityGroup",
+      "Properties": {
+        "GroupDescription": "vLLM OpenAI-compatible API inside the VPC",
+        "VpcId": {"Ref": "Vpc"},
+        "SecurityGroupIngress": [{"IpProtocol": "tcp", "FromPort": 8000, "ToPort": 8000,
+          "CidrIp": "10.0.0.0/16", "Description": "vLLM API from inside the VPC"}],
+        "SecurityGroupEgress": [{"IpProtocol": "-1", "CidrIp": "0.0.0.0/0", "Description": "all outbound"}]
+      }
+    }
+  },
+  "Outputs": {
+    "VpcId": {"Value": {"Ref": "Vpc"}},
+    "SecurityGroupId": {"Value": {"Fn::GetAtt": ["InferenceSecurityGroup", "GroupId"]}}
+  }
+}
+"#;
+
+const BAD_NODEGROUP_TEMPLATE: &str = r#"{
+  "AWSTemplateFormatVersion": "2010-09-09",
+  "Parameters": {
+    "ClusterName": {"Type": "String"},
+    "NodeRoleArn": {"Type": "String"},
+    "SubnetId": {"Type": "AWS::EC2::Subnet::Id"}
+  },
+  "Resources": {
+    "GpuNodes": {
+      "Type": "AWS::EKS::Nodegroup",
+      "Properties": {
+        "ClusterName": {"Ref": "ClusterName"},
+        "NodeRole": {"Ref": "NodeRoleArn"},
+        "Subnets": [{"Ref": "SubnetId"}],
+        "AmiType": "AL2023_x86_64_NVIDIA",
+        "CapacityType": "CAPACITY_BLOCKS"
+      }
+    }
+  }
+}
+"#;
+
+const GOOD_DEPLOYMENT: &str = r#"apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: vllm
+  labels: {app: vllm}
+spec:
+  replicas: 1
+  selector:
+    matchLabels: {app: vllm}
+  template:
+    metadata:
+      labels: {app: vllm}
+    spec:
+      tolerations:
+        - {key: nvidia.com/gpu, operator: Exists, effect: NoSchedule}
+      containers:
+        - name: vllm
+          image: vllm/vllm-openai:kimi-k3
+          args: ["--model", "moonshotai/Kimi-K3", "--tensor-parallel-size", "8", "--port", "8000"]
+          ports:
+            - {name: http, containerPort: 8000}
+          resources:
+            limits: {nvidia.com/gpu: 8}
+          readinessProbe:
+            httpGet: {path: /health, port: 8000}
+            periodSeconds: 10
+          volumeMounts:
+            - {name: shm, mountPath: /dev/shm}
+      volumes:
+        - name: shm
+          emptyDir: {medium: Memory, sizeLimit: 64Gi}
+---
+apiVersion: v1
+kind: Service
+metadata:
+  name: vllm
+spec:
+  selector: {app: vllm}
+  ports:
+    - {name: http, port: 8000, targetPort: 8000}
+"#;
+
+const GOOD_IEC: &str = r#"apiVersion: inference.sagemaker.aws.amazon.com/v1
+kind: InferenceEndpointConfig
+metadata:
+  name: kimi-k3
+  namespace: default
+spec:
+  modelName: kimi-k3
+  endpointName: kimi-k3
+  instanceType: ml.p6-b300.48xlarge
+  replicas: 1
+  modelSourceConfig:
+    modelSourceType: huggingface
+    huggingFaceModel:
+      modelId: moonshotai/Kimi-K3
+  worker:
+    image: vllm/vllm-openai:kimi-k3
+    args: ["--tensor-parallel-size", "8"]
+    modelInvocationPort:
+      containerPort: 8000
+      name: http
+    modelVolumeMount:
+      name: model-weights
+      mountPath: /opt/ml/model
+    resources:
+      limits:
+        nvidia.com/gpu: 8
+      requests:
+        nvidia.com/gpu: 8
+        cpu: "96"
+        memory: 1Ti
+"#;
+
+#[test]
+fn cfn_lint_rejects_unknown_capacity_type() {
+    let dir = tempfile::tempdir().unwrap();
+    let good = write(dir.path(), "good.template.json", GOOD_TEMPLATE);
+    let bad = write(dir.path(), "bad.template.json", BAD_NODEGROUP_TEMPLATE);
+    if let Err(findings) = cfn_lint(&[good]) {
+        panic!("cfn-lint rejected the valid control template:\n{findings}");
+    }
+    let findings = cfn_lint(&[bad]).expect_err("cfn-lint accepted CapacityType CAPACITY_BLOCKS");
+    assert!(
+        findings.contains("E3030") && findings.contains("CAPACITY_BLOCKS"),
+        "{findings}"
+    );
+}
+
+#[test]
+fn kubernetes_validate_rejects_misspelt_field() {
+    let dir = tempfile::tempdir().unwrap();
+    let good = write(dir.path(), "good.yaml", GOOD_DEPLOYMENT);
+    let bad = write(
+        dir.path(),
+        "bad.yaml",
+        &GOOD_DEPLOYMENT.replace("readinessProbe:", "readinessProb:"),
+    );
+    let crs = write(dir.path(), "iec.yaml", GOOD_IEC);
+    if let Err(findings) = kubernetes_validate(&[good, crs]) {
+        panic!("kubernetes-validate rejected the valid control objects:\n{findings}");
+    }
+    let findings =
+        kubernetes_validate(&[bad]).expect_err("kubernetes-validate accepted readinessProb");
+    assert!(
+        findings.contains("'readinessProb' was unexpected"),
+        "{findings}"
+    );
+
+    // A built-in kind with an apiVersion Kubernetes 1.33 does not serve is not "a custom
+    // resource": kubernetes-validate only warns about it, the helper must fail.
+    let old = write(
+        dir.path(),
+        "old.yaml",
+        &GOOD_DEPLOYMENT.replace("apps/v1", "apps/v1beta1"),
+    );
+    let findings =
+        kubernetes_validate(&[old]).expect_err("kubernetes-validate accepted apps/v1beta1");
+    assert!(
+        findings.contains("no schema for a built-in kind"),
+        "{findings}"
+    );
+}
+
+#[test]
+fn crd_schema_rejects_unknown_field_and_bad_instance_type() {
+    let dir = tempfile::tempdir().unwrap();
+    let good = write(dir.path(), "good.yaml", GOOD_IEC);
+    let bad = write(
+        dir.path(),
+        "bad.yaml",
+        &GOOD_IEC.replace(
+            "  instanceType: ml.p6-b300.48xlarge\n",
+            "  instanceType: p6-b300.48xlarge\n  tensorParallel: 8\n",
+        ),
+    );
+    if let Err(findings) = validate_crd(&[good]) {
+        panic!("the CRD schema rejected the valid control InferenceEndpointConfig:\n{findings}");
+    }
+    let findings = validate_crd(&[bad])
+        .expect_err("the CRD schema accepted the broken InferenceEndpointConfig");
+    assert!(
+        findings.contains("'tensorParallel' was unexpected"),
+        "{findings}"
+    );
+    assert!(
+        findings.contains("spec.instanceType: 'p6-b300.48xlarge' does not match"),
+        "{findings}"
+    );
+
+    // A file without any InferenceEndpointConfig is an error, not a silent pass.
+    let none = write(dir.path(), "none.yaml", GOOD_DEPLOYMENT);
+    let findings = validate_crd(&[none])
+        .expect_err("validate_crd passed a file without InferenceEndpointConfig");
+    assert!(
+        findings.contains("no InferenceEndpointConfig"),
+        "{findings}"
+    );
+}
+
+#[test]
+fn checkov_gate_rejects_parse_errors_and_empty_scans() {
+    let parse_error = r#"{"check_type": "terraform_json",
+        "results": {"passed_checks": [], "failed_checks": [], "skipped_checks": [], "parsing_errors": ["/main.tf.json"]},
+        "summary": {"passed": 3, "failed": 0, "skipped": 0, "parsing_errors": 1, "resource_count": 0, "checkov_version": "3.3.30"}}"#;
+    let findings =
+        checkov_gate(parse_error.as_bytes()).expect_err("the gate passed a parsing error");
+    assert!(findings.contains("could not parse"), "{findings}");
+
+    // What checkov prints when no file matched the framework.
+    let nothing = r#"{"passed": 0, "failed": 0, "skipped": 0, "parsing_errors": 0, "resource_count": 0, "checkov_version": "3.3.30"}"#;
+    let findings = checkov_gate(nothing.as_bytes()).expect_err("the gate passed an empty scan");
+    assert!(findings.contains("nothing was scanned"), "{findings}");
+
+    let passing = r#"[{"check_type": "cloudformation",
+        "results": {"passed_checks": [], "failed_checks": [], "skipped_checks": [], "parsing_errors": []},
+        "summary": {"passed": 4, "failed": 0, "skipped": 0, "parsing_errors": 0, "resource_count": 2, "checkov_version": "3.3.30"}}]"#;
+    if let Err(findings) = checkov_gate(passing.as_bytes()) {
+        panic!("the gate rejected a clean report:\n{findings}");
+    }
+}
+
+#[test]
+fn checkov_passes_valid_template_and_reports_failed_checks() {
+    let dir = tempfile::tempdir().unwrap();
+    let good = write(dir.path(), "good.template.json", GOOD_TEMPLATE);
+    let report = checkov_cloudformation(&[good])
+        .unwrap_or_else(|f| panic!("checkov rejected the control template:\n{f}"));
+    assert!(report.contains("cloudformation: passed"), "{report}");
+
+    let open_ssh = GOOD_TEMPLATE.replace(
+        r#""FromPort": 8000, "ToPort": 8000,
+          "CidrIp": "10.0.0.0/16", "Description": "vLLM API from inside the VPC""#,
+        r#""FromPort": 22, "ToPort": 22, "CidrIp": "0.0.0.0/0""#,
+    );
+    assert_ne!(open_ssh, GOOD_TEMPLATE, "fixture replacement did not apply");
+    let bad = write(dir.path(), "open-ssh.template.json", &open_ssh);
+    let findings =
+        checkov_cloudformation(&[bad]).expect_err("checkov passed SSH open to the world");
+    assert!(findings.contains("CKV_AWS_24"), "{findings}");
+}

@@ -1,0 +1,89 @@
+#!/usr/bin/env bash
+# The project's full test run (what CI runs through .ci/run):
+#
+#   tests/tools/test-all.sh
+#
+# 1. formatting and clippy (fast failures);
+# 2. the external validators' virtualenv (tests/tools/install-validators.sh; a no-op
+#    when it is already up to date);
+# 3. a moto server on a free loopback port for deploy-path tests, exported as
+#    HYPERFORGE_MOTO_ENDPOINT (tests that do not deploy ignore it);
+# 4. cargo test for every target, then the doc tests.
+set -euo pipefail
+
+cd "$(dirname "${BASH_SOURCE[0]}")/../.."
+repo_root="$(pwd)"
+
+step() { printf '\n==> %s\n' "$*" >&2; }
+die() { printf 'test-all: error: %s\n' "$*" >&2; exit 1; }
+
+export HYPERFORGE_VENV="${HYPERFORGE_VENV:-$repo_root/.venv-validators}"
+
+step "cargo fmt --all -- --check"
+cargo fmt --all -- --check
+
+step "cargo clippy --workspace --all-targets -- -D warnings"
+cargo clippy --workspace --all-targets -- -D warnings
+
+step "installing the external validators into $HYPERFORGE_VENV"
+tests/tools/install-validators.sh
+
+# --- moto server (CloudFormation/EC2/IAM emulator for deploy-path tests) ---------------
+moto_pid=""
+moto_log="$repo_root/target/moto.log"
+
+stop_moto() {
+    if [[ -n "$moto_pid" ]] && kill -0 "$moto_pid" 2>/dev/null; then
+        kill "$moto_pid" 2>/dev/null || true
+        wait "$moto_pid" 2>/dev/null || true
+    fi
+    moto_pid=""
+}
+trap stop_moto EXIT
+
+start_moto() {
+    local python="$HYPERFORGE_VENV/bin/python" server="$HYPERFORGE_VENV/bin/moto_server" port
+    [[ -x "$server" ]] || die "moto_server not found at $server"
+    port="$("$python" -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1]); s.close()')"
+    mkdir -p "$(dirname "$moto_log")"
+    "$server" -H 127.0.0.1 -p "$port" >"$moto_log" 2>&1 &
+    moto_pid=$!
+    # Wait up to 30 s for the management API to answer; stop early if moto died.
+    if ! "$python" - "$port" "$moto_pid" <<'PY'
+import os, sys, time, urllib.request
+port, pid = sys.argv[1], int(sys.argv[2])
+deadline = time.monotonic() + 30
+while time.monotonic() < deadline:
+    try:
+        urllib.request.urlopen(f"http://127.0.0.1:{port}/moto-api/", timeout=1).read()
+        sys.exit(0)
+    except Exception:
+        try:
+            os.kill(pid, 0)
+        except OSError:
+            print("moto_server exited during start-up", file=sys.stderr)
+            sys.exit(1)
+        time.sleep(0.2)
+print("moto_server did not answer on /moto-api/ within 30 s", file=sys.stderr)
+sys.exit(1)
+PY
+    then
+        printf -- '--- last lines of %s\n' "$moto_log" >&2
+        tail -n 30 "$moto_log" >&2 || true
+        die "could not start moto_server on 127.0.0.1:$port"
+    fi
+    export HYPERFORGE_MOTO_ENDPOINT="http://127.0.0.1:$port"
+}
+
+step "starting moto_server (log: ${moto_log#"$repo_root"/})"
+start_moto
+printf 'moto_server pid %s at %s\n' "$moto_pid" "$HYPERFORGE_MOTO_ENDPOINT" >&2
+
+step "cargo test --workspace --all-targets"
+cargo test --workspace --all-targets
+
+step "cargo test --workspace --doc"
+cargo test --workspace --doc
+
+stop_moto
+echo "all checks passed"
