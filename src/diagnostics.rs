@@ -314,7 +314,10 @@ mod tests {
         let ids: BTreeSet<_> = Code::ALL.iter().map(|c| c.id()).collect();
         assert_eq!(ids.len(), Code::ALL.len());
         for code in Code::ALL {
-            assert!(code.id().starts_with("HF") && code.id().len() == 6, "{code:?}");
+            assert!(
+                code.id().starts_with("HF") && code.id().len() == 6,
+                "{code:?}"
+            );
             assert!(!code.summary().is_empty() && code.explanation().len() > 20);
             assert_eq!(Code::from_id(&code.id().to_lowercase()), Some(*code));
         }

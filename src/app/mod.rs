@@ -96,6 +96,10 @@ pub struct Stage {
 pub struct StageId(usize);
 
 impl StageId {
+    pub(crate) fn from_index(index: usize) -> StageId {
+        StageId(index)
+    }
+
     /// The stage's position in deployment order (0 first).
     pub fn index(self) -> usize {
         self.0
@@ -311,7 +315,10 @@ impl Stack {
             ds.report(
                 Code::InvalidStackName,
                 &stack_path,
-                format!("stack name `{}` is not a valid CloudFormation stack name", self.name),
+                format!(
+                    "stack name `{}` is not a valid CloudFormation stack name",
+                    self.name
+                ),
                 "use 1-100 characters: a letter first, then letters, digits and hyphens",
             );
         }
@@ -356,7 +363,10 @@ impl Stack {
                     "stage names are letters, digits and hyphens, starting with a letter; `<stack>-<stage>` must be at most 100 characters",
                 );
             }
-            let holds_constructs = matches!(stage.kind, StageKind::CloudFormation | StageKind::Kubernetes);
+            let holds_constructs = matches!(
+                stage.kind,
+                StageKind::CloudFormation | StageKind::Kubernetes
+            );
             if holds_constructs && !self.nodes.iter().any(|n| n.stage.0 == index) {
                 ds.report(
                     Code::EmptyStage,
@@ -381,7 +391,10 @@ impl Stack {
                 ds.report(
                     Code::LogicalIdCollision,
                     &path,
-                    format!("construct id `{}` is used twice in stack `{}`", node.id, self.name),
+                    format!(
+                        "construct id `{}` is used twice in stack `{}`",
+                        node.id, self.name
+                    ),
                     "give each construct its own id; ids become logical ids",
                 );
             }
@@ -389,7 +402,10 @@ impl Stack {
                 ds.report(
                     Code::UnknownReference,
                     &path,
-                    format!("construct `{}` was added to a stage of another stack", node.id),
+                    format!(
+                        "construct `{}` was added to a stage of another stack",
+                        node.id
+                    ),
                     "add constructs only to stages returned by this stack's `*_stage` methods",
                 );
             }
@@ -435,7 +451,10 @@ impl Stack {
                         "stage `{from_name}` uses `{}`, which stage `{target_name}` creates later",
                         r.path
                     ),
-                    format!("move `{}` to stage `{from_name}` or earlier", r.construct_id()),
+                    format!(
+                        "move `{}` to stage `{from_name}` or earlier",
+                        r.construct_id()
+                    ),
                 )
             }
             Some(_) => {}
@@ -472,7 +491,10 @@ mod tests {
     #[test]
     fn logical_ids_come_from_paths() {
         assert_eq!(logical_id("Network/Vpc"), "NetworkVpc");
-        assert_eq!(logical_id("Network/PrivateSubnet1"), "NetworkPrivateSubnet1");
+        assert_eq!(
+            logical_id("Network/PrivateSubnet1"),
+            "NetworkPrivateSubnet1"
+        );
         assert_eq!(logical_id("Eks"), "Eks");
     }
 
@@ -491,5 +513,18 @@ mod tests {
         assert!(is_valid_stack_name("kimi-k3-hyperpod"));
         assert!(!is_valid_stack_name("-x"));
         assert!(!is_valid_stack_name("a_b"));
+    }
+}
+
+impl App {
+    /// Every diagnostic of the app, without synthesizing.
+    pub fn validate(&self) -> Diagnostics {
+        crate::synth::validate(self)
+    }
+
+    /// Validates and synthesizes every stack. On any error, returns all diagnostics and no
+    /// output.
+    pub fn synth(&self) -> Result<crate::assembly::Assembly, Diagnostics> {
+        crate::synth::synthesize(self)
     }
 }

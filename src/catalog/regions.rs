@@ -71,9 +71,12 @@ impl AzId {
     pub fn parse(text: &str) -> Option<AzId> {
         let (prefix, zone) = text.split_once("-az")?;
         let prefix_ok = prefix.len() >= 3
-            && prefix.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit())
+            && prefix
+                .chars()
+                .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit())
             && prefix.chars().last().is_some_and(|c| c.is_ascii_digit());
-        let zone_ok = !zone.is_empty() && zone.len() <= 2 && zone.chars().all(|c| c.is_ascii_digit());
+        let zone_ok =
+            !zone.is_empty() && zone.len() <= 2 && zone.chars().all(|c| c.is_ascii_digit());
         (prefix_ok && zone_ok).then(|| AzId(text.to_owned()))
     }
 

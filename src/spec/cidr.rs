@@ -99,7 +99,12 @@ impl FromStr for Ipv4Cidr {
 
 impl fmt::Display for Ipv4Cidr {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}/{}", std::net::Ipv4Addr::from(self.network), self.prefix)
+        write!(
+            f,
+            "{}/{}",
+            std::net::Ipv4Addr::from(self.network),
+            self.prefix
+        )
     }
 }
 

@@ -244,7 +244,10 @@ impl EksCluster {
             ds.report(
                 Code::TooFewAvailabilityZones,
                 path,
-                format!("the control plane has {} subnet(s); EKS needs at least 2 in different zones", self.subnets.len()),
+                format!(
+                    "the control plane has {} subnet(s); EKS needs at least 2 in different zones",
+                    self.subnets.len()
+                ),
                 "pass the network's private subnets: `.subnets(&network.private_subnets)`",
             );
         }
@@ -265,7 +268,10 @@ impl EksCluster {
                 ds.report(
                     Code::InvalidAccessEntry,
                     path,
-                    format!("access entry principal `{}` is not an IAM role or user ARN", entry.principal_arn),
+                    format!(
+                        "access entry principal `{}` is not an IAM role or user ARN",
+                        entry.principal_arn
+                    ),
                     "use `arn:aws:iam::<12-digit account>:role/<name>`",
                 );
             }

@@ -190,7 +190,12 @@ impl InstanceGroup {
     }
 
     /// Adds a Kubernetes taint to the group's nodes.
-    pub fn taint(mut self, key: impl Into<String>, value: impl Into<String>, effect: TaintEffect) -> Self {
+    pub fn taint(
+        mut self,
+        key: impl Into<String>,
+        value: impl Into<String>,
+        effect: TaintEffect,
+    ) -> Self {
         self.taints.push(Taint {
             key: key.into(),
             value: value.into(),
@@ -291,7 +296,9 @@ pub fn is_training_plan_arn(arn: &str) -> bool {
         && parts[1].starts_with("aws")
         && parts[2] == "sagemaker"
         && !parts[3].is_empty()
-        && parts[3].chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
+        && parts[3]
+            .chars()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
         && parts[4].len() == 12
         && parts[4].chars().all(|c| c.is_ascii_digit())
         && parts[5].starts_with("training-plan/")
@@ -456,9 +463,9 @@ impl HyperPodCluster {
                 "add `stack.helm_stage(\"hyperpod-dependencies\", HelmRelease::hyperpod_dependencies())` before the cluster's stage",
             );
         }
-        let uploaded = stages.iter().any(|s| {
-            matches!(&s.kind, StageKind::Upload(u) if u.bucket == self.lifecycle.bucket)
-        });
+        let uploaded = stages
+            .iter()
+            .any(|s| matches!(&s.kind, StageKind::Upload(u) if u.bucket == self.lifecycle.bucket));
         if !uploaded {
             ds.report(
                 Code::LifecycleScriptsInSameStage,
@@ -489,10 +496,17 @@ fn validate_group(
         None => ds.report(
             Code::UnknownInstanceType,
             path,
-            format!("instance type `{}` is not in the catalog", group.instance_type),
+            format!(
+                "instance type `{}` is not in the catalog",
+                group.instance_type
+            ),
             format!(
                 "known types: {}",
-                catalog::instances().iter().map(|i| i.name).collect::<Vec<_>>().join(", ")
+                catalog::instances()
+                    .iter()
+                    .map(|i| i.name)
+                    .collect::<Vec<_>>()
+                    .join(", ")
             ),
         ),
         Some(it) if !it.hyperpod_offered_in(region) => ds.report(
@@ -611,7 +625,9 @@ mod tests {
         assert!(is_training_plan_arn(
             "arn:aws:sagemaker:us-west-2:111122223333:training-plan/kimi-k3-p6-b300"
         ));
-        assert!(!is_training_plan_arn("arn:aws:sagemaker:us-east-1:123:plan/x"));
+        assert!(!is_training_plan_arn(
+            "arn:aws:sagemaker:us-east-1:123:plan/x"
+        ));
         assert!(!is_training_plan_arn(
             "arn:aws:sagemaker:us-west-2:111122223333:notebook-instance/kimi-k3-p6-b300"
         ));

@@ -27,7 +27,11 @@ impl PolicyDocument {
     pub fn references(&self) -> Vec<AttrRef> {
         let mut out = Vec::new();
         for s in &self.statements {
-            for t in s.resources.iter().chain(s.principals.iter().map(|p| &p.value)) {
+            for t in s
+                .resources
+                .iter()
+                .chain(s.principals.iter().map(|p| &p.value))
+            {
                 out.extend(t.references().cloned());
             }
             for c in &s.conditions {
@@ -157,14 +161,17 @@ impl Statement {
 
 /// The trust policy of a role assumed by an AWS service.
 pub fn service_trust(service: &str) -> PolicyDocument {
-    PolicyDocument::new().statement(
-        Statement::allow(["sts:AssumeRole"]).principal(PrincipalKind::Service, service),
-    )
+    PolicyDocument::new()
+        .statement(Statement::allow(["sts:AssumeRole"]).principal(PrincipalKind::Service, service))
 }
 
 /// A trust statement letting a Kubernetes service account assume the role through the EKS
 /// cluster's OIDC provider (IRSA). `subject` may hold wildcards (`StringLike` is used then).
-pub fn irsa_trust_statement(provider_arn: AttrRef, issuer_url: AttrRef, subject: &str) -> Statement {
+pub fn irsa_trust_statement(
+    provider_arn: AttrRef,
+    issuer_url: AttrRef,
+    subject: &str,
+) -> Statement {
     let operator = if subject.contains('*') {
         "StringLike"
     } else {
@@ -174,7 +181,9 @@ pub fn irsa_trust_statement(provider_arn: AttrRef, issuer_url: AttrRef, subject:
         .principal(PrincipalKind::Federated, provider_arn)
         .condition(
             operator,
-            Text::default().push_issuer(issuer_url.clone()).push_lit(":sub"),
+            Text::default()
+                .push_issuer(issuer_url.clone())
+                .push_lit(":sub"),
             vec![Text::lit(subject)],
         )
         .condition(

@@ -19,15 +19,18 @@ pub use cidr::Ipv4Cidr;
 pub use eks::{AccessEntry, AccessPolicy, EksAddon, EksCluster, EksClusterHandle, EndpointAccess};
 pub use helm::{ChartSource, HelmRelease, Upload, UploadFile};
 pub use hyperpod::{
-    Capacity, DeepHealthCheck, HyperPodCluster, HyperPodHandle, InstanceGroup, NodeRecovery,
-    Taint, TaintEffect, TrainingPlan,
+    Capacity, DeepHealthCheck, HyperPodCluster, HyperPodHandle, InstanceGroup, NodeRecovery, Taint,
+    TaintEffect, TrainingPlan,
 };
 pub use inference_operator::{InferenceOperator, InferenceOperatorHandle};
 pub use lifecycle::{LifecycleScripts, LifecycleScriptsHandle};
 pub use network::{NatGateways, Network, NetworkHandle};
 pub use security_group::{ClusterSecurityGroup, ClusterSecurityGroupHandle};
 pub use text::{Part, Pseudo, Text};
-pub use vllm::{InferenceEndpoint, InferenceEndpointHandle, SecretKeyRef, StartupBudget, StorageThroughput, VllmServer};
+pub use vllm::{
+    InferenceEndpoint, InferenceEndpointHandle, SecretKeyRef, StartupBudget, StorageThroughput,
+    VllmServer,
+};
 
 use crate::app::{AttrRef, Stack};
 use crate::diagnostics::Diagnostics;

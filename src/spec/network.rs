@@ -200,7 +200,10 @@ impl Network {
                 ds.report(
                     Code::CidrOutOfRange,
                     path,
-                    format!("VPC block {vpc} is a /{}, hyperforge lays out /16 to /20 VPCs", vpc.prefix()),
+                    format!(
+                        "VPC block {vpc} is a /{}, hyperforge lays out /16 to /20 VPCs",
+                        vpc.prefix()
+                    ),
                     "use a /16 (65,536 addresses, e.g. 10.192.0.0/16) to /20 block",
                 );
             } else {
@@ -225,7 +228,10 @@ impl Network {
             ds.report(
                 Code::TooFewAvailabilityZones,
                 path,
-                format!("{} availability zone(s) requested; EKS needs subnets in at least 2", self.availability_zones),
+                format!(
+                    "{} availability zone(s) requested; EKS needs subnets in at least 2",
+                    self.availability_zones
+                ),
                 "use `availability_zones(2)` or more",
             );
         }
@@ -238,7 +244,10 @@ impl Network {
                         ds.report(
                             Code::CidrOutOfRange,
                             &sub_path,
-                            format!("secondary block {block} is a /{}; VPC blocks are /16 to /28", block.prefix()),
+                            format!(
+                                "secondary block {block} is a /{}; VPC blocks are /16 to /28",
+                                block.prefix()
+                            ),
                             "use a /16 such as 10.1.0.0/16: HyperPod places one ENI per pod there",
                         );
                     }
@@ -274,7 +283,30 @@ impl Network {
                 Some(_) => {}
             }
         }
-        if !matches!(self.flow_log_retention_days, 1 | 3 | 5 | 7 | 14 | 30 | 60 | 90 | 120 | 150 | 180 | 365 | 400 | 545 | 731 | 1096 | 1827 | 2192 | 2557 | 2922 | 3288 | 3653) {
+        if !matches!(
+            self.flow_log_retention_days,
+            1 | 3
+                | 5
+                | 7
+                | 14
+                | 30
+                | 60
+                | 90
+                | 120
+                | 150
+                | 180
+                | 365
+                | 400
+                | 545
+                | 731
+                | 1096
+                | 1827
+                | 2192
+                | 2557
+                | 2922
+                | 3288
+                | 3653
+        ) {
             ds.report(
                 Code::InvalidLogRetention,
                 path,
@@ -329,7 +361,10 @@ mod tests {
 
     #[test]
     fn default_layout() {
-        let plan = Network::new("Network").hyperpod_subnet("usw2-az2").plan().unwrap();
+        let plan = Network::new("Network")
+            .hyperpod_subnet("usw2-az2")
+            .plan()
+            .unwrap();
         let cidrs: Vec<String> = plan
             .public_subnets
             .iter()
@@ -338,7 +373,12 @@ mod tests {
             .collect();
         assert_eq!(
             cidrs,
-            ["10.192.0.0/24", "10.192.1.0/24", "10.192.128.0/24", "10.192.129.0/24"]
+            [
+                "10.192.0.0/24",
+                "10.192.1.0/24",
+                "10.192.128.0/24",
+                "10.192.129.0/24"
+            ]
         );
         let (block, az) = plan.hyperpod.unwrap();
         assert_eq!(block.to_string(), "10.1.0.0/16");
@@ -347,7 +387,11 @@ mod tests {
 
     #[test]
     fn small_vpc_layout() {
-        let plan = Network::new("N").cidr("10.0.0.0/20").availability_zones(3).plan().unwrap();
+        let plan = Network::new("N")
+            .cidr("10.0.0.0/20")
+            .availability_zones(3)
+            .plan()
+            .unwrap();
         assert_eq!(plan.public_subnets[2].cidr.to_string(), "10.0.0.32/28");
         assert_eq!(plan.private_subnets[0].cidr.to_string(), "10.0.8.0/28");
     }

@@ -336,13 +336,16 @@ impl VllmServer {
             ds.report(
                 Code::InvalidServedModelName,
                 path,
-                format!("served model name `{}` is not valid", self.served_model_name),
+                format!(
+                    "served model name `{}` is not valid",
+                    self.served_model_name
+                ),
                 "use 1-63 letters and digits with single hyphens between them (`Kimi-K3`)",
             );
         }
         let tag = self.image.rsplit_once(':').map(|(_, t)| t);
-        let pinned = self.image.contains('@')
-            || matches!(tag, Some(t) if !t.contains('/') && t != "latest");
+        let pinned =
+            self.image.contains('@') || matches!(tag, Some(t) if !t.contains('/') && t != "latest");
         if !pinned {
             ds.report(
                 Code::UnpinnedImage,
@@ -366,7 +369,10 @@ impl VllmServer {
             ds.report(
                 Code::InvalidTensorParallelSize,
                 path,
-                format!("GPU memory utilization {} is outside (0, 1]", self.gpu_memory_utilization),
+                format!(
+                    "GPU memory utilization {} is outside (0, 1]",
+                    self.gpu_memory_utilization
+                ),
                 "use a fraction such as 0.90",
             );
         }
@@ -391,7 +397,10 @@ impl VllmServer {
                 );
             }
             let upper = name.to_ascii_uppercase();
-            if upper == "HF_TOKEN" || upper == "HUGGING_FACE_HUB_TOKEN" || upper.ends_with("_SECRET") {
+            if upper == "HF_TOKEN"
+                || upper == "HUGGING_FACE_HUB_TOKEN"
+                || upper.ends_with("_SECRET")
+            {
                 ds.report(
                     Code::SecretLiteralInEnvironment,
                     path,
@@ -465,7 +474,11 @@ pub struct InferenceEndpointHandle {
 impl InferenceEndpoint {
     /// Serves `server` on `instance_type` (EC2 or `ml.` name); the object is named after the
     /// served model in lowercase.
-    pub fn new(id: impl Into<String>, server: VllmServer, instance_type: impl Into<String>) -> Self {
+    pub fn new(
+        id: impl Into<String>,
+        server: VllmServer,
+        instance_type: impl Into<String>,
+    ) -> Self {
         InferenceEndpoint {
             id: id.into(),
             name: server.served_name().to_ascii_lowercase(),
@@ -545,7 +558,10 @@ impl InferenceEndpoint {
             ds.report(
                 Code::UnknownInstanceType,
                 path,
-                format!("instance type `{}` is not in the catalog", self.instance_type),
+                format!(
+                    "instance type `{}` is not in the catalog",
+                    self.instance_type
+                ),
                 "use a type from hyperforge::catalog::instances(), e.g. ml.p6-b300.48xlarge",
             );
         }

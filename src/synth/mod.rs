@@ -1,3 +1,198 @@
-//! Backends: lowering of the construct tree to output formats.
+//! Synthesis: validate the whole app (every diagnostic at once), then lower each stage with its
+//! backend and collect the artifacts and the manifest into an [`Assembly`]. Nothing is written
+//! here: synthesis is pure computation.
+
 pub mod cloudformation;
 pub mod kubernetes;
+
+use crate::app::{logical_id, App, Stack, StageId, StageKind};
+use crate::assembly::Assembly;
+use crate::diagnostics::{Code, Diagnostics};
+use crate::spec::{ChartSource, ConstructKind};
+use serde_json::{json, Map, Value};
+use std::collections::{BTreeMap, BTreeSet};
+
+/// Every diagnostic of `app`, without synthesizing.
+pub fn validate(app: &App) -> Diagnostics {
+    let mut ds = Diagnostics::new();
+    let mut names = BTreeSet::new();
+    for stack in app.stacks() {
+        if !names.insert(stack.name()) {
+            ds.report(
+                Code::InvalidStackName,
+                stack.name(),
+                format!("two stacks are named `{}`", stack.name()),
+                "stack names prefix CloudFormation stack names and artifact folders; make them unique",
+            );
+        }
+        stack.validate_structure(app.tags(), &mut ds);
+        for node in stack.nodes() {
+            node.construct
+                .validate(stack, &stack.display_path(&node.id), &mut ds);
+        }
+    }
+    ds
+}
+
+/// Validates and synthesizes `app`. On any error, returns every diagnostic and no output.
+pub fn synthesize(app: &App) -> Result<Assembly, Diagnostics> {
+    let ds = validate(app);
+    if ds.has_errors() {
+        return Err(ds);
+    }
+    let mut files = BTreeMap::new();
+    let mut stacks = Vec::new();
+    let mut errors = Diagnostics::new();
+    for stack in app.stacks() {
+        match synthesize_stack(app, stack, &mut files) {
+            Ok(manifest) => stacks.push(manifest),
+            Err(e) => errors.extend(e),
+        }
+    }
+    if errors.has_errors() {
+        let mut all = ds;
+        all.extend(errors);
+        return Err(all);
+    }
+    let manifest = json!({
+        "version": 1,
+        "generator": concat!("hyperforge ", env!("CARGO_PKG_VERSION")),
+        "stacks": stacks,
+    });
+    Ok(Assembly::new(files, manifest, ds))
+}
+
+fn artifact(format: &str, path: &str) -> Value {
+    json!({"format": format, "path": path})
+}
+
+fn synthesize_stack(
+    app: &App,
+    stack: &Stack,
+    files: &mut BTreeMap<String, Vec<u8>>,
+) -> Result<Value, Diagnostics> {
+    let tags = stack.effective_tags(app.tags());
+    let templates = cloudformation::templates(stack, &tags)?;
+    let mut stages = Vec::new();
+    for (index, stage) in stack.stages().iter().enumerate() {
+        let id = StageId::from_index(index);
+        let base = format!("{}/{:02}-{}", stack.name(), index + 1, stage.name);
+        let mut entry = Map::new();
+        entry.insert("name".into(), json!(stage.name));
+        entry.insert("kind".into(), json!(stage.kind.as_str()));
+        match &stage.kind {
+            StageKind::CloudFormation => {
+                let template = templates.get(&id).cloned().unwrap_or(Value::Null);
+                let path = format!("{base}.template.json");
+                let capability = if template.to_string().contains("\"RoleName\"") {
+                    "CAPABILITY_NAMED_IAM"
+                } else {
+                    "CAPABILITY_IAM"
+                };
+                let parameters: Vec<Value> = template
+                    .get("Parameters")
+                    .and_then(Value::as_object)
+                    .map(|p| {
+                        p.iter()
+                            .map(|(name, spec)| json!({"name": name, "default": spec.get("Default")}))
+                            .collect()
+                    })
+                    .unwrap_or_default();
+                let outputs: Vec<&String> = template
+                    .get("Outputs")
+                    .and_then(Value::as_object)
+                    .map(|o| o.keys().collect())
+                    .unwrap_or_default();
+                entry.insert("stack_name".into(), json!(stack.stage_stack_name(id)));
+                entry.insert("capabilities".into(), json!([capability]));
+                entry.insert("parameters".into(), json!(parameters));
+                entry.insert("outputs".into(), json!(outputs));
+                let mut text = serde_json::to_string_pretty(&template).unwrap_or_default();
+                text.push('\n');
+                files.insert(path.clone(), text.into_bytes());
+                entry.insert(
+                    "artifacts".into(),
+                    json!([artifact("cloudformation", &path)]),
+                );
+            }
+            StageKind::Helm(release) => {
+                let path = format!("{base}.values.yaml");
+                let mut text = String::new();
+                for line in release.note.lines() {
+                    text.push_str(&format!("# {line}\n"));
+                }
+                text.push_str(&serde_yaml::to_string(&release.values).map_err(yaml_error(stack))?);
+                files.insert(path.clone(), text.into_bytes());
+                entry.insert("release".into(), json!(release.release));
+                entry.insert("namespace".into(), json!(release.namespace));
+                entry.insert(
+                    "chart".into(),
+                    match &release.chart {
+                        ChartSource::Repository {
+                            repo,
+                            chart,
+                            version,
+                        } => {
+                            json!({"repository": repo, "name": chart, "version": version})
+                        }
+                        ChartSource::Git { url, commit, path } => {
+                            json!({"git": url, "commit": commit, "path": path})
+                        }
+                    },
+                );
+                entry.insert("artifacts".into(), json!([artifact("helm-values", &path)]));
+            }
+            StageKind::Upload(upload) => {
+                let bucket_stage = stack
+                    .stage_of(upload.bucket.path().split('/').next().unwrap_or_default())
+                    .and_then(|s| stack.stage(s))
+                    .map(|s| s.name.clone());
+                entry.insert(
+                    "bucket".into(),
+                    json!({
+                        "stage": bucket_stage,
+                        "output": format!("{}Name", logical_id(upload.bucket.path())),
+                    }),
+                );
+                entry.insert("prefix".into(), json!(upload.prefix));
+                let mut artifacts = Vec::new();
+                for file in &upload.files {
+                    let path = format!("{base}/{}", file.name);
+                    files.insert(path.clone(), file.content.clone().into_bytes());
+                    artifacts.push(artifact("script", &path));
+                }
+                entry.insert("artifacts".into(), Value::Array(artifacts));
+            }
+            StageKind::Kubernetes => {
+                let path = format!("{base}.yaml");
+                let text = kubernetes::stage_yaml(stack, id).map_err(yaml_error(stack))?;
+                files.insert(path.clone(), text.into_bytes());
+                entry.insert("artifacts".into(), json!([artifact("kubernetes", &path)]));
+            }
+        }
+        stages.push(Value::Object(entry));
+    }
+    let eks = stack.nodes().iter().find_map(|n| match &n.construct {
+        ConstructKind::Eks(c) => Some(c.name().to_owned()),
+        _ => None,
+    });
+    Ok(json!({
+        "name": stack.name(),
+        "region": stack.region(),
+        "eks_cluster": eks,
+        "stages": stages,
+    }))
+}
+
+fn yaml_error(stack: &Stack) -> impl Fn(serde_yaml::Error) -> Diagnostics + '_ {
+    move |e| {
+        let mut ds = Diagnostics::new();
+        ds.report(
+            Code::InvalidKubernetesName,
+            stack.name(),
+            format!("could not render YAML: {e}"),
+            "this is a bug in hyperforge; please report it with the stack description",
+        );
+        ds
+    }
+}

@@ -1,4 +1,26 @@
-//! The CloudFormation backend.
+//! The CloudFormation backend: L1 types generated from the registry schemas, intrinsics, and the
+//! lowering of each CloudFormation stage of a stack to one template.
+
 pub mod expr;
 pub mod l1;
 pub mod l1_support;
+mod lower;
+mod template;
+
+use crate::app::{Stack, StageId, Tags};
+use crate::diagnostics::Diagnostics;
+use serde_json::Value;
+use std::collections::BTreeMap;
+
+pub use expr::{Expr, Val};
+
+/// The templates of every CloudFormation stage of `stack`, keyed by stage.
+pub fn templates(stack: &Stack, tags: &Tags) -> Result<BTreeMap<StageId, Value>, Diagnostics> {
+    let mut cx = template::StackTemplates::new(stack);
+    for node in stack.nodes() {
+        if cx.templates.contains_key(&node.stage) {
+            lower::lower(&mut cx, node.stage, &node.id, &node.construct);
+        }
+    }
+    cx.finish(tags)
+}

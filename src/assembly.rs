@@ -1,0 +1,147 @@
+//! The assembly: every synthesized artifact by relative path, plus `manifest.json` listing each
+//! stack's stages in deployment order. Written to a temporary directory and renamed into place,
+//! so a failed or interrupted run leaves the previous output as it was.
+
+use crate::diagnostics::Diagnostics;
+use serde_json::Value;
+use std::collections::BTreeMap;
+use std::fs;
+use std::path::{Path, PathBuf};
+
+/// The synthesized output of an app.
+#[derive(Clone, Debug)]
+pub struct Assembly {
+    files: BTreeMap<String, Vec<u8>>,
+    manifest: Value,
+    warnings: Diagnostics,
+}
+
+/// Why writing an assembly failed. The previous output directory is left as it was.
+#[derive(Debug, thiserror::Error)]
+pub enum AssemblyError {
+    /// A filesystem operation failed.
+    #[error("cannot {action} `{path}`: {source}")]
+    Io {
+        /// What was being done.
+        action: &'static str,
+        /// On which path.
+        path: PathBuf,
+        /// The underlying error.
+        source: std::io::Error,
+    },
+}
+
+fn io(action: &'static str, path: &Path) -> impl FnOnce(std::io::Error) -> AssemblyError + use<> {
+    let path = path.to_path_buf();
+    move |source| AssemblyError::Io {
+        action,
+        path,
+        source,
+    }
+}
+
+impl Assembly {
+    pub(crate) fn new(
+        files: BTreeMap<String, Vec<u8>>,
+        manifest: Value,
+        warnings: Diagnostics,
+    ) -> Self {
+        let mut files = files;
+        let mut text = serde_json::to_string_pretty(&manifest).unwrap_or_default();
+        text.push('\n');
+        files.insert("manifest.json".to_owned(), text.into_bytes());
+        Assembly {
+            files,
+            manifest,
+            warnings,
+        }
+    }
+
+    /// Every file by path relative to the assembly root (`manifest.json` included), sorted.
+    pub fn files(&self) -> &BTreeMap<String, Vec<u8>> {
+        &self.files
+    }
+
+    /// One file's contents.
+    pub fn file(&self, path: &str) -> Option<&[u8]> {
+        self.files.get(path).map(Vec::as_slice)
+    }
+
+    /// One file as text.
+    pub fn text(&self, path: &str) -> Option<&str> {
+        self.file(path).and_then(|b| std::str::from_utf8(b).ok())
+    }
+
+    /// The manifest.
+    pub fn manifest(&self) -> &Value {
+        &self.manifest
+    }
+
+    /// Warnings found during synthesis (errors stop synthesis).
+    pub fn warnings(&self) -> &Diagnostics {
+        &self.warnings
+    }
+
+    /// Writes the assembly to `dir`, replacing what was there only once everything is written.
+    pub fn write_to(&self, dir: &Path) -> Result<(), AssemblyError> {
+        let parent = match dir.parent() {
+            Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+            _ => PathBuf::from("."),
+        };
+        fs::create_dir_all(&parent).map_err(io("create", &parent))?;
+        let name = dir
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_else(|| "hyperforge.out".to_owned());
+        let pid = std::process::id();
+        let staging = parent.join(format!(".{name}.tmp-{pid}"));
+        let previous = parent.join(format!(".{name}.old-{pid}"));
+        if staging.exists() {
+            fs::remove_dir_all(&staging).map_err(io("remove", &staging))?;
+        }
+        let result = self
+            .write_files(&staging)
+            .and_then(|()| swap_in(&staging, dir, &previous));
+        if result.is_err() && staging.exists() {
+            // Best effort: the staging directory is ours; the previous output is untouched.
+            let _ = fs::remove_dir_all(&staging);
+        }
+        result
+    }
+
+    fn write_files(&self, root: &Path) -> Result<(), AssemblyError> {
+        fs::create_dir_all(root).map_err(io("create", root))?;
+        for (rel, bytes) in &self.files {
+            let path = root.join(rel);
+            if let Some(p) = path.parent() {
+                fs::create_dir_all(p).map_err(io("create", p))?;
+            }
+            fs::write(&path, bytes).map_err(io("write", &path))?;
+            #[cfg(unix)]
+            if rel.ends_with(".sh") {
+                use std::os::unix::fs::PermissionsExt;
+                fs::set_permissions(&path, fs::Permissions::from_mode(0o755))
+                    .map_err(io("set permissions of", &path))?;
+            }
+        }
+        Ok(())
+    }
+}
+
+fn swap_in(staging: &Path, dir: &Path, previous: &Path) -> Result<(), AssemblyError> {
+    if dir.exists() {
+        if previous.exists() {
+            fs::remove_dir_all(previous).map_err(io("remove", previous))?;
+        }
+        fs::rename(dir, previous).map_err(io("move aside", dir))?;
+        if let Err(e) = fs::rename(staging, dir) {
+            // Put the previous output back before reporting.
+            let _ = fs::rename(previous, dir);
+            return Err(io("move into place", staging)(e));
+        }
+        fs::remove_dir_all(previous).map_err(io("remove", previous))?;
+    } else {
+        fs::rename(staging, dir).map_err(io("move into place", staging))?;
+    }
+    Ok(())
+}

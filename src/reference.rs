@@ -1,0 +1,107 @@
+//! The reference deployments, written with the typed builders. The examples write them to
+//! disk, the snapshot and validator tests check every artifact, the benchmarks time them.
+//!
+//! Kimi K3 (2.8 T-parameter MoE, MXFP4 experts, 1.42 TB of weights) on one
+//! `ml.p6-b300.48xlarge` (8 x B300) with tensor parallelism 8.
+
+use crate::app::{App, Stack};
+use crate::spec::{
+    Capacity, ClusterSecurityGroup, EksCluster, HelmRelease, HyperPodCluster, InferenceEndpoint,
+    InferenceOperator, InstanceGroup, LifecycleScripts, Network, VllmServer,
+};
+
+/// The region of the reference stacks (p6-b300 is offered for HyperPod in us-east-1 and
+/// us-west-2).
+pub const REGION: &str = "us-west-2";
+
+/// The zone id of the reference training plan's capacity. Replace it (and the ARN) with your
+/// plan's: `aws sagemaker describe-training-plan --training-plan-name <name>`.
+pub const TRAINING_PLAN_AZ_ID: &str = "usw2-az2";
+
+/// A placeholder training plan ARN in the documentation account; the synthesized template takes
+/// the real one as a parameter.
+pub const TRAINING_PLAN_ARN: &str =
+    "arn:aws:sagemaker:us-west-2:111122223333:training-plan/kimi-k3-p6-b300";
+
+/// The vLLM server for Kimi K3, as the reference deployment runs it.
+pub fn kimi_k3_server() -> VllmServer {
+    VllmServer::new("moonshotai/Kimi-K3", "vllm/vllm-openai:kimi-k3")
+        .served_model_name("Kimi-K3")
+        .trust_remote_code(true)
+        .load_format("fastsafetensors")
+        .prefix_caching(true)
+        .tool_call_parser("kimi_k3")
+        .reasoning_parser("kimi_k3")
+        .moe_backend("auto")
+        .env("VLLM_ENABLE_K3_LATENT_MOE_TAIL_FUSION", "1")
+        .extra_arg("--no-enable-flashinfer-autotune")
+}
+
+/// Kimi K3 on SageMaker HyperPod (EKS-orchestrated), fed by a Flexible Training Plan, served by
+/// the HyperPod Inference Operator.
+///
+/// Stages: `foundation` (network, cluster security group, EKS, lifecycle bucket) ->
+/// `lifecycle-scripts` (upload) -> `hyperpod-dependencies` (Helm) -> `cluster` (HyperPod
+/// cluster, inference operator) -> `inference` (the `InferenceEndpointConfig`).
+pub fn kimi_k3_hyperpod() -> App {
+    let mut stack = Stack::new("kimi-k3-hyperpod", REGION)
+        .description("Kimi K3 on SageMaker HyperPod (p6-b300, training plan, inference operator).")
+        .tag("workload", "kimi-k3");
+
+    let foundation = stack.cloudformation_stage("foundation");
+    let network = stack.add(
+        foundation,
+        Network::new("Network").hyperpod_subnet(TRAINING_PLAN_AZ_ID),
+    );
+    let sg = stack.add(
+        foundation,
+        ClusterSecurityGroup::new("ClusterSecurityGroup", &network.vpc),
+    );
+    let eks = stack.add(
+        foundation,
+        EksCluster::new("Eks", "kimi-k3")
+            .subnets(&network.private_subnets)
+            .security_group(&sg.group),
+    );
+    let lifecycle = stack.add(foundation, LifecycleScripts::new("Lifecycle"));
+
+    stack.upload_stage("lifecycle-scripts", lifecycle.upload());
+    stack.helm_stage(
+        "hyperpod-dependencies",
+        HelmRelease::hyperpod_dependencies(),
+    );
+
+    let cluster = stack.cloudformation_stage("cluster");
+    let hyperpod_subnet = network.hyperpod_subnet.clone();
+    let mut hyperpod = HyperPodCluster::new("HyperPod", "kimi-k3", &eks.cluster, &lifecycle)
+        .security_group(&sg.group)
+        .instance_group(
+            InstanceGroup::new("p6-b300", "ml.p6-b300.48xlarge")
+                .count(1)
+                .capacity(Capacity::training_plan(
+                    TRAINING_PLAN_ARN,
+                    TRAINING_PLAN_AZ_ID,
+                )),
+        );
+    if let Some(subnet) = &hyperpod_subnet {
+        hyperpod = hyperpod.subnet(subnet);
+    }
+    let hyperpod = stack.add(cluster, hyperpod);
+    stack.add(
+        cluster,
+        InferenceOperator::new("InferenceOperator", &eks, &hyperpod, &network.vpc),
+    );
+
+    let inference = stack.kubernetes_stage("inference");
+    stack.add(
+        inference,
+        InferenceEndpoint::new("KimiK3", kimi_k3_server(), "ml.p6-b300.48xlarge").name("kimik3"),
+    );
+
+    App::new().tag("managed-by", "hyperforge").stack(stack)
+}
+
+/// Every reference app.
+pub fn all() -> Vec<App> {
+    vec![kimi_k3_hyperpod()]
+}

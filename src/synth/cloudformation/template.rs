@@ -1,0 +1,655 @@
+//! Building the CloudFormation templates of one stack: resources keyed by logical ids derived
+//! from construct paths (collisions are errors), references lowered to `Ref`/`Fn::GetAtt`, and
+//! to `Fn::ImportValue` of an automatic export when they cross stages; parameters, outputs,
+//! tags and raw property overrides.
+
+use super::expr::Expr;
+use super::l1_support::{CfnResource, TagStyle};
+use crate::app::{logical_id, Attr, AttrRef, Kind, Stack, StageId, StageKind, Tags};
+use crate::diagnostics::{Code, Diagnostics};
+use crate::spec::iam::{PolicyDocument, PrincipalKind};
+use crate::spec::text::{Part, Pseudo, Text};
+use serde_json::{json, Map, Value};
+use std::collections::BTreeMap;
+
+/// One emitted resource.
+#[derive(Clone, Debug)]
+pub(crate) struct Resource {
+    pub path: String,
+    pub logical_id: String,
+    pub type_name: &'static str,
+    pub tags: TagStyle,
+    pub properties: Value,
+    pub depends_on: Vec<String>,
+    pub suppressions: Vec<(&'static str, &'static str)>,
+}
+
+/// A template parameter.
+#[derive(Clone, Debug)]
+pub(crate) struct Parameter {
+    pub description: String,
+    pub default: Option<String>,
+    pub allowed_pattern: Option<String>,
+    pub constraint: Option<String>,
+}
+
+/// An output of a stage's stack.
+#[derive(Clone, Debug)]
+pub(crate) struct Output {
+    pub description: String,
+    pub value: Expr,
+    pub export_name: Option<String>,
+}
+
+#[derive(Clone, Debug, Default)]
+pub(crate) struct StageTemplate {
+    pub parameters: Vec<(String, Parameter)>,
+    pub resources: Vec<Resource>,
+    pub outputs: BTreeMap<String, Output>,
+    pub user_outputs: Vec<(String, Output)>,
+}
+
+/// The templates of one stack under construction.
+pub(crate) struct StackTemplates<'a> {
+    pub stack: &'a Stack,
+    pub templates: BTreeMap<StageId, StageTemplate>,
+    ids: BTreeMap<String, String>,
+    pub ds: Diagnostics,
+}
+
+impl<'a> StackTemplates<'a> {
+    pub fn new(stack: &'a Stack) -> Self {
+        let templates = stack
+            .stages()
+            .iter()
+            .enumerate()
+            .filter(|(_, s)| matches!(s.kind, StageKind::CloudFormation))
+            .map(|(i, _)| (StageId::from_index(i), StageTemplate::default()))
+            .collect();
+        StackTemplates {
+            stack,
+            templates,
+            ids: BTreeMap::new(),
+            ds: Diagnostics::new(),
+        }
+    }
+
+    /// Adds resource `r` at construct path `path` to `stage`; returns its logical id.
+    pub fn add<R: CfnResource>(&mut self, stage: StageId, path: &str, r: &R) -> String {
+        let id = logical_id(path);
+        if let Some(existing) = self.ids.get(&id) {
+            self.ds.report(
+                Code::LogicalIdCollision,
+                self.stack.display_path(path),
+                format!("`{path}` and `{existing}` both derive the logical id `{id}`"),
+                "rename one of the constructs so their paths no longer concatenate to the same id",
+            );
+        } else {
+            self.ids.insert(id.clone(), path.to_owned());
+        }
+        let properties = serde_json::to_value(r).unwrap_or(Value::Null);
+        if let Some(t) = self.templates.get_mut(&stage) {
+            t.resources.push(Resource {
+                path: path.to_owned(),
+                logical_id: id.clone(),
+                type_name: R::TYPE_NAME,
+                tags: R::TAGS,
+                properties,
+                depends_on: Vec::new(),
+                suppressions: Vec::new(),
+            });
+        }
+        id
+    }
+
+    fn last(&mut self, stage: StageId) -> Option<&mut Resource> {
+        self.templates.get_mut(&stage)?.resources.last_mut()
+    }
+
+    /// Makes the last added resource of `stage` depend on `ids`.
+    pub fn depends_on(&mut self, stage: StageId, ids: &[&str]) {
+        if let Some(r) = self.last(stage) {
+            r.depends_on.extend(ids.iter().map(|s| (*s).to_owned()));
+        }
+    }
+
+    /// Records a checkov suppression (with its reason) on the last added resource of `stage`.
+    pub fn suppress(&mut self, stage: StageId, check: &'static str, reason: &'static str) {
+        if let Some(r) = self.last(stage) {
+            r.suppressions.push((check, reason));
+        }
+    }
+
+    /// Declares a parameter of `stage` and returns a `Ref` to it.
+    pub fn parameter(&mut self, stage: StageId, name: &str, p: Parameter) -> Expr {
+        if let Some(t) = self.templates.get_mut(&stage) {
+            if !t.parameters.iter().any(|(n, _)| n == name) {
+                t.parameters.push((name.to_owned(), p));
+            }
+        }
+        Expr::reference(name)
+    }
+
+    /// Adds an output to `stage`'s stack.
+    pub fn output(&mut self, stage: StageId, key: &str, description: &str, value: Expr) {
+        if let Some(t) = self.templates.get_mut(&stage) {
+            t.user_outputs.push((
+                key.to_owned(),
+                Output {
+                    description: description.to_owned(),
+                    value,
+                    export_name: None,
+                },
+            ));
+        }
+    }
+
+    /// The value of `r` as seen from `stage`: a local intrinsic, or an import of an export that
+    /// is added to the owning stage's template.
+    pub fn attr(&mut self, stage: StageId, r: &AttrRef) -> Expr {
+        let target_id = logical_id(&r.path);
+        let local = local_attr(&target_id, r.kind, r.attr);
+        let Some(target_stage) = self.stack.stage_of(r.construct_id()) else {
+            return local;
+        };
+        if target_stage == stage {
+            return local;
+        }
+        let export_name = format!(
+            "{}:{}:{}",
+            self.stack.stage_stack_name(target_stage),
+            target_id,
+            r.attr.as_str()
+        );
+        if let Some(t) = self.templates.get_mut(&target_stage) {
+            t.outputs
+                .entry(format!("Export{}{}", target_id, r.attr.as_str()))
+                .or_insert_with(|| Output {
+                    description: format!("{} of {} for later stages", r.attr.as_str(), r.path),
+                    value: local,
+                    export_name: Some(export_name.clone()),
+                });
+        }
+        Expr::ImportValue(Box::new(Expr::Str(export_name)))
+    }
+
+    /// A text as a CloudFormation value: a literal, a single intrinsic, or `Fn::Sub`.
+    pub fn text(&mut self, stage: StageId, t: &Text) -> Expr {
+        if let Some(lit) = t.as_literal() {
+            return Expr::Str(lit);
+        }
+        if let [Part::Ref(r)] = t.0.as_slice() {
+            return self.attr(stage, r);
+        }
+        let mut template = String::new();
+        let mut vars: BTreeMap<String, Expr> = BTreeMap::new();
+        for part in &t.0 {
+            match part {
+                Part::Lit(s) => template.push_str(&s.replace("${", "${!")),
+                Part::Pseudo(p) => template.push_str(match p {
+                    Pseudo::Partition => "${AWS::Partition}",
+                    Pseudo::Region => "${AWS::Region}",
+                    Pseudo::AccountId => "${AWS::AccountId}",
+                    Pseudo::UrlSuffix => "${AWS::URLSuffix}",
+                }),
+                Part::Ref(r) => {
+                    let name = format!("{}{}", logical_id(&r.path), r.attr.as_str());
+                    let value = self.attr(stage, r);
+                    template.push_str(&format!("${{{name}}}"));
+                    vars.insert(name, value);
+                }
+                Part::IssuerHostPath(r) => {
+                    let name = format!("{}OidcIssuer", logical_id(&r.path));
+                    let url = self.attr(stage, r);
+                    let host =
+                        Expr::Select(1, Box::new(Expr::Split("//".to_owned(), Box::new(url))));
+                    template.push_str(&format!("${{{name}}}"));
+                    vars.insert(name, host);
+                }
+            }
+        }
+        if vars.is_empty() {
+            Expr::Sub(template)
+        } else {
+            Expr::SubWith(template, vars)
+        }
+    }
+
+    /// A policy document: a JSON object, or (when a condition key depends on a resource, which
+    /// JSON object keys cannot express) a JSON string built with `Fn::Sub`.
+    pub fn policy(&mut self, stage: StageId, doc: &PolicyDocument) -> Value {
+        let dynamic_keys = doc
+            .statements
+            .iter()
+            .any(|s| s.conditions.iter().any(|c| c.key.as_literal().is_none()));
+        if dynamic_keys {
+            let text = policy_json_text(doc);
+            return self.text(stage, &text).to_json();
+        }
+        let mut statements = Vec::new();
+        for s in &doc.statements {
+            let mut st = Map::new();
+            if let Some(sid) = &s.sid {
+                st.insert("Sid".into(), json!(sid));
+            }
+            st.insert(
+                "Effect".into(),
+                json!(if s.allow { "Allow" } else { "Deny" }),
+            );
+            if !s.principals.is_empty() {
+                let mut principal = Map::new();
+                for p in &s.principals {
+                    let value = self.text(stage, &p.value).to_json();
+                    principal.insert(principal_key(p.kind).into(), value);
+                }
+                st.insert("Principal".into(), Value::Object(principal));
+            }
+            st.insert(
+                "Action".into(),
+                one_or_many(s.actions.iter().map(|a| json!(a)).collect()),
+            );
+            if !s.resources.is_empty() {
+                let resources = s
+                    .resources
+                    .iter()
+                    .map(|r| self.text(stage, r).to_json())
+                    .collect();
+                st.insert("Resource".into(), one_or_many(resources));
+            }
+            if !s.conditions.is_empty() {
+                let mut cond: Map<String, Value> = Map::new();
+                for c in &s.conditions {
+                    let key = c.key.as_literal().unwrap_or_default();
+                    let values: Vec<Value> = c
+                        .values
+                        .iter()
+                        .map(|v| self.text(stage, v).to_json())
+                        .collect();
+                    let entry = cond.entry(c.operator.clone()).or_insert_with(|| json!({}));
+                    if let Value::Object(m) = entry {
+                        m.insert(key, one_or_many(values));
+                    }
+                }
+                st.insert("Condition".into(), Value::Object(cond));
+            }
+            statements.push(Value::Object(st));
+        }
+        json!({"Version": "2012-10-17", "Statement": statements})
+    }
+
+    /// Applies tags and property overrides, then renders every stage's template.
+    pub fn finish(mut self, tags: &Tags) -> Result<BTreeMap<StageId, Value>, Diagnostics> {
+        for t in self.templates.values_mut() {
+            for r in &mut t.resources {
+                apply_tags(r, tags);
+            }
+        }
+        for o in self.stack.overrides() {
+            let found = self
+                .templates
+                .values_mut()
+                .flat_map(|t| t.resources.iter_mut())
+                .find(|r| r.path == o.path);
+            match found {
+                None => self.ds.report(
+                    Code::UnknownOverrideTarget,
+                    self.stack.display_path(&o.path),
+                    format!(
+                        "no emitted CloudFormation resource has the path `{}`",
+                        o.path
+                    ),
+                    "use the `hyperforge:path` shown in the template's resource metadata",
+                ),
+                Some(r) => {
+                    if let Err(msg) =
+                        apply_override(&mut r.properties, &o.property, o.value.clone())
+                    {
+                        self.ds.report(
+                            Code::UnknownOverrideTarget,
+                            self.stack.display_path(&o.path),
+                            format!("cannot override `{}`: {msg}", o.property),
+                            "numeric segments index existing list items; other segments name object keys",
+                        );
+                    }
+                }
+            }
+        }
+        if self.ds.has_errors() {
+            return Err(self.ds);
+        }
+        let stack = self.stack;
+        Ok(self
+            .templates
+            .into_iter()
+            .map(|(stage, t)| (stage, render(stack, stage, t)))
+            .collect())
+    }
+}
+
+fn principal_key(kind: PrincipalKind) -> &'static str {
+    match kind {
+        PrincipalKind::Service => "Service",
+        PrincipalKind::Federated => "Federated",
+        PrincipalKind::Aws => "AWS",
+    }
+}
+
+fn one_or_many(mut values: Vec<Value>) -> Value {
+    if values.len() == 1 {
+        values.remove(0)
+    } else {
+        Value::Array(values)
+    }
+}
+
+/// The local intrinsic for an attribute of the resource `id` of kind `kind`.
+fn local_attr(id: &str, kind: Kind, attr: Attr) -> Expr {
+    match (kind, attr) {
+        (Kind::Vpc | Kind::Subnet, Attr::Id)
+        | (Kind::EksCluster | Kind::Role, Attr::Name)
+        | (Kind::Bucket, Attr::Name) => Expr::reference(id),
+        (Kind::SecurityGroup, Attr::Id) => Expr::get_att(id, "GroupId"),
+        (Kind::EksCluster, Attr::OidcIssuerUrl) => Expr::get_att(id, "OpenIdConnectIssuerUrl"),
+        (Kind::HyperPodCluster, Attr::Arn) => Expr::get_att(id, "ClusterArn"),
+        (_, Attr::Arn) => Expr::get_att(id, "Arn"),
+        (_, other) => Expr::get_att(id, other.as_str()),
+    }
+}
+
+/// The policy as JSON text whose strings may contain references.
+fn policy_json_text(doc: &PolicyDocument) -> Text {
+    fn string(t: &Text) -> Text {
+        let mut out = Text::lit("\"");
+        for part in &t.0 {
+            out = match part {
+                Part::Lit(s) => {
+                    let quoted = serde_json::to_string(s).unwrap_or_default();
+                    out.push_lit(&quoted[1..quoted.len().saturating_sub(1)])
+                }
+                other => {
+                    out.0.push(other.clone());
+                    out
+                }
+            };
+        }
+        out.push_lit("\"")
+    }
+    fn list(items: Vec<Text>) -> Text {
+        if items.len() == 1 {
+            return items.into_iter().next().unwrap_or_default();
+        }
+        let mut out = Text::lit("[");
+        for (i, item) in items.into_iter().enumerate() {
+            if i > 0 {
+                out = out.push_lit(",");
+            }
+            out = out.push_text(item);
+        }
+        out.push_lit("]")
+    }
+    let mut out = Text::lit("{\"Version\":\"2012-10-17\",\"Statement\":[");
+    for (i, s) in doc.statements.iter().enumerate() {
+        if i > 0 {
+            out = out.push_lit(",");
+        }
+        out = out.push_lit("{");
+        if let Some(sid) = &s.sid {
+            out = out.push_lit(format!("\"Sid\":\"{sid}\","));
+        }
+        out = out.push_lit(format!(
+            "\"Effect\":\"{}\"",
+            if s.allow { "Allow" } else { "Deny" }
+        ));
+        if !s.principals.is_empty() {
+            out = out.push_lit(",\"Principal\":{");
+            for (j, p) in s.principals.iter().enumerate() {
+                if j > 0 {
+                    out = out.push_lit(",");
+                }
+                out = out
+                    .push_lit(format!("\"{}\":", principal_key(p.kind)))
+                    .push_text(string(&p.value));
+            }
+            out = out.push_lit("}");
+        }
+        let actions = s
+            .actions
+            .iter()
+            .map(|a| string(&Text::lit(a.as_str())))
+            .collect();
+        out = out.push_lit(",\"Action\":").push_text(list(actions));
+        if !s.resources.is_empty() {
+            out = out
+                .push_lit(",\"Resource\":")
+                .push_text(list(s.resources.iter().map(string).collect()));
+        }
+        if !s.conditions.is_empty() {
+            let mut by_operator: Vec<(&str, Vec<&crate::spec::iam::Condition>)> = Vec::new();
+            for c in &s.conditions {
+                match by_operator.iter_mut().find(|(op, _)| *op == c.operator) {
+                    Some((_, cs)) => cs.push(c),
+                    None => by_operator.push((c.operator.as_str(), vec![c])),
+                }
+            }
+            out = out.push_lit(",\"Condition\":{");
+            for (j, (op, cs)) in by_operator.iter().enumerate() {
+                if j > 0 {
+                    out = out.push_lit(",");
+                }
+                out = out.push_lit(format!("\"{op}\":{{"));
+                for (k, c) in cs.iter().enumerate() {
+                    if k > 0 {
+                        out = out.push_lit(",");
+                    }
+                    out = out
+                        .push_text(string(&c.key))
+                        .push_lit(":")
+                        .push_text(list(c.values.iter().map(string).collect()));
+                }
+                out = out.push_lit("}");
+            }
+            out = out.push_lit("}");
+        }
+        out = out.push_lit("}");
+    }
+    out.push_lit("]}")
+}
+
+fn apply_tags(r: &mut Resource, tags: &Tags) {
+    let Value::Object(props) = &mut r.properties else {
+        return;
+    };
+    match r.tags {
+        TagStyle::NotTaggable => {}
+        TagStyle::KeyValueList => {
+            let mut merged: BTreeMap<String, Value> = tags
+                .iter()
+                .map(|(k, v)| (k.clone(), Value::String(v.clone())))
+                .collect();
+            if let Some(Value::Array(existing)) = props.get("Tags") {
+                for t in existing {
+                    if let (Some(Value::String(k)), Some(v)) = (t.get("Key"), t.get("Value")) {
+                        merged.insert(k.clone(), v.clone());
+                    }
+                }
+            }
+            let list = merged
+                .into_iter()
+                .map(|(k, v)| json!({"Key": k, "Value": v}))
+                .collect();
+            props.insert("Tags".into(), Value::Array(list));
+        }
+        TagStyle::Map => {
+            let mut merged: BTreeMap<String, Value> = tags
+                .iter()
+                .map(|(k, v)| (k.clone(), Value::String(v.clone())))
+                .collect();
+            if let Some(Value::Object(existing)) = props.get("Tags") {
+                for (k, v) in existing {
+                    merged.insert(k.clone(), v.clone());
+                }
+            }
+            props.insert("Tags".into(), Value::Object(merged.into_iter().collect()));
+        }
+    }
+}
+
+/// Sets (or with `None` removes) the dotted `property` below `properties`.
+pub(crate) fn apply_override(
+    properties: &mut Value,
+    property: &str,
+    value: Option<Value>,
+) -> Result<(), String> {
+    let segments: Vec<&str> = property.split('.').collect();
+    if segments.iter().any(|s| s.is_empty()) {
+        return Err("empty path segment".to_owned());
+    }
+    let Some((last, parents)) = segments.split_last() else {
+        return Err("empty property path".to_owned());
+    };
+    let mut cursor = properties;
+    for seg in parents {
+        cursor = match cursor {
+            Value::Array(items) => {
+                let i: usize = seg
+                    .parse()
+                    .map_err(|_| format!("`{seg}` is not a list index"))?;
+                let len = items.len();
+                items
+                    .get_mut(i)
+                    .ok_or_else(|| format!("index {i} is past the end of a list of {len}"))?
+            }
+            Value::Object(map) => map.entry((*seg).to_owned()).or_insert_with(|| json!({})),
+            _ => {
+                return Err(format!(
+                    "`{seg}` is below a value that is not an object or list"
+                ))
+            }
+        };
+    }
+    match (cursor, value) {
+        (Value::Object(map), Some(v)) => {
+            map.insert((*last).to_owned(), v);
+            Ok(())
+        }
+        (Value::Object(map), None) => {
+            map.remove(*last);
+            Ok(())
+        }
+        (Value::Array(items), v) => {
+            let i: usize = last
+                .parse()
+                .map_err(|_| format!("`{last}` is not a list index"))?;
+            if i >= items.len() {
+                return Err(format!(
+                    "index {i} is past the end of a list of {}",
+                    items.len()
+                ));
+            }
+            match v {
+                Some(v) => items[i] = v,
+                None => {
+                    items.remove(i);
+                }
+            }
+            Ok(())
+        }
+        _ => Err(format!(
+            "`{last}` is below a value that is not an object or list"
+        )),
+    }
+}
+
+fn render(stack: &Stack, stage: StageId, t: StageTemplate) -> Value {
+    let stage_name = stack.stage(stage).map_or("", |s| s.name.as_str());
+    let description = match stack.description_text() {
+        Some(d) => format!("{d} Stage {stage_name} (generated by hyperforge)."),
+        None => format!(
+            "{} stage {stage_name} (generated by hyperforge).",
+            stack.name()
+        ),
+    };
+    let mut root = Map::new();
+    root.insert("AWSTemplateFormatVersion".into(), json!("2010-09-09"));
+    root.insert("Description".into(), json!(description));
+    if !t.parameters.is_empty() {
+        let mut params = Map::new();
+        for (name, p) in t.parameters {
+            let mut m = Map::new();
+            m.insert("Type".into(), json!("String"));
+            m.insert("Description".into(), json!(p.description));
+            if let Some(d) = p.default {
+                m.insert("Default".into(), json!(d));
+            }
+            if let Some(pattern) = p.allowed_pattern {
+                m.insert("AllowedPattern".into(), json!(pattern));
+            }
+            if let Some(c) = p.constraint {
+                m.insert("ConstraintDescription".into(), json!(c));
+            }
+            params.insert(name, Value::Object(m));
+        }
+        root.insert("Parameters".into(), Value::Object(params));
+    }
+    let mut resources = Map::new();
+    for r in t.resources {
+        let mut m = Map::new();
+        m.insert("Type".into(), json!(r.type_name));
+        if !r.depends_on.is_empty() {
+            m.insert(
+                "DependsOn".into(),
+                one_or_many(r.depends_on.iter().map(|d| json!(d)).collect()),
+            );
+        }
+        let mut metadata = Map::new();
+        metadata.insert("hyperforge:path".into(), json!(stack.display_path(&r.path)));
+        if !r.suppressions.is_empty() {
+            let skips: Vec<Value> = r
+                .suppressions
+                .iter()
+                .map(|(id, comment)| json!({"id": id, "comment": comment}))
+                .collect();
+            metadata.insert("checkov".into(), json!({"skip": skips}));
+        }
+        m.insert("Metadata".into(), Value::Object(metadata));
+        if !matches!(&r.properties, Value::Object(p) if p.is_empty()) {
+            m.insert("Properties".into(), r.properties);
+        }
+        resources.insert(r.logical_id, Value::Object(m));
+    }
+    root.insert("Resources".into(), Value::Object(resources));
+    let mut outputs = Map::new();
+    for (key, o) in t.user_outputs.into_iter().chain(t.outputs) {
+        let mut m = Map::new();
+        m.insert("Description".into(), json!(o.description));
+        m.insert("Value".into(), o.value.to_json());
+        if let Some(name) = o.export_name {
+            m.insert("Export".into(), json!({"Name": name}));
+        }
+        outputs.insert(key, Value::Object(m));
+    }
+    if !outputs.is_empty() {
+        root.insert("Outputs".into(), Value::Object(outputs));
+    }
+    Value::Object(root)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn overrides_set_nested_and_indexed_properties() {
+        let mut p = json!({"VpcConfig": {"Subnets": ["a", "b"]}});
+        apply_override(&mut p, "VpcConfig.Subnets.1", Some(json!("c"))).unwrap();
+        apply_override(&mut p, "New.Deep", Some(json!(1))).unwrap();
+        assert_eq!(
+            p,
+            json!({"VpcConfig": {"Subnets": ["a", "c"]}, "New": {"Deep": 1}})
+        );
+        apply_override(&mut p, "New", None).unwrap();
+        assert_eq!(p, json!({"VpcConfig": {"Subnets": ["a", "c"]}}));
+        assert!(apply_override(&mut p, "VpcConfig.Subnets.5", Some(json!(1))).is_err());
+        assert!(apply_override(&mut p, "VpcConfig..x", Some(json!(1))).is_err());
+    }
+}

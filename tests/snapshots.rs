@@ -1,0 +1,68 @@
+//! Every artifact of every reference stack, as exact text, under `snapshots/`. A change to
+//! emitted infrastructure shows up here for review (`cargo insta review`).
+
+use hyperforge::reference;
+
+#[test]
+fn reference_artifacts_match_snapshots() {
+    for app in reference::all() {
+        let assembly = app
+            .synth()
+            .unwrap_or_else(|d| panic!("reference app fails:\n{d}"));
+        for (path, bytes) in assembly.files() {
+            let text = String::from_utf8(bytes.clone()).expect("artifacts are UTF-8");
+            let name = path.replace('/', "__");
+            insta::with_settings!({
+                snapshot_path => "../snapshots",
+                prepend_module_to_snapshot => false,
+                omit_expression => true,
+                description => format!("artifact {path}"),
+            }, {
+                insta::assert_snapshot!(name, text);
+            });
+        }
+    }
+}
+
+#[test]
+fn synthesis_is_deterministic_and_free_of_local_state() {
+    for app in reference::all() {
+        let first = app.synth().expect("synthesizes");
+        let second = app.synth().expect("synthesizes");
+        assert_eq!(first.files(), second.files(), "two runs differ");
+        let cwd = std::env::current_dir().unwrap();
+        let home = std::env::var("HOME").unwrap_or_else(|_| "/root".to_owned());
+        for (path, bytes) in first.files() {
+            let text = String::from_utf8_lossy(bytes);
+            assert!(
+                !text.contains(cwd.to_str().unwrap()),
+                "{path} contains the working directory"
+            );
+            assert!(
+                !text.contains(&home) || home == "/",
+                "{path} contains the home directory"
+            );
+            // No timestamps: nothing that looks like an ISO date of this century.
+            assert!(
+                !text.contains("T00:") && !regexless_has_date(&text),
+                "{path} contains something like a timestamp"
+            );
+        }
+    }
+}
+
+/// `20YY-MM-DD` anywhere in the text, other than the fixed format versions of CloudFormation
+/// (`2010-09-09`) and IAM policies (`2012-10-17`).
+fn regexless_has_date(text: &str) -> bool {
+    let text = text.replace("2010-09-09", "").replace("2012-10-17", "");
+    let b = text.as_bytes();
+    b.windows(10).any(|w| {
+        w[0] == b'2'
+            && w[1] == b'0'
+            && w[2..4].iter().all(u8::is_ascii_digit)
+            && w[4] == b'-'
+            && w[5..7].iter().all(u8::is_ascii_digit)
+            && w[7] == b'-'
+            && w[8..10].iter().all(u8::is_ascii_digit)
+    })
+}
