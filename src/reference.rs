@@ -44,7 +44,14 @@ pub fn kimi_k3_server() -> VllmServer {
 /// `lifecycle-scripts` (upload) -> `hyperpod-dependencies` (Helm) -> `cluster` (HyperPod
 /// cluster, inference operator) -> `inference` (the `InferenceEndpointConfig`).
 pub fn kimi_k3_hyperpod() -> App {
-    let mut stack = Stack::new("kimi-k3-hyperpod", REGION)
+    App::new()
+        .tag("managed-by", "hyperforge")
+        .stack(kimi_k3_hyperpod_stack("kimi-k3-hyperpod"))
+}
+
+/// The HyperPod reference stack under another name (fleets, tests).
+pub fn kimi_k3_hyperpod_stack(name: &str) -> Stack {
+    let mut stack = Stack::new(name, REGION)
         .description("Kimi K3 on SageMaker HyperPod (p6-b300, training plan, inference operator).")
         .tag("workload", "kimi-k3");
 
@@ -98,7 +105,7 @@ pub fn kimi_k3_hyperpod() -> App {
         InferenceEndpoint::new("KimiK3", kimi_k3_server(), "ml.p6-b300.48xlarge").name("kimik3"),
     );
 
-    App::new().tag("managed-by", "hyperforge").stack(stack)
+    stack
 }
 
 /// Every reference app.

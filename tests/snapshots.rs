@@ -5,6 +5,7 @@ use hyperforge::reference;
 
 #[test]
 fn reference_artifacts_match_snapshots() {
+    let mut expected = std::collections::BTreeSet::new();
     for app in reference::all() {
         let assembly = app
             .synth()
@@ -12,6 +13,7 @@ fn reference_artifacts_match_snapshots() {
         for (path, bytes) in assembly.files() {
             let text = String::from_utf8(bytes.clone()).expect("artifacts are UTF-8");
             let name = path.replace('/', "__");
+            expected.insert(format!("{name}.snap"));
             insta::with_settings!({
                 snapshot_path => "../snapshots",
                 prepend_module_to_snapshot => false,
@@ -22,6 +24,15 @@ fn reference_artifacts_match_snapshots() {
             });
         }
     }
+    // No stale snapshot may linger after an artifact is renamed or removed.
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("snapshots");
+    let on_disk: std::collections::BTreeSet<String> = std::fs::read_dir(&dir)
+        .expect("snapshots/ exists")
+        .filter_map(|e| e.ok()?.file_name().into_string().ok())
+        .filter(|n| n.ends_with(".snap"))
+        .collect();
+    let stale: Vec<_> = on_disk.difference(&expected).collect();
+    assert!(stale.is_empty(), "snapshots without an artifact (delete them): {stale:?}");
 }
 
 #[test]

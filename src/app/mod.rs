@@ -484,6 +484,19 @@ pub fn is_valid_stack_name(name: &str) -> bool {
         && chars.all(|c| c.is_ascii_alphanumeric() || c == '-')
 }
 
+impl App {
+    /// Every diagnostic of the app, without synthesizing.
+    pub fn validate(&self) -> Diagnostics {
+        crate::synth::validate(self)
+    }
+
+    /// Validates and synthesizes every stack. On any error, returns all diagnostics and no
+    /// output.
+    pub fn synth(&self) -> Result<crate::assembly::Assembly, Diagnostics> {
+        crate::synth::synthesize(self)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -513,18 +526,5 @@ mod tests {
         assert!(is_valid_stack_name("kimi-k3-hyperpod"));
         assert!(!is_valid_stack_name("-x"));
         assert!(!is_valid_stack_name("a_b"));
-    }
-}
-
-impl App {
-    /// Every diagnostic of the app, without synthesizing.
-    pub fn validate(&self) -> Diagnostics {
-        crate::synth::validate(self)
-    }
-
-    /// Validates and synthesizes every stack. On any error, returns all diagnostics and no
-    /// output.
-    pub fn synth(&self) -> Result<crate::assembly::Assembly, Diagnostics> {
-        crate::synth::synthesize(self)
     }
 }

@@ -1177,30 +1177,31 @@ fn load_balancer_controller_policy() -> PolicyDocument {
         )
 }
 
-fn irsa_role(
-    cx: Cx,
-    stage: StageId,
-    path: &str,
-    op: &InferenceOperator,
-    subject: &str,
-    description: String,
-    managed: &[&str],
-    inline: Option<(&str, PolicyDocument)>,
+/// A role assumed by a Kubernetes service account through the cluster's OIDC provider.
+struct IrsaRole<'a> {
+    path: String,
+    subject: &'a str,
+    description: &'a str,
+    managed: &'a [&'a str],
+    inline: Option<(&'a str, PolicyDocument)>,
+    /// A fixed name; such roles are also trusted by SageMaker (the operator's execution role).
     role_name: Option<String>,
-) -> String {
+}
+
+fn irsa_role(cx: Cx, stage: StageId, op: &InferenceOperator, role: IrsaRole) -> String {
     let mut trust = PolicyDocument::new().statement(irsa_trust_statement(
         op.eks().oidc_provider.arn(),
         op.eks().cluster.oidc_issuer_url(),
-        subject,
+        role.subject,
     ));
-    if role_name.is_some() {
+    if role.role_name.is_some() {
         trust = trust.statement(
             Statement::allow(["sts:AssumeRole"])
                 .principal(PrincipalKind::Service, "sagemaker.amazonaws.com"),
         );
     }
     let trust_doc = cx.policy(stage, &trust);
-    let policies = inline.map(|(name, doc)| {
+    let policies = role.inline.map(|(name, doc)| {
         let doc = cx.policy(stage, &doc);
         vec![iam_role::Policy {
             policy_name: s(name),
@@ -1209,14 +1210,14 @@ fn irsa_role(
     });
     cx.add(
         stage,
-        path,
+        &role.path,
         &iam_role::Role {
             assume_role_policy_document: trust_doc,
-            description: Some(s(description)),
-            managed_policy_arns: (!managed.is_empty())
-                .then(|| managed.iter().map(|m| managed_policy(m)).collect()),
+            description: Some(s(role.description)),
+            managed_policy_arns: (!role.managed.is_empty())
+                .then(|| role.managed.iter().map(|m| managed_policy(m)).collect()),
             policies,
-            role_name: role_name.map(s),
+            role_name: role.role_name.map(s),
             ..Default::default()
         },
     )
@@ -1237,84 +1238,92 @@ fn inference_operator(cx: Cx, stage: StageId, id: &str, op: &InferenceOperator) 
     let exec = irsa_role(
         cx,
         stage,
-        &p("ExecutionRole"),
         op,
-        &format!("system:serviceaccount:{ns}:hyperpod-inference-controller-manager"),
-        "Execution role of the HyperPod inference operator".to_owned(),
-        &["AmazonSageMakerHyperPodInferenceAccess"],
-        Some((
-            "tls-certificates",
-            PolicyDocument::new()
-                .statement(
-                    Statement::allow(["s3:ListBucket"])
-                        .sid("ListCertificates")
-                        .resource(Text::attr(tls.arn())),
-                )
-                .statement(
-                    Statement::allow(["s3:GetObject", "s3:PutObject", "s3:PutObjectTagging"])
-                        .sid("WriteCertificates")
-                        .resource(Text::attr(tls.arn()).push_lit("/*")),
-                )
-                .statement(
-                    Statement::allow(["acm:AddTagsToCertificate"])
-                        .sid("TagCertificates")
-                        .resource(Text::arn("acm", true, true, Text::lit("certificate/*"))),
-                ),
-        )),
-        Some(op.execution_role_name(&region)),
+        IrsaRole {
+            path: p("ExecutionRole"),
+            subject: &format!("system:serviceaccount:{ns}:hyperpod-inference-controller-manager"),
+            description: "Execution role of the HyperPod inference operator",
+            managed: &["AmazonSageMakerHyperPodInferenceAccess"],
+            inline: Some((
+                "tls-certificates",
+                PolicyDocument::new()
+                    .statement(
+                        Statement::allow(["s3:ListBucket"])
+                            .sid("ListCertificates")
+                            .resource(Text::attr(tls.arn())),
+                    )
+                    .statement(
+                        Statement::allow(["s3:GetObject", "s3:PutObject", "s3:PutObjectTagging"])
+                            .sid("WriteCertificates")
+                            .resource(Text::attr(tls.arn()).push_lit("/*")),
+                    )
+                    .statement(
+                        Statement::allow(["acm:AddTagsToCertificate"])
+                            .sid("TagCertificates")
+                            .resource(Text::arn("acm", true, true, Text::lit("certificate/*"))),
+                    ),
+            )),
+            role_name: Some(op.execution_role_name(&region)),
+        },
     );
     let keda = irsa_role(
         cx,
         stage,
-        &p("KedaRole"),
         op,
-        &format!("system:serviceaccount:{ns}:keda-operator"),
-        "Lets KEDA read the metrics that scale inference endpoints".to_owned(),
-        &[],
-        Some((
-            "read-metrics",
-            PolicyDocument::new()
-                .statement(
-                    Statement::allow([
-                        "cloudwatch:GetMetricData",
-                        "cloudwatch:GetMetricStatistics",
-                        "cloudwatch:ListMetrics",
-                    ])
-                    .sid("ReadCloudWatchMetrics")
-                    .resource("*"),
-                )
-                .statement(
-                    Statement::allow(["aps:QueryMetrics"])
-                        .sid("QueryPrometheus")
-                        .resource(Text::arn("aps", true, true, Text::lit("workspace/*"))),
-                ),
-        )),
-        None,
+        IrsaRole {
+            path: p("KedaRole"),
+            subject: &format!("system:serviceaccount:{ns}:keda-operator"),
+            description: "Lets KEDA read the metrics that scale inference endpoints",
+            managed: &[],
+            inline: Some((
+                "read-metrics",
+                PolicyDocument::new()
+                    .statement(
+                        Statement::allow([
+                            "cloudwatch:GetMetricData",
+                            "cloudwatch:GetMetricStatistics",
+                            "cloudwatch:ListMetrics",
+                        ])
+                        .sid("ReadCloudWatchMetrics")
+                        .resource("*"),
+                    )
+                    .statement(
+                        Statement::allow(["aps:QueryMetrics"])
+                            .sid("QueryPrometheus")
+                            .resource(Text::arn("aps", true, true, Text::lit("workspace/*"))),
+                    ),
+            )),
+            role_name: None,
+        },
     );
     let gated = irsa_role(
         cx,
         stage,
-        &p("GatedModelRole"),
         op,
-        "system:serviceaccount:*:hyperpod-inference-service-account*",
-        "Lets endpoint pods download gated JumpStart models".to_owned(),
-        &["AmazonSageMakerHyperPodGatedModelAccess"],
-        None,
-        None,
+        IrsaRole {
+            path: p("GatedModelRole"),
+            subject: "system:serviceaccount:*:hyperpod-inference-service-account*",
+            description: "Lets endpoint pods download gated JumpStart models",
+            managed: &["AmazonSageMakerHyperPodGatedModelAccess"],
+            inline: None,
+            role_name: None,
+        },
     );
     let alb = irsa_role(
         cx,
         stage,
-        &p("LoadBalancerControllerRole"),
         op,
-        &format!("system:serviceaccount:{ns}:aws-load-balancer-controller"),
-        "AWS Load Balancer Controller of the inference operator".to_owned(),
-        &[],
-        Some((
-            "load-balancer-controller",
-            load_balancer_controller_policy(),
-        )),
-        None,
+        IrsaRole {
+            path: p("LoadBalancerControllerRole"),
+            subject: &format!("system:serviceaccount:{ns}:aws-load-balancer-controller"),
+            description: "AWS Load Balancer Controller of the inference operator",
+            managed: &[],
+            inline: Some((
+                "load-balancer-controller",
+                load_balancer_controller_policy(),
+            )),
+            role_name: None,
+        },
     );
     cx.suppress(stage, "CKV_AWS_111", "the load balancer controller creates load balancers and security groups whose ARNs exist only after it runs; changes to existing ones are conditioned on its elbv2.k8s.aws/cluster tag");
     let s3_policy = (!op.model_buckets().is_empty()).then(|| {
@@ -1340,13 +1349,16 @@ fn inference_operator(cx: Cx, stage: StageId, id: &str, op: &InferenceOperator) 
     let s3csi = irsa_role(
         cx,
         stage,
-        &p("S3CsiDriverRole"),
         op,
-        "system:serviceaccount:kube-system:s3-csi-driver-sa",
-        "Mountpoint for Amazon S3 CSI driver: mounts model buckets into endpoint pods".to_owned(),
-        &[],
-        s3_policy,
-        None,
+        IrsaRole {
+            path: p("S3CsiDriverRole"),
+            subject: "system:serviceaccount:kube-system:s3-csi-driver-sa",
+            description:
+                "Mountpoint for Amazon S3 CSI driver: mounts model buckets into endpoint pods",
+            managed: &[],
+            inline: s3_policy,
+            role_name: None,
+        },
     );
     let cluster_name = cx.attr(stage, &op.eks().cluster.name());
     let addon = |name: &str| eks_addon::Addon {
