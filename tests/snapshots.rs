@@ -32,7 +32,10 @@ fn reference_artifacts_match_snapshots() {
         .filter(|n| n.ends_with(".snap"))
         .collect();
     let stale: Vec<_> = on_disk.difference(&expected).collect();
-    assert!(stale.is_empty(), "snapshots without an artifact (delete them): {stale:?}");
+    assert!(
+        stale.is_empty(),
+        "snapshots without an artifact (delete them): {stale:?}"
+    );
 }
 
 #[test]
