@@ -438,11 +438,10 @@ impl HyperPodCluster {
     fn subnet_zone(&self, stack: &Stack) -> Option<AzId> {
         let subnet = self.subnets.first()?;
         stack.nodes().iter().find_map(|n| match &n.construct {
-            super::ConstructKind::Network(net)
-                if subnet.path() == format!("{}/HyperPodSubnet", n.id) =>
-            {
-                net.hyperpod().and_then(|h| AzId::parse(&h.az_id))
-            }
+            super::ConstructKind::Network(net) => net
+                .zonal_subnets_with_paths(&n.id)
+                .find(|(p, _)| p == subnet.path())
+                .and_then(|(_, z)| AzId::parse(&z.az_id)),
             _ => None,
         })
     }

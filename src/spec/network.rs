@@ -1,6 +1,7 @@
 //! The VPC: public and private subnets over two or more availability zones, an internet
-//! gateway, NAT, an S3 gateway endpoint, flow logs, and the HyperPod subnet on a secondary CIDR
-//! block placed by availability zone id.
+//! gateway, NAT, an S3 gateway endpoint, flow logs, and zonal subnets on secondary CIDR blocks
+//! placed by availability zone id where reserved GPU capacity lives: the HyperPod subnet (a
+//! training plan's zone) and the GPU node subnet (a Capacity Block's zone).
 
 use super::cidr::{CidrError, Ipv4Cidr};
 use super::Construct;
@@ -18,15 +19,23 @@ pub enum NatGateways {
     PerAz,
 }
 
-/// The HyperPod subnet: a whole secondary CIDR block in one availability zone (where the
-/// training plan's capacity is). HyperPod places its cross-account ENIs there, so it is large.
+/// A zonal subnet: a whole secondary CIDR block in one availability zone, where reserved
+/// capacity is. HyperPod places one ENI per pod in its subnet, and the VPC CNI gives every pod
+/// of a GPU node an address, so both are large.
 #[derive(Clone, Debug, PartialEq)]
-pub struct HyperPodSubnet {
+pub struct ZonalSubnet {
+    /// The child id (`HyperPodSubnet`, `GpuSubnet`).
+    pub id: &'static str,
     /// The zone id (`usw2-az2`).
     pub az_id: String,
-    /// The secondary block (default `10.1.0.0/16`).
+    /// The secondary block (`10.1.0.0/16` for HyperPod, `100.64.0.0/16` for GPU nodes).
     pub cidr: String,
 }
+
+/// The child id of the HyperPod subnet.
+pub const HYPERPOD_SUBNET: &str = "HyperPodSubnet";
+/// The child id of the GPU node subnet.
+pub const GPU_SUBNET: &str = "GpuSubnet";
 
 /// The VPC builder.
 #[derive(Clone, Debug)]
@@ -35,7 +44,7 @@ pub struct Network {
     cidr: String,
     availability_zones: u32,
     nat_gateways: NatGateways,
-    hyperpod_subnet: Option<HyperPodSubnet>,
+    zonal_subnets: Vec<ZonalSubnet>,
     flow_log_retention_days: u32,
 }
 
@@ -48,8 +57,8 @@ pub struct NetworkPlan {
     pub public_subnets: Vec<SubnetPlan>,
     /// Private subnets, one per zone (`PrivateSubnet1`, ...).
     pub private_subnets: Vec<SubnetPlan>,
-    /// The HyperPod subnet, if any.
-    pub hyperpod: Option<(Ipv4Cidr, AzId)>,
+    /// Zonal subnets on secondary blocks: (child id, block, zone).
+    pub zonal: Vec<(&'static str, Ipv4Cidr, AzId)>,
     /// NAT gateways: one, or one per zone.
     pub nat_gateways: NatGateways,
     /// Flow log retention in days.
@@ -78,6 +87,8 @@ pub struct NetworkHandle {
     pub private_subnets: Vec<Ref<kind::Subnet>>,
     /// The HyperPod subnet, when configured.
     pub hyperpod_subnet: Option<Ref<kind::Subnet>>,
+    /// The GPU node subnet, when configured.
+    pub gpu_subnet: Option<Ref<kind::Subnet>>,
 }
 
 /// Valid primary VPC prefix lengths: /16 to /20 leaves room for /24../28 subnets.
@@ -91,7 +102,7 @@ impl Network {
             cidr: "10.192.0.0/16".to_owned(),
             availability_zones: 2,
             nat_gateways: NatGateways::One,
-            hyperpod_subnet: None,
+            zonal_subnets: Vec::new(),
             flow_log_retention_days: 365,
         }
     }
@@ -115,21 +126,39 @@ impl Network {
     }
 
     /// Adds the HyperPod subnet: the secondary block `10.1.0.0/16` in zone `az_id`.
-    pub fn hyperpod_subnet(mut self, az_id: impl Into<String>) -> Self {
-        self.hyperpod_subnet = Some(HyperPodSubnet {
-            az_id: az_id.into(),
-            cidr: "10.1.0.0/16".to_owned(),
-        });
-        self
+    pub fn hyperpod_subnet(self, az_id: impl Into<String>) -> Self {
+        self.zonal_subnet(HYPERPOD_SUBNET, az_id, "10.1.0.0/16")
     }
 
     /// Adds the HyperPod subnet with an explicit secondary block.
     pub fn hyperpod_subnet_with_cidr(
-        mut self,
+        self,
         az_id: impl Into<String>,
         cidr: impl Into<String>,
     ) -> Self {
-        self.hyperpod_subnet = Some(HyperPodSubnet {
+        self.zonal_subnet(HYPERPOD_SUBNET, az_id, cidr)
+    }
+
+    /// Adds the GPU node subnet: the secondary block `100.64.0.0/16` in zone `az_id` (a Capacity
+    /// Block's zone: its instances cannot launch anywhere else).
+    pub fn gpu_subnet(self, az_id: impl Into<String>) -> Self {
+        self.zonal_subnet(GPU_SUBNET, az_id, "100.64.0.0/16")
+    }
+
+    /// Adds the GPU node subnet with an explicit secondary block.
+    pub fn gpu_subnet_with_cidr(self, az_id: impl Into<String>, cidr: impl Into<String>) -> Self {
+        self.zonal_subnet(GPU_SUBNET, az_id, cidr)
+    }
+
+    fn zonal_subnet(
+        mut self,
+        id: &'static str,
+        az_id: impl Into<String>,
+        cidr: impl Into<String>,
+    ) -> Self {
+        self.zonal_subnets.retain(|z| z.id != id);
+        self.zonal_subnets.push(ZonalSubnet {
+            id,
             az_id: az_id.into(),
             cidr: cidr.into(),
         });
@@ -142,9 +171,19 @@ impl Network {
         self
     }
 
-    /// The HyperPod subnet settings, if any.
-    pub fn hyperpod(&self) -> Option<&HyperPodSubnet> {
-        self.hyperpod_subnet.as_ref()
+    /// The zonal subnet with child id `id` (`HyperPodSubnet`, `GpuSubnet`), if any.
+    pub fn zonal(&self, id: &str) -> Option<&ZonalSubnet> {
+        self.zonal_subnets.iter().find(|z| z.id == id)
+    }
+
+    /// The zonal subnets with their paths under construct id `id`.
+    pub fn zonal_subnets_with_paths<'a>(
+        &'a self,
+        id: &'a str,
+    ) -> impl Iterator<Item = (String, &'a ZonalSubnet)> + 'a {
+        self.zonal_subnets
+            .iter()
+            .map(move |z| (format!("{id}/{}", z.id), z))
     }
 
     fn subnet_prefix(vpc: Ipv4Cidr) -> u8 {
@@ -173,15 +212,15 @@ impl Network {
                 az_index: i,
             });
         }
-        let hyperpod = match &self.hyperpod_subnet {
-            Some(h) => Some((h.cidr.parse().ok()?, AzId::parse(&h.az_id)?)),
-            None => None,
-        };
+        let mut zonal = Vec::new();
+        for z in &self.zonal_subnets {
+            zonal.push((z.id, z.cidr.parse().ok()?, AzId::parse(&z.az_id)?));
+        }
         Some(NetworkPlan {
             vpc_cidr: vpc,
             public_subnets: public,
             private_subnets: private,
-            hyperpod,
+            zonal,
             nat_gateways: self.nat_gateways,
             flow_log_retention_days: self.flow_log_retention_days,
         })
@@ -235,10 +274,11 @@ impl Network {
                 "use `availability_zones(2)` or more",
             );
         }
-        if let Some(h) = &self.hyperpod_subnet {
-            let sub_path = format!("{path}/HyperPodSubnet");
+        let mut blocks: Vec<Ipv4Cidr> = vpc.into_iter().collect();
+        for h in &self.zonal_subnets {
+            let sub_path = format!("{path}/{}", h.id);
             match h.cidr.parse::<Ipv4Cidr>() {
-                Err(e) => report_cidr(ds, &sub_path, "HyperPod secondary", &h.cidr, &e),
+                Err(e) => report_cidr(ds, &sub_path, "secondary", &h.cidr, &e),
                 Ok(block) => {
                     if !(16..=28).contains(&block.prefix()) {
                         ds.report(
@@ -248,19 +288,18 @@ impl Network {
                                 "secondary block {block} is a /{}; VPC blocks are /16 to /28",
                                 block.prefix()
                             ),
-                            "use a /16 such as 10.1.0.0/16: HyperPod places one ENI per pod there",
+                            "use a /16 such as 10.1.0.0/16: every pod on the nodes there gets an address",
                         );
                     }
-                    if let Some(vpc) = vpc {
-                        if block.overlaps(vpc) {
-                            ds.report(
-                                Code::CidrOverlap,
-                                &sub_path,
-                                format!("secondary block {block} overlaps the VPC block {vpc}"),
-                                "choose a block outside the primary one, e.g. 10.1.0.0/16",
-                            );
-                        }
+                    if let Some(other) = blocks.iter().find(|b| b.overlaps(block)) {
+                        ds.report(
+                            Code::CidrOverlap,
+                            &sub_path,
+                            format!("secondary block {block} overlaps the VPC's block {other}"),
+                            "choose a block outside the VPC's other blocks, e.g. 10.1.0.0/16 or 100.64.0.0/16",
+                        );
                     }
+                    blocks.push(block);
                 }
             }
             match AzId::parse(&h.az_id) {
@@ -344,9 +383,11 @@ impl Construct for Network {
                 .map(|i| Ref::new(stack, child(format!("PrivateSubnet{i}"))))
                 .collect(),
             hyperpod_subnet: self
-                .hyperpod_subnet
-                .as_ref()
-                .map(|_| Ref::new(stack, child("HyperPodSubnet".into()))),
+                .zonal(HYPERPOD_SUBNET)
+                .map(|_| Ref::new(stack, child(HYPERPOD_SUBNET.into()))),
+            gpu_subnet: self
+                .zonal(GPU_SUBNET)
+                .map(|_| Ref::new(stack, child(GPU_SUBNET.into()))),
         }
     }
 
@@ -380,7 +421,8 @@ mod tests {
                 "10.192.129.0/24"
             ]
         );
-        let (block, az) = plan.hyperpod.unwrap();
+        let (id, block, az) = plan.zonal[0].clone();
+        assert_eq!(id, "HyperPodSubnet");
         assert_eq!(block.to_string(), "10.1.0.0/16");
         assert_eq!(az.as_str(), "usw2-az2");
     }

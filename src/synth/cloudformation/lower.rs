@@ -285,47 +285,43 @@ fn network(cx: Cx, stage: StageId, id: &str, n: &Network) {
             nat_for(sp.az_index),
         );
     }
-    if let Some((block, az_id)) = &plan.hyperpod {
+    for (child, block, az_id) in &plan.zonal {
+        let short = child.trim_end_matches("Subnet");
         let cidr = cx.add(
             stage,
-            &p("HyperPodCidrBlock"),
+            &p(&format!("{short}CidrBlock")),
             &ec2_vpc_cidr_block::VpcCidrBlock {
                 cidr_block: Some(s(block.to_string())),
                 vpc_id: e(Expr::reference(&vpc_id)),
                 ..Default::default()
             },
         );
-        let param = format!("{}AzId", logical_id(&p("HyperPodSubnet")));
+        let param = format!("{}AzId", logical_id(&p(child)));
         let az_param = cx.parameter(
             stage,
             &param,
             Parameter {
-                description: "Availability Zone id of the HyperPod subnet: the zone of the training plan's reserved capacity (aws sagemaker describe-training-plan).".to_owned(),
+                description: zonal_description(child),
                 default: Some(az_id.to_string()),
                 allowed_pattern: Some("^[a-z]{2,}[0-9]+-az[0-9]+$".to_owned()),
                 constraint: Some("an Availability Zone id such as usw2-az2".to_owned()),
             },
         );
+        let name = format!("{stack_name}-{}", short.to_ascii_lowercase());
         let subnet = cx.add(
             stage,
-            &p("HyperPodSubnet"),
+            &p(child),
             &ec2_subnet::Subnet {
                 vpc_id: e(Expr::reference(&vpc_id)),
                 cidr_block: Some(s(block.to_string())),
                 availability_zone_id: Some(e(az_param)),
                 map_public_ip_on_launch: Some(false.into()),
-                tags: Some(private_subnet_tags(format!("{stack_name}-hyperpod"))),
+                tags: Some(private_subnet_tags(name.clone())),
                 ..Default::default()
             },
         );
         cx.depends_on(stage, &[&cidr]);
-        private_route(
-            cx,
-            "HyperPodSubnet".to_owned(),
-            format!("{stack_name}-hyperpod"),
-            &subnet,
-            nat_for(0),
-        );
+        private_route(cx, (*child).to_owned(), name, &subnet, nat_for(0));
     }
     cx.add(
         stage,
@@ -344,6 +340,14 @@ fn network(cx: Cx, stage: StageId, id: &str, n: &Network) {
         },
     );
     flow_logs(cx, stage, id, &vpc_id, plan.flow_log_retention_days);
+}
+
+fn zonal_description(child: &str) -> String {
+    if child == crate::spec::network::HYPERPOD_SUBNET {
+        "Availability Zone id of the HyperPod subnet: the zone of the training plan's reserved capacity (aws sagemaker describe-training-plan).".to_owned()
+    } else {
+        "Availability Zone id of the GPU node subnet: the zone of the Capacity Block (aws ec2 describe-capacity-reservations).".to_owned()
+    }
 }
 
 fn private_subnet_tags(name: String) -> Vec<ec2_subnet::Tag> {
