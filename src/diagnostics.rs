@@ -123,6 +123,22 @@ codes! {
         "The lifecycle script bucket must be created, and the scripts uploaded, in stages before the HyperPod cluster's stage.";
     TrainingPlanZoneMismatch = "HF0313", Error, "training plan capacity and the cluster's subnet are in different zones",
         "A training plan's reserved capacity lives in one availability zone; HyperPod can only launch it into a subnet of that zone. Place the HyperPod subnet in the plan's zone id.";
+    MalformedCapacityReservationId = "HF0320", Error, "capacity reservation id is malformed",
+        "Capacity Block reservation ids look like `cr-0123456789abcdef0`; `aws ec2 describe-capacity-reservations` lists them.";
+    CapacityBlockSubnetZone = "HF0321", Error, "a Capacity Block node group has a subnet outside the block's zone",
+        "A Capacity Block is a capacity reservation in one availability zone; instances cannot launch in a subnet of another zone (EC2 answers \"The following supplied instance types do not exist\"). Give the group only the network's GPU subnet, placed by the block's zone id.";
+    GpuAmiRequired = "HF0322", Error, "a GPU instance type runs an AMI without the NVIDIA driver",
+        "GPU nodes need the EKS-optimized accelerated AMI (`AL2023_x86_64_NVIDIA`). `ManagedNodeGroup::gpu` selects it.";
+    InvalidScaling = "HF0323", Error, "node group sizes are not ordered",
+        "EKS requires 0 <= min <= desired <= max and max >= 1. A Capacity Block group may stay at desired 0 until the block is active.";
+    EfaUnsupported = "HF0324", Error, "EFA requested on an instance type without EFA",
+        "Only instance types with EFA interfaces (see the catalog's `efa_max`) can attach them.";
+    InvalidBlockSize = "HF0325", Error, "reserved capacity of a size that cannot be bought",
+        "Capacity Blocks and training plans come in 1, 2, 4, 8, 16, 32 or 64 instances.";
+    GroupLargerThanReservation = "HF0326", Error, "the group can grow beyond its reservation",
+        "Instances beyond a Capacity Block's size fail to launch for as long as the block runs; cap the group's maximum at the block's instance count.";
+    CapacityBlockPurchaseWithoutOptIn = "HF0327", Error, "a Capacity Block purchase without the explicit opt-in",
+        "Buying a Capacity Block charges its whole price up front; it cannot be cancelled or refunded, and destroying the Terraform resource only forgets it. hyperforge emits the purchase only after `purchase_capacity_block_non_refundable()`.";
     InvalidTensorParallelSize = "HF0401", Error, "tensor parallel size does not fit the instance",
         "Tensor parallelism splits the model over GPUs of one node: the size must be a power of two no larger than the instance's GPU count, and the worker must request that many GPUs.";
     InvalidModelId = "HF0402", Error, "model id is malformed",
@@ -141,6 +157,8 @@ codes! {
         "Tokens such as `HF_TOKEN` must come from a Kubernetes Secret (`VllmServer::hf_token_secret`), never from a literal value in the manifest.";
     InvalidEnvironmentName = "HF0409", Error, "environment variable name is malformed",
         "Environment variable names are letters, digits and `_`, not starting with a digit.";
+    PublicServiceWithoutOptIn = "HF0411", Error, "a Service is exposed to the internet without the explicit opt-in",
+        "Model endpoints get an internal Network Load Balancer by default. An internet-facing one must be asked for by name (`VllmDeployment::internet_facing_load_balancer`), never through a raw annotation.";
     InvalidThroughput = "HF0410", Error, "storage throughput must be positive",
         "The startup budget divides the weights' size by the download and load throughput; they must be greater than zero.";
 }

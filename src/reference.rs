@@ -7,7 +7,8 @@
 use crate::app::{App, Stack};
 use crate::spec::{
     Capacity, ClusterSecurityGroup, EksCluster, HelmRelease, HyperPodCluster, InferenceEndpoint,
-    InferenceOperator, InstanceGroup, LifecycleScripts, Network, VllmServer,
+    InferenceOperator, InstanceGroup, LifecycleScripts, LoadBalancerController, ManagedNodeGroup,
+    Network, NodeCapacity, VllmDeployment, VllmServer,
 };
 
 /// The region of the reference stacks (p6-b300 is offered for HyperPod in us-east-1 and
@@ -108,7 +109,86 @@ pub fn kimi_k3_hyperpod_stack(name: &str) -> Stack {
     stack
 }
 
+/// The zone id of the reference Capacity Block. Replace it (and the reservation id) with your
+/// block's: `aws ec2 describe-capacity-reservations --capacity-reservation-ids <id>`.
+pub const CAPACITY_BLOCK_AZ_ID: &str = "usw2-az2";
+
+/// A placeholder Capacity Block reservation id; the synthesized template takes the real one as
+/// a parameter.
+pub const CAPACITY_BLOCK_RESERVATION_ID: &str = "cr-0123456789abcdef0";
+
+/// Kimi K3 on a plain EKS cluster whose p6-b300 node comes from an EC2 Capacity Block, served by
+/// a vLLM Deployment behind an internal Network Load Balancer on port 8000.
+///
+/// Stages: `foundation` (network with the GPU subnet in the block's zone, cluster security
+/// group, EKS, the system and GPU node groups, the load balancer controller's role) ->
+/// `nvidia-device-plugin` (Helm) -> `aws-load-balancer-controller` (Helm) -> `workload` (vLLM).
+pub fn kimi_k3_eks() -> App {
+    App::new()
+        .tag("managed-by", "hyperforge")
+        .stack(kimi_k3_eks_stack("kimi-k3-eks"))
+}
+
+/// The EKS reference stack under another name (fleets, tests).
+pub fn kimi_k3_eks_stack(name: &str) -> Stack {
+    let mut stack = Stack::new(name, REGION)
+        .description("Kimi K3 on EKS (p6-b300 from an EC2 Capacity Block, vLLM).")
+        .tag("workload", "kimi-k3");
+
+    let foundation = stack.cloudformation_stage("foundation");
+    let network = stack.add(
+        foundation,
+        Network::new("Network").gpu_subnet(CAPACITY_BLOCK_AZ_ID),
+    );
+    let sg = stack.add(
+        foundation,
+        ClusterSecurityGroup::new("ClusterSecurityGroup", &network.vpc),
+    );
+    let eks = stack.add(
+        foundation,
+        EksCluster::new("Eks", "kimi-k3-eks")
+            .subnets(&network.private_subnets)
+            .security_group(&sg.group),
+    );
+    stack.add(
+        foundation,
+        ManagedNodeGroup::system("SystemNodes", &eks.cluster, &network.private_subnets),
+    );
+    stack.add(
+        foundation,
+        ManagedNodeGroup::gpu(
+            "GpuNodes",
+            &eks.cluster,
+            "p6-b300.48xlarge",
+            network.gpu_subnet.iter(),
+        )
+        .capacity(NodeCapacity::capacity_block_of(
+            CAPACITY_BLOCK_RESERVATION_ID,
+            CAPACITY_BLOCK_AZ_ID,
+            1,
+        ))
+        .security_group(&sg.group),
+    );
+    stack.add(
+        foundation,
+        LoadBalancerController::new("LoadBalancerController", &eks.cluster),
+    );
+
+    stack.helm_stage("nvidia-device-plugin", HelmRelease::nvidia_device_plugin());
+    stack.helm_stage(
+        "aws-load-balancer-controller",
+        HelmRelease::aws_load_balancer_controller(&eks.name, REGION, &network.vpc),
+    );
+
+    let workload = stack.kubernetes_stage("workload");
+    stack.add(
+        workload,
+        VllmDeployment::new("KimiK3", kimi_k3_server(), "p6-b300.48xlarge").name("kimi-k3"),
+    );
+    stack
+}
+
 /// Every reference app.
 pub fn all() -> Vec<App> {
-    vec![kimi_k3_hyperpod()]
+    vec![kimi_k3_hyperpod(), kimi_k3_eks()]
 }

@@ -417,9 +417,17 @@ impl Stack {
             }
         }
         for (index, stage) in self.stages.iter().enumerate() {
-            if let StageKind::Upload(upload) = &stage.kind {
-                let path = self.display_path(&stage.name);
-                self.check_reference(&upload.bucket.name(), StageId(index), &path, ds);
+            let path = self.display_path(&stage.name);
+            match &stage.kind {
+                StageKind::Upload(upload) => {
+                    self.check_reference(&upload.bucket.name(), StageId(index), &path, ds);
+                }
+                StageKind::Helm(release) => {
+                    for (_, r) in &release.set_from_outputs {
+                        self.check_reference(r, StageId(index), &path, ds);
+                    }
+                }
+                _ => {}
             }
         }
     }

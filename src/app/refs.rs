@@ -90,6 +90,8 @@ pub enum Attr {
     Name,
     /// An EKS cluster's OIDC issuer URL.
     OidcIssuerUrl,
+    /// The security group EKS creates for a cluster (control plane and managed nodes).
+    ClusterSecurityGroupId,
 }
 
 impl Attr {
@@ -100,6 +102,7 @@ impl Attr {
             Attr::Arn => "Arn",
             Attr::Name => "Name",
             Attr::OidcIssuerUrl => "OidcIssuerUrl",
+            Attr::ClusterSecurityGroupId => "ClusterSecurityGroupId",
         }
     }
 }
@@ -196,6 +199,7 @@ attrs!(EksCluster {
     /** The cluster name. */ name => Name,
     /** The cluster ARN. */ arn => Arn,
     /** The cluster's OIDC issuer URL. */ oidc_issuer_url => OidcIssuerUrl,
+    /** The security group EKS created for the cluster. */ cluster_security_group_id => ClusterSecurityGroupId,
 });
 attrs!(OidcProvider { /** The provider ARN. */ arn => Arn });
 attrs!(Role { /** The role ARN. */ arn => Arn, /** The role name. */ name => Name });

@@ -1,7 +1,7 @@
 //! Non-CloudFormation stages: Helm releases with pinned charts and values, and file uploads to
 //! a bucket created by an earlier stage.
 
-use crate::app::{kind, Ref};
+use crate::app::{kind, AttrRef, Ref};
 use serde_json::{json, Value};
 
 /// Where a chart comes from, pinned.
@@ -40,6 +40,8 @@ pub struct HelmRelease {
     pub values: Value,
     /// A comment placed at the top of the values file.
     pub note: String,
+    /// Values known only after an earlier stage deployed (`--set key=<stack output>`).
+    pub set_from_outputs: Vec<(String, AttrRef)>,
 }
 
 /// The `hyperpod-dependencies` chart of `aws/sagemaker-hyperpod-cli` at this commit.
@@ -63,6 +65,83 @@ impl HelmRelease {
                 "inferenceOperators": { "enabled": false }
             }),
             note: "Values for the HyperPod dependencies chart. The inference operator is installed as the EKS add-on amazon-sagemaker-hyperpod-inference, so the chart's copy stays disabled.".to_owned(),
+            set_from_outputs: Vec::new(),
+        }
+    }
+
+    /// The NVIDIA device plugin (advertises `nvidia.com/gpu`), on GPU nodes only, tolerating
+    /// their taint.
+    pub fn nvidia_device_plugin() -> Self {
+        HelmRelease {
+            release: "nvidia-device-plugin".to_owned(),
+            namespace: "kube-system".to_owned(),
+            chart: ChartSource::Repository {
+                repo: "https://nvidia.github.io/k8s-device-plugin".to_owned(),
+                chart: "nvidia-device-plugin".to_owned(),
+                version: "0.18.2".to_owned(),
+            },
+            values: json!({
+                "nodeSelector": { crate::spec::nodes::GPU_PRESENT_LABEL: "true" },
+                "tolerations": [
+                    { "key": crate::spec::nodes::GPU_TAINT, "operator": "Exists", "effect": "NoSchedule" },
+                    { "key": "CriticalAddonsOnly", "operator": "Exists" }
+                ],
+                "priorityClassName": "system-node-critical"
+            }),
+            note: "NVIDIA device plugin: advertises nvidia.com/gpu on GPU nodes.".to_owned(),
+            set_from_outputs: Vec::new(),
+        }
+    }
+
+    /// The EFA device plugin (advertises `vpc.amazonaws.com/efa`), on GPU nodes only.
+    pub fn efa_device_plugin() -> Self {
+        HelmRelease {
+            release: "aws-efa-k8s-device-plugin".to_owned(),
+            namespace: "kube-system".to_owned(),
+            chart: ChartSource::Repository {
+                repo: "https://aws.github.io/eks-charts".to_owned(),
+                chart: "aws-efa-k8s-device-plugin".to_owned(),
+                version: "v0.5.26".to_owned(),
+            },
+            values: json!({
+                "nodeSelector": { crate::spec::nodes::GPU_PRESENT_LABEL: "true" },
+                "tolerations": [
+                    { "key": crate::spec::nodes::GPU_TAINT, "operator": "Exists", "effect": "NoSchedule" }
+                ]
+            }),
+            note: "EFA device plugin: advertises vpc.amazonaws.com/efa on GPU nodes.".to_owned(),
+            set_from_outputs: Vec::new(),
+        }
+    }
+
+    /// The AWS Load Balancer Controller for cluster `cluster_name`, its service account bound to
+    /// an IAM role by EKS Pod Identity (`LoadBalancerController`), its VPC id read from the
+    /// network stage's output.
+    pub fn aws_load_balancer_controller(
+        cluster_name: &str,
+        region: &str,
+        vpc: &Ref<kind::Vpc>,
+    ) -> Self {
+        HelmRelease {
+            release: "aws-load-balancer-controller".to_owned(),
+            namespace: "kube-system".to_owned(),
+            chart: ChartSource::Repository {
+                repo: "https://aws.github.io/eks-charts".to_owned(),
+                chart: "aws-load-balancer-controller".to_owned(),
+                version: "1.13.2".to_owned(),
+            },
+            values: json!({
+                "clusterName": cluster_name,
+                "region": region,
+                "replicaCount": 2,
+                "serviceAccount": {
+                    "create": true,
+                    "name": crate::spec::controllers::LOAD_BALANCER_CONTROLLER_SERVICE_ACCOUNT
+                },
+                "nodeSelector": { "hyperforge.io/node-role": "system" }
+            }),
+            note: "AWS Load Balancer Controller: provisions the Network Load Balancer of the model Service. Its IAM role is bound to the service account by EKS Pod Identity; vpcId comes from the foundation stage's output.".to_owned(),
+            set_from_outputs: vec![("vpcId".to_owned(), vpc.id())],
         }
     }
 

@@ -4,6 +4,7 @@
 //! reported at once with their construct paths.
 
 pub mod cidr;
+pub mod controllers;
 pub mod eks;
 pub mod helm;
 pub mod hyperpod;
@@ -11,11 +12,13 @@ pub mod iam;
 pub mod inference_operator;
 pub mod lifecycle;
 pub mod network;
+pub mod nodes;
 pub mod security_group;
 pub mod text;
 pub mod vllm;
 
 pub use cidr::Ipv4Cidr;
+pub use controllers::{LoadBalancerController, LoadBalancerControllerHandle};
 pub use eks::{AccessEntry, AccessPolicy, EksAddon, EksCluster, EksClusterHandle, EndpointAccess};
 pub use helm::{ChartSource, HelmRelease, Upload, UploadFile};
 pub use hyperpod::{
@@ -25,11 +28,12 @@ pub use hyperpod::{
 pub use inference_operator::{InferenceOperator, InferenceOperatorHandle};
 pub use lifecycle::{LifecycleScripts, LifecycleScriptsHandle};
 pub use network::{NatGateways, Network, NetworkHandle};
+pub use nodes::{AmiType, CapacityBlock, ManagedNodeGroup, NodeCapacity, NodeGroupHandle};
 pub use security_group::{ClusterSecurityGroup, ClusterSecurityGroupHandle};
 pub use text::{Part, Pseudo, Text};
 pub use vllm::{
-    InferenceEndpoint, InferenceEndpointHandle, SecretKeyRef, StartupBudget, StorageThroughput,
-    VllmServer,
+    Exposure, InferenceEndpoint, InferenceEndpointHandle, SecretKeyRef, StartupBudget,
+    StorageThroughput, VllmDeployment, VllmDeploymentHandle, VllmServer,
 };
 
 use crate::app::{AttrRef, Stack};
@@ -65,6 +69,12 @@ pub enum ConstructKind {
     InferenceOperator(InferenceOperator),
     /// See [`InferenceEndpoint`].
     InferenceEndpoint(InferenceEndpoint),
+    /// See [`ManagedNodeGroup`].
+    NodeGroup(ManagedNodeGroup),
+    /// See [`LoadBalancerController`].
+    LoadBalancerController(LoadBalancerController),
+    /// See [`VllmDeployment`].
+    VllmDeployment(VllmDeployment),
 }
 
 impl ConstructKind {
@@ -77,6 +87,9 @@ impl ConstructKind {
             ConstructKind::HyperPod(c) => c.references(),
             ConstructKind::InferenceOperator(c) => c.references(),
             ConstructKind::InferenceEndpoint(_) => Vec::new(),
+            ConstructKind::NodeGroup(c) => c.references(),
+            ConstructKind::LoadBalancerController(c) => c.references(),
+            ConstructKind::VllmDeployment(_) => Vec::new(),
         }
     }
 
@@ -90,6 +103,9 @@ impl ConstructKind {
             ConstructKind::HyperPod(c) => c.validate(stack, path, ds),
             ConstructKind::InferenceOperator(_) => {}
             ConstructKind::InferenceEndpoint(c) => c.validate(path, ds),
+            ConstructKind::NodeGroup(c) => c.validate(stack, path, ds),
+            ConstructKind::LoadBalancerController(_) => {}
+            ConstructKind::VllmDeployment(c) => c.validate(path, ds),
         }
     }
 }
@@ -106,5 +122,8 @@ construct_kind_from!(
     Lifecycle(LifecycleScripts),
     HyperPod(HyperPodCluster),
     InferenceOperator(InferenceOperator),
-    InferenceEndpoint(InferenceEndpoint)
+    InferenceEndpoint(InferenceEndpoint),
+    NodeGroup(ManagedNodeGroup),
+    LoadBalancerController(LoadBalancerController),
+    VllmDeployment(VllmDeployment)
 );

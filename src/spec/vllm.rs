@@ -629,3 +629,245 @@ mod tests {
         assert!(!is_dns_label("Kimi"));
     }
 }
+
+/// How the model Service is reached.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum Exposure {
+    /// An internal Network Load Balancer (reachable from the VPC and its peers).
+    #[default]
+    InternalLoadBalancer,
+    /// An internet-facing Network Load Balancer: asked for by name only.
+    InternetFacingLoadBalancer,
+    /// A ClusterIP Service (reach it with `kubectl port-forward`).
+    ClusterIp,
+}
+
+/// A vLLM server deployed as a Kubernetes Deployment behind a Service on port 8000, on nodes of
+/// one instance type (the EKS path).
+#[derive(Clone, Debug)]
+pub struct VllmDeployment {
+    id: String,
+    name: String,
+    namespace: String,
+    server: VllmServer,
+    instance_type: String,
+    replicas: i32,
+    gpus: Option<u32>,
+    exposure: Exposure,
+    service_annotations: std::collections::BTreeMap<String, String>,
+    efa: bool,
+}
+
+/// Handle to the deployment.
+#[derive(Clone, Debug)]
+pub struct VllmDeploymentHandle {
+    /// Object name (Deployment, Service, ServiceAccount).
+    pub name: String,
+    /// Namespace.
+    pub namespace: String,
+}
+
+/// The Service annotation that selects an internet-facing load balancer.
+pub const LB_SCHEME_ANNOTATION: &str = "service.beta.kubernetes.io/aws-load-balancer-scheme";
+
+impl VllmDeployment {
+    /// Serves `server` on nodes of `instance_type` (EC2 name); objects are named after the
+    /// served model in lowercase, in a namespace of the same name.
+    pub fn new(
+        id: impl Into<String>,
+        server: VllmServer,
+        instance_type: impl Into<String>,
+    ) -> Self {
+        let name = server.served_name().to_ascii_lowercase();
+        VllmDeployment {
+            id: id.into(),
+            namespace: name.clone(),
+            name,
+            server,
+            instance_type: instance_type.into(),
+            replicas: 1,
+            gpus: None,
+            exposure: Exposure::InternalLoadBalancer,
+            service_annotations: std::collections::BTreeMap::new(),
+            efa: false,
+        }
+    }
+
+    /// Object name.
+    pub fn name(mut self, name: impl Into<String>) -> Self {
+        self.name = name.into();
+        self
+    }
+
+    /// Namespace.
+    pub fn namespace(mut self, namespace: impl Into<String>) -> Self {
+        self.namespace = namespace.into();
+        self
+    }
+
+    /// Replicas (each takes a whole node's GPUs).
+    pub fn replicas(mut self, replicas: i32) -> Self {
+        self.replicas = replicas;
+        self
+    }
+
+    /// GPUs per replica (default: every GPU of the instance).
+    pub fn gpus(mut self, gpus: u32) -> Self {
+        self.gpus = Some(gpus);
+        self
+    }
+
+    /// A ClusterIP Service instead of a load balancer.
+    pub fn cluster_ip_service(mut self) -> Self {
+        self.exposure = Exposure::ClusterIp;
+        self
+    }
+
+    /// An internet-facing Network Load Balancer. The endpoint has no authentication of its own:
+    /// put an authenticating proxy or API gateway in front of it.
+    pub fn internet_facing_load_balancer(mut self) -> Self {
+        self.exposure = Exposure::InternetFacingLoadBalancer;
+        self
+    }
+
+    /// Adds an annotation to the Service.
+    pub fn service_annotation(mut self, key: impl Into<String>, value: impl Into<String>) -> Self {
+        self.service_annotations.insert(key.into(), value.into());
+        self
+    }
+
+    /// Requests the instance's EFA interfaces and the hugepages EFA needs (multi-node serving).
+    pub fn efa(mut self, enabled: bool) -> Self {
+        self.efa = enabled;
+        self
+    }
+
+    /// The server.
+    pub fn server(&self) -> &VllmServer {
+        &self.server
+    }
+
+    /// Object name.
+    pub fn object_name(&self) -> &str {
+        &self.name
+    }
+
+    /// Namespace.
+    pub fn object_namespace(&self) -> &str {
+        &self.namespace
+    }
+
+    /// Instance type (EC2 name).
+    pub fn instance_type(&self) -> &str {
+        self.instance_type
+            .strip_prefix("ml.")
+            .unwrap_or(&self.instance_type)
+    }
+
+    /// Replicas.
+    pub fn replica_count(&self) -> i32 {
+        self.replicas
+    }
+
+    /// GPUs per replica.
+    pub fn gpu_count(&self) -> u32 {
+        self.gpus
+            .or_else(|| catalog::instance(self.instance_type()).map(|i| i.gpu_count))
+            .unwrap_or(1)
+    }
+
+    /// The exposure.
+    pub fn exposure(&self) -> Exposure {
+        self.exposure
+    }
+
+    /// Extra Service annotations.
+    pub fn service_annotations(&self) -> &std::collections::BTreeMap<String, String> {
+        &self.service_annotations
+    }
+
+    /// Whether EFA is requested.
+    pub fn efa_enabled(&self) -> bool {
+        self.efa
+    }
+
+    pub(crate) fn validate(&self, path: &str, ds: &mut Diagnostics) {
+        for (what, value) in [("object name", &self.name), ("namespace", &self.namespace)] {
+            if !is_dns_label(value) {
+                ds.report(
+                    Code::InvalidKubernetesName,
+                    path,
+                    format!("`{value}` is not a valid Kubernetes {what}"),
+                    "use 1-63 lowercase letters, digits and hyphens",
+                );
+            }
+        }
+        let instance = catalog::instance(self.instance_type());
+        match instance {
+            None => ds.report(
+                Code::UnknownInstanceType,
+                path,
+                format!(
+                    "instance type `{}` is not in the catalog",
+                    self.instance_type
+                ),
+                "use a type from hyperforge::catalog::instances(), e.g. p6-b300.48xlarge",
+            ),
+            Some(it) => {
+                if let Some(gpus) = self.gpus {
+                    if gpus > it.gpu_count || gpus == 0 {
+                        ds.report(
+                            Code::GpuRequestExceedsInstance,
+                            path,
+                            format!(
+                                "the Deployment asks for {gpus} GPUs; {} has {}",
+                                it.name, it.gpu_count
+                            ),
+                            format!("request 1 to {} GPUs per replica", it.gpu_count),
+                        );
+                    }
+                }
+            }
+        }
+        if self.replicas < 1 {
+            ds.report(
+                Code::InvalidInstanceCount,
+                path,
+                format!("{} replicas requested", self.replicas),
+                "use at least one replica",
+            );
+        }
+        let raw_public = self
+            .service_annotations
+            .get(LB_SCHEME_ANNOTATION)
+            .is_some_and(|v| v == "internet-facing");
+        if raw_public && self.exposure != Exposure::InternetFacingLoadBalancer {
+            ds.report(
+                Code::PublicServiceWithoutOptIn,
+                path,
+                format!("the Service annotation `{LB_SCHEME_ANNOTATION}: internet-facing` exposes the model to the internet"),
+                "remove the annotation, or ask for it by name with `.internet_facing_load_balancer()`",
+            );
+        }
+        self.server.validate(Some(self.gpu_count()), path, ds);
+    }
+}
+
+impl Construct for VllmDeployment {
+    type Handle = VllmDeploymentHandle;
+
+    fn id(&self) -> &str {
+        &self.id
+    }
+
+    fn handle(&self, _stack: &str) -> VllmDeploymentHandle {
+        VllmDeploymentHandle {
+            name: self.name.clone(),
+            namespace: self.namespace.clone(),
+        }
+    }
+
+    fn into_kind(self) -> super::ConstructKind {
+        self.into()
+    }
+}

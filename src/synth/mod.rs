@@ -140,6 +140,24 @@ fn synthesize_stack(
                         }
                     },
                 );
+                if !release.set_from_outputs.is_empty() {
+                    let sets: Vec<Value> = release
+                        .set_from_outputs
+                        .iter()
+                        .map(|(key, r)| {
+                            let stage = stack
+                                .stage_of(r.construct_id())
+                                .and_then(|s| stack.stage(s))
+                                .map(|s| s.name.clone());
+                            json!({
+                                "key": key,
+                                "stage": stage,
+                                "output": format!("{}{}", logical_id(&r.path), r.attr.as_str()),
+                            })
+                        })
+                        .collect();
+                    entry.insert("set_from_outputs".into(), Value::Array(sets));
+                }
                 entry.insert("artifacts".into(), json!([artifact("helm-values", &path)]));
             }
             StageKind::Upload(upload) => {

@@ -25,6 +25,8 @@ pub enum Expr {
     Join(String, Vec<Expr>),
     /// `{"Fn::Select": [index, list]}`.
     Select(u32, Box<Expr>),
+    /// `{"Fn::Base64": value}`.
+    Base64(Box<Expr>),
     /// `{"Fn::Split": ["delimiter", source]}`.
     Split(String, Box<Expr>),
     /// `{"Fn::GetAZs": "region"}` (empty string: the stack's region).
@@ -147,6 +149,7 @@ impl Serialize for Expr {
             Expr::Select(index, list) => {
                 One("Fn::Select", &Pair(index, list.as_ref())).serialize(serializer)
             }
+            Expr::Base64(value) => One("Fn::Base64", value.as_ref()).serialize(serializer),
             Expr::Split(delimiter, source) => {
                 One("Fn::Split", &Pair(delimiter.as_str(), source.as_ref())).serialize(serializer)
             }

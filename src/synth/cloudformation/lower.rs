@@ -12,6 +12,7 @@ use crate::spec::iam::{
 };
 use crate::spec::inference_operator::OPERATOR_NAMESPACE;
 use crate::spec::network::NatGateways;
+use crate::spec::nodes::{ManagedNodeGroup, NodeCapacity};
 use crate::spec::text::{Pseudo, Text};
 use crate::spec::{
     ClusterSecurityGroup, ConstructKind, EksCluster, EndpointAccess, HyperPodCluster,
@@ -43,8 +44,10 @@ pub(crate) fn lower(cx: Cx, stage: StageId, id: &str, construct: &ConstructKind)
         ConstructKind::Lifecycle(c) => lifecycle(cx, stage, id, c),
         ConstructKind::HyperPod(c) => hyperpod(cx, stage, id, c),
         ConstructKind::InferenceOperator(c) => inference_operator(cx, stage, id, c),
+        ConstructKind::NodeGroup(c) => node_group(cx, stage, id, c),
+        ConstructKind::LoadBalancerController(c) => load_balancer_controller(cx, stage, id, c),
         // Workloads are Kubernetes objects; nothing to emit in CloudFormation.
-        ConstructKind::InferenceEndpoint(_) => {}
+        ConstructKind::InferenceEndpoint(_) | ConstructKind::VllmDeployment(_) => {}
     }
 }
 
@@ -951,236 +954,6 @@ fn hyperpod(cx: Cx, stage: StageId, id: &str, h: &HyperPodCluster) {
     );
 }
 
-/// The AWS Load Balancer Controller's permissions, after its published IAM policy: read what
-/// it needs, create load balancers, target groups and security groups, and change only those
-/// it tagged for its cluster.
-fn load_balancer_controller_policy() -> PolicyDocument {
-    let elbv2_tagged = |st: Statement| {
-        st.condition(
-            "Null",
-            "aws:ResourceTag/elbv2.k8s.aws/cluster",
-            vec![Text::lit("false")],
-        )
-    };
-    PolicyDocument::new()
-        .statement(
-            Statement::allow(["iam:CreateServiceLinkedRole"])
-                .sid("ServiceLinkedRole")
-                .resource(Text::arn(
-                    "iam",
-                    false,
-                    true,
-                    Text::lit("role/aws-service-role/elasticloadbalancing.amazonaws.com/*"),
-                ))
-                .condition(
-                    "StringEquals",
-                    "iam:AWSServiceName",
-                    vec![Text::lit("elasticloadbalancing.amazonaws.com")],
-                ),
-        )
-        .statement(
-            Statement::allow([
-                "acm:DescribeCertificate",
-                "acm:ListCertificates",
-                "cognito-idp:DescribeUserPoolClient",
-                "ec2:DescribeAccountAttributes",
-                "ec2:DescribeAddresses",
-                "ec2:DescribeAvailabilityZones",
-                "ec2:DescribeCoipPools",
-                "ec2:DescribeInstances",
-                "ec2:DescribeInternetGateways",
-                "ec2:DescribeIpamPools",
-                "ec2:DescribeNetworkInterfaces",
-                "ec2:DescribeRouteTables",
-                "ec2:DescribeSecurityGroups",
-                "ec2:DescribeSubnets",
-                "ec2:DescribeTags",
-                "ec2:DescribeVpcPeeringConnections",
-                "ec2:DescribeVpcs",
-                "ec2:GetCoipPoolUsage",
-                "ec2:GetSecurityGroupsForVpc",
-                "elasticloadbalancing:DescribeCapacityReservation",
-                "elasticloadbalancing:DescribeListenerAttributes",
-                "elasticloadbalancing:DescribeListenerCertificates",
-                "elasticloadbalancing:DescribeListeners",
-                "elasticloadbalancing:DescribeLoadBalancerAttributes",
-                "elasticloadbalancing:DescribeLoadBalancers",
-                "elasticloadbalancing:DescribeRules",
-                "elasticloadbalancing:DescribeSSLPolicies",
-                "elasticloadbalancing:DescribeTags",
-                "elasticloadbalancing:DescribeTargetGroupAttributes",
-                "elasticloadbalancing:DescribeTargetGroups",
-                "elasticloadbalancing:DescribeTargetHealth",
-                "elasticloadbalancing:DescribeTrustStores",
-                "iam:GetServerCertificate",
-                "iam:ListServerCertificates",
-                "shield:GetSubscriptionState",
-                "wafv2:GetWebACLForResource",
-            ])
-            .sid("Discover")
-            .resource("*"),
-        )
-        .statement(
-            Statement::allow(["ec2:CreateSecurityGroup"])
-                .sid("CreateSecurityGroups")
-                .resource(Text::arn("ec2", true, true, Text::lit("security-group/*")))
-                .resource(Text::arn("ec2", true, true, Text::lit("vpc/*"))),
-        )
-        .statement(
-            Statement::allow(["ec2:CreateTags"])
-                .sid("TagNewSecurityGroups")
-                .resource(Text::arn("ec2", true, true, Text::lit("security-group/*")))
-                .condition(
-                    "StringEquals",
-                    "ec2:CreateAction",
-                    vec![Text::lit("CreateSecurityGroup")],
-                )
-                .condition(
-                    "Null",
-                    "aws:RequestTag/elbv2.k8s.aws/cluster",
-                    vec![Text::lit("false")],
-                ),
-        )
-        .statement(elbv2_tagged(
-            Statement::allow([
-                "ec2:AuthorizeSecurityGroupIngress",
-                "ec2:CreateTags",
-                "ec2:DeleteSecurityGroup",
-                "ec2:DeleteTags",
-                "ec2:RevokeSecurityGroupIngress",
-            ])
-            .sid("ManageOwnSecurityGroups")
-            .resource(Text::arn("ec2", true, true, Text::lit("security-group/*"))),
-        ))
-        .statement(
-            Statement::allow([
-                "elasticloadbalancing:CreateLoadBalancer",
-                "elasticloadbalancing:CreateTargetGroup",
-            ])
-            .sid("CreateLoadBalancers")
-            .resource(Text::arn(
-                "elasticloadbalancing",
-                true,
-                true,
-                Text::lit("loadbalancer/*"),
-            ))
-            .resource(Text::arn(
-                "elasticloadbalancing",
-                true,
-                true,
-                Text::lit("targetgroup/*/*"),
-            ))
-            .condition(
-                "Null",
-                "aws:RequestTag/elbv2.k8s.aws/cluster",
-                vec![Text::lit("false")],
-            ),
-        )
-        .statement(
-            Statement::allow([
-                "elasticloadbalancing:CreateListener",
-                "elasticloadbalancing:CreateRule",
-                "elasticloadbalancing:DeleteListener",
-                "elasticloadbalancing:DeleteRule",
-                "elasticloadbalancing:ModifyListener",
-                "elasticloadbalancing:ModifyRule",
-                "elasticloadbalancing:AddListenerCertificates",
-                "elasticloadbalancing:RemoveListenerCertificates",
-                "elasticloadbalancing:SetWebAcl",
-            ])
-            .sid("ManageListeners")
-            .resource(Text::arn(
-                "elasticloadbalancing",
-                true,
-                true,
-                Text::lit("loadbalancer/*"),
-            ))
-            .resource(Text::arn(
-                "elasticloadbalancing",
-                true,
-                true,
-                Text::lit("listener/*"),
-            ))
-            .resource(Text::arn(
-                "elasticloadbalancing",
-                true,
-                true,
-                Text::lit("listener-rule/*"),
-            )),
-        )
-        .statement(
-            Statement::allow([
-                "elasticloadbalancing:AddTags",
-                "elasticloadbalancing:RemoveTags",
-            ])
-            .sid("TagLoadBalancers")
-            .resource(Text::arn(
-                "elasticloadbalancing",
-                true,
-                true,
-                Text::lit("loadbalancer/*"),
-            ))
-            .resource(Text::arn(
-                "elasticloadbalancing",
-                true,
-                true,
-                Text::lit("targetgroup/*/*"),
-            ))
-            .resource(Text::arn(
-                "elasticloadbalancing",
-                true,
-                true,
-                Text::lit("listener/*"),
-            ))
-            .resource(Text::arn(
-                "elasticloadbalancing",
-                true,
-                true,
-                Text::lit("listener-rule/*"),
-            )),
-        )
-        .statement(elbv2_tagged(
-            Statement::allow([
-                "elasticloadbalancing:DeleteLoadBalancer",
-                "elasticloadbalancing:DeleteTargetGroup",
-                "elasticloadbalancing:ModifyCapacityReservation",
-                "elasticloadbalancing:ModifyListenerAttributes",
-                "elasticloadbalancing:ModifyLoadBalancerAttributes",
-                "elasticloadbalancing:ModifyTargetGroup",
-                "elasticloadbalancing:ModifyTargetGroupAttributes",
-                "elasticloadbalancing:SetIpAddressType",
-                "elasticloadbalancing:SetSecurityGroups",
-                "elasticloadbalancing:SetSubnets",
-            ])
-            .sid("ManageOwnLoadBalancers")
-            .resource(Text::arn(
-                "elasticloadbalancing",
-                true,
-                true,
-                Text::lit("loadbalancer/*"),
-            ))
-            .resource(Text::arn(
-                "elasticloadbalancing",
-                true,
-                true,
-                Text::lit("targetgroup/*/*"),
-            )),
-        ))
-        .statement(
-            Statement::allow([
-                "elasticloadbalancing:DeregisterTargets",
-                "elasticloadbalancing:RegisterTargets",
-            ])
-            .sid("RegisterTargets")
-            .resource(Text::arn(
-                "elasticloadbalancing",
-                true,
-                true,
-                Text::lit("targetgroup/*/*"),
-            )),
-        )
-}
-
 /// A role assumed by a Kubernetes service account through the cluster's OIDC provider.
 struct IrsaRole<'a> {
     path: String,
@@ -1324,7 +1097,7 @@ fn inference_operator(cx: Cx, stage: StageId, id: &str, op: &InferenceOperator) 
             managed: &[],
             inline: Some((
                 "load-balancer-controller",
-                load_balancer_controller_policy(),
+                crate::spec::iam::load_balancer_controller_policy(),
             )),
             role_name: None,
         },
@@ -1409,4 +1182,239 @@ fn inference_operator(cx: Cx, stage: StageId, id: &str, op: &InferenceOperator) 
         },
     );
     cx.depends_on(stage, &[&cert_manager, &metrics, &s3csi_addon]);
+}
+
+/// nodeadm configuration that assembles the instance's local NVMe disks into RAID 0 and puts
+/// kubelet and containerd storage there (tens of TB on GPU instances: images and model caches).
+const RAID0_USER_DATA: &str = "MIME-Version: 1.0
+Content-Type: multipart/mixed; boundary=\"HYPERFORGE\"
+
+--HYPERFORGE
+Content-Type: application/node.eks.aws
+
+apiVersion: node.eks.aws/v1alpha1
+kind: NodeConfig
+spec:
+  instance:
+    localStorage:
+      strategy: RAID0
+
+--HYPERFORGE--
+";
+
+fn node_group(cx: Cx, stage: StageId, id: &str, g: &ManagedNodeGroup) {
+    let p = |child: &str| format!("{id}/{child}");
+    let trust = cx.policy(stage, &service_trust("ec2.amazonaws.com"));
+    let role = cx.add(
+        stage,
+        &p("NodeRole"),
+        &iam_role::Role {
+            assume_role_policy_document: trust,
+            description: Some(s(format!("Nodes of EKS node group {id}"))),
+            managed_policy_arns: Some(vec![
+                managed_policy("AmazonEKSWorkerNodePolicy"),
+                managed_policy("AmazonEC2ContainerRegistryReadOnly"),
+                managed_policy("AmazonEKS_CNI_Policy"),
+                managed_policy("AmazonSSMManagedInstanceCore"),
+            ]),
+            ..Default::default()
+        },
+    );
+    let cluster_name = cx.attr(stage, &g.cluster().name());
+    let mut groups: Vec<Val<String>> = g
+        .security_group_refs()
+        .iter()
+        .map(|r| e(cx.attr(stage, &r.id())))
+        .collect();
+    if !groups.is_empty() {
+        // Security groups set in a launch template replace the ones EKS would attach, so the
+        // cluster's own group (control plane and other nodes) is added explicitly.
+        groups.push(e(cx.attr(stage, &g.cluster().cluster_security_group_id())));
+    }
+    let efa_layout = g.efa_layout();
+    let with_interfaces = g.efa_enabled() && efa_layout.len() > 1;
+    let (market, reservation) = match g.capacity_source() {
+        NodeCapacity::OnDemand => (None, None),
+        NodeCapacity::CapacityBlock(block) => {
+            let param = cx.parameter(
+                stage,
+                &format!("{}CapacityReservationId", logical_id(id)),
+                Parameter {
+                    description: format!("Capacity Block reservation feeding node group {id} (aws ec2 describe-capacity-reservations)"),
+                    default: Some(block.reservation_id.clone()),
+                    allowed_pattern: Some("^cr-([0-9a-f]{8}|[0-9a-f]{17})$".to_owned()),
+                    constraint: Some("a capacity reservation id such as cr-0123456789abcdef0".to_owned()),
+                },
+            );
+            (
+                Some(ec2_launch_template::InstanceMarketOptions {
+                    market_type: Some(s("capacity-block")),
+                    spot_options: None,
+                }),
+                Some(ec2_launch_template::CapacityReservationSpecification {
+                    capacity_reservation_preference: None,
+                    capacity_reservation_target: Some(
+                        ec2_launch_template::CapacityReservationTarget {
+                            capacity_reservation_id: Some(e(param)),
+                            capacity_reservation_resource_group_arn: None,
+                        },
+                    ),
+                }),
+            )
+        }
+    };
+    let network_interfaces = with_interfaces.then(|| {
+        efa_layout
+            .iter()
+            .map(
+                |(card, device, kind)| ec2_launch_template::NetworkInterface {
+                    network_card_index: Some((*card).into()),
+                    device_index: Some((*device).into()),
+                    interface_type: Some(s(*kind)),
+                    groups: Some(groups.clone()),
+                    delete_on_termination: Some(true.into()),
+                    ..Default::default()
+                },
+            )
+            .collect()
+    });
+    if with_interfaces {
+        groups.clear();
+    }
+    let stack_name = cx.stack.name().to_owned();
+    let tag_spec = |resource: &str| ec2_launch_template::TagSpecification {
+        resource_type: Some(s(resource)),
+        tags: Some(vec![
+            ec2_launch_template::Tag {
+                key: s("Name"),
+                value: s(format!("{stack_name}-{}", id.to_ascii_lowercase())),
+            },
+            ec2_launch_template::Tag {
+                key: s("hyperforge:stack"),
+                value: s(&stack_name),
+            },
+        ]),
+    };
+    let template = cx.add(
+        stage,
+        &p("LaunchTemplate"),
+        &ec2_launch_template::LaunchTemplate {
+            launch_template_data: ec2_launch_template::LaunchTemplateData {
+                instance_type: Some(s(g.instance_type())),
+                instance_market_options: market,
+                capacity_reservation_specification: reservation,
+                metadata_options: Some(ec2_launch_template::MetadataOptions {
+                    http_tokens: Some(s("required")),
+                    http_put_response_hop_limit: Some(1.into()),
+                    http_endpoint: Some(s("enabled")),
+                    ..Default::default()
+                }),
+                block_device_mappings: Some(vec![ec2_launch_template::BlockDeviceMapping {
+                    device_name: Some(s("/dev/xvda")),
+                    ebs: Some(ec2_launch_template::Ebs {
+                        volume_size: Some(g.root_volume().into()),
+                        volume_type: Some(s("gp3")),
+                        encrypted: Some(true.into()),
+                        delete_on_termination: Some(true.into()),
+                        ..Default::default()
+                    }),
+                    ..Default::default()
+                }]),
+                security_group_ids: (!groups.is_empty()).then_some(groups),
+                network_interfaces,
+                user_data: g
+                    .local_nvme_raid0()
+                    .then(|| e(Expr::Base64(Box::new(Expr::str(RAID0_USER_DATA))))),
+                tag_specifications: Some(vec![tag_spec("instance"), tag_spec("volume")]),
+                ..Default::default()
+            },
+            ..Default::default()
+        },
+    );
+    let (min, desired, max) = g.sizes();
+    let subnets = g
+        .subnet_refs()
+        .iter()
+        .map(|r| e(cx.attr(stage, &r.id())))
+        .collect();
+    cx.add(
+        stage,
+        &p("NodeGroup"),
+        &eks_nodegroup::Nodegroup {
+            cluster_name: e(cluster_name),
+            node_role: e(Expr::get_att(&role, "Arn")),
+            subnets,
+            ami_type: Some(s(g.ami().as_str())),
+            capacity_type: Some(s(match g.capacity_source() {
+                NodeCapacity::OnDemand => "ON_DEMAND",
+                NodeCapacity::CapacityBlock(_) => "CAPACITY_BLOCK",
+            })),
+            launch_template: Some(eks_nodegroup::LaunchTemplateSpecification {
+                id: Some(e(Expr::reference(&template))),
+                version: Some(e(Expr::get_att(&template, "LatestVersionNumber"))),
+                name: None,
+            }),
+            scaling_config: Some(eks_nodegroup::ScalingConfig {
+                min_size: Some(min.into()),
+                desired_size: Some(desired.into()),
+                max_size: Some(max.into()),
+            }),
+            labels: (!g.labels().is_empty())
+                .then(|| g.labels().iter().map(|(k, v)| (k.clone(), s(v))).collect()),
+            taints: (!g.taints().is_empty()).then(|| {
+                g.taints()
+                    .iter()
+                    .map(|t| eks_nodegroup::Taint {
+                        key: Some(s(&t.key)),
+                        value: Some(s(&t.value)),
+                        effect: Some(s("NO_SCHEDULE")),
+                    })
+                    .collect()
+            }),
+            ..Default::default()
+        },
+    );
+}
+
+fn load_balancer_controller(
+    cx: Cx,
+    stage: StageId,
+    id: &str,
+    c: &crate::spec::LoadBalancerController,
+) {
+    let p = |child: &str| format!("{id}/{child}");
+    let trust = cx.policy(
+        stage,
+        &PolicyDocument::new().statement(
+            Statement::allow(["sts:AssumeRole", "sts:TagSession"])
+                .principal(PrincipalKind::Service, "pods.eks.amazonaws.com"),
+        ),
+    );
+    let policy = cx.policy(stage, &crate::spec::iam::load_balancer_controller_policy());
+    let role = cx.add(
+        stage,
+        &p("Role"),
+        &iam_role::Role {
+            assume_role_policy_document: trust,
+            description: Some(s("AWS Load Balancer Controller (EKS Pod Identity)")),
+            policies: Some(vec![iam_role::Policy {
+                policy_name: s("load-balancer-controller"),
+                policy_document: policy,
+            }]),
+            ..Default::default()
+        },
+    );
+    cx.suppress(stage, "CKV_AWS_111", "the load balancer controller creates load balancers and security groups whose ARNs exist only after it runs; changes to existing ones are conditioned on its elbv2.k8s.aws/cluster tag");
+    let cluster_name = cx.attr(stage, &c.cluster().name());
+    cx.add(
+        stage,
+        &p("PodIdentityAssociation"),
+        &eks_pod_identity_association::PodIdentityAssociation {
+            cluster_name: e(cluster_name),
+            namespace: s("kube-system"),
+            service_account: s(crate::spec::controllers::LOAD_BALANCER_CONTROLLER_SERVICE_ACCOUNT),
+            role_arn: e(Expr::get_att(&role, "Arn")),
+            ..Default::default()
+        },
+    );
 }

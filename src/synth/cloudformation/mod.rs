@@ -24,5 +24,12 @@ pub fn templates(stack: &Stack, tags: &Tags) -> Result<BTreeMap<StageId, Value>,
             lower::lower(&mut cx, node.stage, &node.id, &node.construct);
         }
     }
+    for stage in stack.stages() {
+        if let crate::app::StageKind::Helm(release) = &stage.kind {
+            for (_, r) in &release.set_from_outputs {
+                cx.plain_output(r);
+            }
+        }
+    }
     cx.finish(tags)
 }

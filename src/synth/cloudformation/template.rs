@@ -144,6 +144,31 @@ impl<'a> StackTemplates<'a> {
         }
     }
 
+    /// Makes `r` a named output of the stage that creates it, for stages deployed by other tools
+    /// (Helm values, uploads). Returns the output's key: `<LogicalId><Attr>`.
+    pub fn plain_output(&mut self, r: &AttrRef) -> String {
+        let id = logical_id(&r.path);
+        let key = format!("{id}{}", r.attr.as_str());
+        let target = self.stack.stage_of(r.construct_id());
+        if let Some(t) = target.and_then(|s| self.templates.get_mut(&s)) {
+            if !t.user_outputs.iter().any(|(k, _)| *k == key) {
+                t.user_outputs.push((
+                    key.clone(),
+                    Output {
+                        description: format!(
+                            "{} of {}, for a later stage",
+                            r.attr.as_str(),
+                            r.path
+                        ),
+                        value: local_attr(&id, r.kind, r.attr),
+                        export_name: None,
+                    },
+                ));
+            }
+        }
+        key
+    }
+
     /// The value of `r` as seen from `stage`: a local intrinsic, or an import of an export that
     /// is added to the owning stage's template.
     pub fn attr(&mut self, stage: StageId, r: &AttrRef) -> Expr {
@@ -350,6 +375,9 @@ fn local_attr(id: &str, kind: Kind, attr: Attr) -> Expr {
         | (Kind::Bucket, Attr::Name) => Expr::reference(id),
         (Kind::SecurityGroup, Attr::Id) => Expr::get_att(id, "GroupId"),
         (Kind::EksCluster, Attr::OidcIssuerUrl) => Expr::get_att(id, "OpenIdConnectIssuerUrl"),
+        (Kind::EksCluster, Attr::ClusterSecurityGroupId) => {
+            Expr::get_att(id, "ClusterSecurityGroupId")
+        }
         (Kind::HyperPodCluster, Attr::Arn) => Expr::get_att(id, "ClusterArn"),
         (_, Attr::Arn) => Expr::get_att(id, "Arn"),
         (_, other) => Expr::get_att(id, other.as_str()),

@@ -5,6 +5,7 @@
 // Generated from the vendored CRDs; items without a schema description carry no doc comment.
 #[allow(missing_docs)]
 pub mod crd;
+pub mod vllm;
 
 use crate::app::{Stack, StageId};
 use crate::spec::vllm::VLLM_PORT;
@@ -151,6 +152,17 @@ pub fn stage_yaml(stack: &Stack, stage: StageId) -> Result<String, serde_yaml::E
                 vec![serde_yaml::to_string(&inference_endpoint_config(
                     stack, ep,
                 ))?]
+            }
+            ConstructKind::VllmDeployment(d) => {
+                let o = vllm::objects(stack, d);
+                vec![
+                    serde_yaml::to_string(&o.namespace)?,
+                    serde_yaml::to_string(&o.service_account)?,
+                    serde_yaml::to_string(&o.deployment)?,
+                    serde_yaml::to_string(&o.service)?,
+                    serde_yaml::to_string(&o.disruption_budget)?,
+                    serde_yaml::to_string(&o.network_policy)?,
+                ]
             }
             _ => Vec::new(),
         };

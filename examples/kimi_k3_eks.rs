@@ -1,0 +1,43 @@
+//! Synthesizes the Kimi K3 on EKS (Capacity Block) reference stack.
+//!
+//! ```sh
+//! cargo run --example kimi_k3_eks            # writes hyperforge.out/
+//! cargo run --example kimi_k3_eks -- out/    # writes out/
+//! ```
+//!
+//! Prints every diagnostic (rustc style) and exits 1 without touching the output directory
+//! when the description has an error.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+fn main() -> ExitCode {
+    let out = std::env::args_os()
+        .nth(1)
+        .map_or_else(|| PathBuf::from("hyperforge.out"), PathBuf::from);
+    let app = hyperforge::reference::kimi_k3_eks();
+    match app.synth() {
+        Err(diagnostics) => {
+            eprintln!("{diagnostics}");
+            ExitCode::FAILURE
+        }
+        Ok(assembly) => {
+            for warning in assembly.warnings() {
+                eprintln!("{warning}\n");
+            }
+            if let Err(e) = assembly.write_to(&out) {
+                eprintln!("error: {e}");
+                return ExitCode::FAILURE;
+            }
+            println!(
+                "wrote {} files to {}",
+                assembly.files().len(),
+                out.display()
+            );
+            for path in assembly.files().keys() {
+                println!("  {path}");
+            }
+            ExitCode::SUCCESS
+        }
+    }
+}

@@ -1,0 +1,507 @@
+//! EKS managed node groups: a small CPU system group for add-ons and controllers, and GPU
+//! groups whose capacity is a typed choice: an EC2 Capacity Block (a custom launch template
+//! with market type `capacity-block` targeting the reservation, node group capacity type
+//! `CAPACITY_BLOCK`, subnets only in the block's zone) or on-demand. Optional EFA interfaces laid
+//! out over the instance's network cards.
+
+use super::Construct;
+use crate::app::{kind, AttrRef, Ref, Stack};
+use crate::catalog::{self, regions::AzId};
+use crate::diagnostics::{Code, Diagnostics};
+use std::collections::BTreeMap;
+
+/// An EC2 Capacity Block for ML, bought in advance (it cannot be cancelled or refunded).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CapacityBlock {
+    /// The reservation id (`cr-0123456789abcdef0`).
+    pub reservation_id: String,
+    /// The zone id of the block (its instances launch only there).
+    pub availability_zone_id: String,
+    /// Instances in the block, when known (caps the group's size).
+    pub instance_count: Option<u32>,
+}
+
+/// Where a node group's instances come from.
+#[derive(Clone, Debug, PartialEq, Eq, Default)]
+pub enum NodeCapacity {
+    /// On-demand instances.
+    #[default]
+    OnDemand,
+    /// A Capacity Block.
+    CapacityBlock(CapacityBlock),
+}
+
+impl NodeCapacity {
+    /// Capacity Block `reservation_id` in zone `az_id`.
+    pub fn capacity_block(reservation_id: impl Into<String>, az_id: impl Into<String>) -> Self {
+        NodeCapacity::CapacityBlock(CapacityBlock {
+            reservation_id: reservation_id.into(),
+            availability_zone_id: az_id.into(),
+            instance_count: None,
+        })
+    }
+
+    /// Capacity Block with its instance count known.
+    pub fn capacity_block_of(
+        reservation_id: impl Into<String>,
+        az_id: impl Into<String>,
+        instances: u32,
+    ) -> Self {
+        NodeCapacity::CapacityBlock(CapacityBlock {
+            reservation_id: reservation_id.into(),
+            availability_zone_id: az_id.into(),
+            instance_count: Some(instances),
+        })
+    }
+}
+
+/// The EKS-optimized AMI family of a group.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum AmiType {
+    /// Amazon Linux 2023, x86-64.
+    Al2023Standard,
+    /// Amazon Linux 2023 with the NVIDIA driver and container toolkit.
+    Al2023Nvidia,
+}
+
+impl AmiType {
+    /// The EKS API value.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            AmiType::Al2023Standard => "AL2023_x86_64_STANDARD",
+            AmiType::Al2023Nvidia => "AL2023_x86_64_NVIDIA",
+        }
+    }
+}
+
+/// A node taint.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct NodeTaint {
+    /// Key.
+    pub key: String,
+    /// Value.
+    pub value: String,
+}
+
+/// Label every GPU node carries (the device plugin's node selector).
+pub const GPU_PRESENT_LABEL: &str = "nvidia.com/gpu.present";
+/// Taint every GPU node carries (effect NoSchedule), so only GPU workloads land there.
+pub const GPU_TAINT: &str = "nvidia.com/gpu";
+
+/// One managed node group.
+#[derive(Clone, Debug)]
+pub struct ManagedNodeGroup {
+    id: String,
+    cluster: Ref<kind::EksCluster>,
+    instance_type: String,
+    subnets: Vec<Ref<kind::Subnet>>,
+    security_groups: Vec<Ref<kind::SecurityGroup>>,
+    capacity: NodeCapacity,
+    ami: AmiType,
+    min: i64,
+    desired: i64,
+    max: i64,
+    root_volume_gb: i64,
+    labels: BTreeMap<String, String>,
+    taints: Vec<NodeTaint>,
+    efa: bool,
+    local_nvme_raid0: bool,
+}
+
+/// Handles to a group's resources.
+#[derive(Clone, Debug)]
+pub struct NodeGroupHandle {
+    /// The nodes' IAM role.
+    pub role: Ref<kind::Role>,
+    /// The instance type.
+    pub instance_type: String,
+}
+
+impl ManagedNodeGroup {
+    /// The system group: two `m7i.xlarge` on-demand nodes for cluster add-ons and controllers.
+    pub fn system<'a>(
+        id: impl Into<String>,
+        cluster: &Ref<kind::EksCluster>,
+        subnets: impl IntoIterator<Item = &'a Ref<kind::Subnet>>,
+    ) -> Self {
+        ManagedNodeGroup {
+            id: id.into(),
+            cluster: cluster.clone(),
+            instance_type: "m7i.xlarge".to_owned(),
+            subnets: subnets.into_iter().cloned().collect(),
+            security_groups: Vec::new(),
+            capacity: NodeCapacity::OnDemand,
+            ami: AmiType::Al2023Standard,
+            min: 2,
+            desired: 2,
+            max: 4,
+            root_volume_gb: 100,
+            labels: BTreeMap::from([("hyperforge.io/node-role".to_owned(), "system".to_owned())]),
+            taints: Vec::new(),
+            efa: false,
+            local_nvme_raid0: false,
+        }
+    }
+
+    /// A GPU group of `instance_type` (EC2 name): NVIDIA AMI, the GPU label and taint, local
+    /// NVMe as RAID 0 for container images and model caches, one node, on-demand.
+    pub fn gpu<'a>(
+        id: impl Into<String>,
+        cluster: &Ref<kind::EksCluster>,
+        instance_type: impl Into<String>,
+        subnets: impl IntoIterator<Item = &'a Ref<kind::Subnet>>,
+    ) -> Self {
+        ManagedNodeGroup {
+            id: id.into(),
+            cluster: cluster.clone(),
+            instance_type: instance_type.into(),
+            subnets: subnets.into_iter().cloned().collect(),
+            security_groups: Vec::new(),
+            capacity: NodeCapacity::OnDemand,
+            ami: AmiType::Al2023Nvidia,
+            min: 0,
+            desired: 1,
+            max: 1,
+            root_volume_gb: 200,
+            labels: BTreeMap::from([(GPU_PRESENT_LABEL.to_owned(), "true".to_owned())]),
+            taints: vec![NodeTaint {
+                key: GPU_TAINT.to_owned(),
+                value: "true".to_owned(),
+            }],
+            efa: false,
+            local_nvme_raid0: true,
+        }
+    }
+
+    /// Where the instances come from.
+    pub fn capacity(mut self, capacity: NodeCapacity) -> Self {
+        self.capacity = capacity;
+        self
+    }
+
+    /// Scaling sizes. A Capacity Block group may sit at 0 until the block is active.
+    pub fn scaling(mut self, min: i64, desired: i64, max: i64) -> Self {
+        self.min = min;
+        self.desired = desired;
+        self.max = max;
+        self
+    }
+
+    /// Adds a security group to the nodes (besides the cluster's own).
+    pub fn security_group(mut self, group: &Ref<kind::SecurityGroup>) -> Self {
+        self.security_groups.push(group.clone());
+        self
+    }
+
+    /// Root volume size in GiB.
+    pub fn root_volume_gb(mut self, gb: i64) -> Self {
+        self.root_volume_gb = gb;
+        self
+    }
+
+    /// Adds a node label.
+    pub fn label(mut self, key: impl Into<String>, value: impl Into<String>) -> Self {
+        self.labels.insert(key.into(), value.into());
+        self
+    }
+
+    /// EFA interfaces on every EFA-capable network card (multi-node tensor or expert
+    /// parallelism; single-node TP 8 does not need them). Off by default.
+    pub fn efa(mut self, enabled: bool) -> Self {
+        self.efa = enabled;
+        self
+    }
+
+    /// The cluster.
+    pub fn cluster(&self) -> &Ref<kind::EksCluster> {
+        &self.cluster
+    }
+
+    /// The instance type (EC2 name).
+    pub fn instance_type(&self) -> &str {
+        self.instance_type
+            .strip_prefix("ml.")
+            .unwrap_or(&self.instance_type)
+    }
+
+    /// Subnets.
+    pub fn subnet_refs(&self) -> &[Ref<kind::Subnet>] {
+        &self.subnets
+    }
+
+    /// Extra security groups.
+    pub fn security_group_refs(&self) -> &[Ref<kind::SecurityGroup>] {
+        &self.security_groups
+    }
+
+    /// Capacity source.
+    pub fn capacity_source(&self) -> &NodeCapacity {
+        &self.capacity
+    }
+
+    /// AMI family.
+    pub fn ami(&self) -> AmiType {
+        self.ami
+    }
+
+    /// (min, desired, max).
+    pub fn sizes(&self) -> (i64, i64, i64) {
+        (self.min, self.desired, self.max)
+    }
+
+    /// Root volume GiB.
+    pub fn root_volume(&self) -> i64 {
+        self.root_volume_gb
+    }
+
+    /// Labels.
+    pub fn labels(&self) -> &BTreeMap<String, String> {
+        &self.labels
+    }
+
+    /// Taints (effect NoSchedule).
+    pub fn taints(&self) -> &[NodeTaint] {
+        &self.taints
+    }
+
+    /// Whether EFA interfaces are attached.
+    pub fn efa_enabled(&self) -> bool {
+        self.efa
+    }
+
+    /// Whether local NVMe is assembled into RAID 0 for kubelet and containerd.
+    pub fn local_nvme_raid0(&self) -> bool {
+        self.local_nvme_raid0
+            && catalog::instance(self.instance_type()).is_some_and(|i| i.local_nvme_gb > 0)
+    }
+
+    /// The EFA interface layout: (network card index, device index, interface type), per the
+    /// EC2 rule: the primary ENA interface on card 0 device 0; EFA-only interfaces on the other
+    /// cards at device 0; on card 0 too (device 1) when every card carries an EFA.
+    pub fn efa_layout(&self) -> Vec<(i64, i64, &'static str)> {
+        let Some(it) = catalog::instance(self.instance_type()) else {
+            return Vec::new();
+        };
+        let mut layout = vec![(0, 0, "interface")];
+        if !self.efa || it.efa_max == 0 {
+            return layout;
+        }
+        let card0_has_efa = it.efa_max >= it.network_cards;
+        if card0_has_efa {
+            layout.push((0, 1, "efa-only"));
+        }
+        let others = if card0_has_efa {
+            it.efa_max - 1
+        } else {
+            it.efa_max
+        };
+        for card in 1..=i64::from(others.min(it.network_cards.saturating_sub(1))) {
+            layout.push((card, 0, "efa-only"));
+        }
+        layout
+    }
+
+    pub(crate) fn references(&self) -> Vec<AttrRef> {
+        let mut refs = vec![self.cluster.name()];
+        refs.extend(self.subnets.iter().map(|s| s.id()));
+        refs.extend(self.security_groups.iter().map(|g| g.id()));
+        refs
+    }
+
+    pub(crate) fn validate(&self, stack: &Stack, path: &str, ds: &mut Diagnostics) {
+        let instance = catalog::instance(self.instance_type());
+        let gpus = instance.map_or(0, |i| i.gpu_count);
+        if instance.is_none()
+            && (self.ami == AmiType::Al2023Nvidia
+                || matches!(self.capacity, NodeCapacity::CapacityBlock(_)))
+        {
+            ds.report(
+                Code::UnknownInstanceType,
+                path,
+                format!(
+                    "instance type `{}` is not in the catalog",
+                    self.instance_type
+                ),
+                format!(
+                    "GPU and Capacity Block groups need a catalog type; known: {}",
+                    catalog::instances()
+                        .iter()
+                        .map(|i| i.name)
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ),
+            );
+        }
+        if gpus > 0 && self.ami != AmiType::Al2023Nvidia {
+            ds.report(
+                Code::GpuAmiRequired,
+                path,
+                format!(
+                    "{} has {gpus} GPUs but the group uses {}",
+                    self.instance_type,
+                    self.ami.as_str()
+                ),
+                "use `ManagedNodeGroup::gpu`, which selects AL2023_x86_64_NVIDIA",
+            );
+        }
+        if !(self.min >= 0 && self.min <= self.desired && self.desired <= self.max && self.max >= 1)
+        {
+            ds.report(
+                Code::InvalidScaling,
+                path,
+                format!("scaling min {} / desired {} / max {} is not ordered", self.min, self.desired, self.max),
+                "use 0 <= min <= desired <= max and max >= 1 (desired 0 is fine until a Capacity Block is active)",
+            );
+        }
+        if self.subnets.is_empty() {
+            ds.report(
+                Code::UnknownReference,
+                path,
+                "the node group has no subnets",
+                "pass the network's private subnets, or its GPU subnet for a Capacity Block",
+            );
+        }
+        if self.efa && instance.is_some_and(|i| i.efa_max == 0) {
+            ds.report(
+                Code::EfaUnsupported,
+                path,
+                format!("{} has no EFA interfaces", self.instance_type),
+                "turn EFA off or choose an EFA-capable type",
+            );
+        }
+        if let NodeCapacity::CapacityBlock(block) = &self.capacity {
+            if !is_reservation_id(&block.reservation_id) {
+                ds.report(
+                    Code::MalformedCapacityReservationId,
+                    path,
+                    format!("`{}` is not a capacity reservation id", block.reservation_id),
+                    "Capacity Block reservation ids look like cr-0123456789abcdef0 (aws ec2 describe-capacity-reservations)",
+                );
+            }
+            match AzId::parse(&block.availability_zone_id) {
+                None => ds.report(
+                    Code::InvalidAvailabilityZoneId,
+                    path,
+                    format!(
+                        "`{}` is not an availability zone id",
+                        block.availability_zone_id
+                    ),
+                    "zone ids look like `usw2-az2`",
+                ),
+                Some(zone) => self.check_subnet_zones(stack, &zone, path, ds),
+            }
+            if let Some(count) = block.instance_count {
+                if !matches!(count, 1 | 2 | 4 | 8 | 16 | 32 | 64) {
+                    ds.report(
+                        Code::InvalidBlockSize,
+                        path,
+                        format!("a Capacity Block of {count} instances cannot exist"),
+                        "Capacity Blocks hold 1, 2, 4, 8, 16, 32 or 64 instances",
+                    );
+                }
+                if self.max > i64::from(count) {
+                    ds.report(
+                        Code::GroupLargerThanReservation,
+                        path,
+                        format!(
+                            "the group may grow to {} nodes but the block holds {count}",
+                            self.max
+                        ),
+                        format!(
+                            "set max to at most {count}; extra launches fail until the block ends"
+                        ),
+                    );
+                }
+            }
+        }
+    }
+
+    fn check_subnet_zones(&self, stack: &Stack, zone: &AzId, path: &str, ds: &mut Diagnostics) {
+        for subnet in &self.subnets {
+            let subnet_zone = stack.nodes().iter().find_map(|n| match &n.construct {
+                super::ConstructKind::Network(net) => net
+                    .zonal_subnets_with_paths(&n.id)
+                    .find(|(p, _)| p == subnet.path())
+                    .map(|(_, z)| z.az_id.clone()),
+                _ => None,
+            });
+            match subnet_zone {
+                Some(z) if z == zone.as_str() => {}
+                Some(z) => ds.report(
+                    Code::CapacityBlockSubnetZone,
+                    path,
+                    format!("subnet `{}` is in {z}, the Capacity Block is in {zone}", subnet.path()),
+                    format!("use only a subnet in {zone}: `Network::gpu_subnet(\"{zone}\")`"),
+                ),
+                None => ds.report(
+                    Code::CapacityBlockSubnetZone,
+                    path,
+                    format!(
+                        "subnet `{}` is not pinned to the Capacity Block's zone {zone}; EC2 rejects launches outside it (\"The following supplied instance types do not exist\")",
+                        subnet.path()
+                    ),
+                    format!("use only the network's GPU subnet: `Network::gpu_subnet(\"{zone}\")` and `network.gpu_subnet`"),
+                ),
+            }
+        }
+    }
+}
+
+/// `cr-` followed by 8 or 17 hex digits.
+pub fn is_reservation_id(id: &str) -> bool {
+    id.strip_prefix("cr-").is_some_and(|hex| {
+        (hex.len() == 8 || hex.len() == 17)
+            && hex
+                .chars()
+                .all(|c| c.is_ascii_digit() || ('a'..='f').contains(&c))
+    })
+}
+
+impl Construct for ManagedNodeGroup {
+    type Handle = NodeGroupHandle;
+
+    fn id(&self) -> &str {
+        &self.id
+    }
+
+    fn handle(&self, stack: &str) -> NodeGroupHandle {
+        NodeGroupHandle {
+            role: Ref::new(stack, format!("{}/NodeRole", self.id)),
+            instance_type: self.instance_type().to_owned(),
+        }
+    }
+
+    fn into_kind(self) -> super::ConstructKind {
+        self.into()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reservation_ids() {
+        assert!(is_reservation_id("cr-0123456789abcdef0"));
+        assert!(is_reservation_id("cr-01234567"));
+        assert!(!is_reservation_id("cr-0123456789ABCDEF0"));
+        assert!(!is_reservation_id("r-0123456789abcdef0"));
+    }
+
+    #[test]
+    fn efa_layout_on_p6_b300_skips_card_zero() {
+        let cluster = Ref::new("s", "Eks/Cluster");
+        let g = ManagedNodeGroup::gpu("Gpu", &cluster, "p6-b300.48xlarge", []).efa(true);
+        let layout = g.efa_layout();
+        assert_eq!(layout[0], (0, 0, "interface"));
+        assert_eq!(layout.len(), 17);
+        assert!(layout[1..]
+            .iter()
+            .all(|(card, dev, t)| *card >= 1 && *dev == 0 && *t == "efa-only"));
+        // p5 has an EFA on every card: card 0 gets an EFA-only interface at device 1.
+        let g = ManagedNodeGroup::gpu("Gpu", &cluster, "p5.48xlarge", []).efa(true);
+        let layout = g.efa_layout();
+        assert_eq!(layout[1], (0, 1, "efa-only"));
+        assert_eq!(layout.len(), 33);
+    }
+}

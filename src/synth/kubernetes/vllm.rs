@@ -1,0 +1,390 @@
+//! Lowering of a [`VllmDeployment`] to core Kubernetes objects: Namespace, ServiceAccount,
+//! Deployment, Service (internal NLB by default), PodDisruptionBudget and NetworkPolicy.
+
+use crate::app::Stack;
+use crate::spec::nodes::GPU_TAINT;
+use crate::spec::vllm::{Exposure, VllmDeployment, LB_SCHEME_ANNOTATION, VLLM_PORT};
+use k8s_openapi::api::apps::v1::{Deployment, DeploymentSpec, DeploymentStrategy};
+use k8s_openapi::api::core::v1::{
+    Capabilities, Container, ContainerPort, EmptyDirVolumeSource, EnvVar, EnvVarSource,
+    HTTPGetAction, Namespace, PodSecurityContext, PodSpec, PodTemplateSpec, Probe,
+    ResourceRequirements, SeccompProfile, SecretKeySelector, SecurityContext, Service,
+    ServiceAccount, ServicePort, ServiceSpec, Toleration, Volume, VolumeMount,
+};
+use k8s_openapi::api::networking::v1::{
+    NetworkPolicy, NetworkPolicyIngressRule, NetworkPolicyPort, NetworkPolicySpec,
+};
+use k8s_openapi::api::policy::v1::{PodDisruptionBudget, PodDisruptionBudgetSpec};
+use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta};
+use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
+use std::collections::BTreeMap;
+
+/// Where the Hugging Face cache (the downloaded weights) lives in the container.
+pub const HF_CACHE: &str = "/root/.cache/huggingface";
+
+const GIB: u64 = 1 << 30;
+
+fn q(s: impl Into<String>) -> Quantity {
+    Quantity(s.into())
+}
+
+/// The objects of one deployment, in apply order.
+pub struct VllmObjects {
+    /// The namespace.
+    pub namespace: Namespace,
+    /// The pods' service account (no token mounted).
+    pub service_account: ServiceAccount,
+    /// The server.
+    pub deployment: Deployment,
+    /// Port 8000.
+    pub service: Service,
+    /// At most one replica down for voluntary disruptions.
+    pub disruption_budget: PodDisruptionBudget,
+    /// Ingress to port 8000 only.
+    pub network_policy: NetworkPolicy,
+}
+
+/// The checks checkov reports on the vLLM pod that the image's design rules out, with reasons
+/// (written as `checkov.io/skipN` annotations).
+const CHECKOV_SKIPS: &[(&str, &str)] = &[
+    ("CKV_K8S_22", "vLLM writes compile and kernel caches under its home directory; the root filesystem stays writable"),
+    ("CKV_K8S_23", "the vllm/vllm-openai image runs as root and keeps its caches under /root; privilege escalation and every capability are dropped instead"),
+    ("CKV_K8S_40", "the vllm/vllm-openai image runs as root (see CKV_K8S_23)"),
+    ("CKV_K8S_43", "the image is pinned by tag in the description; pin a digest with VllmServer's image to satisfy this"),
+];
+
+/// Lowers `d` for stack `stack`.
+pub fn objects(stack: &Stack, d: &VllmDeployment) -> VllmObjects {
+    let name = d.object_name().to_owned();
+    let ns = d.object_namespace().to_owned();
+    let server = d.server();
+    let gpus = d.gpu_count();
+    let labels = BTreeMap::from([
+        ("app.kubernetes.io/name".to_owned(), name.clone()),
+        (
+            "app.kubernetes.io/component".to_owned(),
+            "model-server".to_owned(),
+        ),
+        (
+            "app.kubernetes.io/managed-by".to_owned(),
+            "hyperforge".to_owned(),
+        ),
+        (
+            "app.kubernetes.io/part-of".to_owned(),
+            stack.name().to_owned(),
+        ),
+    ]);
+    let selector = BTreeMap::from([("app.kubernetes.io/name".to_owned(), name.clone())]);
+    let meta = |annotations: Option<BTreeMap<String, String>>| ObjectMeta {
+        name: Some(name.clone()),
+        namespace: Some(ns.clone()),
+        labels: Some(labels.clone()),
+        annotations,
+        ..Default::default()
+    };
+
+    // The pod downloads the weights itself: startup covers download, load and warm-up.
+    let budget = server.startup_budget();
+    let startup_failures = budget.map_or(360, |b| {
+        i32::try_from(b.total_secs.div_ceil(10)).unwrap_or(i32::MAX)
+    });
+    let health = |period: i32, failures: i32| Probe {
+        http_get: Some(HTTPGetAction {
+            path: Some("/health".to_owned()),
+            port: IntOrString::String("http".to_owned()),
+            ..Default::default()
+        }),
+        period_seconds: Some(period),
+        failure_threshold: Some(failures),
+        timeout_seconds: Some(5),
+        ..Default::default()
+    };
+    // Room for the weights plus a tenth, on the node's local NVMe (RAID 0 ephemeral storage).
+    let cache_gib = server
+        .weights()
+        .map_or(1024, |b| (b + b / 10).div_ceil(GIB));
+    let shm_gib = 8 * u64::from(gpus);
+
+    let mut env = vec![EnvVar {
+        name: "HF_HOME".to_owned(),
+        value: Some(HF_CACHE.to_owned()),
+        ..Default::default()
+    }];
+    if let Some(secret) = server.hf_token() {
+        env.push(EnvVar {
+            name: "HF_TOKEN".to_owned(),
+            value_from: Some(EnvVarSource {
+                secret_key_ref: Some(SecretKeySelector {
+                    name: secret.name.clone(),
+                    key: secret.key.clone(),
+                    optional: Some(false),
+                }),
+                ..Default::default()
+            }),
+            ..Default::default()
+        });
+    }
+    env.extend(server.environment().iter().map(|(k, v)| EnvVar {
+        name: k.clone(),
+        value: Some(v.clone()),
+        ..Default::default()
+    }));
+
+    let mut limits = BTreeMap::from([
+        ("nvidia.com/gpu".to_owned(), q(gpus.to_string())),
+        ("memory".to_owned(), q(format!("{}Gi", 1024 + shm_gib))),
+        ("cpu".to_owned(), q((gpus * 20).to_string())),
+        (
+            "ephemeral-storage".to_owned(),
+            q(format!("{}Gi", cache_gib + 100)),
+        ),
+    ]);
+    let mut requests = BTreeMap::from([
+        ("nvidia.com/gpu".to_owned(), q(gpus.to_string())),
+        ("memory".to_owned(), q(format!("{}Gi", 256 + shm_gib))),
+        ("cpu".to_owned(), q((gpus * 8).to_string())),
+        (
+            "ephemeral-storage".to_owned(),
+            q(format!("{}Gi", cache_gib)),
+        ),
+    ]);
+    if d.efa_enabled() {
+        let efa = crate::catalog::instance(d.instance_type()).map_or(0, |i| i.efa_max);
+        for map in [&mut limits, &mut requests] {
+            map.insert("vpc.amazonaws.com/efa".to_owned(), q(efa.to_string()));
+            map.insert("hugepages-2Mi".to_owned(), q("5120Mi"));
+        }
+    }
+
+    let container = Container {
+        name: "vllm".to_owned(),
+        image: Some(server.image().to_owned()),
+        image_pull_policy: Some("Always".to_owned()),
+        args: Some(server.args(server.model_id(), gpus)),
+        env: Some(env),
+        ports: Some(vec![ContainerPort {
+            name: Some("http".to_owned()),
+            container_port: VLLM_PORT,
+            protocol: Some("TCP".to_owned()),
+            ..Default::default()
+        }]),
+        resources: Some(ResourceRequirements {
+            limits: Some(limits),
+            requests: Some(requests),
+            ..Default::default()
+        }),
+        startup_probe: Some(health(10, startup_failures)),
+        readiness_probe: Some(health(10, 3)),
+        liveness_probe: Some(health(10, 6)),
+        volume_mounts: Some(vec![
+            VolumeMount {
+                name: "dshm".to_owned(),
+                mount_path: "/dev/shm".to_owned(),
+                ..Default::default()
+            },
+            VolumeMount {
+                name: "hf-cache".to_owned(),
+                mount_path: HF_CACHE.to_owned(),
+                ..Default::default()
+            },
+        ]),
+        security_context: Some(SecurityContext {
+            allow_privilege_escalation: Some(false),
+            privileged: Some(false),
+            capabilities: Some(Capabilities {
+                drop: Some(vec!["ALL".to_owned()]),
+                add: None,
+            }),
+            seccomp_profile: Some(SeccompProfile {
+                type_: "RuntimeDefault".to_owned(),
+                localhost_profile: None,
+            }),
+            ..Default::default()
+        }),
+        ..Default::default()
+    };
+
+    let skips = CHECKOV_SKIPS
+        .iter()
+        .enumerate()
+        .map(|(i, (id, reason))| {
+            (
+                format!("checkov.io/skip{}", i + 1),
+                format!("{id}={reason}"),
+            )
+        })
+        .collect();
+    let pod = PodSpec {
+        service_account_name: Some(name.clone()),
+        automount_service_account_token: Some(false),
+        node_selector: Some(BTreeMap::from([(
+            "node.kubernetes.io/instance-type".to_owned(),
+            d.instance_type().to_owned(),
+        )])),
+        tolerations: Some(vec![Toleration {
+            key: Some(GPU_TAINT.to_owned()),
+            operator: Some("Exists".to_owned()),
+            effect: Some("NoSchedule".to_owned()),
+            ..Default::default()
+        }]),
+        security_context: Some(PodSecurityContext {
+            seccomp_profile: Some(SeccompProfile {
+                type_: "RuntimeDefault".to_owned(),
+                localhost_profile: None,
+            }),
+            ..Default::default()
+        }),
+        termination_grace_period_seconds: Some(60),
+        containers: vec![container],
+        volumes: Some(vec![
+            Volume {
+                name: "dshm".to_owned(),
+                empty_dir: Some(EmptyDirVolumeSource {
+                    medium: Some("Memory".to_owned()),
+                    size_limit: Some(q(format!("{shm_gib}Gi"))),
+                }),
+                ..Default::default()
+            },
+            Volume {
+                name: "hf-cache".to_owned(),
+                empty_dir: Some(EmptyDirVolumeSource {
+                    medium: None,
+                    size_limit: Some(q(format!("{cache_gib}Gi"))),
+                }),
+                ..Default::default()
+            },
+        ]),
+        ..Default::default()
+    };
+    let deployment = Deployment {
+        metadata: meta(Some(skips)),
+        spec: Some(DeploymentSpec {
+            replicas: Some(d.replica_count()),
+            selector: LabelSelector {
+                match_labels: Some(selector.clone()),
+                ..Default::default()
+            },
+            // Each replica holds a whole node's GPUs: a rolling update would wait for GPUs that
+            // do not exist.
+            strategy: Some(DeploymentStrategy {
+                type_: Some("Recreate".to_owned()),
+                rolling_update: None,
+            }),
+            template: PodTemplateSpec {
+                metadata: Some(ObjectMeta {
+                    labels: Some(labels.clone()),
+                    ..Default::default()
+                }),
+                spec: Some(pod),
+            },
+            ..Default::default()
+        }),
+        ..Default::default()
+    };
+
+    let mut annotations = BTreeMap::new();
+    let service_type = match d.exposure() {
+        Exposure::ClusterIp => "ClusterIP",
+        Exposure::InternalLoadBalancer | Exposure::InternetFacingLoadBalancer => {
+            let scheme = if d.exposure() == Exposure::InternetFacingLoadBalancer {
+                "internet-facing"
+            } else {
+                "internal"
+            };
+            annotations.insert(
+                "service.beta.kubernetes.io/aws-load-balancer-type".to_owned(),
+                "external".to_owned(),
+            );
+            annotations.insert(
+                "service.beta.kubernetes.io/aws-load-balancer-nlb-target-type".to_owned(),
+                "ip".to_owned(),
+            );
+            annotations.insert(LB_SCHEME_ANNOTATION.to_owned(), scheme.to_owned());
+            annotations.insert(
+                "service.beta.kubernetes.io/aws-load-balancer-healthcheck-path".to_owned(),
+                "/health".to_owned(),
+            );
+            "LoadBalancer"
+        }
+    };
+    for (k, v) in d.service_annotations() {
+        annotations.entry(k.clone()).or_insert_with(|| v.clone());
+    }
+    let service = Service {
+        metadata: meta((!annotations.is_empty()).then_some(annotations)),
+        spec: Some(ServiceSpec {
+            type_: Some(service_type.to_owned()),
+            selector: Some(selector.clone()),
+            ports: Some(vec![ServicePort {
+                name: Some("http".to_owned()),
+                port: VLLM_PORT,
+                target_port: Some(IntOrString::String("http".to_owned())),
+                protocol: Some("TCP".to_owned()),
+                ..Default::default()
+            }]),
+            ..Default::default()
+        }),
+        ..Default::default()
+    };
+
+    VllmObjects {
+        namespace: Namespace {
+            metadata: ObjectMeta {
+                name: Some(ns.clone()),
+                labels: Some(BTreeMap::from([
+                    (
+                        "app.kubernetes.io/managed-by".to_owned(),
+                        "hyperforge".to_owned(),
+                    ),
+                    (
+                        "pod-security.kubernetes.io/enforce".to_owned(),
+                        "baseline".to_owned(),
+                    ),
+                ])),
+                ..Default::default()
+            },
+            ..Default::default()
+        },
+        service_account: ServiceAccount {
+            metadata: meta(None),
+            automount_service_account_token: Some(false),
+            ..Default::default()
+        },
+        deployment,
+        service,
+        disruption_budget: PodDisruptionBudget {
+            metadata: meta(None),
+            spec: Some(PodDisruptionBudgetSpec {
+                // One replica at a time: node drains (Capacity Block end, upgrades) proceed, and
+                // no voluntary disruption takes more than one replica.
+                max_unavailable: Some(IntOrString::Int(1)),
+                selector: Some(LabelSelector {
+                    match_labels: Some(selector.clone()),
+                    ..Default::default()
+                }),
+                ..Default::default()
+            }),
+            ..Default::default()
+        },
+        network_policy: NetworkPolicy {
+            metadata: meta(None),
+            spec: Some(NetworkPolicySpec {
+                pod_selector: Some(LabelSelector {
+                    match_labels: Some(selector),
+                    ..Default::default()
+                }),
+                policy_types: Some(vec!["Ingress".to_owned()]),
+                ingress: Some(vec![NetworkPolicyIngressRule {
+                    ports: Some(vec![NetworkPolicyPort {
+                        port: Some(IntOrString::Int(VLLM_PORT)),
+                        protocol: Some("TCP".to_owned()),
+                        ..Default::default()
+                    }]),
+                    from: None,
+                }]),
+                ..Default::default()
+            }),
+        },
+    }
+}

@@ -1,0 +1,262 @@
+//! The EKS path: Capacity Block node groups, the vLLM Deployment and its Service, and the
+//! mistakes that would otherwise surface only at apply time.
+
+use hyperforge::app::Stack;
+use hyperforge::reference::{kimi_k3_server, CAPACITY_BLOCK_AZ_ID, CAPACITY_BLOCK_RESERVATION_ID};
+use hyperforge::spec::*;
+use hyperforge::{App, Code};
+use serde_json::{json, Value};
+
+fn eks_app(
+    gpu_group: impl FnOnce(&NetworkHandle, &EksClusterHandle) -> ManagedNodeGroup,
+    deployment: VllmDeployment,
+) -> App {
+    let mut stack = Stack::new("eks", "us-west-2");
+    let f = stack.cloudformation_stage("foundation");
+    let net = stack.add(f, Network::new("Network").gpu_subnet(CAPACITY_BLOCK_AZ_ID));
+    let eks = stack.add(
+        f,
+        EksCluster::new("Eks", "eks").subnets(&net.private_subnets),
+    );
+    let group = gpu_group(&net, &eks);
+    stack.add(f, group);
+    let w = stack.kubernetes_stage("workload");
+    stack.add(w, deployment);
+    App::new().stack(stack)
+}
+
+fn block() -> NodeCapacity {
+    NodeCapacity::capacity_block_of(CAPACITY_BLOCK_RESERVATION_ID, CAPACITY_BLOCK_AZ_ID, 1)
+}
+
+fn deployment() -> VllmDeployment {
+    VllmDeployment::new("KimiK3", kimi_k3_server(), "p6-b300.48xlarge")
+}
+
+#[test]
+fn capacity_block_group_lowers_to_launch_template_and_node_group() {
+    let app = eks_app(
+        |net, eks| {
+            ManagedNodeGroup::gpu(
+                "Gpu",
+                &eks.cluster,
+                "p6-b300.48xlarge",
+                net.gpu_subnet.iter(),
+            )
+            .capacity(block())
+        },
+        deployment(),
+    );
+    let assembly = app.synth().unwrap_or_else(|d| panic!("{d}"));
+    let t: Value =
+        serde_json::from_str(assembly.text("eks/01-foundation.template.json").unwrap()).unwrap();
+    let lt = &t["Resources"]["GpuLaunchTemplate"]["Properties"]["LaunchTemplateData"];
+    assert_eq!(lt["InstanceMarketOptions"]["MarketType"], "capacity-block");
+    assert_eq!(
+        lt["CapacityReservationSpecification"]["CapacityReservationTarget"]
+            ["CapacityReservationId"],
+        json!({"Ref": "GpuCapacityReservationId"})
+    );
+    assert_eq!(lt["InstanceType"], "p6-b300.48xlarge");
+    assert_eq!(lt["MetadataOptions"]["HttpTokens"], "required");
+    let ng = &t["Resources"]["GpuNodeGroup"]["Properties"];
+    assert_eq!(ng["CapacityType"], "CAPACITY_BLOCK");
+    assert_eq!(ng["AmiType"], "AL2023_x86_64_NVIDIA");
+    assert_eq!(ng["Subnets"], json!([{"Ref": "NetworkGpuSubnet"}]));
+    assert!(
+        ng.get("InstanceTypes").is_none(),
+        "instance type belongs in the launch template only"
+    );
+    assert_eq!(ng["Taints"][0]["Key"], "nvidia.com/gpu");
+}
+
+#[test]
+fn capacity_block_group_with_a_subnet_in_another_zone_is_refused() {
+    let app = eks_app(
+        |net, eks| {
+            ManagedNodeGroup::gpu(
+                "Gpu",
+                &eks.cluster,
+                "p6-b300.48xlarge",
+                net.private_subnets.iter(),
+            )
+            .capacity(block())
+        },
+        deployment(),
+    );
+    let err = app.synth().unwrap_err();
+    assert!(
+        err.contains(Code::CapacityBlockSubnetZone, "eks/Gpu"),
+        "{err}"
+    );
+}
+
+#[test]
+fn capacity_block_on_an_unknown_instance_type_is_refused() {
+    let app = eks_app(
+        |net, eks| {
+            ManagedNodeGroup::gpu(
+                "Gpu",
+                &eks.cluster,
+                "p9-z900.48xlarge",
+                net.gpu_subnet.iter(),
+            )
+            .capacity(block())
+        },
+        deployment(),
+    );
+    let err = app.synth().unwrap_err();
+    assert!(err.contains(Code::UnknownInstanceType, "eks/Gpu"), "{err}");
+}
+
+#[test]
+fn a_deployment_cannot_ask_for_more_gpus_than_the_instance_has() {
+    let app = eks_app(
+        |net, eks| {
+            ManagedNodeGroup::gpu(
+                "Gpu",
+                &eks.cluster,
+                "p6-b300.48xlarge",
+                net.gpu_subnet.iter(),
+            )
+        },
+        deployment().gpus(16),
+    );
+    let err = app.synth().unwrap_err();
+    assert!(
+        err.contains(Code::GpuRequestExceedsInstance, "eks/KimiK3"),
+        "{err}"
+    );
+}
+
+#[test]
+fn a_public_service_needs_the_explicit_opt_in() {
+    let app = eks_app(
+        |net, eks| {
+            ManagedNodeGroup::gpu(
+                "Gpu",
+                &eks.cluster,
+                "p6-b300.48xlarge",
+                net.gpu_subnet.iter(),
+            )
+        },
+        deployment().service_annotation(
+            "service.beta.kubernetes.io/aws-load-balancer-scheme",
+            "internet-facing",
+        ),
+    );
+    let err = app.synth().unwrap_err();
+    assert!(
+        err.contains(Code::PublicServiceWithoutOptIn, "eks/KimiK3"),
+        "{err}"
+    );
+
+    let app = eks_app(
+        |net, eks| {
+            ManagedNodeGroup::gpu(
+                "Gpu",
+                &eks.cluster,
+                "p6-b300.48xlarge",
+                net.gpu_subnet.iter(),
+            )
+        },
+        deployment().internet_facing_load_balancer(),
+    );
+    let yaml = app
+        .synth()
+        .unwrap_or_else(|d| panic!("{d}"))
+        .text("eks/02-workload.yaml")
+        .unwrap()
+        .to_owned();
+    assert!(yaml.contains("service.beta.kubernetes.io/aws-load-balancer-scheme: internet-facing"));
+}
+
+#[test]
+fn the_deployment_is_internal_with_gpus_shm_probes_and_a_secret_token() {
+    let app = eks_app(
+        |net, eks| {
+            ManagedNodeGroup::gpu(
+                "Gpu",
+                &eks.cluster,
+                "p6-b300.48xlarge",
+                net.gpu_subnet.iter(),
+            )
+        },
+        VllmDeployment::new(
+            "KimiK3",
+            kimi_k3_server().hf_token_secret("hf-token", "token"),
+            "p6-b300.48xlarge",
+        ),
+    );
+    let assembly = app.synth().unwrap_or_else(|d| panic!("{d}"));
+    let yaml = assembly.text("eks/02-workload.yaml").unwrap();
+    let docs: Vec<serde_json::Value> = yaml
+        .split("---\n")
+        .filter(|d| !d.trim().is_empty())
+        .map(|d| serde_yaml::from_str(d).unwrap())
+        .collect();
+    let kinds: Vec<&str> = docs.iter().map(|d| d["kind"].as_str().unwrap()).collect();
+    assert_eq!(
+        kinds,
+        [
+            "Namespace",
+            "ServiceAccount",
+            "Deployment",
+            "Service",
+            "PodDisruptionBudget",
+            "NetworkPolicy"
+        ]
+    );
+    let pod = &docs[2]["spec"]["template"]["spec"];
+    let c = &pod["containers"][0];
+    assert_eq!(c["resources"]["limits"]["nvidia.com/gpu"], "8");
+    assert_eq!(c["resources"]["requests"]["nvidia.com/gpu"], "8");
+    assert_eq!(pod["volumes"][0]["emptyDir"]["medium"], "Memory");
+    assert_eq!(pod["volumes"][0]["emptyDir"]["sizeLimit"], "64Gi");
+    assert_eq!(
+        pod["nodeSelector"]["node.kubernetes.io/instance-type"],
+        "p6-b300.48xlarge"
+    );
+    assert_eq!(pod["tolerations"][0]["key"], "nvidia.com/gpu");
+    assert_eq!(c["startupProbe"]["httpGet"]["path"], "/health");
+    // 7,260 s startup budget for 1.56 TB at 500 MB/s plus load and warm-up, in 10 s periods.
+    assert_eq!(c["startupProbe"]["failureThreshold"], 726);
+    let token = c["env"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["name"] == "HF_TOKEN")
+        .unwrap();
+    assert_eq!(token["valueFrom"]["secretKeyRef"]["name"], "hf-token");
+    assert!(token.get("value").is_none());
+    assert_eq!(c["securityContext"]["allowPrivilegeEscalation"], false);
+    assert_eq!(docs[3]["spec"]["ports"][0]["port"], 8000);
+    assert_eq!(
+        docs[3]["metadata"]["annotations"]["service.beta.kubernetes.io/aws-load-balancer-scheme"],
+        "internal"
+    );
+}
+
+#[test]
+fn a_literal_token_in_the_environment_is_refused() {
+    let app = eks_app(
+        |net, eks| {
+            ManagedNodeGroup::gpu(
+                "Gpu",
+                &eks.cluster,
+                "p6-b300.48xlarge",
+                net.gpu_subnet.iter(),
+            )
+        },
+        VllmDeployment::new(
+            "KimiK3",
+            kimi_k3_server().env("HF_TOKEN", "hf_abc"),
+            "p6-b300.48xlarge",
+        ),
+    );
+    let err = app.synth().unwrap_err();
+    assert!(
+        err.contains(Code::SecretLiteralInEnvironment, "eks/KimiK3"),
+        "{err}"
+    );
+}
