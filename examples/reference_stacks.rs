@@ -16,7 +16,10 @@ fn main() -> ExitCode {
         .nth(1)
         .map_or_else(|| PathBuf::from("hyperforge.out"), PathBuf::from);
     let mut app = hyperforge::App::new().tag("managed-by", "hyperforge");
-    for reference in hyperforge::reference::all() {
+    for reference in hyperforge::reference::all()
+        .into_iter()
+        .chain(hyperforge::reference::variants())
+    {
         for stack in reference.stacks() {
             app.add_stack(stack.clone());
         }

@@ -157,7 +157,7 @@ codes! {
         "Tokens such as `HF_TOKEN` must come from a Kubernetes Secret (`VllmServer::hf_token_secret`), never from a literal value in the manifest.";
     InvalidEnvironmentName = "HF0409", Error, "environment variable name is malformed",
         "Environment variable names are letters, digits and `_`, not starting with a digit.";
-    PublicServiceWithoutOptIn = "HF0411", Error, "a Service is exposed to the internet without the explicit opt-in",
+    PublicServiceWithoutOptIn = "HF0412", Error, "a Service is exposed to the internet without the explicit opt-in",
         "Model endpoints get an internal Network Load Balancer by default. An internet-facing one must be asked for by name (`VllmDeployment::internet_facing_load_balancer`), never through a raw annotation.";
     InvalidThroughput = "HF0410", Error, "storage throughput must be positive",
         "The startup budget divides the weights' size by the download and load throughput; they must be greater than zero.";

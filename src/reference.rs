@@ -7,8 +7,9 @@
 use crate::app::{App, Stack};
 use crate::spec::{
     Capacity, ClusterSecurityGroup, EksCluster, HelmRelease, HyperPodCluster, InferenceEndpoint,
-    InferenceOperator, InstanceGroup, LifecycleScripts, LoadBalancerController, ManagedNodeGroup,
-    Network, NodeCapacity, VllmDeployment, VllmServer,
+    InferenceOperator, InstanceGroup, Karpenter, KarpenterNodePool, LifecycleScripts,
+    LoadBalancerController, ManagedNodeGroup, Network, NodeCapacity, ReservationSelector,
+    VllmDeployment, VllmServer,
 };
 
 /// The region of the reference stacks (p6-b300 is offered for HyperPod in us-east-1 and
@@ -188,7 +189,70 @@ pub fn kimi_k3_eks_stack(name: &str) -> Stack {
     stack
 }
 
-/// Every reference app.
+/// Kimi K3 on EKS with the Capacity Block consumed through Karpenter instead of a managed node
+/// group: the EC2NodeClass selects the reservation by id, the NodePool allows only
+/// `karpenter.sh/capacity-type: reserved`.
+pub fn kimi_k3_eks_karpenter() -> App {
+    let name = "kimi-k3-eks-karpenter";
+    let mut stack = Stack::new(name, REGION)
+        .description("Kimi K3 on EKS (p6-b300 from an EC2 Capacity Block through Karpenter, vLLM).")
+        .tag("workload", "kimi-k3");
+    let foundation = stack.cloudformation_stage("foundation");
+    let network = stack.add(
+        foundation,
+        Network::new("Network").gpu_subnet(CAPACITY_BLOCK_AZ_ID),
+    );
+    let sg = stack.add(
+        foundation,
+        ClusterSecurityGroup::new("ClusterSecurityGroup", &network.vpc),
+    );
+    let eks = stack.add(
+        foundation,
+        EksCluster::new("Eks", name)
+            .subnets(&network.private_subnets)
+            .security_group(&sg.group),
+    );
+    stack.add(
+        foundation,
+        ManagedNodeGroup::system("SystemNodes", &eks.cluster, &network.private_subnets),
+    );
+    stack.add(
+        foundation,
+        LoadBalancerController::new("LoadBalancerController", &eks.cluster),
+    );
+    let karpenter = stack.add(foundation, Karpenter::new("Karpenter", &eks));
+
+    stack.helm_stage("karpenter", HelmRelease::karpenter(&eks.name));
+    stack.helm_stage("nvidia-device-plugin", HelmRelease::nvidia_device_plugin());
+    stack.helm_stage(
+        "aws-load-balancer-controller",
+        HelmRelease::aws_load_balancer_controller(&eks.name, REGION, &network.vpc),
+    );
+    let capacity = stack.kubernetes_stage("gpu-capacity");
+    stack.add(
+        capacity,
+        KarpenterNodePool::capacity_block(
+            "GpuPool",
+            "p6-b300-capacity-block",
+            &karpenter,
+            "p6-b300.48xlarge",
+            ReservationSelector::Id(CAPACITY_BLOCK_RESERVATION_ID.to_owned()),
+        ),
+    );
+    let workload = stack.kubernetes_stage("workload");
+    stack.add(
+        workload,
+        VllmDeployment::new("KimiK3", kimi_k3_server(), "p6-b300.48xlarge").name("kimi-k3"),
+    );
+    App::new().tag("managed-by", "hyperforge").stack(stack)
+}
+
+/// Every reference app: the two reference deployments.
 pub fn all() -> Vec<App> {
     vec![kimi_k3_hyperpod(), kimi_k3_eks()]
+}
+
+/// Variants of the reference deployments (other capacity wiring), checked by the same tests.
+pub fn variants() -> Vec<App> {
+    vec![kimi_k3_eks_karpenter()]
 }

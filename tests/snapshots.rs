@@ -6,7 +6,7 @@ use hyperforge::reference;
 #[test]
 fn reference_artifacts_match_snapshots() {
     let mut expected = std::collections::BTreeSet::new();
-    for app in reference::all() {
+    for app in reference::all().into_iter().chain(reference::variants()) {
         let assembly = app
             .synth()
             .unwrap_or_else(|d| panic!("reference app fails:\n{d}"));
@@ -46,7 +46,7 @@ fn reference_artifacts_match_snapshots() {
 
 #[test]
 fn synthesis_is_deterministic_and_free_of_local_state() {
-    for app in reference::all() {
+    for app in reference::all().into_iter().chain(reference::variants()) {
         let first = app.synth().expect("synthesizes");
         let second = app.synth().expect("synthesizes");
         assert_eq!(first.files(), second.files(), "two runs differ");

@@ -145,6 +145,32 @@ impl HelmRelease {
         }
     }
 
+    /// Karpenter for cluster `cluster_name`, its service account bound to the controller role by
+    /// EKS Pod Identity, on the system nodes. Capacity reservations (Capacity Blocks) are on by
+    /// default from 1.6; the feature gate is set explicitly anyway.
+    pub fn karpenter(cluster_name: &str) -> Self {
+        HelmRelease {
+            release: "karpenter".to_owned(),
+            namespace: crate::spec::karpenter::KARPENTER_NAMESPACE.to_owned(),
+            chart: ChartSource::Repository {
+                repo: "oci://public.ecr.aws/karpenter".to_owned(),
+                chart: "karpenter".to_owned(),
+                version: "1.8.1".to_owned(),
+            },
+            values: json!({
+                "settings": {
+                    "clusterName": cluster_name,
+                    "featureGates": { "reservedCapacity": true }
+                },
+                "serviceAccount": { "name": crate::spec::karpenter::KARPENTER_SERVICE_ACCOUNT },
+                "replicas": 2,
+                "nodeSelector": { "hyperforge.io/node-role": "system" }
+            }),
+            note: "Karpenter: launches GPU nodes into the Capacity Block selected by the EC2NodeClass. Its IAM role is bound to the service account by EKS Pod Identity.".to_owned(),
+            set_from_outputs: Vec::new(),
+        }
+    }
+
     /// Whether this is the HyperPod dependencies chart.
     pub fn is_hyperpod_dependencies(&self) -> bool {
         matches!(&self.chart, ChartSource::Git { url, path, .. }

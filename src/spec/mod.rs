@@ -10,6 +10,7 @@ pub mod helm;
 pub mod hyperpod;
 pub mod iam;
 pub mod inference_operator;
+pub mod karpenter;
 pub mod lifecycle;
 pub mod network;
 pub mod nodes;
@@ -26,6 +27,7 @@ pub use hyperpod::{
     TaintEffect, TrainingPlan,
 };
 pub use inference_operator::{InferenceOperator, InferenceOperatorHandle};
+pub use karpenter::{Karpenter, KarpenterHandle, KarpenterNodePool, ReservationSelector};
 pub use lifecycle::{LifecycleScripts, LifecycleScriptsHandle};
 pub use network::{NatGateways, Network, NetworkHandle};
 pub use nodes::{AmiType, CapacityBlock, ManagedNodeGroup, NodeCapacity, NodeGroupHandle};
@@ -75,6 +77,10 @@ pub enum ConstructKind {
     LoadBalancerController(LoadBalancerController),
     /// See [`VllmDeployment`].
     VllmDeployment(VllmDeployment),
+    /// See [`Karpenter`].
+    Karpenter(Karpenter),
+    /// See [`KarpenterNodePool`].
+    KarpenterNodePool(KarpenterNodePool),
 }
 
 impl ConstructKind {
@@ -89,7 +95,8 @@ impl ConstructKind {
             ConstructKind::InferenceEndpoint(_) => Vec::new(),
             ConstructKind::NodeGroup(c) => c.references(),
             ConstructKind::LoadBalancerController(c) => c.references(),
-            ConstructKind::VllmDeployment(_) => Vec::new(),
+            ConstructKind::VllmDeployment(_) | ConstructKind::KarpenterNodePool(_) => Vec::new(),
+            ConstructKind::Karpenter(c) => c.references(),
         }
     }
 
@@ -106,6 +113,8 @@ impl ConstructKind {
             ConstructKind::NodeGroup(c) => c.validate(stack, path, ds),
             ConstructKind::LoadBalancerController(_) => {}
             ConstructKind::VllmDeployment(c) => c.validate(path, ds),
+            ConstructKind::Karpenter(_) => {}
+            ConstructKind::KarpenterNodePool(c) => c.validate(path, ds),
         }
     }
 }
@@ -125,5 +134,7 @@ construct_kind_from!(
     InferenceEndpoint(InferenceEndpoint),
     NodeGroup(ManagedNodeGroup),
     LoadBalancerController(LoadBalancerController),
-    VllmDeployment(VllmDeployment)
+    VllmDeployment(VllmDeployment),
+    Karpenter(Karpenter),
+    KarpenterNodePool(KarpenterNodePool)
 );

@@ -258,7 +258,10 @@ impl Synthesized {
 
 /// Synthesize every reference app into a fresh temporary directory.
 pub fn synth_reference_apps() -> Vec<Synthesized> {
-    let apps: Vec<hyperforge::App> = hyperforge::reference::all();
+    let apps: Vec<hyperforge::App> = hyperforge::reference::all()
+        .into_iter()
+        .chain(hyperforge::reference::variants())
+        .collect();
     assert!(
         !apps.is_empty(),
         "hyperforge::reference::all() returned no app"

@@ -46,6 +46,9 @@ pub(crate) fn lower(cx: Cx, stage: StageId, id: &str, construct: &ConstructKind)
         ConstructKind::InferenceOperator(c) => inference_operator(cx, stage, id, c),
         ConstructKind::NodeGroup(c) => node_group(cx, stage, id, c),
         ConstructKind::LoadBalancerController(c) => load_balancer_controller(cx, stage, id, c),
+        ConstructKind::Karpenter(c) => karpenter(cx, stage, id, c),
+        // Node pools are Kubernetes objects.
+        ConstructKind::KarpenterNodePool(_) => {}
         // Workloads are Kubernetes objects; nothing to emit in CloudFormation.
         ConstructKind::InferenceEndpoint(_) | ConstructKind::VllmDeployment(_) => {}
     }
@@ -319,7 +322,14 @@ fn network(cx: Cx, stage: StageId, id: &str, n: &Network) {
                 cidr_block: Some(s(block.to_string())),
                 availability_zone_id: Some(e(az_param)),
                 map_public_ip_on_launch: Some(false.into()),
-                tags: Some(private_subnet_tags(name.clone())),
+                tags: Some({
+                    let mut tags = private_subnet_tags(name.clone());
+                    tags.push(ec2_subnet::Tag {
+                        key: s("hyperforge:subnet"),
+                        value: s(short.to_ascii_lowercase()),
+                    });
+                    tags
+                }),
                 ..Default::default()
             },
         );
@@ -1413,6 +1423,76 @@ fn load_balancer_controller(
             cluster_name: e(cluster_name),
             namespace: s("kube-system"),
             service_account: s(crate::spec::controllers::LOAD_BALANCER_CONTROLLER_SERVICE_ACCOUNT),
+            role_arn: e(Expr::get_att(&role, "Arn")),
+            ..Default::default()
+        },
+    );
+}
+
+fn karpenter(cx: Cx, stage: StageId, id: &str, k: &crate::spec::Karpenter) {
+    let p = |child: &str| format!("{id}/{child}");
+    let node_trust = cx.policy(stage, &service_trust("ec2.amazonaws.com"));
+    let node_role = cx.add(
+        stage,
+        &p("NodeRole"),
+        &iam_role::Role {
+            assume_role_policy_document: node_trust,
+            description: Some(s("Nodes launched by Karpenter")),
+            role_name: Some(s(k.node_role_name())),
+            managed_policy_arns: Some(vec![
+                managed_policy("AmazonEKSWorkerNodePolicy"),
+                managed_policy("AmazonEC2ContainerRegistryReadOnly"),
+                managed_policy("AmazonEKS_CNI_Policy"),
+                managed_policy("AmazonSSMManagedInstanceCore"),
+            ]),
+            ..Default::default()
+        },
+    );
+    let cluster_name = cx.attr(stage, &k.cluster().name());
+    cx.add(
+        stage,
+        &p("NodeAccessEntry"),
+        &eks_access_entry::AccessEntry {
+            cluster_name: e(cluster_name.clone()),
+            principal_arn: e(Expr::get_att(&node_role, "Arn")),
+            r#type: Some(s("EC2_LINUX")),
+            ..Default::default()
+        },
+    );
+    let handle = crate::spec::Construct::handle(k, cx.stack.name());
+    let trust = cx.policy(
+        stage,
+        &PolicyDocument::new().statement(
+            Statement::allow(["sts:AssumeRole", "sts:TagSession"])
+                .principal(PrincipalKind::Service, "pods.eks.amazonaws.com"),
+        ),
+    );
+    let policy = crate::spec::karpenter::controller_policy(
+        &handle.cluster_name,
+        k.cluster().arn(),
+        handle.node_role.arn(),
+    );
+    let policy = cx.policy(stage, &policy);
+    let role = cx.add(
+        stage,
+        &p("ControllerRole"),
+        &iam_role::Role {
+            assume_role_policy_document: trust,
+            description: Some(s("Karpenter controller (EKS Pod Identity)")),
+            policies: Some(vec![iam_role::Policy {
+                policy_name: s("karpenter-controller"),
+                policy_document: policy,
+            }]),
+            ..Default::default()
+        },
+    );
+    cx.add(
+        stage,
+        &p("PodIdentityAssociation"),
+        &eks_pod_identity_association::PodIdentityAssociation {
+            cluster_name: e(cluster_name),
+            namespace: s(crate::spec::karpenter::KARPENTER_NAMESPACE),
+            service_account: s(crate::spec::karpenter::KARPENTER_SERVICE_ACCOUNT),
             role_arn: e(Expr::get_att(&role, "Arn")),
             ..Default::default()
         },

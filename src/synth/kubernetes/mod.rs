@@ -164,6 +164,11 @@ pub fn stage_yaml(stack: &Stack, stage: StageId) -> Result<String, serde_yaml::E
                     serde_yaml::to_string(&o.network_policy)?,
                 ]
             }
+            ConstructKind::KarpenterNodePool(pool) => pool
+                .objects(stack.name())
+                .iter()
+                .map(serde_yaml::to_string)
+                .collect::<Result<_, _>>()?,
             _ => Vec::new(),
         };
         for doc in docs {

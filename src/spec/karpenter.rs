@@ -1,0 +1,403 @@
+//! Karpenter on EKS: the controller's IAM role (EKS Pod Identity) and its nodes' role and access
+//! entry, and GPU node pools that launch into Capacity Blocks through the EC2NodeClass's
+//! `capacityReservationSelectorTerms` (Karpenter 1.6 or later; Capacity Blocks are selected like
+//! targeted On-Demand Capacity Reservations, never by open matching).
+
+use super::nodes::{GPU_PRESENT_LABEL, GPU_TAINT};
+use super::Construct;
+use crate::app::{kind, AttrRef, Ref};
+use crate::catalog;
+use crate::diagnostics::{Code, Diagnostics};
+use std::collections::BTreeMap;
+
+/// Karpenter's namespace and service account.
+pub const KARPENTER_NAMESPACE: &str = "kube-system";
+/// Karpenter's service account.
+pub const KARPENTER_SERVICE_ACCOUNT: &str = "karpenter";
+
+/// Karpenter's AWS side: controller role, node role, node access entry.
+#[derive(Clone, Debug)]
+pub struct Karpenter {
+    id: String,
+    cluster: Ref<kind::EksCluster>,
+    cluster_name: String,
+}
+
+/// Handles to Karpenter's roles.
+#[derive(Clone, Debug)]
+pub struct KarpenterHandle {
+    /// The controller's role.
+    pub controller_role: Ref<kind::Role>,
+    /// The nodes' role.
+    pub node_role: Ref<kind::Role>,
+    /// The nodes' role name (fixed, so EC2NodeClass objects can name it).
+    pub node_role_name: String,
+    /// The cluster's name.
+    pub cluster_name: String,
+}
+
+impl Karpenter {
+    /// Karpenter for `cluster` (the handle's name is used for the node role's name).
+    pub fn new(id: impl Into<String>, cluster: &super::EksClusterHandle) -> Self {
+        Karpenter {
+            id: id.into(),
+            cluster: cluster.cluster.clone(),
+            cluster_name: cluster.name.clone(),
+        }
+    }
+
+    /// The cluster.
+    pub fn cluster(&self) -> &Ref<kind::EksCluster> {
+        &self.cluster
+    }
+
+    /// The fixed name of the nodes' role (at most 64 characters).
+    pub fn node_role_name(&self) -> String {
+        node_role_name(&self.cluster_name)
+    }
+
+    pub(crate) fn references(&self) -> Vec<AttrRef> {
+        vec![self.cluster.name(), self.cluster.arn()]
+    }
+}
+
+fn node_role_name(cluster: &str) -> String {
+    let mut name = format!("KarpenterNodeRole-{cluster}");
+    name.truncate(64);
+    name
+}
+
+impl Construct for Karpenter {
+    type Handle = KarpenterHandle;
+
+    fn id(&self) -> &str {
+        &self.id
+    }
+
+    fn handle(&self, stack: &str) -> KarpenterHandle {
+        KarpenterHandle {
+            controller_role: Ref::new(stack, format!("{}/ControllerRole", self.id)),
+            node_role: Ref::new(stack, format!("{}/NodeRole", self.id)),
+            node_role_name: self.node_role_name(),
+            cluster_name: self.cluster_name.clone(),
+        }
+    }
+
+    fn into_kind(self) -> super::ConstructKind {
+        self.into()
+    }
+}
+
+/// How an EC2NodeClass finds its Capacity Block.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ReservationSelector {
+    /// By reservation id.
+    Id(String),
+    /// By tags on the reservation (e.g. `ai-on-eks: "true"`).
+    Tags(BTreeMap<String, String>),
+}
+
+/// A GPU node pool fed by a Capacity Block: an EC2NodeClass and a NodePool allowing only
+/// `karpenter.sh/capacity-type: reserved`.
+#[derive(Clone, Debug)]
+pub struct KarpenterNodePool {
+    id: String,
+    name: String,
+    karpenter: KarpenterHandle,
+    instance_type: String,
+    reservation: ReservationSelector,
+    stack_tag: Option<String>,
+    max_nodes: u32,
+}
+
+impl KarpenterNodePool {
+    /// A pool `name` of `instance_type` nodes from the Capacity Block chosen by `reservation`.
+    pub fn capacity_block(
+        id: impl Into<String>,
+        name: impl Into<String>,
+        karpenter: &KarpenterHandle,
+        instance_type: impl Into<String>,
+        reservation: ReservationSelector,
+    ) -> Self {
+        KarpenterNodePool {
+            id: id.into(),
+            name: name.into(),
+            karpenter: karpenter.clone(),
+            instance_type: instance_type.into(),
+            reservation,
+            stack_tag: None,
+            max_nodes: 1,
+        }
+    }
+
+    /// At most this many nodes (the block's size).
+    pub fn max_nodes(mut self, nodes: u32) -> Self {
+        self.max_nodes = nodes;
+        self
+    }
+
+    /// The pool's Kubernetes name.
+    pub fn object_name(&self) -> &str {
+        &self.name
+    }
+
+    /// The EC2NodeClass and NodePool objects. Subnets are found by the GPU subnet's tags,
+    /// security groups by the cluster security group's `Name` tag and EKS's own cluster tag.
+    pub fn objects(&self, stack: &str) -> Vec<serde_json::Value> {
+        use serde_json::json;
+        let stack_tag = self.stack_tag.clone().unwrap_or_else(|| stack.to_owned());
+        let reservation = match &self.reservation {
+            ReservationSelector::Id(id) => json!([{ "id": id }]),
+            ReservationSelector::Tags(tags) => json!([{ "tags": tags }]),
+        };
+        let gpus = catalog::instance(&self.instance_type).map_or(0, |i| i.gpu_count);
+        let labels = json!({
+            "app.kubernetes.io/managed-by": "hyperforge",
+            "app.kubernetes.io/part-of": stack,
+        });
+        vec![
+            json!({
+                "apiVersion": "karpenter.k8s.aws/v1",
+                "kind": "EC2NodeClass",
+                "metadata": { "name": self.name, "labels": labels },
+                "spec": {
+                    "role": self.karpenter.node_role_name,
+                    "amiSelectorTerms": [{ "alias": "al2023@latest" }],
+                    "subnetSelectorTerms": [{ "tags": { "hyperforge:stack": stack_tag, "hyperforge:subnet": "gpu" } }],
+                    "securityGroupSelectorTerms": [
+                        { "tags": { "Name": format!("{stack_tag}-cluster") } },
+                        { "tags": { "aws:eks:cluster-name": self.karpenter.cluster_name } }
+                    ],
+                    "capacityReservationSelectorTerms": reservation,
+                    "instanceStorePolicy": "RAID0",
+                    "metadataOptions": {
+                        "httpEndpoint": "enabled",
+                        "httpTokens": "required",
+                        "httpPutResponseHopLimit": 1
+                    },
+                    "blockDeviceMappings": [{
+                        "deviceName": "/dev/xvda",
+                        "ebs": { "volumeSize": "200Gi", "volumeType": "gp3", "encrypted": true, "deleteOnTermination": true }
+                    }]
+                }
+            }),
+            json!({
+                "apiVersion": "karpenter.sh/v1",
+                "kind": "NodePool",
+                "metadata": { "name": self.name, "labels": labels },
+                "spec": {
+                    "template": {
+                        "metadata": { "labels": { GPU_PRESENT_LABEL: "true" } },
+                        "spec": {
+                            "nodeClassRef": { "group": "karpenter.k8s.aws", "kind": "EC2NodeClass", "name": self.name },
+                            "requirements": [
+                                { "key": "node.kubernetes.io/instance-type", "operator": "In", "values": [self.instance_type] },
+                                { "key": "karpenter.sh/capacity-type", "operator": "In", "values": ["reserved"] }
+                            ],
+                            "taints": [{ "key": GPU_TAINT, "value": "true", "effect": "NoSchedule" }],
+                            "expireAfter": "Never"
+                        }
+                    },
+                    "limits": { "nvidia.com/gpu": u64::from(gpus) * u64::from(self.max_nodes) },
+                    "disruption": { "consolidationPolicy": "WhenEmpty", "consolidateAfter": "10m" }
+                }
+            }),
+        ]
+    }
+
+    pub(crate) fn validate(&self, path: &str, ds: &mut Diagnostics) {
+        if catalog::instance(&self.instance_type).is_none() {
+            ds.report(
+                Code::UnknownInstanceType,
+                path,
+                format!(
+                    "instance type `{}` is not in the catalog",
+                    self.instance_type
+                ),
+                "use a type from hyperforge::catalog::instances(), e.g. p6-b300.48xlarge",
+            );
+        }
+        if !super::vllm::is_dns_label(&self.name) {
+            ds.report(
+                Code::InvalidKubernetesName,
+                path,
+                format!("`{}` is not a valid Kubernetes object name", self.name),
+                "use 1-63 lowercase letters, digits and hyphens",
+            );
+        }
+        if let ReservationSelector::Id(id) = &self.reservation {
+            if !super::nodes::is_reservation_id(id) {
+                ds.report(
+                    Code::MalformedCapacityReservationId,
+                    path,
+                    format!("`{id}` is not a capacity reservation id"),
+                    "Capacity Block reservation ids look like cr-0123456789abcdef0",
+                );
+            }
+        }
+        if !matches!(self.max_nodes, 1 | 2 | 4 | 8 | 16 | 32 | 64) {
+            ds.report(
+                Code::InvalidBlockSize,
+                path,
+                format!(
+                    "a Capacity Block of {} instances cannot exist",
+                    self.max_nodes
+                ),
+                "Capacity Blocks hold 1, 2, 4, 8, 16, 32 or 64 instances",
+            );
+        }
+    }
+}
+
+impl Construct for KarpenterNodePool {
+    type Handle = String;
+
+    fn id(&self) -> &str {
+        &self.id
+    }
+
+    fn handle(&self, _stack: &str) -> String {
+        self.name.clone()
+    }
+
+    fn into_kind(self) -> super::ConstructKind {
+        self.into()
+    }
+}
+
+/// The Karpenter controller's permissions, after its published policy: launch and tag
+/// instances, fleets and launch templates owned by this cluster (including into capacity
+/// reservations), read what it needs, manage instance profiles for the node role, pass only
+/// the node role.
+pub fn controller_policy(
+    cluster_name: &str,
+    cluster_arn: AttrRef,
+    node_role_arn: AttrRef,
+) -> super::iam::PolicyDocument {
+    use super::iam::{PolicyDocument, Statement};
+    use super::text::Text;
+    let arn = |resource: &str| Text::arn("ec2", true, true, Text::lit(resource));
+    let public = |resource: &str| Text::arn("ec2", true, false, Text::lit(resource));
+    let owned = format!("aws:ResourceTag/kubernetes.io/cluster/{cluster_name}");
+    let request_owned = format!("aws:RequestTag/kubernetes.io/cluster/{cluster_name}");
+    let owned_value = || vec![Text::lit("owned")];
+    let launch_targets = [
+        "fleet/*",
+        "instance/*",
+        "volume/*",
+        "network-interface/*",
+        "launch-template/*",
+        "spot-instances-request/*",
+    ];
+    let mut tagged_create = Statement::allow([
+        "ec2:CreateFleet",
+        "ec2:CreateLaunchTemplate",
+        "ec2:RunInstances",
+    ])
+    .sid("CreateOwnedInstances")
+    .condition("StringEquals", request_owned.as_str(), owned_value());
+    let mut tag_on_create = Statement::allow(["ec2:CreateTags"])
+        .sid("TagOnCreate")
+        .condition("StringEquals", request_owned.as_str(), owned_value())
+        .condition(
+            "StringEquals",
+            "ec2:CreateAction",
+            vec![
+                Text::lit("RunInstances"),
+                Text::lit("CreateFleet"),
+                Text::lit("CreateLaunchTemplate"),
+            ],
+        );
+    for target in launch_targets {
+        tagged_create = tagged_create.resource(arn(target));
+        tag_on_create = tag_on_create.resource(arn(target));
+    }
+    PolicyDocument::new()
+        .statement(
+            Statement::allow(["ec2:CreateFleet", "ec2:RunInstances"])
+                .sid("LaunchFromSharedResources")
+                .resource(public("image/*"))
+                .resource(public("snapshot/*"))
+                .resource(arn("security-group/*"))
+                .resource(arn("subnet/*"))
+                .resource(arn("capacity-reservation/*")),
+        )
+        .statement(
+            Statement::allow(["ec2:CreateFleet", "ec2:RunInstances"])
+                .sid("LaunchWithOwnedTemplates")
+                .resource(arn("launch-template/*"))
+                .condition("StringEquals", owned.as_str(), owned_value()),
+        )
+        .statement(tagged_create)
+        .statement(tag_on_create)
+        .statement(
+            Statement::allow([
+                "ec2:CreateTags",
+                "ec2:DeleteLaunchTemplate",
+                "ec2:TerminateInstances",
+            ])
+            .sid("ManageOwnedInstances")
+            .resource(arn("instance/*"))
+            .resource(arn("launch-template/*"))
+            .condition("StringEquals", owned.as_str(), owned_value()),
+        )
+        .statement(
+            Statement::allow([
+                "ec2:DescribeAvailabilityZones",
+                "ec2:DescribeCapacityReservations",
+                "ec2:DescribeImages",
+                "ec2:DescribeInstanceTypeOfferings",
+                "ec2:DescribeInstanceTypes",
+                "ec2:DescribeInstances",
+                "ec2:DescribeLaunchTemplates",
+                "ec2:DescribeSecurityGroups",
+                "ec2:DescribeSpotPriceHistory",
+                "ec2:DescribeSubnets",
+                "pricing:GetProducts",
+            ])
+            .sid("Discover")
+            .resource("*"),
+        )
+        .statement(
+            Statement::allow(["ssm:GetParameter"])
+                .sid("ReadAmiParameters")
+                .resource(Text::arn(
+                    "ssm",
+                    true,
+                    false,
+                    Text::lit("parameter/aws/service/*"),
+                )),
+        )
+        .statement(
+            Statement::allow(["iam:PassRole"])
+                .sid("PassNodeRole")
+                .resource(Text::attr(node_role_arn))
+                .condition(
+                    "StringEquals",
+                    "iam:PassedToService",
+                    vec![Text::lit("ec2.amazonaws.com")],
+                ),
+        )
+        .statement(
+            Statement::allow([
+                "iam:AddRoleToInstanceProfile",
+                "iam:CreateInstanceProfile",
+                "iam:DeleteInstanceProfile",
+                "iam:GetInstanceProfile",
+                "iam:RemoveRoleFromInstanceProfile",
+                "iam:TagInstanceProfile",
+            ])
+            .sid("ManageNodeInstanceProfiles")
+            .resource(Text::arn(
+                "iam",
+                false,
+                true,
+                Text::lit("instance-profile/*"),
+            )),
+        )
+        .statement(
+            Statement::allow(["eks:DescribeCluster"])
+                .sid("DiscoverApiEndpoint")
+                .resource(Text::attr(cluster_arn)),
+        )
+}
