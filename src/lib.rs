@@ -76,6 +76,7 @@
 pub mod app;
 pub mod assembly;
 pub mod catalog;
+pub mod cost;
 pub mod diagnostics;
 pub mod reference;
 pub mod spec;
