@@ -123,6 +123,10 @@ codes! {
         "The lifecycle script bucket must be created, and the scripts uploaded, in stages before the HyperPod cluster's stage.";
     TrainingPlanZoneMismatch = "HF0313", Error, "training plan capacity and the cluster's subnet are in different zones",
         "A training plan's reserved capacity lives in one availability zone; HyperPod can only launch it into a subnet of that zone. Place the HyperPod subnet in the plan's zone id.";
+    InstanceCountAboveReserved = "HF0314", Error, "instance group asks for more instances than its training plan reserves",
+        "A training plan reserves a fixed number of instances (`TotalInstanceCount` in `aws sagemaker describe-training-plan`). Instances beyond it are not covered by the plan and the group cannot reach its count. Lower the group's count or buy a plan with more instances.";
+    InvalidReservedInstanceCount = "HF0315", Error, "reserved instance count is not a purchasable quantity",
+        "Training plans and EC2 Capacity Blocks are sold in quantities of 1, 2, 4, 8, 16, 32 or 64 instances (64 not for every type and region). A reservation of any other size cannot exist; check the count you copied from the plan or block.";
     MalformedCapacityReservationId = "HF0320", Error, "capacity reservation id is malformed",
         "Capacity Block reservation ids look like `cr-0123456789abcdef0`; `aws ec2 describe-capacity-reservations` lists them.";
     CapacityBlockSubnetZone = "HF0321", Error, "a Capacity Block node group has a subnet outside the block's zone",
@@ -133,8 +137,6 @@ codes! {
         "EKS requires 0 <= min <= desired <= max and max >= 1. A Capacity Block group may stay at desired 0 until the block is active.";
     EfaUnsupported = "HF0324", Error, "EFA requested on an instance type without EFA",
         "Only instance types with EFA interfaces (see the catalog's `efa_max`) can attach them.";
-    InvalidBlockSize = "HF0325", Error, "reserved capacity of a size that cannot be bought",
-        "Capacity Blocks and training plans come in 1, 2, 4, 8, 16, 32 or 64 instances.";
     GroupLargerThanReservation = "HF0326", Error, "the group can grow beyond its reservation",
         "Instances beyond a Capacity Block's size fail to launch for as long as the block runs; cap the group's maximum at the block's instance count.";
     CapacityBlockPurchaseWithoutOptIn = "HF0327", Error, "a Capacity Block purchase without the explicit opt-in",
@@ -161,6 +163,83 @@ codes! {
         "Model endpoints get an internal Network Load Balancer by default. An internet-facing one must be asked for by name (`VllmDeployment::internet_facing_load_balancer`), never through a raw annotation.";
     InvalidThroughput = "HF0410", Error, "storage throughput must be positive",
         "The startup budget divides the weights' size by the download and load throughput; they must be greater than zero.";
+    InvalidGpuMemoryUtilization = "HF0411", Error, "GPU memory utilization is outside (0, 1]",
+        "`gpu_memory_utilization` is the fraction of each GPU's memory vLLM may use for weights, activations and KV cache: a number greater than 0 and at most 1, typically 0.90.";
+    ModelDoesNotFit = "HF0501", Error, "the model's weights do not fit the GPUs at this tensor parallel size",
+        "Each GPU holds weights / TP bytes of weights; vLLM may use `gpu_memory_utilization` x the GPU's memory. When the share exceeds that, the server fails only after downloading and loading the weights (for Kimi K3, an hour and 1.4 TB later). Figures are in GiB (2^30 bytes), GPU memory as EC2 reports it in MiB. Choose an instance the message lists, or serve over more GPUs (multi-node pipeline parallelism).";
+    AttentionHeadsNotDivisible = "HF0502", Error, "attention heads are not divisible by the tensor parallel size",
+        "Tensor parallelism gives each rank the same number of attention heads; vLLM refuses to start with \"Total number of attention heads (N) must be divisible by tensor parallel size (T)\". Choose a tensor parallel size that divides the head count.";
+    InvalidDecodeContextParallelSize = "HF0503", Error, "tensor parallel size is not a multiple of the decode context parallel size",
+        "Decode context parallelism (`--decode-context-parallel-size`) shards the MLA KV cache over groups of tensor parallel ranks, so it must be at least 1 and divide the tensor parallel size.";
+    Mxfp4ShardGranularity = "HF0504", Error, "MXFP4 expert weights cannot be split at this tensor parallel size",
+        "MXFP4 stores one scale per 32 values along the expert's intermediate dimension, so each tensor parallel rank's slice must hold a whole number of 32-value groups: (moe_intermediate_size / TP) % 32 == 0. Kimi K3: 3072 / 8 = 384 = 12 x 32.";
+    OversizedInstance = "HF0505", Warning, "a smaller catalog instance would serve this model",
+        "The model leaves so much memory unused that a cheaper instance type from the catalog holds it with room for the KV cache. The deployment works; it costs more than it needs to. The message names the smaller type and both on-demand prices (us-east-1).";
+    WeightsDownloadedPerPod = "HF0506", Warning, "every new worker pod downloads the full weights from the Hugging Face Hub",
+        "With `modelSourceType: huggingface` the inference operator's init container downloads the checkpoint into each worker pod's model volume: every replica, and every pod recreated after a node replacement or reschedule, fetches it again. `prefetchEnabled` only stages the weights in host RAM before loading; it is not a cache. Mirror the weights to S3 or FSx for Lustre (`modelSourceType: s3` / `fsx`) to load from AWS storage instead.";
+    ModelNotInCatalog = "HF0507", Warning, "the model is not in the catalog; memory and parallelism were not checked",
+        "hyperforge sizes a deployment from the model's parameters, attention layers and heads. Describe the model with `VllmServer::model_spec(Model::new(..)...)` so the checks run, or add it to the catalog.";
+    ContextLengthExceedsModel = "HF0508", Error, "max model length exceeds the model's context length",
+        "`max_model_len` may not exceed the context length the model was trained for (`max_position_embeddings`); vLLM refuses to start otherwise.";
+    ContextDoesNotFitKvCache = "HF0509", Error, "one sequence at max model length does not fit the KV cache headroom",
+        "After the weights, each GPU's headroom must hold the KV cache of at least one sequence of `max_model_len` tokens, or vLLM stops at start-up. MLA caches are replicated on every tensor parallel rank unless decode context parallelism shards them. Lower `max_model_len`, raise `gpu_memory_utilization`, set a decode context parallel size, or use a larger instance.";
+    TemplateNeedsS3Upload = "HF0601", Warning, "template body exceeds 51,200 bytes and must be deployed from S3",
+        "CloudFormation accepts a template body of at most 51,200 bytes inline; larger templates (up to 1,000,000 bytes) must be uploaded to S3 first (`aws cloudformation deploy --s3-bucket ...`).";
+    TemplateTooLarge = "HF0602", Error, "template body exceeds 1,000,000 bytes",
+        "CloudFormation rejects templates over 1,000,000 bytes even from S3. Split the stage into several stages.";
+    TooManyResources = "HF0603", Error, "template has more than 500 resources",
+        "A CloudFormation template may declare at most 500 resources. Split the stage into several stages.";
+    TooManyOutputs = "HF0604", Error, "template has more than 200 outputs",
+        "A CloudFormation template may declare at most 200 outputs (cross-stage exports count). Split the stage or reduce references across stages.";
+    TooManyParameters = "HF0605", Error, "template has more than 200 parameters",
+        "A CloudFormation template may declare at most 200 parameters.";
+    InvalidLogicalId = "HF0606", Error, "template key is not a valid CloudFormation logical id",
+        "Resource, output and parameter keys must match `^[a-zA-Z0-9]+$` and be at most 255 characters.";
+}
+
+impl Code {
+    /// The code's documentation as Markdown: a heading with id and summary, the severity, the
+    /// explanation. This is what `hyperforge explain CODE` prints.
+    pub fn explain_markdown(self) -> String {
+        let severity = match self.severity() {
+            Severity::Error => "error",
+            Severity::Warning => "warning",
+        };
+        format!(
+            "## {}: {}\n\nSeverity: {severity}.\n\n{}\n",
+            self.id(),
+            self.summary(),
+            self.explanation()
+        )
+    }
+
+    /// Every code's documentation in one Markdown document (`docs/diagnostics.md`).
+    pub fn reference_markdown() -> String {
+        let mut out = String::from(
+            "# Diagnostic codes\n\n\
+             Generated from `Code::ALL` by `tests/diagnostics_doc.rs`; do not edit. Regenerate \
+             with `HYPERFORGE_BLESS=1 cargo test --test diagnostics_doc`.\n\n\
+             Errors stop synthesis; warnings do not unless synthesis runs with \
+             `SynthOptions { deny_warnings: true }`. Memory figures are GiB (2^30 bytes).\n\n\
+             | code | severity | summary |\n|---|---|---|\n",
+        );
+        for code in Code::ALL {
+            let severity = match code.severity() {
+                Severity::Error => "error",
+                Severity::Warning => "warning",
+            };
+            out.push_str(&format!(
+                "| `{}` | {severity} | {} |\n",
+                code.id(),
+                code.summary()
+            ));
+        }
+        for code in Code::ALL {
+            out.push('\n');
+            out.push_str(&code.explain_markdown());
+        }
+        out
+    }
 }
 
 impl fmt::Display for Code {
@@ -188,6 +267,9 @@ pub struct Diagnostic {
     pub message: String,
     /// What to do about it.
     pub help: String,
+    /// Supporting facts (the memory arithmetic, ...), one line each.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub notes: Vec<String>,
 }
 
 impl Diagnostic {
@@ -204,7 +286,14 @@ impl Diagnostic {
             path: path.into(),
             message: message.into(),
             help: help.into(),
+            notes: Vec::new(),
         }
+    }
+
+    /// Adds a supporting note (rendered as `= note: ...`).
+    pub fn note(mut self, note: impl Into<String>) -> Self {
+        self.notes.push(note.into());
+        self
     }
 }
 
@@ -216,6 +305,9 @@ impl fmt::Display for Diagnostic {
         };
         writeln!(f, "{level}[{}]: {}", self.code, self.message)?;
         writeln!(f, "  --> {}", self.path)?;
+        for note in &self.notes {
+            writeln!(f, "  = note: {note}")?;
+        }
         write!(f, "  = help: {}", self.help)
     }
 }
@@ -280,6 +372,16 @@ impl Diagnostics {
     /// The warnings only.
     pub fn warnings(&self) -> impl Iterator<Item = &Diagnostic> {
         self.0.iter().filter(|d| d.severity == Severity::Warning)
+    }
+
+    /// The diagnostics with `code`.
+    pub fn with_code(&self, code: Code) -> impl Iterator<Item = &Diagnostic> {
+        self.0.iter().filter(move |d| d.code == code)
+    }
+
+    /// Whether any diagnostic is a warning.
+    pub fn has_warnings(&self) -> bool {
+        self.0.iter().any(|d| d.severity == Severity::Warning)
     }
 
     /// Whether a diagnostic with `code` was reported at `path`.

@@ -67,19 +67,23 @@
 //! ```
 //!
 //! Module map: [`app`] (construct model), [`spec`] (builders), [`catalog`] (instance and model
-//! facts), [`diagnostics`], [`synth`] (backends), [`assembly`] (output), [`reference`] (the
-//! reference deployments).
+//! facts, GPU memory arithmetic), [`diagnostics`], [`validate`] (model-aware rules and service
+//! limits), [`synth`] (backends), [`assembly`] (output), [`cost`] (hourly estimate),
+//! [`reference`] (the reference deployments).
 
 #![warn(missing_docs)]
 
 pub mod app;
 pub mod assembly;
 pub mod catalog;
+pub mod cost;
 pub mod diagnostics;
 pub mod reference;
 pub mod spec;
 pub mod synth;
+pub mod validate;
 
 pub use app::{App, Stack, StageId};
 pub use assembly::{Assembly, AssemblyError};
 pub use diagnostics::{Code, Diagnostic, Diagnostics, Severity};
+pub use synth::SynthOptions;

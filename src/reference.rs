@@ -122,8 +122,9 @@ pub const CAPACITY_BLOCK_RESERVATION_ID: &str = "cr-0123456789abcdef0";
 /// a vLLM Deployment behind an internal Network Load Balancer on port 8000.
 ///
 /// Stages: `foundation` (network with the GPU subnet in the block's zone, cluster security
-/// group, EKS, the system and GPU node groups, the load balancer controller's role) ->
-/// `nvidia-device-plugin` (Helm) -> `aws-load-balancer-controller` (Helm) -> `workload` (vLLM).
+/// group, EKS, the load balancer controller's role) -> `nodes` (the system and GPU node groups)
+/// -> `nvidia-device-plugin` (Helm) -> `aws-load-balancer-controller` (Helm) -> `workload`
+/// (vLLM).
 pub fn kimi_k3_eks() -> App {
     App::new()
         .tag("managed-by", "hyperforge")
@@ -153,10 +154,16 @@ pub fn kimi_k3_eks_stack(name: &str) -> Stack {
     );
     stack.add(
         foundation,
+        LoadBalancerController::new("LoadBalancerController", &eks.cluster),
+    );
+
+    let nodes = stack.cloudformation_stage("nodes");
+    stack.add(
+        nodes,
         ManagedNodeGroup::system("SystemNodes", &eks.cluster, &network.private_subnets),
     );
     stack.add(
-        foundation,
+        nodes,
         ManagedNodeGroup::gpu(
             "GpuNodes",
             &eks.cluster,
@@ -169,10 +176,6 @@ pub fn kimi_k3_eks_stack(name: &str) -> Stack {
             1,
         ))
         .security_group(&sg.group),
-    );
-    stack.add(
-        foundation,
-        LoadBalancerController::new("LoadBalancerController", &eks.cluster),
     );
 
     stack.helm_stage("nvidia-device-plugin", HelmRelease::nvidia_device_plugin());
@@ -214,13 +217,14 @@ pub fn kimi_k3_eks_karpenter() -> App {
     );
     stack.add(
         foundation,
-        ManagedNodeGroup::system("SystemNodes", &eks.cluster, &network.private_subnets),
-    );
-    stack.add(
-        foundation,
         LoadBalancerController::new("LoadBalancerController", &eks.cluster),
     );
-    let karpenter = stack.add(foundation, Karpenter::new("Karpenter", &eks));
+    let nodes = stack.cloudformation_stage("nodes");
+    stack.add(
+        nodes,
+        ManagedNodeGroup::system("SystemNodes", &eks.cluster, &network.private_subnets),
+    );
+    let karpenter = stack.add(nodes, Karpenter::new("Karpenter", &eks));
 
     stack.helm_stage("karpenter", HelmRelease::karpenter(&eks.name));
     stack.helm_stage("nvidia-device-plugin", HelmRelease::nvidia_device_plugin());

@@ -503,6 +503,14 @@ impl App {
     pub fn synth(&self) -> Result<crate::assembly::Assembly, Diagnostics> {
         crate::synth::synthesize(self)
     }
+
+    /// [`App::synth`] with options, e.g. `deny_warnings` to fail on any warning.
+    pub fn synth_with(
+        &self,
+        options: &crate::synth::SynthOptions,
+    ) -> Result<crate::assembly::Assembly, Diagnostics> {
+        crate::synth::synthesize_with(self, options)
+    }
 }
 
 #[cfg(test)]

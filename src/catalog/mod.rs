@@ -1,9 +1,11 @@
 //! The catalog: facts about instance types, regions and models, as data that every layer may
-//! read. Sources are cited beside each table.
+//! read, and the GPU memory arithmetic over them. Sources are cited beside each table.
 
 pub mod instances;
+pub mod memory;
 pub mod models;
 pub mod regions;
 
 pub use instances::{instance, instances, InstanceType};
-pub use models::{model, models, Model};
+pub use memory::MemoryPlan;
+pub use models::{model, models, AttentionKind, Experts, Model, Precision};

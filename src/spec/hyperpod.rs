@@ -55,6 +55,9 @@ pub struct TrainingPlan {
     pub arn: String,
     /// The zone id of the plan's reserved capacity (the group's subnet must be there).
     pub availability_zone_id: Option<String>,
+    /// Instances the plan reserves, when known (`aws sagemaker describe-training-plan`
+    /// reports it as `TotalInstanceCount`); the group may not ask for more.
+    pub reserved_instance_count: Option<i64>,
 }
 
 /// Where an instance group's instances come from.
@@ -73,6 +76,7 @@ impl Capacity {
         Capacity::TrainingPlan(TrainingPlan {
             arn: arn.into(),
             availability_zone_id: Some(az_id.into()),
+            reserved_instance_count: None,
         })
     }
 
@@ -82,7 +86,20 @@ impl Capacity {
         Capacity::TrainingPlan(TrainingPlan {
             arn: arn.into(),
             availability_zone_id: None,
+            reserved_instance_count: None,
         })
+    }
+
+    /// States how many instances the training plan reserves, so the group's count is checked
+    /// against it (no effect on on-demand capacity).
+    pub fn reserved_instances(self, count: i64) -> Self {
+        match self {
+            Capacity::TrainingPlan(plan) => Capacity::TrainingPlan(TrainingPlan {
+                reserved_instance_count: Some(count),
+                ..plan
+            }),
+            other => other,
+        }
     }
 }
 
@@ -207,6 +224,11 @@ impl InstanceGroup {
     /// The group's name.
     pub fn name(&self) -> &str {
         &self.name
+    }
+
+    /// The instance type as given (EC2 or `ml.` name).
+    pub fn instance_type(&self) -> &str {
+        &self.instance_type
     }
 
     /// The HyperPod instance type (`ml.` name), whatever form was given.

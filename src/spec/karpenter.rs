@@ -235,17 +235,7 @@ impl KarpenterNodePool {
                 );
             }
         }
-        if !matches!(self.max_nodes, 1 | 2 | 4 | 8 | 16 | 32 | 64) {
-            ds.report(
-                Code::InvalidBlockSize,
-                path,
-                format!(
-                    "a Capacity Block of {} instances cannot exist",
-                    self.max_nodes
-                ),
-                "Capacity Blocks hold 1, 2, 4, 8, 16, 32 or 64 instances",
-            );
-        }
+        crate::validate::capacity::check_block_count(i64::from(self.max_nodes), path, ds);
     }
 }
 

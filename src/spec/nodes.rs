@@ -391,14 +391,7 @@ impl ManagedNodeGroup {
                 Some(zone) => self.check_subnet_zones(stack, &zone, path, ds),
             }
             if let Some(count) = block.instance_count {
-                if !matches!(count, 1 | 2 | 4 | 8 | 16 | 32 | 64) {
-                    ds.report(
-                        Code::InvalidBlockSize,
-                        path,
-                        format!("a Capacity Block of {count} instances cannot exist"),
-                        "Capacity Blocks hold 1, 2, 4, 8, 16, 32 or 64 instances",
-                    );
-                }
+                crate::validate::capacity::check_block_count(i64::from(count), path, ds);
                 if self.max > i64::from(count) {
                     ds.report(
                         Code::GroupLargerThanReservation,

@@ -3,7 +3,7 @@
 //! to an `InferenceEndpointConfig`; the same description can lower to a plain Deployment.
 
 use super::Construct;
-use crate::catalog;
+use crate::catalog::{self, Model};
 use crate::diagnostics::{Code, Diagnostics};
 
 /// A key of a Kubernetes Secret (the Hugging Face token is only ever read from one).
@@ -82,6 +82,7 @@ pub struct VllmServer {
     image: String,
     served_model_name: String,
     tensor_parallel_size: Option<u32>,
+    decode_context_parallel_size: Option<u32>,
     gpu_memory_utilization: f64,
     max_model_len: Option<u64>,
     load_format: Option<String>,
@@ -94,6 +95,7 @@ pub struct VllmServer {
     extra_args: Vec<String>,
     hf_token: Option<SecretKeyRef>,
     weight_bytes: Option<u64>,
+    model_spec: Option<Model>,
     throughput: StorageThroughput,
 }
 
@@ -102,6 +104,8 @@ const OWNED_ARGS: &[&str] = &[
     "--model",
     "--served-model-name",
     "--tensor-parallel-size",
+    "--decode-context-parallel-size",
+    "-dcp",
     "--gpu-memory-utilization",
     "--max-model-len",
     "--load-format",
@@ -128,6 +132,7 @@ impl VllmServer {
             image: image.into(),
             served_model_name: served,
             tensor_parallel_size: None,
+            decode_context_parallel_size: None,
             gpu_memory_utilization: 0.90,
             max_model_len: None,
             load_format: None,
@@ -140,6 +145,7 @@ impl VllmServer {
             extra_args: Vec::new(),
             hf_token: None,
             weight_bytes: None,
+            model_spec: None,
             throughput: StorageThroughput::default(),
         }
     }
@@ -153,6 +159,14 @@ impl VllmServer {
     /// Tensor parallel size; by default every GPU of the instance.
     pub fn tensor_parallel_size(mut self, size: u32) -> Self {
         self.tensor_parallel_size = Some(size);
+        self
+    }
+
+    /// Decode context parallel size (`--decode-context-parallel-size`): shards the MLA KV
+    /// cache over this many of the tensor parallel ranks instead of replicating it; tensor
+    /// parallel size must be a multiple of it.
+    pub fn decode_context_parallel_size(mut self, size: u32) -> Self {
+        self.decode_context_parallel_size = Some(size);
         self
     }
 
@@ -226,9 +240,18 @@ impl VllmServer {
         self
     }
 
-    /// The weights' size in bytes, when the model is not in the catalog.
+    /// The weights' size in bytes, when the model is not in the catalog (overrides the
+    /// model's own size for the startup budget and the memory checks).
     pub fn weight_bytes(mut self, bytes: u64) -> Self {
         self.weight_bytes = Some(bytes);
+        self
+    }
+
+    /// Describes the model served, for models the catalog does not know (or to override the
+    /// catalog's entry): its parameters by precision, attention layers, heads and experts feed
+    /// the memory and parallelism checks.
+    pub fn model_spec(mut self, model: Model) -> Self {
+        self.model_spec = Some(model);
         self
     }
 
@@ -263,10 +286,39 @@ impl VllmServer {
         self.hf_token.as_ref()
     }
 
-    /// The weights' size: given, or the catalog's published checkpoint size.
+    /// The model served: the one given with [`VllmServer::model_spec`], else the catalog's
+    /// entry for the model id.
+    pub fn model(&self) -> Option<&Model> {
+        self.model_spec
+            .as_ref()
+            .or_else(|| catalog::model(&self.model_id))
+    }
+
+    /// The weights' size: given, else the model's (published checkpoint, or estimated from
+    /// its parameter groups).
     pub fn weights(&self) -> Option<u64> {
         self.weight_bytes
-            .or_else(|| catalog::model(&self.model_id).and_then(|m| m.checkpoint_bytes))
+            .or_else(|| self.model().map(Model::weight_bytes))
+    }
+
+    /// The fraction of GPU memory vLLM may use.
+    pub fn memory_utilization(&self) -> f64 {
+        self.gpu_memory_utilization
+    }
+
+    /// The decode context parallel size (1 when unset).
+    pub fn decode_context_parallel(&self) -> u32 {
+        self.decode_context_parallel_size.unwrap_or(1)
+    }
+
+    /// The maximum context length, when set.
+    pub fn context_length(&self) -> Option<u64> {
+        self.max_model_len
+    }
+
+    /// Storage throughput assumptions.
+    pub fn throughput(&self) -> StorageThroughput {
+        self.throughput
     }
 
     /// The startup budget, when the weights' size is known.
@@ -294,6 +346,9 @@ impl VllmServer {
             "--gpu-memory-utilization".to_owned(),
             format!("{:.2}", self.gpu_memory_utilization),
         ];
+        if let Some(dcp) = self.decode_context_parallel_size {
+            args.extend(["--decode-context-parallel-size".to_owned(), dcp.to_string()]);
+        }
         if let Some(len) = self.max_model_len {
             args.extend(["--max-model-len".to_owned(), len.to_string()]);
         }
@@ -367,7 +422,7 @@ impl VllmServer {
         }
         if !(self.gpu_memory_utilization > 0.0 && self.gpu_memory_utilization <= 1.0) {
             ds.report(
-                Code::InvalidTensorParallelSize,
+                Code::InvalidGpuMemoryUtilization,
                 path,
                 format!(
                     "GPU memory utilization {} is outside (0, 1]",

@@ -1,6 +1,7 @@
-//! Synthesis: validate the whole app (every diagnostic at once), then lower each stage with its
-//! backend and collect the artifacts and the manifest into an [`Assembly`]. Nothing is written
-//! here: synthesis is pure computation.
+//! Synthesis: validate the whole app (every diagnostic at once: structural checks, then the
+//! model-aware rules of [`crate::validate`]), then lower each stage with its backend, check the
+//! rendered templates against CloudFormation's limits, and collect the artifacts and the
+//! manifest into an [`Assembly`]. Nothing is written here: synthesis is pure computation.
 
 pub mod cloudformation;
 pub mod kubernetes;
@@ -31,12 +32,26 @@ pub fn validate(app: &App) -> Diagnostics {
                 .validate(stack, &stack.display_path(&node.id), &mut ds);
         }
     }
+    crate::validate::app(app, &mut ds);
     ds
+}
+
+/// How synthesis treats diagnostics.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct SynthOptions {
+    /// Treat warnings as errors: return every diagnostic and no output when any warning
+    /// stands.
+    pub deny_warnings: bool,
 }
 
 /// Validates and synthesizes `app`. On any error, returns every diagnostic and no output.
 pub fn synthesize(app: &App) -> Result<Assembly, Diagnostics> {
-    let ds = validate(app);
+    synthesize_with(app, &SynthOptions::default())
+}
+
+/// [`synthesize`] with `options`.
+pub fn synthesize_with(app: &App, options: &SynthOptions) -> Result<Assembly, Diagnostics> {
+    let mut ds = validate(app);
     if ds.has_errors() {
         return Err(ds);
     }
@@ -44,12 +59,12 @@ pub fn synthesize(app: &App) -> Result<Assembly, Diagnostics> {
     let mut stacks = Vec::new();
     let mut errors = Diagnostics::new();
     for stack in app.stacks() {
-        match synthesize_stack(app, stack, &mut files) {
+        match synthesize_stack(app, stack, &mut files, &mut ds) {
             Ok(manifest) => stacks.push(manifest),
             Err(e) => errors.extend(e),
         }
     }
-    if errors.has_errors() {
+    if errors.has_errors() || ds.has_errors() || (options.deny_warnings && ds.has_warnings()) {
         let mut all = ds;
         all.extend(errors);
         return Err(all);
@@ -66,10 +81,13 @@ fn artifact(format: &str, path: &str) -> Value {
     json!({"format": format, "path": path})
 }
 
+/// Lowers one stack into `files`; diagnostics found on the rendered artifacts (template
+/// limits) go to `ds`.
 fn synthesize_stack(
     app: &App,
     stack: &Stack,
     files: &mut BTreeMap<String, Vec<u8>>,
+    ds: &mut Diagnostics,
 ) -> Result<Value, Diagnostics> {
     let tags = stack.effective_tags(app.tags());
     let templates = cloudformation::templates(stack, &tags)?;
@@ -109,6 +127,7 @@ fn synthesize_stack(
                 entry.insert("outputs".into(), json!(outputs));
                 let mut text = serde_json::to_string_pretty(&template).unwrap_or_default();
                 text.push('\n');
+                crate::validate::limits::check_template(&template, text.len(), &path, ds);
                 files.insert(path.clone(), text.into_bytes());
                 entry.insert(
                     "artifacts".into(),

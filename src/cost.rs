@@ -1,0 +1,236 @@
+//! Cost estimate: for each stack, the hourly and 30-day cost of its instances from the
+//! catalog's published on-demand prices.
+//!
+//! What the figures are, and are not:
+//! - Prices are EC2 on-demand prices in **us-east-1** from the AWS Price List (generated
+//!   2026-07-20), whatever region the stack deploys to.
+//! - HyperPod bills `ml.` instances at SageMaker prices, which the catalog does not hold; a
+//!   HyperPod instance group is shown at its EC2 on-demand equivalent, labelled as such.
+//! - Capacity Block and training-plan prices are set at purchase (paid up front, changing with
+//!   supply and demand) and are not in the catalog: capacity from a training plan is shown as
+//!   its on-demand equivalent, never as what the plan costs.
+//! - Not included: NAT gateway and EKS control-plane hourly fees (no sourced figures in the
+//!   catalog), EBS volumes, data transfer, S3, CloudWatch and KMS.
+//!
+//! Inference endpoints run on the instance groups, so they add nothing of their own.
+
+use crate::app::App;
+use crate::catalog;
+use crate::spec::{Capacity, ConstructKind};
+use std::fmt;
+
+/// Region of the catalog's prices.
+pub const PRICE_REGION: &str = "us-east-1";
+
+/// Date the price list was generated.
+pub const PRICE_DATE: &str = "2026-07-20";
+
+/// Hours in the 30-day figure.
+pub const HOURS_PER_30_DAYS: f64 = 720.0;
+
+/// How a line is priced.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Pricing {
+    /// The EC2 on-demand price of the instances, standing in for a price the catalog does not
+    /// hold (`basis` says which: HyperPod `ml.` pricing, a training plan).
+    OnDemandEquivalent {
+        /// USD per hour for all of the line's instances.
+        usd_per_hour: f64,
+        /// What the real price depends on.
+        basis: String,
+    },
+    /// No price: the catalog has no on-demand price for the type.
+    NotPriced {
+        /// Why.
+        reason: String,
+    },
+}
+
+/// One group of instances.
+#[derive(Clone, Debug, PartialEq)]
+pub struct CostLine {
+    /// The construct path (`kimi-k3-hyperpod/HyperPod/p6-b300`).
+    pub path: String,
+    /// The instance type as deployed (`ml.p6-b300.48xlarge`).
+    pub instance_type: String,
+    /// Instances.
+    pub count: i64,
+    /// The price.
+    pub pricing: Pricing,
+}
+
+impl CostLine {
+    /// USD per hour, when priced.
+    pub fn usd_per_hour(&self) -> Option<f64> {
+        match &self.pricing {
+            Pricing::OnDemandEquivalent { usd_per_hour, .. } => Some(*usd_per_hour),
+            Pricing::NotPriced { .. } => None,
+        }
+    }
+}
+
+/// The estimate of one stack.
+#[derive(Clone, Debug, PartialEq)]
+pub struct StackCost {
+    /// The stack's name.
+    pub stack: String,
+    /// The region it deploys to.
+    pub region: String,
+    /// Its instance groups.
+    pub lines: Vec<CostLine>,
+}
+
+impl StackCost {
+    /// Sum of the priced lines, USD per hour (unpriced lines are left out and listed).
+    pub fn usd_per_hour(&self) -> f64 {
+        self.lines.iter().filter_map(CostLine::usd_per_hour).sum()
+    }
+
+    /// The hourly figure over 30 days (720 hours).
+    pub fn usd_per_30_days(&self) -> f64 {
+        self.usd_per_hour() * HOURS_PER_30_DAYS
+    }
+
+    /// Whether any line has no price.
+    pub fn has_unpriced(&self) -> bool {
+        self.lines.iter().any(|l| l.usd_per_hour().is_none())
+    }
+}
+
+/// The estimate of an app.
+#[derive(Clone, Debug, PartialEq)]
+pub struct CostReport {
+    /// Region of the prices used ([`PRICE_REGION`]).
+    pub price_region: &'static str,
+    /// Date of the price list ([`PRICE_DATE`]).
+    pub price_date: &'static str,
+    /// One entry per stack, in the app's order.
+    pub stacks: Vec<StackCost>,
+    /// What the estimate leaves out.
+    pub excluded: Vec<&'static str>,
+}
+
+/// The estimate for every stack of `app`.
+pub fn estimate(app: &App) -> CostReport {
+    let stacks = app
+        .stacks()
+        .iter()
+        .map(|stack| {
+            let mut lines = Vec::new();
+            for node in stack.nodes() {
+                let ConstructKind::HyperPod(cluster) = &node.construct else {
+                    continue;
+                };
+                for group in cluster.groups() {
+                    let count = group.instance_count().max(0);
+                    let capacity = match group.capacity_source() {
+                        Capacity::TrainingPlan(_) => {
+                            "training plan capacity: its price was set at purchase and is not in the catalog"
+                        }
+                        Capacity::OnDemand => {
+                            "HyperPod on demand: SageMaker ml. prices are not in the catalog"
+                        }
+                    };
+                    let pricing = match catalog::instance(group.instance_type())
+                        .and_then(|i| i.on_demand_usd_per_hour_us_east_1)
+                    {
+                        Some(price) => Pricing::OnDemandEquivalent {
+                            usd_per_hour: price * count as f64,
+                            basis: format!("EC2 on-demand equivalent; {capacity}"),
+                        },
+                        None => Pricing::NotPriced {
+                            reason: format!(
+                                "no EC2 on-demand price for {} in {PRICE_REGION}; {capacity}",
+                                group.instance_type()
+                            ),
+                        },
+                    };
+                    lines.push(CostLine {
+                        path: format!("{}/{}", stack.display_path(&node.id), group.name()),
+                        instance_type: group.ml_instance_type(),
+                        count,
+                        pricing,
+                    });
+                }
+            }
+            StackCost {
+                stack: stack.name().to_owned(),
+                region: stack.region().to_owned(),
+                lines,
+            }
+        })
+        .collect();
+    CostReport {
+        price_region: PRICE_REGION,
+        price_date: PRICE_DATE,
+        stacks,
+        excluded: vec![
+            "NAT gateway and EKS control-plane hourly fees (no sourced price in the catalog)",
+            "EBS volumes, data transfer, S3, CloudWatch Logs and KMS",
+            "Capacity Block and training-plan purchase prices (set at purchase)",
+        ],
+    }
+}
+
+impl fmt::Display for CostReport {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        writeln!(
+            f,
+            "Cost estimate from EC2 on-demand prices in {} (AWS Price List, generated {})",
+            self.price_region, self.price_date
+        )?;
+        for stack in &self.stacks {
+            writeln!(f, "\nstack {} ({})", stack.stack, stack.region)?;
+            for line in &stack.lines {
+                match &line.pricing {
+                    Pricing::OnDemandEquivalent {
+                        usd_per_hour,
+                        basis,
+                    } => writeln!(
+                        f,
+                        "  {} x {} at {}: ${usd_per_hour:.2}/h ({basis})",
+                        line.count, line.instance_type, line.path
+                    )?,
+                    Pricing::NotPriced { reason } => writeln!(
+                        f,
+                        "  {} x {} at {}: not priced ({reason})",
+                        line.count, line.instance_type, line.path
+                    )?,
+                }
+            }
+            writeln!(
+                f,
+                "  total, on-demand equivalent: ${:.2}/h, ${:.2} per 30 days{}",
+                stack.usd_per_hour(),
+                stack.usd_per_30_days(),
+                if stack.has_unpriced() {
+                    " (unpriced lines left out)"
+                } else {
+                    ""
+                }
+            )?;
+        }
+        write!(f, "\nnot included: {}", self.excluded.join("; "))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reference_stack_costs_one_p6_b300() {
+        let report = estimate(&crate::reference::kimi_k3_hyperpod());
+        assert_eq!(report.stacks.len(), 1);
+        let stack = &report.stacks[0];
+        assert_eq!(stack.lines.len(), 1);
+        assert_eq!(stack.lines[0].instance_type, "ml.p6-b300.48xlarge");
+        assert!((stack.usd_per_hour() - 142.416).abs() < 1e-9);
+        assert!((stack.usd_per_30_days() - 102_539.52).abs() < 1e-6);
+        let text = report.to_string();
+        assert!(text.contains("us-east-1") && text.contains("2026-07-20"));
+        assert!(text.contains("on-demand equivalent"));
+        assert!(text.contains("set at purchase"));
+        assert!(text.contains("NAT gateway"));
+    }
+}

@@ -1,0 +1,232 @@
+//! Memory rules: the weights must fit the GPUs at the tensor parallel size (`HF0501`), a
+//! sequence at `max_model_len` must fit the model's context (`HF0508`) and the KV cache
+//! headroom (`HF0509`), and an instance far larger than needed is reported when a cheaper
+//! catalog type would do (`HF0505`). The arithmetic is `catalog::memory`; figures are GiB
+//! (2^30 bytes).
+
+use crate::catalog::memory::{gib, instances_that_fit, MemoryPlan};
+use crate::catalog::{self, InstanceType, Model};
+use crate::diagnostics::{Code, Diagnostic, Diagnostics};
+use crate::spec::VllmServer;
+
+/// KV cache element size assumed for the checks: BF16 (`--kv-cache-dtype auto` on BF16
+/// models).
+pub const KV_DTYPE_BYTES: u32 = 2;
+
+/// A smaller instance is only suggested when it keeps at least this fraction of its usable
+/// memory free after the weights (room for activations, CUDA graphs and a useful KV cache).
+pub const SUGGESTION_MIN_HEADROOM_FRACTION: f64 = 0.10;
+
+fn price(i: &InstanceType) -> String {
+    i.on_demand_usd_per_hour_us_east_1.map_or_else(
+        || "no published on-demand price".to_owned(),
+        |p| format!("${p:.2}/h on demand in us-east-1"),
+    )
+}
+
+fn weights_note(model: &Model, plan: &MemoryPlan) -> String {
+    let source = if model.checkpoint_bytes.is_some() {
+        "published checkpoint"
+    } else {
+        "estimated from parameter groups"
+    };
+    let groups: Vec<String> = model
+        .parameter_groups
+        .iter()
+        .map(|g| {
+            format!(
+                "{} {:.1} B {} = {:.1} GiB",
+                g.name,
+                g.parameters as f64 / 1e9,
+                g.precision.name(),
+                gib(g.bytes())
+            )
+        })
+        .collect();
+    format!(
+        "{} weights: {:.1} GiB ({source}); {}",
+        model.display_name,
+        gib(plan.weight_bytes as f64),
+        groups.join("; ")
+    )
+}
+
+/// Checks `server` serving `model` on `instance` at tensor parallel size `tp` (1 to the
+/// instance's GPU count) in `region`.
+pub fn check(
+    model: &Model,
+    server: &VllmServer,
+    instance: &'static InstanceType,
+    tp: u32,
+    region: &str,
+    path: &str,
+    ds: &mut Diagnostics,
+) {
+    let util = server.memory_utilization();
+    if !(util > 0.0 && util <= 1.0) {
+        return; // reported as HF0411
+    }
+    let dcp = server.decode_context_parallel().max(1);
+    let plan = MemoryPlan::new(model, instance, tp, dcp, util, KV_DTYPE_BYTES);
+    let context = server.context_length();
+    if let Some(len) = context {
+        if model.max_context_tokens > 0 && len > model.max_context_tokens {
+            ds.report(
+                Code::ContextLengthExceedsModel,
+                path,
+                format!(
+                    "max model length {len} exceeds {}'s context length of {} tokens",
+                    model.display_name, model.max_context_tokens
+                ),
+                format!("set `.max_model_len({})` or less", model.max_context_tokens),
+            );
+        }
+    }
+    if !plan.fits() {
+        let fitting = instances_that_fit(model, util);
+        let help = if fitting.is_empty() {
+            format!(
+                "no single catalog instance holds {} at {util:.2}; serve it across nodes (pipeline parallelism) or quantize it further",
+                model.display_name
+            )
+        } else {
+            let list: Vec<String> = fitting
+                .iter()
+                .filter_map(|p| catalog::instance(p.instance).map(|i| (i, p)))
+                .map(|(i, p)| {
+                    let regions = if i.hyperpod_regions.is_empty() {
+                        "no HyperPod region listed".to_owned()
+                    } else {
+                        format!("HyperPod in {}", i.hyperpod_regions.join(", "))
+                    };
+                    format!(
+                        "{} (TP {}, {:+.1} GiB headroom per GPU; {regions})",
+                        i.ml_name(),
+                        p.tensor_parallel,
+                        p.headroom_gib()
+                    )
+                })
+                .collect();
+            format!(
+                "instances that hold it on one node at {util:.2}: {}",
+                list.join("; ")
+            )
+        };
+        ds.push(
+            Diagnostic::new(
+                Code::ModelDoesNotFit,
+                path,
+                format!(
+                    "{} does not fit {} at TP {tp}: {:.1} GiB of weights per GPU, {:.1} GiB usable ({:.1} GiB x {util:.2}), short by {:.1} GiB per GPU",
+                    model.display_name,
+                    instance.ml_name(),
+                    gib(plan.weight_bytes_per_gpu as f64),
+                    gib(plan.usable_bytes_per_gpu as f64),
+                    gib(plan.gpu_memory_bytes as f64),
+                    -plan.headroom_gib(),
+                ),
+                help,
+            )
+            .note(weights_note(model, &plan))
+            .note("GiB = 2^30 bytes; GPU memory as EC2 reports it (MiB); weights split evenly over the tensor parallel ranks"),
+        );
+        return;
+    }
+    if let Some(len) =
+        context.filter(|&len| model.max_context_tokens == 0 || len <= model.max_context_tokens)
+    {
+        if let Some(sequences) = plan.concurrent_sequences(len) {
+            if sequences == 0 {
+                let needed = plan.kv_bytes_per_token_per_gpu as f64 * len as f64;
+                ds.push(
+                    Diagnostic::new(
+                        Code::ContextDoesNotFitKvCache,
+                        path,
+                        format!(
+                            "one sequence of {len} tokens needs {:.1} GiB of KV cache per GPU, the headroom after the weights is {:.1} GiB",
+                            gib(needed),
+                            plan.headroom_gib()
+                        ),
+                        format!(
+                            "lower `.max_model_len(..)` to at most {} tokens, set a decode context parallel size, or use a larger instance",
+                            plan.kv_tokens_in_headroom().unwrap_or(0)
+                        ),
+                    )
+                    .note(plan.summary())
+                    .note(format!(
+                        "KV cache {} bytes per token per GPU (BF16)",
+                        plan.kv_bytes_per_token_per_gpu
+                    )),
+                );
+            }
+        }
+    }
+    oversized(model, server, instance, &plan, region, path, ds);
+}
+
+/// `HF0505`: a cheaper catalog instance offered for HyperPod in `region` holds the model on
+/// one node with at least [`SUGGESTION_MIN_HEADROOM_FRACTION`] of its usable memory free (and
+/// one sequence at `max_model_len`, when set).
+fn oversized(
+    model: &Model,
+    server: &VllmServer,
+    instance: &'static InstanceType,
+    plan: &MemoryPlan,
+    region: &str,
+    path: &str,
+    ds: &mut Diagnostics,
+) {
+    let Some(current_price) = instance.on_demand_usd_per_hour_us_east_1 else {
+        return;
+    };
+    let util = server.memory_utilization();
+    let candidate = instances_that_fit(model, util).into_iter().find(|p| {
+        let Some(i) = catalog::instance(p.instance) else {
+            return false;
+        };
+        let cheaper = i
+            .on_demand_usd_per_hour_us_east_1
+            .is_some_and(|price| price < current_price);
+        let roomy = p.headroom_bytes_per_gpu as f64
+            >= SUGGESTION_MIN_HEADROOM_FRACTION * p.usable_bytes_per_gpu as f64;
+        let holds_context = match (server.context_length(), p.concurrent_sequences(1)) {
+            (Some(len), Some(_)) => p.concurrent_sequences(len).unwrap_or(0) >= 1,
+            _ => true,
+        };
+        cheaper
+            && roomy
+            && holds_context
+            && i.total_gpu_memory_mib() < instance.total_gpu_memory_mib()
+            && i.hyperpod_offered_in(region)
+    });
+    let Some(smaller) = candidate else {
+        return;
+    };
+    let Some(small) = catalog::instance(smaller.instance) else {
+        return;
+    };
+    ds.push(
+        Diagnostic::new(
+            Code::OversizedInstance,
+            path,
+            format!(
+                "{} leaves {:.1} GiB per GPU free on {} at TP {}; {} holds it at TP {} with {:.1} GiB free per GPU",
+                model.display_name,
+                plan.headroom_gib(),
+                instance.ml_name(),
+                plan.tensor_parallel,
+                small.ml_name(),
+                smaller.tensor_parallel,
+                smaller.headroom_gib(),
+            ),
+            format!(
+                "consider {} ({}) instead of {} ({})",
+                small.ml_name(),
+                price(small),
+                instance.ml_name(),
+                price(instance)
+            ),
+        )
+        .note(plan.summary()),
+    );
+}

@@ -1,0 +1,41 @@
+//! Where the workers get the weights from (`HF0506`).
+//!
+//! What the `InferenceEndpointConfig` CRD says: `modelSourceType` is one of `fsx`, `s3`,
+//! `huggingface` or `kubernetesVolume`; with `huggingface` the operator's init container
+//! downloads the model into the worker pod's model volume, so every new pod (each replica,
+//! and any pod recreated after a node replacement or reschedule) downloads it again.
+//! `prefetchEnabled` (default false) "pre-fetches the model to RAM" before the server loads
+//! it: it speeds loading, it does not keep a copy between pods. hyperforge lowers endpoints
+//! with `modelSourceType: huggingface`, so the rule warns when that download is long: more
+//! than [`SLOW_DOWNLOAD_SECS`] at the server's assumed download throughput.
+
+use crate::catalog::memory::gib;
+use crate::diagnostics::{Code, Diagnostics};
+use crate::spec::InferenceEndpoint;
+
+/// Downloads longer than this (seconds) per pod are reported.
+pub const SLOW_DOWNLOAD_SECS: u64 = 600;
+
+/// Checks the endpoint's model source.
+pub fn check(ep: &InferenceEndpoint, path: &str, ds: &mut Diagnostics) {
+    let server = ep.server();
+    let (Some(bytes), Some(budget)) = (server.weights(), server.startup_budget()) else {
+        return;
+    };
+    if budget.download_secs <= SLOW_DOWNLOAD_SECS {
+        return;
+    }
+    let replicas = ep.replica_count().max(1);
+    ds.report(
+        Code::WeightsDownloadedPerPod,
+        path,
+        format!(
+            "every new worker pod of `{}` downloads {:.1} GiB from the Hugging Face Hub (modelSourceType huggingface): about {} min at {:.0} MB/s before loading; {replicas} replica(s) download it {replicas} time(s), and again whenever a pod is recreated (node replacement, reschedule)",
+            ep.object_name(),
+            gib(bytes as f64),
+            budget.download_secs.div_ceil(60),
+            server.throughput().download_bytes_per_sec / 1e6,
+        ),
+        "a copy in AWS storage the operator mounts (modelSourceType s3 or fsx, e.g. FSx for Lustre in the cluster's zone) avoids the download; InferenceEndpoint lowers only the Hub source today. prefetchEnabled only stages weights in host RAM and does not avoid it",
+    );
+}
