@@ -192,15 +192,16 @@ fn synthesize_stack(
             _ => base,
         }
     })?;
-    if let Some(module) = module {
-        let path = format!("{}/terraform/{}", stack.name(), terraform::MAIN_FILE);
-        let mut text = serde_json::to_string_pretty(&module).unwrap_or_default();
-        text.push('\n');
-        files.insert(path.clone(), text.into_bytes());
-        manifest.insert(
-            "terraform".into(),
-            json!({"artifacts": [artifact("terraform", &path)]}),
-        );
+    if !module.is_empty() {
+        let mut artifacts = Vec::new();
+        for (name, content) in module {
+            let path = format!("{}/terraform/{name}", stack.name());
+            let mut text = serde_json::to_string_pretty(&content).unwrap_or_default();
+            text.push('\n');
+            files.insert(path.clone(), text.into_bytes());
+            artifacts.push(artifact("terraform", &path));
+        }
+        manifest.insert("terraform".into(), json!({ "artifacts": artifacts }));
     }
     Ok(Value::Object(manifest))
 }

@@ -180,6 +180,14 @@ fn network(cx: Cx, id: &str, n: &Network) {
             "tags": name_tag(format!("{stack_name}-vpc")),
         }),
     );
+    // Terraform can adopt the VPC's default security group (CloudFormation cannot): with no
+    // rules given, it removes the default group's allow-within-group rules, so nothing that
+    // lands in it by mistake can talk.
+    cx.add(
+        "aws_default_security_group",
+        &p("DefaultSecurityGroup"),
+        json!({"vpc_id": vpc.interp("id"), "tags": name_tag(format!("{stack_name}-default-no-traffic"))}),
+    );
     // CloudFormation's VPCGatewayAttachment is the gateway's `vpc_id` here.
     let igw = cx.add(
         "aws_internet_gateway",

@@ -1,4 +1,5 @@
-//! The Terraform backend: one Terraform JSON root module per stack (`<stack>/terraform/main.tf.json`)
+//! The Terraform backend: one Terraform JSON root module per stack (`<stack>/terraform/`:
+//! `versions.tf.json` and `main.tf.json`)
 //! holding every CloudFormation, upload and Helm stage of the stack, with stage order kept by
 //! references and `depends_on`.
 //!
@@ -22,10 +23,8 @@ use crate::app::{Stack, StageId, StageKind, Tags};
 use crate::diagnostics::Diagnostics;
 use serde_json::{json, Value};
 
-/// The file name of the root module inside `<stack>/terraform/`.
-pub const MAIN_FILE: &str = "main.tf.json";
-
-/// The root module of `stack`, or `None` when the stack has no infrastructure stage.
+/// The files of the root module of `stack` (name and content), none when the stack has no
+/// infrastructure stage.
 /// `stage_file(index)` is the artifact path of stage `index` relative to the stack's folder
 /// (`02-lifecycle-scripts`, `03-hyperpod-dependencies.values.yaml`), which the module reads
 /// through `${path.module}/../`.
@@ -33,13 +32,13 @@ pub fn root_module(
     stack: &Stack,
     tags: &Tags,
     stage_file: impl Fn(usize) -> String,
-) -> Result<Option<Value>, Diagnostics> {
+) -> Result<Vec<(&'static str, Value)>, Diagnostics> {
     if !stack
         .stages()
         .iter()
         .any(|s| matches!(s.kind, StageKind::CloudFormation))
     {
-        return Ok(None);
+        return Ok(Vec::new());
     }
     let mut cx = module::RootModule::new(stack, tags);
     for (index, stage) in stack.stages().iter().enumerate() {
@@ -68,5 +67,5 @@ pub fn root_module(
             },
         }})
     });
-    cx.finish(helm).map(Some)
+    cx.finish(helm)
 }
