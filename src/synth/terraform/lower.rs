@@ -420,7 +420,7 @@ fn flow_logs(cx: Cx, id: &str, vpc: &Addr, retention_days: u32) {
             "retention_in_days": retention_days,
         }),
     );
-    let (role, _) = role(
+    let (role, role_policies) = role(
         cx,
         RoleSpec {
             path: p("FlowLogRole"),
@@ -442,7 +442,7 @@ fn flow_logs(cx: Cx, id: &str, vpc: &Addr, retention_days: u32) {
             name: None,
         },
     );
-    cx.add(
+    let flow_log = cx.add(
         "aws_flow_log",
         &p("FlowLog"),
         json!({
@@ -453,6 +453,8 @@ fn flow_logs(cx: Cx, id: &str, vpc: &Addr, retention_days: u32) {
             "iam_role_arn": role.interp("arn"),
         }),
     );
+    // Delivery starts at once; the role must already hold its policy.
+    cx.depends_on(&flow_log, &role_policies);
 }
 
 fn security_group(cx: Cx, id: &str, g: &ClusterSecurityGroup) {
