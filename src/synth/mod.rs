@@ -5,6 +5,7 @@
 
 pub mod cloudformation;
 pub mod kubernetes;
+pub mod terraform;
 
 use crate::app::{logical_id, App, Stack, StageId, StageKind};
 use crate::assembly::Assembly;
@@ -213,12 +214,33 @@ fn synthesize_stack(
         ConstructKind::Eks(c) => Some(c.name().to_owned()),
         _ => None,
     });
-    Ok(json!({
-        "name": stack.name(),
-        "region": stack.region(),
-        "eks_cluster": eks,
-        "stages": stages,
-    }))
+    let mut manifest = Map::new();
+    manifest.insert("name".into(), json!(stack.name()));
+    manifest.insert("region".into(), json!(stack.region()));
+    manifest.insert("eks_cluster".into(), json!(eks));
+    manifest.insert("stages".into(), Value::Array(stages));
+    let module = terraform::root_module(stack, &tags, |index| {
+        let Some(stage) = stack.stages().get(index) else {
+            return String::new();
+        };
+        let base = format!("{:02}-{}", index + 1, stage.name);
+        match stage.kind {
+            StageKind::Helm(_) => format!("{base}.values.yaml"),
+            _ => base,
+        }
+    })?;
+    if !module.is_empty() {
+        let mut artifacts = Vec::new();
+        for (name, content) in module {
+            let path = format!("{}/terraform/{name}", stack.name());
+            let mut text = serde_json::to_string_pretty(&content).unwrap_or_default();
+            text.push('\n');
+            files.insert(path.clone(), text.into_bytes());
+            artifacts.push(artifact("terraform", &path));
+        }
+        manifest.insert("terraform".into(), json!({ "artifacts": artifacts }));
+    }
+    Ok(Value::Object(manifest))
 }
 
 fn yaml_error(stack: &Stack) -> impl Fn(serde_yaml::Error) -> Diagnostics + '_ {

@@ -4,6 +4,8 @@
 //! Each test file that needs it says `mod common;`; not every file uses every helper.
 #![allow(dead_code)]
 
+pub mod tf_schema;
+
 use std::ffi::OsStr;
 use std::fmt;
 use std::io::Write;
@@ -208,8 +210,14 @@ pub fn artifacts(root: &Path) -> Vec<Artifact> {
         .unwrap_or_else(|| panic!("{}: no `stacks` array", manifest_path.display()));
     for stack in stacks {
         let stack_name = field(stack, "name", "stack");
-        for stage in stack["stages"].as_array().into_iter().flatten() {
-            let stage_name = field(stage, "name", "stage");
+        // The stages, then the stack's Terraform root module (listed as stage `terraform`).
+        let stages = stack["stages"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .map(|stage| (field(stage, "name", "stage"), stage));
+        let terraform = stack.get("terraform").map(|t| ("terraform".to_string(), t));
+        for (stage_name, stage) in stages.chain(terraform) {
             for artifact in stage["artifacts"].as_array().into_iter().flatten() {
                 let rel = field(artifact, "path", "artifact");
                 let path = root.join(&rel);

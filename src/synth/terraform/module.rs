@@ -1,0 +1,516 @@
+//! Building the Terraform root module of one stack: resources named from construct paths
+//! (`Network/Vpc` -> `aws_vpc.network_vpc`; collisions are errors), references lowered to
+//! `${type.name.attribute}` interpolations, pseudo values to data sources, IAM documents to
+//! locals, variables, outputs and the `terraform`/`provider` blocks.
+
+use crate::app::{logical_id, Attr, AttrRef, Kind, Stack, StageId, Tags};
+use crate::diagnostics::{Code, Diagnostics};
+use crate::spec::iam::{PolicyDocument, PrincipalKind};
+use crate::spec::text::{Part, Pseudo, Text};
+use serde_json::{json, Map, Value};
+use std::collections::BTreeMap;
+
+/// `hashicorp/aws`: 6.x; the committed test schema is 6.66.0.
+pub const AWS_PROVIDER: (&str, &str) = ("hashicorp/aws", "~> 6.27");
+/// `hashicorp/awscc`: `awscc_sagemaker_cluster` (hashicorp/aws has no HyperPod resource).
+pub const AWSCC_PROVIDER: (&str, &str) = ("hashicorp/awscc", "~> 1.67");
+/// `hashicorp/helm`: 3.x (nested-attribute `kubernetes = {...}` provider configuration).
+pub const HELM_PROVIDER: (&str, &str) = ("hashicorp/helm", "~> 3.1");
+/// Terraform itself: 1.5 or newer (`terraform_data`, `check` blocks and provider-defined
+/// functions are not used, so this is the oldest release with current provider protocol 6).
+pub const REQUIRED_VERSION: &str = ">= 1.5.0";
+
+/// The file holding the `terraform` block (required Terraform and provider versions).
+pub const VERSIONS_FILE: &str = "versions.tf.json";
+/// The file holding providers, variables, data sources, locals, resources and outputs.
+pub const MAIN_FILE: &str = "main.tf.json";
+
+/// A resource address (`aws_vpc.network_vpc`).
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub(crate) struct Addr {
+    pub ty: &'static str,
+    pub name: String,
+}
+
+impl Addr {
+    /// `type.name`, as `depends_on` wants it.
+    pub fn address(&self) -> String {
+        format!("{}.{}", self.ty, self.name)
+    }
+
+    /// `${type.name.attr}`.
+    pub fn interp(&self, attr: &str) -> String {
+        format!("${{{}.{}.{attr}}}", self.ty, self.name)
+    }
+}
+
+/// A Terraform resource name: the snake_case of a logical id (`NetworkVpc` -> `network_vpc`,
+/// `AmazonEKSClusterPolicy` -> `amazon_eks_cluster_policy`, `NatEip1` -> `nat_eip1`).
+pub fn snake(id: &str) -> String {
+    let chars: Vec<char> = id.chars().collect();
+    let mut out = String::new();
+    for (i, &c) in chars.iter().enumerate() {
+        if !c.is_ascii_alphanumeric() {
+            if !out.is_empty() && !out.ends_with('_') {
+                out.push('_');
+            }
+            continue;
+        }
+        if c.is_ascii_uppercase() && i > 0 {
+            let prev = chars[i - 1];
+            let next_lower = chars.get(i + 1).is_some_and(|n| n.is_ascii_lowercase());
+            let boundary = prev.is_ascii_lowercase()
+                || prev.is_ascii_digit()
+                || (prev.is_ascii_uppercase() && next_lower);
+            if boundary && !out.is_empty() && !out.ends_with('_') {
+                out.push('_');
+            }
+        }
+        out.push(c.to_ascii_lowercase());
+    }
+    out.trim_end_matches('_').to_owned()
+}
+
+/// Escapes a literal for a Terraform string template: `${` and `%{` would start an
+/// interpolation or a directive.
+pub fn escape_template(s: &str) -> String {
+    s.replace("${", "$${").replace("%{", "%%{")
+}
+
+/// A literal as an HCL quoted string (inside an interpolation: `"https://"`).
+pub fn hcl_string(s: &str) -> String {
+    format!("\"{}\"", hcl_string_body(s))
+}
+
+/// The characters of an HCL quoted string holding the literal `s`, without the quotes.
+pub fn hcl_string_body(s: &str) -> String {
+    let mut out = String::new();
+    for c in escape_template(s).chars() {
+        match c {
+            '\\' => out.push_str("\\\\"),
+            '"' => out.push_str("\\\""),
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+/// The resource type a handle of `kind` points at.
+pub(crate) fn resource_type(kind: Kind) -> &'static str {
+    match kind {
+        Kind::Vpc => "aws_vpc",
+        Kind::Subnet => "aws_subnet",
+        Kind::SecurityGroup => "aws_security_group",
+        Kind::EksCluster => "aws_eks_cluster",
+        Kind::OidcProvider => "aws_iam_openid_connect_provider",
+        Kind::Role => "aws_iam_role",
+        Kind::Bucket => "aws_s3_bucket",
+        Kind::KmsKey => "aws_kms_key",
+        Kind::HyperPodCluster => "awscc_sagemaker_cluster",
+    }
+}
+
+/// The attribute expression (after `type.name.`) that reads `attr` of a `kind` resource.
+fn attribute(kind: Kind, attr: Attr) -> &'static str {
+    match (kind, attr) {
+        (Kind::EksCluster, Attr::OidcIssuerUrl) => "identity[0].oidc[0].issuer",
+        (Kind::HyperPodCluster, Attr::Arn) => "cluster_arn",
+        (Kind::Bucket, Attr::Name) => "bucket",
+        (_, Attr::Id) => "id",
+        (_, Attr::Arn) => "arn",
+        (_, Attr::Name) => "name",
+        (_, Attr::OidcIssuerUrl) => "identity[0].oidc[0].issuer",
+        (_, Attr::ClusterSecurityGroupId) => "vpc_config[0].cluster_security_group_id",
+    }
+}
+
+/// A variable declaration.
+#[derive(Clone, Debug)]
+pub(crate) struct Variable {
+    pub description: String,
+    pub default: Option<String>,
+    /// An RE2 pattern the value must match (the CloudFormation parameter's `AllowedPattern`).
+    pub pattern: Option<String>,
+    /// The error message when it does not: one sentence.
+    pub error_message: String,
+}
+
+/// The root module of one stack under construction.
+pub(crate) struct RootModule<'a> {
+    pub stack: &'a Stack,
+    tags: &'a Tags,
+    resources: Map<String, Value>,
+    data: BTreeMap<&'static str, Value>,
+    variables: Map<String, Value>,
+    locals: Map<String, Value>,
+    outputs: Map<String, Value>,
+    names: BTreeMap<String, String>,
+    /// Addresses of the resources lowered from each non-CloudFormation stage (uploads, Helm),
+    /// which later stages wait for with `depends_on`.
+    stage_addresses: BTreeMap<StageId, Vec<String>>,
+    pub ds: Diagnostics,
+}
+
+impl<'a> RootModule<'a> {
+    pub fn new(stack: &'a Stack, tags: &'a Tags) -> Self {
+        RootModule {
+            stack,
+            tags,
+            resources: Map::new(),
+            data: BTreeMap::new(),
+            variables: Map::new(),
+            locals: Map::new(),
+            outputs: Map::new(),
+            names: BTreeMap::new(),
+            stage_addresses: BTreeMap::new(),
+            ds: Diagnostics::new(),
+        }
+    }
+
+    /// Adds a resource of type `ty` for construct path `path` (named `snake(logical id)`).
+    pub fn add(&mut self, ty: &'static str, path: &str, body: Value) -> Addr {
+        let name = snake(&logical_id(path));
+        self.add_named(ty, name, path, body)
+    }
+
+    /// Adds a resource named `name` (a part of the resource at `path` that Terraform models as
+    /// a resource of its own: a bucket's encryption, a role's policy attachment).
+    pub fn add_named(&mut self, ty: &'static str, name: String, path: &str, body: Value) -> Addr {
+        let addr = Addr { ty, name };
+        let key = addr.address();
+        if let Some(existing) = self.names.get(&key) {
+            self.ds.report(
+                Code::LogicalIdCollision,
+                self.stack.display_path(path),
+                format!("`{path}` and `{existing}` both derive the Terraform address `{key}`"),
+                "rename one of the constructs so their paths no longer derive the same name",
+            );
+            return addr;
+        }
+        self.names.insert(key, path.to_owned());
+        let by_type = self
+            .resources
+            .entry(ty.to_owned())
+            .or_insert_with(|| Value::Object(Map::new()));
+        if let Value::Object(m) = by_type {
+            m.insert(addr.name.clone(), body);
+        }
+        addr
+    }
+
+    /// Makes `addr` wait for `on` (`depends_on`, merged and kept in order).
+    pub fn depends_on(&mut self, addr: &Addr, on: &[String]) {
+        if on.is_empty() {
+            return;
+        }
+        let Some(Value::Object(body)) = self
+            .resources
+            .get_mut(addr.ty)
+            .and_then(|m| m.get_mut(&addr.name))
+        else {
+            return;
+        };
+        let list = body.entry("depends_on").or_insert_with(|| json!([]));
+        if let Value::Array(items) = list {
+            for a in on {
+                if !items.iter().any(|i| i.as_str() == Some(a.as_str())) {
+                    items.push(json!(a));
+                }
+            }
+        }
+    }
+
+    /// Records that `addr` was lowered from `stage` (a stage later stages wait for).
+    pub fn record_stage(&mut self, stage: StageId, addr: &Addr) {
+        self.stage_addresses
+            .entry(stage)
+            .or_default()
+            .push(addr.address());
+    }
+
+    /// Every address recorded for stages before `stage`.
+    pub fn earlier_stages(&self, stage: StageId) -> Vec<String> {
+        self.stage_addresses
+            .range(..stage)
+            .flat_map(|(_, a)| a.iter().cloned())
+            .collect()
+    }
+
+    /// The bare expression reading `r` (`aws_vpc.network_vpc.id`).
+    pub fn expr(&self, r: &AttrRef) -> String {
+        format!(
+            "{}.{}.{}",
+            resource_type(r.kind),
+            snake(&logical_id(&r.path)),
+            attribute(r.kind, r.attr)
+        )
+    }
+
+    /// `${...}` of `r`.
+    pub fn attr(&self, r: &AttrRef) -> Value {
+        Value::String(format!("${{{}}}", self.expr(r)))
+    }
+
+    fn pseudo(&mut self, p: Pseudo) -> &'static str {
+        let (ty, expr) = match p {
+            Pseudo::Partition => ("aws_partition", "data.aws_partition.current.partition"),
+            Pseudo::UrlSuffix => ("aws_partition", "data.aws_partition.current.dns_suffix"),
+            Pseudo::Region => ("aws_region", "data.aws_region.current.region"),
+            Pseudo::AccountId => (
+                "aws_caller_identity",
+                "data.aws_caller_identity.current.account_id",
+            ),
+        };
+        self.data.entry(ty).or_insert_with(|| json!({}));
+        expr
+    }
+
+    /// Declares a data source `data.<ty>.<name>` once (in a fixed order: by type).
+    pub fn data_source(&mut self, ty: &'static str, body: Value) {
+        self.data.entry(ty).or_insert(body);
+    }
+
+    /// A text as a Terraform string template: literals escaped, references and pseudo values
+    /// interpolated.
+    pub fn text(&mut self, t: &Text) -> Value {
+        let mut out = String::new();
+        for part in &t.0 {
+            match part {
+                Part::Lit(s) => out.push_str(&escape_template(s)),
+                Part::Pseudo(p) => {
+                    let e = self.pseudo(*p);
+                    out.push_str(&format!("${{{e}}}"));
+                }
+                Part::Ref(r) => out.push_str(&format!("${{{}}}", self.expr(r))),
+                Part::IssuerHostPath(r) => out.push_str(&format!(
+                    "${{replace({}, \"https://\", \"\")}}",
+                    self.expr(r)
+                )),
+            }
+        }
+        Value::String(out)
+    }
+
+    /// Declares the policy document as `local.<name>` and returns `${jsonencode(local.<name>)}`.
+    ///
+    /// In Terraform's JSON syntax a JSON object given as an expression (here, a local value)
+    /// is an object constructor whose property names are string templates, and whose string
+    /// values are templates too. So the document is written as plain JSON, condition keys
+    /// such as `${replace(aws_eks_cluster.eks_cluster.identity[0].oidc[0].issuer,
+    /// "https://", "")}:sub` included, and `jsonencode` turns it into the string IAM wants at
+    /// apply time. No string pasting of JSON text, and the document stays readable.
+    pub fn policy(&mut self, name: &str, doc: &PolicyDocument) -> Value {
+        let mut statements = Vec::new();
+        for s in &doc.statements {
+            let mut st = Map::new();
+            if let Some(sid) = &s.sid {
+                st.insert("Sid".into(), json!(sid));
+            }
+            st.insert(
+                "Effect".into(),
+                json!(if s.allow { "Allow" } else { "Deny" }),
+            );
+            if !s.principals.is_empty() {
+                let mut principal = Map::new();
+                for p in &s.principals {
+                    let value = self.text(&p.value);
+                    principal.insert(principal_key(p.kind).into(), value);
+                }
+                st.insert("Principal".into(), Value::Object(principal));
+            }
+            st.insert(
+                "Action".into(),
+                one_or_many(s.actions.iter().map(|a| json!(a)).collect()),
+            );
+            if !s.resources.is_empty() {
+                let resources = s.resources.iter().map(|r| self.text(r)).collect();
+                st.insert("Resource".into(), one_or_many(resources));
+            }
+            if !s.conditions.is_empty() {
+                let mut cond: Map<String, Value> = Map::new();
+                for c in &s.conditions {
+                    let key = match self.text(&c.key) {
+                        Value::String(k) => k,
+                        _ => String::new(),
+                    };
+                    let values = c.values.iter().map(|v| self.text(v)).collect();
+                    let entry = cond.entry(c.operator.clone()).or_insert_with(|| json!({}));
+                    if let Value::Object(m) = entry {
+                        m.insert(key, one_or_many(values));
+                    }
+                }
+                st.insert("Condition".into(), Value::Object(cond));
+            }
+            statements.push(Value::Object(st));
+        }
+        self.local(
+            name,
+            json!({"Version": "2012-10-17", "Statement": statements}),
+        )
+    }
+
+    /// The stack's effective tags.
+    pub fn tags(&self) -> &'a Tags {
+        self.tags
+    }
+
+    /// Declares `local.<name>` (an object whose strings may interpolate references) and
+    /// returns `${jsonencode(local.<name>)}`.
+    pub fn local(&mut self, name: &str, value: Value) -> Value {
+        self.locals.insert(name.to_owned(), value);
+        Value::String(format!("${{jsonencode(local.{name})}}"))
+    }
+
+    /// Declares `var.<name>` and returns `${var.<name>}`.
+    pub fn variable(&mut self, name: &str, v: Variable) -> Value {
+        let mut m = Map::new();
+        m.insert("type".into(), json!("string"));
+        m.insert("description".into(), json!(v.description));
+        if let Some(d) = v.default {
+            // Defaults are literal values in JSON syntax (no template interpretation).
+            m.insert("default".into(), json!(d));
+        }
+        if let Some(pattern) = v.pattern {
+            m.insert(
+                "validation".into(),
+                json!([{
+                    "condition": format!("${{can(regex({}, var.{name}))}}", hcl_string(&pattern)),
+                    "error_message": v.error_message,
+                }]),
+            );
+        }
+        self.variables.insert(name.to_owned(), Value::Object(m));
+        Value::String(format!("${{var.{name}}}"))
+    }
+
+    /// Adds an output.
+    pub fn output(&mut self, name: &str, description: &str, value: Value) {
+        self.outputs.insert(
+            name.to_owned(),
+            json!({"description": description, "value": value}),
+        );
+    }
+
+    /// The root module's files (`versions.tf.json`, `main.tf.json`), keys in a fixed order.
+    /// `helm` configures the Helm provider (used when a `helm_release` is emitted).
+    pub fn finish(self, helm: Option<Value>) -> Result<Vec<(&'static str, Value)>, Diagnostics> {
+        if self.ds.has_errors() {
+            return Err(self.ds);
+        }
+        let tags = self.tags;
+        let awscc = self.resources.keys().any(|t| t.starts_with("awscc_"));
+        let helm = helm.filter(|_| self.resources.contains_key("helm_release"));
+        let mut providers = Map::new();
+        providers.insert(
+            "aws".into(),
+            json!({"source": AWS_PROVIDER.0, "version": AWS_PROVIDER.1}),
+        );
+        if awscc {
+            providers.insert(
+                "awscc".into(),
+                json!({"source": AWSCC_PROVIDER.0, "version": AWSCC_PROVIDER.1}),
+            );
+        }
+        if helm.is_some() {
+            providers.insert(
+                "helm".into(),
+                json!({"source": HELM_PROVIDER.0, "version": HELM_PROVIDER.1}),
+            );
+        }
+        let region = self.stack.region();
+        let mut provider = Map::new();
+        provider.insert(
+            "aws".into(),
+            json!({"region": region, "default_tags": {"tags": tags}}),
+        );
+        if awscc {
+            provider.insert("awscc".into(), json!({"region": region}));
+        }
+        if let Some(h) = helm {
+            provider.insert("helm".into(), h);
+        }
+        let comment = format!(
+            "Terraform root module of stack {} (generated by hyperforge).",
+            self.stack.name()
+        );
+        // The `terraform` block has a file of its own: checkov 3.3's tf.json parser fails on
+        // its unlabelled `required_version` (it reads every top-level block as labelled), so
+        // main.tf.json stays scannable.
+        let versions = json!({
+            "//": comment,
+            "terraform": {"required_version": REQUIRED_VERSION, "required_providers": providers},
+        });
+        let mut root = Map::new();
+        root.insert("//".into(), json!(comment));
+        root.insert("provider".into(), Value::Object(provider));
+        if !self.variables.is_empty() {
+            root.insert("variable".into(), Value::Object(self.variables));
+        }
+        if !self.data.is_empty() {
+            let data: Map<String, Value> = self
+                .data
+                .into_iter()
+                .map(|(ty, body)| (ty.to_owned(), json!({ "current": body })))
+                .collect();
+            root.insert("data".into(), Value::Object(data));
+        }
+        if !self.locals.is_empty() {
+            root.insert("locals".into(), Value::Object(self.locals));
+        }
+        root.insert("resource".into(), Value::Object(self.resources));
+        if !self.outputs.is_empty() {
+            root.insert("output".into(), Value::Object(self.outputs));
+        }
+        Ok(vec![
+            (VERSIONS_FILE, versions),
+            (MAIN_FILE, Value::Object(root)),
+        ])
+    }
+}
+
+fn principal_key(kind: PrincipalKind) -> &'static str {
+    match kind {
+        PrincipalKind::Service => "Service",
+        PrincipalKind::Federated => "Federated",
+        PrincipalKind::Aws => "AWS",
+    }
+}
+
+fn one_or_many(mut values: Vec<Value>) -> Value {
+    if values.len() == 1 {
+        values.remove(0)
+    } else {
+        Value::Array(values)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_are_snake_case_of_logical_ids() {
+        assert_eq!(snake("NetworkVpc"), "network_vpc");
+        assert_eq!(snake("NetworkNatEip1"), "network_nat_eip1");
+        assert_eq!(
+            snake("NetworkPrivateSubnet1RouteTable"),
+            "network_private_subnet1_route_table"
+        );
+        assert_eq!(
+            snake("InferenceOperatorS3CsiDriverRole"),
+            "inference_operator_s3_csi_driver_role"
+        );
+        assert_eq!(snake("AmazonEKSClusterPolicy"), "amazon_eks_cluster_policy");
+        assert_eq!(snake("AmazonEKS_CNI_Policy"), "amazon_eks_cni_policy");
+        assert_eq!(snake("write-flow-logs"), "write_flow_logs");
+    }
+
+    #[test]
+    fn literals_cannot_start_interpolations() {
+        assert_eq!(escape_template("a${b}%{c}"), "a$${b}%%{c}");
+        assert_eq!(hcl_string("^a\\-b{12}\"$"), "\"^a\\\\-b{12}\\\"$\"");
+    }
+}
