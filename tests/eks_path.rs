@@ -260,3 +260,62 @@ fn a_literal_token_in_the_environment_is_refused() {
         "{err}"
     );
 }
+
+fn purchase_app(purchase: CapacityBlockPurchase) -> App {
+    eks_app(
+        |net, eks| {
+            ManagedNodeGroup::gpu(
+                "Gpu",
+                &eks.cluster,
+                "p6-b300.48xlarge",
+                net.gpu_subnet.iter(),
+            )
+            .capacity(NodeCapacity::buy_capacity_block(
+                purchase,
+                CAPACITY_BLOCK_AZ_ID,
+                1,
+            ))
+        },
+        deployment(),
+    )
+}
+
+#[test]
+fn buying_a_capacity_block_needs_the_non_refundable_acknowledgement() {
+    let err = purchase_app(CapacityBlockPurchase::new("cb-0123456789abcdef0"))
+        .synth()
+        .unwrap_err();
+    assert!(
+        err.contains(Code::CapacityBlockPurchaseWithoutOptIn, "eks/Gpu"),
+        "{err}"
+    );
+    assert!(err.to_string().contains("cannot be cancelled or refunded"));
+}
+
+#[test]
+fn an_acknowledged_purchase_becomes_a_terraform_reservation_the_launch_template_targets() {
+    let assembly =
+        purchase_app(CapacityBlockPurchase::new("cb-0123456789abcdef0").non_refundable())
+            .synth()
+            .unwrap_or_else(|d| panic!("{d}"));
+    let tf: Value =
+        serde_json::from_str(assembly.text("eks/terraform/main.tf.json").unwrap()).unwrap();
+    let reservation = &tf["resource"]["aws_ec2_capacity_block_reservation"]["gpu_capacity_block"];
+    assert_eq!(
+        reservation["capacity_block_offering_id"],
+        "cb-0123456789abcdef0"
+    );
+    assert_eq!(reservation["instance_platform"], "Linux/UNIX");
+    assert_eq!(
+        tf["resource"]["aws_launch_template"]["gpu_launch_template"]
+            ["capacity_reservation_specification"]["capacity_reservation_target"]
+            ["capacity_reservation_id"],
+        "${aws_ec2_capacity_block_reservation.gpu_capacity_block.id}"
+    );
+    // CloudFormation cannot buy one: the reservation id stays a parameter, with no default.
+    let cfn: Value =
+        serde_json::from_str(assembly.text("eks/01-foundation.template.json").unwrap()).unwrap();
+    assert!(cfn["Parameters"]["GpuCapacityReservationId"]
+        .get("Default")
+        .is_none());
+}

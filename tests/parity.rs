@@ -588,3 +588,70 @@ fn parameters_variables_and_outputs_correspond() {
         assert_eq!(outputs, s.tf_outputs, "{}: outputs", s.name);
     }
 }
+
+#[test]
+fn node_groups_and_their_capacity_correspond() {
+    let mut compared = 0;
+    for s in stacks() {
+        for (id, ng) in s.cfn_of("AWS::EKS::Nodegroup") {
+            let name = snake(id);
+            let tf = &s.tf["aws_eks_node_group"][&name];
+            let p = &ng["Properties"];
+            let lt_id = p["LaunchTemplate"]["Id"]["Ref"]
+                .as_str()
+                .unwrap_or_default();
+            let lt = &s.cfn[lt_id]["Properties"]["LaunchTemplateData"];
+            let tf_lt =
+                &s.tf["aws_launch_template"][&Stack::tf_target(&tf["launch_template"]["id"])];
+            assert_eq!(
+                lt["InstanceType"], tf_lt["instance_type"],
+                "{}: {id} instance type",
+                s.name
+            );
+            assert_eq!(
+                p["CapacityType"], tf["capacity_type"],
+                "{}: {id} capacity type",
+                s.name
+            );
+            assert_eq!(p["AmiType"], tf["ami_type"], "{}: {id} AMI", s.name);
+            for (cfn_key, tf_key) in [
+                ("MinSize", "min_size"),
+                ("DesiredSize", "desired_size"),
+                ("MaxSize", "max_size"),
+            ] {
+                assert_eq!(
+                    p["ScalingConfig"][cfn_key], tf["scaling_config"][tf_key],
+                    "{}: {id} {cfn_key}",
+                    s.name
+                );
+            }
+            assert_eq!(
+                p["Subnets"].as_array().map(Vec::len),
+                tf["subnet_ids"].as_array().map(Vec::len),
+                "{}: {id} subnets",
+                s.name
+            );
+            assert_eq!(
+                lt["InstanceMarketOptions"]["MarketType"],
+                tf_lt["instance_market_options"]["market_type"],
+                "{}: {id} market type",
+                s.name
+            );
+            let cfn_reservation = lt["CapacityReservationSpecification"]
+                ["CapacityReservationTarget"]["CapacityReservationId"]
+                .clone();
+            if !cfn_reservation.is_null() {
+                let tf_reservation = &tf_lt["capacity_reservation_specification"]
+                    ["capacity_reservation_target"]["capacity_reservation_id"];
+                assert_eq!(
+                    s.cfn_value(&cfn_reservation),
+                    s.tf_value(tf_reservation),
+                    "{}: {id} capacity reservation",
+                    s.name
+                );
+            }
+            compared += 1;
+        }
+    }
+    assert!(compared >= 3, "only {compared} node groups compared");
+}

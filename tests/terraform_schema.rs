@@ -86,3 +86,40 @@ fn generated_root_modules_match_provider_schemas() {
     assert!(checked > 0, "no reference app has a terraform artifact");
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
+
+#[test]
+fn a_capacity_block_purchase_matches_the_provider_schema() {
+    use hyperforge::app::Stack;
+    use hyperforge::spec::*;
+    let mut stack = Stack::new("buy", "us-west-2");
+    let f = stack.cloudformation_stage("foundation");
+    let net = stack.add(f, Network::new("Network").gpu_subnet("usw2-az2"));
+    let eks = stack.add(
+        f,
+        EksCluster::new("Eks", "buy").subnets(&net.private_subnets),
+    );
+    stack.add(
+        f,
+        ManagedNodeGroup::gpu(
+            "Gpu",
+            &eks.cluster,
+            "p6-b300.48xlarge",
+            net.gpu_subnet.iter(),
+        )
+        .capacity(NodeCapacity::buy_capacity_block(
+            CapacityBlockPurchase::new("cb-0123456789abcdef0").non_refundable(),
+            "usw2-az2",
+            1,
+        )),
+    );
+    let assembly = hyperforge::App::new()
+        .stack(stack)
+        .synth()
+        .unwrap_or_else(|d| panic!("{d}"));
+    let doc: serde_json::Value =
+        serde_json::from_str(assembly.text("buy/terraform/main.tf.json").expect("module"))
+            .expect("JSON");
+    assert!(doc["resource"]["aws_ec2_capacity_block_reservation"].is_object());
+    let findings = Schema::committed().check(&doc);
+    assert!(findings.is_empty(), "{findings:#?}");
+}

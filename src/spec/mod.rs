@@ -30,7 +30,9 @@ pub use inference_operator::{InferenceOperator, InferenceOperatorHandle};
 pub use karpenter::{Karpenter, KarpenterHandle, KarpenterNodePool, ReservationSelector};
 pub use lifecycle::{LifecycleScripts, LifecycleScriptsHandle};
 pub use network::{NatGateways, Network, NetworkHandle};
-pub use nodes::{AmiType, CapacityBlock, ManagedNodeGroup, NodeCapacity, NodeGroupHandle};
+pub use nodes::{
+    AmiType, CapacityBlock, CapacityBlockPurchase, ManagedNodeGroup, NodeCapacity, NodeGroupHandle,
+};
 pub use security_group::{ClusterSecurityGroup, ClusterSecurityGroupHandle};
 pub use text::{Part, Pseudo, Text};
 pub use vllm::{

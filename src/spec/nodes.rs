@@ -19,6 +19,37 @@ pub struct CapacityBlock {
     pub availability_zone_id: String,
     /// Instances in the block, when known (caps the group's size).
     pub instance_count: Option<u32>,
+    /// Buy the block from this offering (Terraform only), when asked for.
+    pub purchase: Option<CapacityBlockPurchase>,
+}
+
+/// Buying a Capacity Block from an offering (`aws ec2 describe-capacity-block-offerings`).
+/// The whole price is charged at purchase; a block cannot be cancelled or refunded, and
+/// destroying the Terraform resource only removes it from state. CloudFormation has no resource
+/// type for the purchase: there the reservation id stays a parameter.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CapacityBlockPurchase {
+    /// The offering id (`cb-0123456789abcdef0`).
+    pub offering_id: String,
+    /// The explicit acknowledgement that the purchase is final.
+    pub acknowledged_non_refundable: bool,
+}
+
+impl CapacityBlockPurchase {
+    /// A purchase of offering `offering_id`, not yet acknowledged (refused until
+    /// [`CapacityBlockPurchase::non_refundable`] is called).
+    pub fn new(offering_id: impl Into<String>) -> Self {
+        CapacityBlockPurchase {
+            offering_id: offering_id.into(),
+            acknowledged_non_refundable: false,
+        }
+    }
+
+    /// Acknowledges that the block is paid up front and cannot be cancelled or refunded.
+    pub fn non_refundable(mut self) -> Self {
+        self.acknowledged_non_refundable = true;
+        self
+    }
 }
 
 /// Where a node group's instances come from.
@@ -38,6 +69,7 @@ impl NodeCapacity {
             reservation_id: reservation_id.into(),
             availability_zone_id: az_id.into(),
             instance_count: None,
+            purchase: None,
         })
     }
 
@@ -51,6 +83,22 @@ impl NodeCapacity {
             reservation_id: reservation_id.into(),
             availability_zone_id: az_id.into(),
             instance_count: Some(instances),
+            purchase: None,
+        })
+    }
+
+    /// A Capacity Block bought by the Terraform module from `purchase` (in zone `az_id`, of
+    /// `instances` instances). Refused unless the purchase is acknowledged as non-refundable.
+    pub fn buy_capacity_block(
+        purchase: CapacityBlockPurchase,
+        az_id: impl Into<String>,
+        instances: u32,
+    ) -> Self {
+        NodeCapacity::CapacityBlock(CapacityBlock {
+            reservation_id: String::new(),
+            availability_zone_id: az_id.into(),
+            instance_count: Some(instances),
+            purchase: Some(purchase),
         })
     }
 }
@@ -370,7 +418,27 @@ impl ManagedNodeGroup {
             );
         }
         if let NodeCapacity::CapacityBlock(block) = &self.capacity {
-            if !is_reservation_id(&block.reservation_id) {
+            if let Some(purchase) = &block.purchase {
+                if !purchase.acknowledged_non_refundable {
+                    ds.report(
+                        Code::CapacityBlockPurchaseWithoutOptIn,
+                        path,
+                        format!(
+                            "buying Capacity Block offering `{}` is not acknowledged as non-refundable",
+                            purchase.offering_id
+                        ),
+                        "a Capacity Block is charged in full at purchase and cannot be cancelled or refunded; call `CapacityBlockPurchase::non_refundable()` to buy it, or pass an existing reservation id",
+                    );
+                }
+                if !purchase.offering_id.starts_with("cb-") || purchase.offering_id.len() < 5 {
+                    ds.report(
+                        Code::MalformedCapacityReservationId,
+                        path,
+                        format!("`{}` is not a Capacity Block offering id", purchase.offering_id),
+                        "offering ids look like cb-0123456789abcdef0 (aws ec2 describe-capacity-block-offerings)",
+                    );
+                }
+            } else if !is_reservation_id(&block.reservation_id) {
                 ds.report(
                     Code::MalformedCapacityReservationId,
                     path,

@@ -1251,7 +1251,8 @@ fn node_group(cx: Cx, stage: StageId, id: &str, g: &ManagedNodeGroup) {
                 &format!("{}CapacityReservationId", logical_id(id)),
                 Parameter {
                     description: format!("Capacity Block reservation feeding node group {id} (aws ec2 describe-capacity-reservations)"),
-                    default: Some(block.reservation_id.clone()),
+                    // A block bought by the Terraform module has no id before it is bought.
+                    default: (!block.reservation_id.is_empty()).then(|| block.reservation_id.clone()),
                     allowed_pattern: Some("^cr-([0-9a-f]{8}|[0-9a-f]{17})$".to_owned()),
                     constraint: Some("a capacity reservation id such as cr-0123456789abcdef0".to_owned()),
                 },

@@ -1324,7 +1324,22 @@ fn node_group(cx: Cx, stage: StageId, id: &str, g: &crate::spec::ManagedNodeGrou
         }]),
     );
     if let NodeCapacity::CapacityBlock(block) = g.capacity_source() {
-        let var = cx.variable(
+        let reservation = match &block.purchase {
+            // Bought here: charged in full at purchase, never refunded; `terraform destroy`
+            // only removes it from state (validation demands the explicit acknowledgement).
+            Some(purchase) => {
+                let r = cx.add(
+                    "aws_ec2_capacity_block_reservation",
+                    &p("CapacityBlock"),
+                    json!({
+                        "capacity_block_offering_id": escape_template(&purchase.offering_id),
+                        "instance_platform": "Linux/UNIX",
+                        "tags": {"Name": format!("{stack_name}-{}", id.to_ascii_lowercase())},
+                    }),
+                );
+                json!(r.interp("id"))
+            }
+            None => cx.variable(
             &snake(&format!("{}CapacityReservationId", logical_id(id))),
             Variable {
                 description: format!("Capacity Block reservation feeding node group {id} (aws ec2 describe-capacity-reservations)."),
@@ -1332,14 +1347,15 @@ fn node_group(cx: Cx, stage: StageId, id: &str, g: &crate::spec::ManagedNodeGrou
                 pattern: Some("^cr-([0-9a-f]{8}|[0-9a-f]{17})$".to_owned()),
                 error_message: "Must be a capacity reservation id such as cr-0123456789abcdef0.".to_owned(),
             },
-        );
+            ),
+        };
         data.insert(
             "instance_market_options".into(),
             json!({"market_type": "capacity-block"}),
         );
         data.insert(
             "capacity_reservation_specification".into(),
-            json!({"capacity_reservation_target": {"capacity_reservation_id": var}}),
+            json!({"capacity_reservation_target": {"capacity_reservation_id": reservation}}),
         );
     }
     if with_interfaces {
