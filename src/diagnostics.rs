@@ -195,6 +195,8 @@ codes! {
         "A CloudFormation template may declare at most 200 parameters.";
     InvalidLogicalId = "HF0606", Error, "template key is not a valid CloudFormation logical id",
         "Resource, output and parameter keys must match `^[a-zA-Z0-9]+$` and be at most 255 characters.";
+    RenderFailed = "HF0901", Error, "an artifact could not be rendered",
+        "Serializing a synthesized document failed. This is a defect in hyperforge, not in the description; please report it with the description that triggers it.";
 }
 
 impl Code {

@@ -103,7 +103,19 @@ fn synthesize_stack(
             StageKind::CloudFormation => {
                 let template = templates.get(&id).cloned().unwrap_or(Value::Null);
                 let path = format!("{base}.template.json");
-                let capability = if template.to_string().contains("\"RoleName\"") {
+                // Named IAM resources need the stronger acknowledgement.
+                let named_iam = template
+                    .get("Resources")
+                    .and_then(Value::as_object)
+                    .is_some_and(|resources| {
+                        resources.values().any(|r| {
+                            r["Type"]
+                                .as_str()
+                                .is_some_and(|t| t.starts_with("AWS::IAM::"))
+                                && r["Properties"].get("RoleName").is_some()
+                        })
+                    });
+                let capability = if named_iam {
                     "CAPABILITY_NAMED_IAM"
                 } else {
                     "CAPABILITY_IAM"
@@ -247,7 +259,7 @@ fn yaml_error(stack: &Stack) -> impl Fn(serde_yaml::Error) -> Diagnostics + '_ {
     move |e| {
         let mut ds = Diagnostics::new();
         ds.report(
-            Code::InvalidKubernetesName,
+            Code::RenderFailed,
             stack.name(),
             format!("could not render YAML: {e}"),
             "this is a bug in hyperforge; please report it with the stack description",
