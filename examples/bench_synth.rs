@@ -22,7 +22,10 @@ fn peak_rss_mib() -> Option<f64> {
 
 fn main() {
     let iterations = 500;
-    for app in hyperforge::reference::all() {
+    for app in hyperforge::reference::all()
+        .into_iter()
+        .chain(hyperforge::reference::variants())
+    {
         let name = app.stacks().first().map_or("?", |s| s.name()).to_owned();
         for _ in 0..20 {
             std::hint::black_box(app.synth().expect("reference app synthesizes"));
@@ -44,21 +47,25 @@ fn main() {
             times[0],
         );
     }
-    // A fleet: the HyperPod reference stack N times under different names, in one app.
-    for n in [10usize, 100, 1000] {
+    // A fleet: both reference stacks N times under different names, in one app.
+    for n in [5usize, 50, 500] {
         let mut fleet = hyperforge::App::new();
         for i in 0..n {
             fleet.add_stack(hyperforge::reference::kimi_k3_hyperpod_stack(&format!(
                 "kimi-k3-hyperpod-{i}"
+            )));
+            fleet.add_stack(hyperforge::reference::kimi_k3_eks_stack(&format!(
+                "kimi-k3-eks-{i}"
             )));
         }
         let start = Instant::now();
         let assembly = fleet.synth().expect("fleet synthesizes");
         let elapsed = start.elapsed();
         println!(
-            "fleet of {n} stacks: {} artifacts in {elapsed:?} ({:?} per stack)",
+            "fleet of {} stacks: {} artifacts in {elapsed:?} ({:?} per stack)",
+            2 * n,
             assembly.files().len(),
-            elapsed / n as u32
+            elapsed / (2 * n) as u32
         );
     }
     if let Some(rss) = peak_rss_mib() {
