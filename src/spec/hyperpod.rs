@@ -2,7 +2,9 @@
 //! `NodeRecovery: Automatic`, and instance groups whose capacity is a typed choice: a Flexible
 //! Training Plan (ARN and availability zone id) or on-demand.
 
+use super::iam::{PolicyDocument, Statement};
 use super::lifecycle::LifecycleScriptsHandle;
+use super::text::{Pseudo, Text};
 use super::Construct;
 use crate::app::{kind, AttrRef, Ref, Stack, StageKind};
 use crate::catalog::{self, regions::AzId};
@@ -407,6 +409,93 @@ impl HyperPodCluster {
         &self.groups
     }
 
+    /// The nodes' inline permissions beyond the managed policies HyperPod requires: network
+    /// interfaces only in the cluster's subnets and security groups, image pulls, Pod Identity
+    /// on this cluster, alarms, and read access to the lifecycle scripts.
+    pub fn execution_role_policy(&self) -> PolicyDocument {
+        let lifecycle_bucket = &self.lifecycle.bucket;
+        let mut eni_resources: Vec<Text> = self
+            .subnet_refs()
+            .iter()
+            .map(|r| arn_of_ref(&r.id(), "ec2", "subnet/"))
+            .collect();
+        eni_resources.extend(
+            self.security_group_refs()
+                .iter()
+                .map(|r| arn_of_ref(&r.id(), "ec2", "security-group/")),
+        );
+        let eni_arn = Text::arn("ec2", true, true, Text::lit("network-interface/*"));
+        eni_resources.push(eni_arn.clone());
+        PolicyDocument::new()
+            .statement({
+                let mut st = Statement::allow([
+                    "ec2:AssignPrivateIpAddresses",
+                    "ec2:CreateNetworkInterface",
+                    "ec2:CreateNetworkInterfacePermission",
+                    "ec2:DeleteNetworkInterface",
+                    "ec2:DeleteNetworkInterfacePermission",
+                    "ec2:DetachNetworkInterface",
+                    "ec2:ModifyNetworkInterfaceAttribute",
+                    "ec2:UnassignPrivateIpAddresses",
+                ])
+                .sid("ManageClusterNetworkInterfaces");
+                st.resources = eni_resources;
+                st
+            })
+            .statement(
+                Statement::allow(["ec2:CreateTags"])
+                    .sid("TagNetworkInterfaces")
+                    .resource(eni_arn),
+            )
+            .statement(
+                Statement::allow([
+                    "ec2:DescribeDhcpOptions",
+                    "ec2:DescribeInstances",
+                    "ec2:DescribeNetworkInterfaces",
+                    "ec2:DescribeSecurityGroups",
+                    "ec2:DescribeSubnets",
+                    "ec2:DescribeTags",
+                    "ec2:DescribeVpcs",
+                    "ecr:GetAuthorizationToken",
+                ])
+                .sid("DescribeNetworkAndAuthenticateToRegistries")
+                .resource("*"),
+            )
+            .statement(
+                Statement::allow([
+                    "ecr:BatchCheckLayerAvailability",
+                    "ecr:BatchGetImage",
+                    "ecr:GetDownloadUrlForLayer",
+                ])
+                .sid("PullImages")
+                .resource(
+                    Text::lit("arn:")
+                        .push_pseudo(Pseudo::Partition)
+                        .push_lit(":ecr:*:*:repository/*"),
+                ),
+            )
+            .statement(
+                Statement::allow(["eks-auth:AssumeRoleForPodIdentity"])
+                    .sid("PodIdentity")
+                    .resource(Text::attr(self.eks().arn())),
+            )
+            .statement(
+                Statement::allow(["cloudwatch:DescribeAlarms"])
+                    .sid("ReadAlarms")
+                    .resource(Text::arn("cloudwatch", true, true, Text::lit("alarm:*"))),
+            )
+            .statement(
+                Statement::allow(["s3:ListBucket"])
+                    .sid("ListLifecycleScripts")
+                    .resource(Text::attr(lifecycle_bucket.arn())),
+            )
+            .statement(
+                Statement::allow(["s3:GetObject"])
+                    .sid("ReadLifecycleScripts")
+                    .resource(Text::attr(lifecycle_bucket.arn()).push_lit("/*")),
+            )
+    }
+
     pub(crate) fn references(&self) -> Vec<AttrRef> {
         let mut refs = vec![self.eks.arn(), self.lifecycle.bucket.name()];
         refs.extend(self.subnets.iter().map(|s| s.id()));
@@ -662,4 +751,13 @@ mod tests {
         assert!(!is_valid_hyperpod_name("a_b"));
         assert!(!is_valid_hyperpod_name(&"a".repeat(64)));
     }
+}
+
+fn arn_of_ref(r: &AttrRef, service: &str, resource_prefix: &str) -> Text {
+    Text::arn(
+        service,
+        true,
+        true,
+        Text::lit(resource_prefix).push_ref(r.clone()),
+    )
 }

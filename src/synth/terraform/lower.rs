@@ -798,98 +798,10 @@ pub(crate) fn eks_cluster_of(cx: &RootModule) -> Option<Addr> {
     })
 }
 
-fn arn_of_ref(r: &AttrRef, service: &str, resource_prefix: &str) -> Text {
-    Text::arn(
-        service,
-        true,
-        true,
-        Text::lit(resource_prefix).push_ref(r.clone()),
-    )
-}
-
 fn hyperpod(cx: Cx, stage: StageId, id: &str, h: &HyperPodCluster) {
     let p = |child: &str| format!("{id}/{child}");
     let lifecycle_bucket = &h.lifecycle().bucket;
-    let mut eni_resources: Vec<Text> = h
-        .subnet_refs()
-        .iter()
-        .map(|r| arn_of_ref(&r.id(), "ec2", "subnet/"))
-        .collect();
-    eni_resources.extend(
-        h.security_group_refs()
-            .iter()
-            .map(|r| arn_of_ref(&r.id(), "ec2", "security-group/")),
-    );
-    let eni_arn = Text::arn("ec2", true, true, Text::lit("network-interface/*"));
-    eni_resources.push(eni_arn.clone());
-    let policy = PolicyDocument::new()
-        .statement({
-            let mut st = Statement::allow([
-                "ec2:AssignPrivateIpAddresses",
-                "ec2:CreateNetworkInterface",
-                "ec2:CreateNetworkInterfacePermission",
-                "ec2:DeleteNetworkInterface",
-                "ec2:DeleteNetworkInterfacePermission",
-                "ec2:DetachNetworkInterface",
-                "ec2:ModifyNetworkInterfaceAttribute",
-                "ec2:UnassignPrivateIpAddresses",
-            ])
-            .sid("ManageClusterNetworkInterfaces");
-            st.resources = eni_resources;
-            st
-        })
-        .statement(
-            Statement::allow(["ec2:CreateTags"])
-                .sid("TagNetworkInterfaces")
-                .resource(eni_arn),
-        )
-        .statement(
-            Statement::allow([
-                "ec2:DescribeDhcpOptions",
-                "ec2:DescribeInstances",
-                "ec2:DescribeNetworkInterfaces",
-                "ec2:DescribeSecurityGroups",
-                "ec2:DescribeSubnets",
-                "ec2:DescribeTags",
-                "ec2:DescribeVpcs",
-                "ecr:GetAuthorizationToken",
-            ])
-            .sid("DescribeNetworkAndAuthenticateToRegistries")
-            .resource("*"),
-        )
-        .statement(
-            Statement::allow([
-                "ecr:BatchCheckLayerAvailability",
-                "ecr:BatchGetImage",
-                "ecr:GetDownloadUrlForLayer",
-            ])
-            .sid("PullImages")
-            .resource(
-                Text::lit("arn:")
-                    .push_pseudo(Pseudo::Partition)
-                    .push_lit(":ecr:*:*:repository/*"),
-            ),
-        )
-        .statement(
-            Statement::allow(["eks-auth:AssumeRoleForPodIdentity"])
-                .sid("PodIdentity")
-                .resource(Text::attr(h.eks().arn())),
-        )
-        .statement(
-            Statement::allow(["cloudwatch:DescribeAlarms"])
-                .sid("ReadAlarms")
-                .resource(Text::arn("cloudwatch", true, true, Text::lit("alarm:*"))),
-        )
-        .statement(
-            Statement::allow(["s3:ListBucket"])
-                .sid("ListLifecycleScripts")
-                .resource(Text::attr(lifecycle_bucket.arn())),
-        )
-        .statement(
-            Statement::allow(["s3:GetObject"])
-                .sid("ReadLifecycleScripts")
-                .resource(Text::attr(lifecycle_bucket.arn()).push_lit("/*")),
-        );
+    let policy = h.execution_role_policy();
     let (role, role_policies) = role(
         cx,
         RoleSpec {
