@@ -726,6 +726,15 @@ impl Construct for HyperPodCluster {
     }
 }
 
+fn arn_of_ref(r: &AttrRef, service: &str, resource_prefix: &str) -> Text {
+    Text::arn(
+        service,
+        true,
+        true,
+        Text::lit(resource_prefix).push_ref(r.clone()),
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -751,13 +760,4 @@ mod tests {
         assert!(!is_valid_hyperpod_name("a_b"));
         assert!(!is_valid_hyperpod_name(&"a".repeat(64)));
     }
-}
-
-fn arn_of_ref(r: &AttrRef, service: &str, resource_prefix: &str) -> Text {
-    Text::arn(
-        service,
-        true,
-        true,
-        Text::lit(resource_prefix).push_ref(r.clone()),
-    )
 }

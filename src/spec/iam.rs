@@ -432,3 +432,25 @@ pub fn load_balancer_controller_policy() -> PolicyDocument {
             )),
         )
 }
+
+/// A KMS key policy that leaves the key to the account's IAM policies (the account root
+/// administers it), plus `extra` (a service allowed to use it).
+pub fn account_key_policy(extra: Option<Statement>) -> PolicyDocument {
+    let mut doc = PolicyDocument::new().statement(
+        Statement::allow(["kms:*"])
+            .sid("AccountAdministers")
+            .principal(
+                PrincipalKind::Aws,
+                Text::lit("arn:")
+                    .push_pseudo(super::text::Pseudo::Partition)
+                    .push_lit(":iam::")
+                    .push_pseudo(super::text::Pseudo::AccountId)
+                    .push_lit(":root"),
+            )
+            .resource("*"),
+    );
+    if let Some(s) = extra {
+        doc = doc.statement(s);
+    }
+    doc
+}

@@ -376,26 +376,6 @@ fn private_subnet_tags(name: String) -> Vec<ec2_subnet::Tag> {
     ]
 }
 
-fn key_policy_for_account(extra: Option<Statement>) -> PolicyDocument {
-    let mut doc = PolicyDocument::new().statement(
-        Statement::allow(["kms:*"])
-            .sid("AccountAdministers")
-            .principal(
-                PrincipalKind::Aws,
-                Text::lit("arn:")
-                    .push_pseudo(Pseudo::Partition)
-                    .push_lit(":iam::")
-                    .push_pseudo(Pseudo::AccountId)
-                    .push_lit(":root"),
-            )
-            .resource("*"),
-    );
-    if let Some(s) = extra {
-        doc = doc.statement(s);
-    }
-    doc
-}
-
 fn kms_key(
     cx: Cx,
     stage: StageId,
@@ -403,7 +383,7 @@ fn kms_key(
     description: String,
     extra: Option<Statement>,
 ) -> String {
-    let policy = cx.policy(stage, &key_policy_for_account(extra));
+    let policy = cx.policy(stage, &crate::spec::iam::account_key_policy(extra));
     cx.add(
         stage,
         path,

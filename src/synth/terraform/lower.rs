@@ -5,7 +5,7 @@
 //! owner (`lifecycle_bucket_encryption`).
 
 use super::module::{escape_template, hcl_string_body, snake, Addr, RootModule, Variable};
-use crate::app::{kind, logical_id, AttrRef, Ref, StageId};
+use crate::app::{kind, logical_id, Ref, StageId};
 use crate::spec::hyperpod::Capacity;
 use crate::spec::iam::load_balancer_controller_policy;
 use crate::spec::iam::{
@@ -364,29 +364,9 @@ fn network(cx: Cx, id: &str, n: &Network) {
     flow_logs(cx, id, &vpc, plan.flow_log_retention_days);
 }
 
-fn key_policy_for_account(extra: Option<Statement>) -> PolicyDocument {
-    let mut doc = PolicyDocument::new().statement(
-        Statement::allow(["kms:*"])
-            .sid("AccountAdministers")
-            .principal(
-                PrincipalKind::Aws,
-                Text::lit("arn:")
-                    .push_pseudo(Pseudo::Partition)
-                    .push_lit(":iam::")
-                    .push_pseudo(Pseudo::AccountId)
-                    .push_lit(":root"),
-            )
-            .resource("*"),
-    );
-    if let Some(s) = extra {
-        doc = doc.statement(s);
-    }
-    doc
-}
-
 fn kms_key(cx: Cx, path: &str, description: String, extra: Option<Statement>) -> Addr {
     let local = format!("{}_policy", snake(&logical_id(path)));
-    let policy = cx.policy(&local, &key_policy_for_account(extra));
+    let policy = cx.policy(&local, &crate::spec::iam::account_key_policy(extra));
     cx.add(
         "aws_kms_key",
         path,
