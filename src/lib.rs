@@ -75,6 +75,8 @@
 pub mod app;
 pub mod assembly;
 pub mod catalog;
+#[cfg(feature = "deploy")]
+pub mod deploy;
 pub mod diagnostics;
 pub mod reference;
 pub mod spec;
