@@ -77,6 +77,8 @@ pub mod app;
 pub mod assembly;
 pub mod catalog;
 pub mod cost;
+#[cfg(feature = "deploy")]
+pub mod deploy;
 pub mod diagnostics;
 pub mod reference;
 pub mod spec;

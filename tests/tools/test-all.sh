@@ -8,7 +8,9 @@
 #    when it is already up to date);
 # 3. a moto server on a free loopback port for deploy-path tests, exported as
 #    HYPERFORGE_MOTO_ENDPOINT (tests that do not deploy ignore it);
-# 4. cargo test for every target, then the doc tests.
+# 4. cargo test for every target, then the doc tests;
+# 5. the `deploy` feature (AWS SDK): its unit and doc tests, then tests/deploy_moto.rs
+#    against the moto server, one test at a time (they share the server).
 set -euo pipefail
 
 cd "$(dirname "${BASH_SOURCE[0]}")/../.."
@@ -24,6 +26,9 @@ cargo fmt --all -- --check
 
 step "cargo clippy --workspace --all-targets -- -D warnings"
 cargo clippy --workspace --all-targets -- -D warnings
+
+step "cargo clippy --all-targets --features deploy -- -D warnings"
+cargo clippy --all-targets --features deploy -- -D warnings
 
 step "installing the external validators into $HYPERFORGE_VENV"
 tests/tools/install-validators.sh
@@ -84,6 +89,15 @@ cargo test --workspace --all-targets
 
 step "cargo test --workspace --doc"
 cargo test --workspace --doc
+
+step "cargo test --features deploy --lib deploy:: (deploy unit tests)"
+cargo test --features deploy --lib deploy::
+
+step "cargo test --features deploy --doc deploy"
+cargo test --features deploy --doc deploy
+
+step "cargo test --features deploy --test deploy_moto -- --test-threads=1"
+cargo test --features deploy --test deploy_moto -- --test-threads=1
 
 stop_moto
 echo "all checks passed"

@@ -1,0 +1,240 @@
+//! Helm and Kubernetes stages: the exact commands to run (printed for the user, or run when
+//! asked and the tools are on PATH).
+
+use super::error::DeployError;
+use super::manifest::{Chart, StageKind};
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+/// One command line.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ExternalCommand {
+    /// The program (`helm`).
+    pub program: String,
+    /// Its arguments.
+    pub args: Vec<String>,
+    /// Skip when this path already exists (a chart checkout from an earlier run).
+    pub unless_exists: Option<PathBuf>,
+}
+
+impl ExternalCommand {
+    fn new(program: &str, args: &[&str]) -> ExternalCommand {
+        ExternalCommand {
+            program: program.to_owned(),
+            args: args.iter().map(|a| (*a).to_owned()).collect(),
+            unless_exists: None,
+        }
+    }
+}
+
+fn quote(arg: &str) -> String {
+    let plain = !arg.is_empty()
+        && arg
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "-_./:=@+,".contains(c));
+    if plain {
+        arg.to_owned()
+    } else {
+        format!("'{}'", arg.replace('\'', r"'\''"))
+    }
+}
+
+impl fmt::Display for ExternalCommand {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", quote(&self.program))?;
+        for a in &self.args {
+            write!(f, " {}", quote(a))?;
+        }
+        Ok(())
+    }
+}
+
+fn p(path: &Path) -> String {
+    path.display().to_string()
+}
+
+/// Where a git chart is checked out: `<checkouts>/<release>-<first 12 hex of the commit>`.
+pub fn chart_checkout(checkouts: &Path, release: &str, commit: &str) -> PathBuf {
+    let short: String = commit.chars().take(12).collect();
+    checkouts.join(format!("{release}-{short}"))
+}
+
+/// The commands that deploy a helm or kubernetes stage (empty for other kinds).
+pub fn deploy_commands(kind: &StageKind, checkouts: &Path) -> Vec<ExternalCommand> {
+    match kind {
+        StageKind::Helm {
+            release,
+            namespace,
+            chart,
+            values,
+        } => match chart {
+            Chart::Git { url, commit, path } => {
+                let dir = chart_checkout(checkouts, release, commit);
+                let chart_dir = dir.join(path);
+                let mut clone = ExternalCommand::new("git", &["clone", url, &p(&dir)]);
+                clone.unless_exists = Some(dir.clone());
+                vec![
+                    clone,
+                    ExternalCommand::new("git", &["-C", &p(&dir), "checkout", "--detach", commit]),
+                    ExternalCommand::new("helm", &["dependency", "build", &p(&chart_dir)]),
+                    ExternalCommand::new(
+                        "helm",
+                        &[
+                            "upgrade",
+                            "--install",
+                            release,
+                            &p(&chart_dir),
+                            "-n",
+                            namespace,
+                            "-f",
+                            &p(values),
+                        ],
+                    ),
+                ]
+            }
+            Chart::Repository {
+                repository,
+                name,
+                version,
+            } => vec![ExternalCommand::new(
+                "helm",
+                &[
+                    "upgrade",
+                    "--install",
+                    release,
+                    name,
+                    "--repo",
+                    repository,
+                    "--version",
+                    version,
+                    "-n",
+                    namespace,
+                    "-f",
+                    &p(values),
+                ],
+            )],
+        },
+        StageKind::Kubernetes { manifest } => {
+            vec![ExternalCommand::new(
+                "kubectl",
+                &["apply", "-f", &p(manifest)],
+            )]
+        }
+        _ => Vec::new(),
+    }
+}
+
+/// The commands that remove what a helm or kubernetes stage installed.
+pub fn destroy_commands(kind: &StageKind) -> Vec<ExternalCommand> {
+    match kind {
+        StageKind::Helm {
+            release, namespace, ..
+        } => vec![ExternalCommand::new(
+            "helm",
+            &["uninstall", release, "-n", namespace],
+        )],
+        StageKind::Kubernetes { manifest } => vec![ExternalCommand::new(
+            "kubectl",
+            &["delete", "--ignore-not-found", "-f", &p(manifest)],
+        )],
+        _ => Vec::new(),
+    }
+}
+
+/// Whether `program` is an executable file on PATH.
+pub fn on_path(program: &str) -> bool {
+    std::env::var_os("PATH")
+        .is_some_and(|paths| std::env::split_paths(&paths).any(|dir| dir.join(program).is_file()))
+}
+
+/// Runs the commands in order, inheriting the terminal; stops at the first failure.
+pub fn run(commands: &[ExternalCommand]) -> Result<(), DeployError> {
+    for c in commands {
+        if !on_path(&c.program) {
+            return Err(DeployError::External {
+                command: c.to_string(),
+                problem: format!("cannot run: `{}` is not on PATH", c.program),
+            });
+        }
+    }
+    for c in commands {
+        if c.unless_exists.as_deref().is_some_and(Path::exists) {
+            continue;
+        }
+        let status = std::process::Command::new(&c.program)
+            .args(&c.args)
+            .status()
+            .map_err(|e| DeployError::External {
+                command: c.to_string(),
+                problem: format!("could not be started: {e}"),
+            })?;
+        if !status.success() {
+            return Err(DeployError::External {
+                command: c.to_string(),
+                problem: format!("failed ({status})"),
+            });
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn helm_git_chart_commands() {
+        let kind = StageKind::Helm {
+            release: "hyperpod-dependencies".into(),
+            namespace: "kube-system".into(),
+            chart: Chart::Git {
+                url: "https://github.com/aws/sagemaker-hyperpod-cli.git".into(),
+                commit: "011ca927123e02b35a399935bbb3ab1905fe33c7".into(),
+                path: "helm_chart/HyperPodHelmChart".into(),
+            },
+            values: PathBuf::from("out/s/03-hyperpod-dependencies.values.yaml"),
+        };
+        let lines: Vec<String> = deploy_commands(&kind, Path::new("/tmp/charts"))
+            .iter()
+            .map(ToString::to_string)
+            .collect();
+        assert_eq!(
+            lines,
+            [
+                "git clone https://github.com/aws/sagemaker-hyperpod-cli.git /tmp/charts/hyperpod-dependencies-011ca927123e",
+                "git -C /tmp/charts/hyperpod-dependencies-011ca927123e checkout --detach 011ca927123e02b35a399935bbb3ab1905fe33c7",
+                "helm dependency build /tmp/charts/hyperpod-dependencies-011ca927123e/helm_chart/HyperPodHelmChart",
+                "helm upgrade --install hyperpod-dependencies /tmp/charts/hyperpod-dependencies-011ca927123e/helm_chart/HyperPodHelmChart -n kube-system -f out/s/03-hyperpod-dependencies.values.yaml",
+            ]
+        );
+        assert_eq!(
+            destroy_commands(&kind)[0].to_string(),
+            "helm uninstall hyperpod-dependencies -n kube-system"
+        );
+    }
+
+    #[test]
+    fn repository_chart_and_kubectl() {
+        let kind = StageKind::Helm {
+            release: "r".into(),
+            namespace: "ns".into(),
+            chart: Chart::Repository {
+                repository: "https://charts.example.com".into(),
+                name: "thing".into(),
+                version: "1.2.3".into(),
+            },
+            values: PathBuf::from("v.yaml"),
+        };
+        assert_eq!(
+            deploy_commands(&kind, Path::new("c"))[0].to_string(),
+            "helm upgrade --install r thing --repo https://charts.example.com --version 1.2.3 -n ns -f v.yaml"
+        );
+        let k = StageKind::Kubernetes {
+            manifest: PathBuf::from("dir with space/05-inference.yaml"),
+        };
+        assert_eq!(
+            deploy_commands(&k, Path::new("c"))[0].to_string(),
+            "kubectl apply -f 'dir with space/05-inference.yaml'"
+        );
+    }
+}

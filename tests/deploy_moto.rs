@@ -1,0 +1,754 @@
+//! The deploy path against moto (a CloudFormation/EC2/S3/IAM emulator), started by
+//! `tests/tools/test-all.sh`, which exports `HYPERFORGE_MOTO_ENDPOINT`. Without it these tests
+//! fail (they are never skipped). Run them alone with:
+//!
+//! ```sh
+//! .venv-validators/bin/moto_server -H 127.0.0.1 -p 5055 &
+//! HYPERFORGE_MOTO_ENDPOINT=http://127.0.0.1:5055 \
+//!     cargo test --features deploy --test deploy_moto -- --test-threads=1
+//! ```
+//!
+//! The tests share one server: each holds a lock and resets moto's state first.
+//!
+//! What the deployed stage holds, and why. moto creates the VPC, subnets, route tables,
+//! internet and NAT gateways, EIP, S3 gateway endpoint, flow log, KMS key, log group, IAM role,
+//! security group, ingress rules and S3 bucket for real. It silently skips
+//! `AWS::EC2::SecurityGroupEgress`, `AWS::S3::BucketPolicy` and `AWS::EC2::VPCCidrBlock` (no
+//! CloudFormation model in moto 5.2), and skips EKS and SageMaker types; an Output with
+//! `Fn::GetAtt` on a skipped type makes CreateStack answer HTTP 500. So the stage tested here
+//! is the project's `Network` (without the HyperPod subnet, whose secondary CIDR block moto
+//! would skip and then reject the subnet), a `ClusterSecurityGroup` and a `LifecycleScripts`
+//! bucket, plus the `s3-upload` stage of the lifecycle script: every output resolves. moto's
+//! other gaps: it emits only stack-level events (per-resource progress and rollback sequences
+//! are unit-tested on recorded sequences in `src/deploy/events.rs`), never rolls back (a failing
+//! resource is an API error of the call itself), does not enforce capabilities, and answers
+//! HTTP 500 for `Fn::Cidr`, for a KMS key with `Tags` (the test removes the flow-log key's
+//! tags with `Stack::remove_property`) and for any update of an S3 bucket without an explicit
+//! `BucketName` (so the update tested changes the flow-log retention, not a tag every resource
+//! carries). moto also has no delete handlers for route tables, routes, NAT gateways, VPC
+//! endpoints or flow logs, so deleting a `Network` stack fails in moto with a
+//! DependencyViolation; destroy is tested on a stage holding only the lifecycle bucket.
+//! `Fn::Cidr` is used below as the "invalid template" case, with retries limited to
+//! one attempt so the error surfaces at once).
+
+#![cfg(feature = "deploy")]
+
+use hyperforge::app::Stack;
+use hyperforge::deploy::{
+    self, Answers, AssemblyDir, AwsSettings, Console, DeployError, DeployOptions, StageOutcome,
+};
+use hyperforge::spec::{ClusterSecurityGroup, LifecycleScripts, Network};
+use hyperforge::App;
+use std::io::{Read, Write};
+use std::path::Path;
+use std::sync::{Mutex, MutexGuard};
+use std::time::{Duration, Instant};
+
+const STACK: &str = "deploy-test";
+const REGION: &str = "us-east-1";
+const FOUNDATION: &str = "deploy-test-foundation";
+
+static SERVER: Mutex<()> = Mutex::new(());
+
+fn endpoint() -> String {
+    match std::env::var("HYPERFORGE_MOTO_ENDPOINT") {
+        Ok(v) if !v.trim().is_empty() => v.trim().trim_end_matches('/').to_owned(),
+        _ => panic!(
+            "HYPERFORGE_MOTO_ENDPOINT is not set. These tests need a moto server: run \
+             tests/tools/test-all.sh (it starts one), or start `.venv-validators/bin/moto_server \
+             -H 127.0.0.1 -p 5055` and export HYPERFORGE_MOTO_ENDPOINT=http://127.0.0.1:5055"
+        ),
+    }
+}
+
+/// Takes the server for one test and wipes its state.
+fn exclusive() -> MutexGuard<'static, ()> {
+    let guard = SERVER.lock().unwrap_or_else(|e| e.into_inner());
+    let url = endpoint();
+    let host = url
+        .strip_prefix("http://")
+        .unwrap_or_else(|| panic!("HYPERFORGE_MOTO_ENDPOINT must be http://host:port, is {url}"));
+    let mut conn = std::net::TcpStream::connect(host)
+        .unwrap_or_else(|e| panic!("cannot reach moto at {url}: {e}"));
+    write!(
+        conn,
+        "POST /moto-api/reset HTTP/1.1\r\nHost: {host}\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
+    )
+    .expect("send reset");
+    let mut answer = String::new();
+    conn.read_to_string(&mut answer).expect("read reset answer");
+    assert!(
+        answer.starts_with("HTTP/1.1 200") || answer.starts_with("HTTP/1.0 200"),
+        "moto reset failed: {answer}"
+    );
+    guard
+}
+
+fn options() -> DeployOptions {
+    DeployOptions {
+        aws: AwsSettings {
+            endpoint_url: Some(endpoint()),
+            static_credentials: Some(("testing".into(), "testing".into())),
+            max_attempts: 1,
+            ..AwsSettings::default()
+        },
+        yes: true,
+        poll_interval: Duration::from_millis(50),
+        timeout: Duration::from_secs(60),
+        ..DeployOptions::default()
+    }
+}
+
+/// The tested stack, built with the project's own builders. `revision` 2 keeps flow logs
+/// longer (a property change of the log group, updated in place).
+fn test_stack(revision: u32) -> App {
+    let retention = if revision == 1 { 365 } else { 400 };
+    let mut stack = Stack::new(STACK, REGION).tag("workload", "deploy-test");
+    let foundation = stack.cloudformation_stage("foundation");
+    let network = stack.add(
+        foundation,
+        Network::new("Network").flow_log_retention_days(retention),
+    );
+    stack.add(
+        foundation,
+        ClusterSecurityGroup::new("ClusterSecurityGroup", &network.vpc),
+    );
+    let scripts = stack.add(foundation, LifecycleScripts::new("Lifecycle"));
+    stack.upload_stage("lifecycle-scripts", scripts.upload());
+    // moto 5.2 cannot create an `AWS::KMS::Key` with `Tags` from CloudFormation (it reads
+    // KMS-API `TagKey`/`TagValue` and answers HTTP 500); the escape hatch drops them here.
+    stack.remove_property("Network/FlowLogKey", "Tags");
+    App::new().stack(stack)
+}
+
+fn write(app: &App) -> (tempfile::TempDir, AssemblyDir) {
+    let dir = tempfile::tempdir().expect("temporary directory");
+    let out = dir.path().join("hyperforge.out");
+    let assembly = app.synth().unwrap_or_else(|e| panic!("{e}"));
+    assembly.write_to(&out).expect("write assembly");
+    let loaded = AssemblyDir::load(&out).unwrap_or_else(|e| panic!("{e}"));
+    (dir, loaded)
+}
+
+fn rt() -> tokio::runtime::Runtime {
+    deploy::runtime().expect("runtime")
+}
+
+struct Sdk {
+    cfn: aws_sdk_cloudformation::Client,
+    s3: aws_sdk_s3::Client,
+}
+
+fn sdk(rt: &tokio::runtime::Runtime) -> Sdk {
+    let conf = rt.block_on(
+        aws_config::defaults(aws_config::BehaviorVersion::latest())
+            .region(aws_config::Region::new(REGION))
+            .endpoint_url(endpoint())
+            .credentials_provider(aws_sdk_cloudformation::config::Credentials::new(
+                "testing", "testing", None, None, "test",
+            ))
+            .load(),
+    );
+    let s3 = aws_sdk_s3::config::Builder::from(&conf)
+        .force_path_style(true)
+        .build();
+    Sdk {
+        cfn: aws_sdk_cloudformation::Client::new(&conf),
+        s3: aws_sdk_s3::Client::from_conf(s3),
+    }
+}
+
+impl Sdk {
+    fn stack_status(&self, rt: &tokio::runtime::Runtime, name: &str) -> Option<String> {
+        rt.block_on(self.cfn.describe_stacks().stack_name(name).send())
+            .ok()
+            .and_then(|o| {
+                o.stacks()
+                    .first()
+                    .and_then(|s| s.stack_status().map(|s| s.as_str().to_owned()))
+            })
+    }
+
+    fn object(&self, rt: &tokio::runtime::Runtime, bucket: &str, key: &str) -> Option<Vec<u8>> {
+        let out = rt
+            .block_on(self.s3.get_object().bucket(bucket).key(key).send())
+            .ok()?;
+        rt.block_on(out.body.collect()).ok().map(|b| b.to_vec())
+    }
+}
+
+fn outcome<'a>(report: &'a deploy::Report, stage: &str) -> &'a StageOutcome {
+    report
+        .outcome(stage)
+        .unwrap_or_else(|| panic!("no outcome for {stage}: {report:#?}"))
+}
+
+#[test]
+fn create_upload_no_changes_diff_declined_and_update() {
+    let _server = exclusive();
+    let rt = rt();
+    let sdk = sdk(&rt);
+    let (_dir, assembly) = write(&test_stack(1));
+    let opts = options();
+
+    // Create.
+    let (console, out) = Console::capture();
+    let report = rt
+        .block_on(deploy::deploy(
+            &assembly,
+            STACK,
+            &opts,
+            &console,
+            &mut Answers::default(),
+        ))
+        .unwrap_or_else(|e| panic!("{e}\n{}", out.text()));
+    let StageOutcome::Deployed {
+        status,
+        outputs,
+        changes,
+        ..
+    } = outcome(&report, "foundation")
+    else {
+        panic!("{report:#?}")
+    };
+    assert_eq!(status, "CREATE_COMPLETE");
+    assert!(
+        changes.count(&deploy::changeset::ChangeAction::Add) > 20,
+        "{changes:#?}"
+    );
+    assert!(changes
+        .changes
+        .iter()
+        .any(|c| c.resource_type == "AWS::EC2::FlowLog"));
+    let bucket = outputs
+        .get("LifecycleBucketName")
+        .unwrap_or_else(|| panic!("outputs: {outputs:?}"))
+        .clone();
+    let text = out.text();
+    assert!(
+        text.contains("does not exist yet: it will be created"),
+        "{text}"
+    );
+    assert!(text.contains("+ Add"), "{text}");
+    assert!(text.contains("CREATE_COMPLETE"), "{text}");
+    assert!(text.contains("LifecycleBucketName = "), "{text}");
+
+    // The upload stage put the lifecycle script under the prefix.
+    let StageOutcome::Uploaded { bucket: b, keys } = outcome(&report, "lifecycle-scripts") else {
+        panic!("{report:#?}")
+    };
+    assert_eq!(b, &bucket);
+    assert_eq!(keys, &["lifecycle/on_create.sh"]);
+    let script = sdk
+        .object(&rt, &bucket, "lifecycle/on_create.sh")
+        .expect("the lifecycle script is in the bucket");
+    let local = assembly
+        .root()
+        .join("deploy-test/02-lifecycle-scripts/on_create.sh");
+    assert_eq!(script, std::fs::read(local).expect("local script"));
+    // The network's resources were really created (each has a physical id).
+    let resources = rt
+        .block_on(
+            sdk.cfn
+                .describe_stack_resources()
+                .stack_name(FOUNDATION)
+                .send(),
+        )
+        .expect("stack resources");
+    for ty in [
+        "AWS::EC2::VPC",
+        "AWS::EC2::Subnet",
+        "AWS::EC2::NatGateway",
+        "AWS::EC2::EIP",
+        "AWS::EC2::VPCEndpoint",
+        "AWS::EC2::FlowLog",
+        "AWS::Logs::LogGroup",
+        "AWS::KMS::Key",
+        "AWS::IAM::Role",
+        "AWS::EC2::SecurityGroup",
+        "AWS::S3::Bucket",
+    ] {
+        assert!(
+            resources
+                .stack_resources()
+                .iter()
+                .any(|r| r.resource_type() == Some(ty)
+                    && r.physical_resource_id().is_some_and(|p| !p.is_empty())),
+            "no {ty} in {resources:#?}"
+        );
+    }
+
+    // Same assembly again: no changes, the empty change set deleted.
+    let (console, out) = Console::capture();
+    let report = rt
+        .block_on(deploy::deploy(
+            &assembly,
+            STACK,
+            &opts,
+            &console,
+            &mut Answers::default(),
+        ))
+        .unwrap_or_else(|e| panic!("{e}\n{}", out.text()));
+    assert!(matches!(
+        outcome(&report, "foundation"),
+        StageOutcome::NoChanges { .. }
+    ));
+    assert!(out.text().contains("no changes"), "{}", out.text());
+    let pending = rt
+        .block_on(sdk.cfn.list_change_sets().stack_name(FOUNDATION).send())
+        .expect("list change sets");
+    assert!(pending.summaries().is_empty(), "{pending:?}");
+
+    // Longer flow-log retention: diff shows Modify and leaves nothing behind.
+    let (_dir2, changed) = write(&test_stack(2));
+    let (console, out) = Console::capture();
+    let report = rt
+        .block_on(deploy::diff(
+            &changed,
+            STACK,
+            &opts,
+            &console,
+            &mut Answers::default(),
+        ))
+        .unwrap_or_else(|e| panic!("{e}\n{}", out.text()));
+    let StageOutcome::Diff { changes } = outcome(&report, "foundation") else {
+        panic!("{report:#?}")
+    };
+    assert!(changes
+        .changes
+        .iter()
+        .any(|c| c.logical_id == "NetworkFlowLogGroup"
+            && c.action == deploy::changeset::ChangeAction::Modify));
+    assert!(out.text().contains("~ Modify"), "{}", out.text());
+    let pending = rt
+        .block_on(sdk.cfn.list_change_sets().stack_name(FOUNDATION).send())
+        .expect("list change sets");
+    assert!(pending.summaries().is_empty(), "diff leaves no change set");
+    assert!(matches!(
+        outcome(&report, "lifecycle-scripts"),
+        StageOutcome::Planned(_)
+    ));
+
+    // Declining the update changes nothing and stops the run.
+    let mut ask = options();
+    ask.yes = false;
+    let (console, out) = Console::capture();
+    let mut answers = Answers::new([false]);
+    let report = rt
+        .block_on(deploy::deploy(
+            &changed,
+            STACK,
+            &ask,
+            &console,
+            &mut answers,
+        ))
+        .unwrap_or_else(|e| panic!("{e}\n{}", out.text()));
+    assert_eq!(outcome(&report, "foundation"), &StageOutcome::Declined);
+    assert!(report.outcome("lifecycle-scripts").is_none());
+    assert_eq!(
+        answers.asked,
+        ["Update `deploy-test-foundation` with these changes?"]
+    );
+    assert_eq!(
+        sdk.stack_status(&rt, FOUNDATION).as_deref(),
+        Some("CREATE_COMPLETE")
+    );
+
+    // Accepting it updates through the change set.
+    let mut answers = Answers::new([true]);
+    let (console, out) = Console::capture();
+    let report = rt
+        .block_on(deploy::deploy(
+            &changed,
+            STACK,
+            &ask,
+            &console,
+            &mut answers,
+        ))
+        .unwrap_or_else(|e| panic!("{e}\n{}", out.text()));
+    let StageOutcome::Deployed {
+        status, changes, ..
+    } = outcome(&report, "foundation")
+    else {
+        panic!("{report:#?}")
+    };
+    assert_eq!(status, "UPDATE_COMPLETE");
+    assert!(changes.count(&deploy::changeset::ChangeAction::Modify) > 0);
+    assert_eq!(
+        sdk.stack_status(&rt, FOUNDATION).as_deref(),
+        Some("UPDATE_COMPLETE")
+    );
+}
+
+/// A stack whose only CloudFormation resources are the lifecycle bucket (and its policy, which
+/// moto skips): moto cannot delete a `Network` (see the file docs).
+fn bucket_only_stack() -> App {
+    let mut stack = Stack::new(STACK, REGION);
+    let foundation = stack.cloudformation_stage("foundation");
+    let scripts = stack.add(foundation, LifecycleScripts::new("Lifecycle"));
+    stack.upload_stage("lifecycle-scripts", scripts.upload());
+    App::new().stack(stack)
+}
+
+#[test]
+fn destroy_empties_the_uploads_then_deletes_the_stack() {
+    let _server = exclusive();
+    let rt = rt();
+    let sdk = sdk(&rt);
+    let (_dir, assembly) = write(&bucket_only_stack());
+    let opts = options();
+    let (console, out) = Console::capture();
+    rt.block_on(deploy::deploy(
+        &assembly,
+        STACK,
+        &opts,
+        &console,
+        &mut Answers::default(),
+    ))
+    .unwrap_or_else(|e| panic!("{e}\n{}", out.text()));
+    assert_eq!(
+        sdk.stack_status(&rt, FOUNDATION).as_deref(),
+        Some("CREATE_COMPLETE")
+    );
+
+    // Declined: nothing deleted.
+    let mut ask = options();
+    ask.yes = false;
+    let (console, _out) = Console::capture();
+    let mut answers = Answers::new([false]);
+    let report = rt
+        .block_on(deploy::destroy(
+            &assembly,
+            STACK,
+            &ask,
+            &console,
+            &mut answers,
+        ))
+        .expect("declined destroy");
+    assert_eq!(answers.asked, ["Destroy `deploy-test`?"]);
+    assert!(report
+        .stages
+        .iter()
+        .all(|s| s.outcome == StageOutcome::Declined));
+    assert_eq!(
+        sdk.stack_status(&rt, FOUNDATION).as_deref(),
+        Some("CREATE_COMPLETE")
+    );
+
+    // Confirmed: the uploaded objects first (the bucket must be empty), then the stack.
+    let mut answers = Answers::new([true]);
+    let (console, out) = Console::capture();
+    let report = rt
+        .block_on(deploy::destroy(
+            &assembly,
+            STACK,
+            &ask,
+            &console,
+            &mut answers,
+        ))
+        .unwrap_or_else(|e| panic!("{e}\n{}", out.text()));
+    assert_eq!(report.stages[0].stage, "lifecycle-scripts", "reverse order");
+    assert!(matches!(
+        &report.stages[0].outcome,
+        StageOutcome::ObjectsDeleted { count, .. } if *count >= 1
+    ));
+    assert!(matches!(
+        outcome(&report, "foundation"),
+        StageOutcome::Deleted { .. }
+    ));
+    assert_eq!(sdk.stack_status(&rt, FOUNDATION), None);
+    let text = out.text();
+    assert!(
+        text.contains("Capacity Blocks") && text.contains("training plans"),
+        "{text}"
+    );
+
+    // Again: nothing left to do.
+    let (console, _out) = Console::capture();
+    let report = rt
+        .block_on(deploy::destroy(
+            &assembly,
+            STACK,
+            &opts,
+            &console,
+            &mut Answers::default(),
+        ))
+        .expect("second destroy");
+    assert_eq!(outcome(&report, "foundation"), &StageOutcome::Absent);
+    assert_eq!(outcome(&report, "lifecycle-scripts"), &StageOutcome::Absent);
+}
+
+#[test]
+fn diff_of_a_missing_stack_lists_the_resources_it_would_create() {
+    let _server = exclusive();
+    let rt = rt();
+    let (_dir, assembly) = write(&test_stack(1));
+    let (console, out) = Console::capture();
+    let report = rt
+        .block_on(deploy::diff(
+            &assembly,
+            STACK,
+            &options(),
+            &console,
+            &mut Answers::default(),
+        ))
+        .unwrap_or_else(|e| panic!("{e}\n{}", out.text()));
+    let StageOutcome::WouldCreate { resources, .. } = outcome(&report, "foundation") else {
+        panic!("{report:#?}")
+    };
+    assert!(resources
+        .iter()
+        .any(|(id, ty)| id == "NetworkVpc" && ty == "AWS::EC2::VPC"));
+    assert!(out.text().contains("would be created"), "{}", out.text());
+    assert_eq!(
+        sdk(&rt).stack_status(&rt, FOUNDATION),
+        None,
+        "diff creates nothing"
+    );
+}
+
+#[test]
+fn interrupted_create_in_review_in_progress_converges() {
+    let _server = exclusive();
+    let rt = rt();
+    let sdk = sdk(&rt);
+    let (_dir, assembly) = write(&test_stack(1));
+    let template = std::fs::read_to_string(
+        assembly
+            .root()
+            .join("deploy-test/01-foundation.template.json"),
+    )
+    .expect("template");
+    // A deploy that created its CREATE change set and stopped before executing it.
+    rt.block_on(
+        sdk.cfn
+            .create_change_set()
+            .stack_name(FOUNDATION)
+            .change_set_name("interrupted")
+            .change_set_type(aws_sdk_cloudformation::types::ChangeSetType::Create)
+            .template_body(template)
+            .send(),
+    )
+    .expect("create change set");
+    assert_eq!(
+        sdk.stack_status(&rt, FOUNDATION).as_deref(),
+        Some("REVIEW_IN_PROGRESS")
+    );
+
+    let (console, out) = Console::capture();
+    let report = rt
+        .block_on(deploy::deploy(
+            &assembly,
+            STACK,
+            &options(),
+            &console,
+            &mut Answers::default(),
+        ))
+        .unwrap_or_else(|e| panic!("{e}\n{}", out.text()));
+    assert!(
+        matches!(outcome(&report, "foundation"), StageOutcome::Deployed { status, .. } if status == "CREATE_COMPLETE"),
+        "{report:#?}"
+    );
+    assert!(
+        out.text()
+            .contains("REVIEW_IN_PROGRESS: a create change set was made but never executed"),
+        "{}",
+        out.text()
+    );
+}
+
+#[test]
+fn large_template_goes_through_the_template_bucket() {
+    let _server = exclusive();
+    let rt = rt();
+    let sdk = sdk(&rt);
+    let (_dir, assembly) = write(&test_stack(1));
+    let template_path = assembly
+        .root()
+        .join("deploy-test/01-foundation.template.json");
+    let template = std::fs::read(&template_path).expect("template");
+
+    // Over the (lowered) inline limit and no bucket: a clear error before any call.
+    let mut opts = options();
+    opts.inline_template_limit = 1_000;
+    let (console, _out) = Console::capture();
+    let err = rt
+        .block_on(deploy::deploy(
+            &assembly,
+            STACK,
+            &opts,
+            &console,
+            &mut Answers::default(),
+        ))
+        .expect_err("too large without a bucket");
+    assert!(matches!(err, DeployError::TemplateTooLarge { .. }), "{err}");
+    assert!(err.to_string().contains("--template-bucket"), "{err}");
+
+    rt.block_on(sdk.s3.create_bucket().bucket("templates").send())
+        .expect("create template bucket");
+    opts.template_bucket = Some("templates".into());
+    let (console, out) = Console::capture();
+    let report = rt
+        .block_on(deploy::deploy(
+            &assembly,
+            STACK,
+            &opts,
+            &console,
+            &mut Answers::default(),
+        ))
+        .unwrap_or_else(|e| panic!("{e}\n{}", out.text()));
+    assert!(matches!(
+        outcome(&report, "foundation"),
+        StageOutcome::Deployed { .. }
+    ));
+    let key = deploy::template_key(STACK, "foundation", &template);
+    assert!(key.starts_with("hyperforge/deploy-test/foundation/"));
+    assert_eq!(sdk.object(&rt, "templates", &key), Some(template));
+    assert!(
+        out.text().contains(&format!("s3://templates/{key}")),
+        "{}",
+        out.text()
+    );
+}
+
+/// A hand-written one-stage assembly around `template`.
+fn synthetic_assembly(dir: &Path, template: &serde_json::Value) -> AssemblyDir {
+    let manifest = serde_json::json!({
+        "version": 1,
+        "stacks": [{
+            "name": "synthetic",
+            "region": REGION,
+            "eks_cluster": null,
+            "stages": [{
+                "name": "main",
+                "kind": "cloudformation",
+                "stack_name": "synthetic-main",
+                "capabilities": ["CAPABILITY_IAM"],
+                "parameters": template.get("Parameters").and_then(|p| p.as_object()).map(|p| {
+                    p.iter().map(|(k, v)| serde_json::json!({"name": k, "default": v.get("Default")})).collect::<Vec<_>>()
+                }).unwrap_or_default(),
+                "outputs": [],
+                "artifacts": [{"format": "cloudformation", "path": "synthetic/01-main.template.json"}]
+            }]
+        }]
+    });
+    std::fs::create_dir_all(dir.join("synthetic")).expect("mkdir");
+    std::fs::write(dir.join("manifest.json"), manifest.to_string()).expect("manifest");
+    std::fs::write(
+        dir.join("synthetic/01-main.template.json"),
+        serde_json::to_string_pretty(template).expect("json"),
+    )
+    .expect("template");
+    AssemblyDir::load(dir).unwrap_or_else(|e| panic!("{e}"))
+}
+
+#[test]
+fn invalid_template_and_parameters_are_clear_errors_not_retry_loops() {
+    let _server = exclusive();
+    let rt = rt();
+    let dir = tempfile::tempdir().expect("tempdir");
+    // moto cannot evaluate Fn::Cidr and answers HTTP 500 with an HTML body.
+    let assembly = synthetic_assembly(
+        dir.path(),
+        &serde_json::json!({
+            "Parameters": {"Size": {"Type": "String"}},
+            "Resources": {
+                "Vpc": {"Type": "AWS::EC2::VPC", "Properties": {"CidrBlock": "10.0.0.0/16"}},
+                "Subnet": {"Type": "AWS::EC2::Subnet", "Properties": {
+                    "VpcId": {"Ref": "Vpc"},
+                    "CidrBlock": {"Fn::Select": [0, {"Fn::Cidr": ["10.0.0.0/16", 4, 8]}]}
+                }}
+            }
+        }),
+    );
+
+    // A parameter without default and no value: said before any call.
+    let (console, _out) = Console::capture();
+    let err = rt
+        .block_on(deploy::deploy(
+            &assembly,
+            "synthetic",
+            &options(),
+            &console,
+            &mut Answers::default(),
+        ))
+        .expect_err("missing parameter");
+    assert!(
+        matches!(err, DeployError::MissingParameter { ref name, .. } if name == "Size"),
+        "{err}"
+    );
+    assert!(err.to_string().contains("parameters file"), "{err}");
+
+    // A parameter no template declares (a typo).
+    let mut opts = options();
+    opts.parameters.insert("Sise".into(), "1".into());
+    let err = rt
+        .block_on(deploy::deploy(
+            &assembly,
+            "synthetic",
+            &opts,
+            &console,
+            &mut Answers::default(),
+        ))
+        .expect_err("unknown parameter");
+    assert!(matches!(err, DeployError::UnknownParameter { .. }), "{err}");
+
+    // The template the service cannot process: one error, quickly.
+    let mut opts = options();
+    opts.parameters.insert("Size".into(), "1".into());
+    let started = Instant::now();
+    let err = rt
+        .block_on(deploy::deploy(
+            &assembly,
+            "synthetic",
+            &opts,
+            &console,
+            &mut Answers::default(),
+        ))
+        .expect_err("moto rejects Fn::Cidr");
+    assert!(
+        started.elapsed() < Duration::from_secs(20),
+        "took {:?}",
+        started.elapsed()
+    );
+    let text = err.to_string();
+    assert!(matches!(err, DeployError::Aws { .. }), "{text}");
+    assert!(text.contains("synthetic-main"), "{text}");
+    assert!(
+        text.contains("HTTP 500") || text.contains("failed"),
+        "{text}"
+    );
+}
+
+#[test]
+fn unknown_stack_and_stage_are_reported() {
+    let _server = exclusive();
+    let rt = rt();
+    let (_dir, assembly) = write(&test_stack(1));
+    let (console, _out) = Console::capture();
+    let err = rt
+        .block_on(deploy::deploy(
+            &assembly,
+            "nope",
+            &options(),
+            &console,
+            &mut Answers::default(),
+        ))
+        .expect_err("unknown stack");
+    assert!(err.to_string().contains("it has: deploy-test"), "{err}");
+    let mut opts = options();
+    opts.from_stage = Some("nope".into());
+    let err = rt
+        .block_on(deploy::deploy(
+            &assembly,
+            STACK,
+            &opts,
+            &console,
+            &mut Answers::default(),
+        ))
+        .expect_err("unknown stage");
+    assert!(
+        err.to_string().contains("foundation, lifecycle-scripts"),
+        "{err}"
+    );
+}
