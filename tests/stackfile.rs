@@ -169,6 +169,13 @@ fn builder_rule_points_at_the_line_that_set_the_value() {
 }
 
 #[test]
+fn stack_level_rule_points_at_the_region() {
+    let ds = load_err(&MINIMAL.replace("us-west-2", "us-middle-9"));
+    assert_has(&ds, Code::InvalidRegion, 2, 9);
+    assert!(ds.iter().next().unwrap().message.starts_with("[demo] "));
+}
+
+#[test]
 fn builder_rule_in_an_instance_group_points_at_its_field() {
     let text = read("stacks/kimi-k3-hyperpod.yaml").replace("count: 1", "count: -3");
     let ds = load_err(&text);

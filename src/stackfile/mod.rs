@@ -602,6 +602,9 @@ fn fields_for(code: Code) -> &'static [&'static str] {
         Code::InvalidCidr | Code::CidrOutOfRange | Code::CidrOverlap => {
             &["cidr", "hyperpod_subnet.cidr", "gpu_subnet.cidr"]
         }
+        Code::InvalidRegion => &["region"],
+        Code::InvalidStackName => &["stack", "name"],
+        Code::InvalidTag => &["tags", "app_tags"],
         Code::TooFewAvailabilityZones => &["availability_zones"],
         Code::InvalidLogRetention => &["flow_log_retention_days"],
         Code::InvalidAvailabilityZoneId | Code::AvailabilityZoneIdWrongRegion => &[
@@ -807,9 +810,19 @@ impl Builder {
         self.region = region.clone();
         self.index.stack = name.clone();
         self.index.stack_pos = root.get("stack").map_or(root.pos, |n| n.pos);
-        let stack_values = root.get("tags").cloned();
+        // The stack's own values (name, region, tags), without its stages.
+        let own = Node {
+            pos: root.pos,
+            value: Value::Map(
+                entries(root)
+                    .iter()
+                    .filter(|(k, _)| k.as_str() != Some("stages"))
+                    .cloned()
+                    .collect(),
+            ),
+        };
         self.index
-            .place(name.clone(), self.index.stack_pos, stack_values.as_ref());
+            .place(name.clone(), self.index.stack_pos, Some(&own));
         let mut stack = Stack::new(name, region);
         if let Some(d) = text(root, "description") {
             stack = stack.description(d);
