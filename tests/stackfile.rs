@@ -46,8 +46,19 @@ fn eks_stack_file_matches_the_rust_reference() {
 }
 
 #[test]
+fn karpenter_variant_stack_file_matches_the_rust_reference() {
+    let app =
+        load_file(&repo("stacks/kimi-k3-eks-karpenter.yaml")).unwrap_or_else(|d| panic!("{d}"));
+    assert_same_output(&app, &hyperforge::reference::kimi_k3_eks_karpenter());
+}
+
+#[test]
 fn stack_files_point_at_the_committed_schema() {
-    for file in ["stacks/kimi-k3-hyperpod.yaml", "stacks/kimi-k3-eks.yaml"] {
+    for file in [
+        "stacks/kimi-k3-hyperpod.yaml",
+        "stacks/kimi-k3-eks.yaml",
+        "stacks/kimi-k3-eks-karpenter.yaml",
+    ] {
         assert!(
             read(file)
                 .starts_with("# yaml-language-server: $schema=../docs/stack-file.schema.json\n"),

@@ -25,7 +25,7 @@ use std::path::Path;
 use yaml::{Node, Pos, Value};
 
 /// Files larger than this are refused before parsing.
-pub const MAX_FILE_BYTES: u64 = 1024 * 1024;
+const MAX_FILE_BYTES: u64 = 1024 * 1024;
 
 /// Reads and loads the stack file at `path` (see [`load_str`]).
 pub fn load_file(path: &Path) -> Result<App, Diagnostics> {
