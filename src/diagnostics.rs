@@ -195,6 +195,26 @@ codes! {
         "A CloudFormation template may declare at most 200 parameters.";
     InvalidLogicalId = "HF0606", Error, "template key is not a valid CloudFormation logical id",
         "Resource, output and parameter keys must match `^[a-zA-Z0-9]+$` and be at most 255 characters.";
+    StackFileTooLarge = "HF0701", Error, "stack file is larger than 1 MiB",
+        "Stack files are refused before parsing when they exceed 1 MiB (1,048,576 bytes); a stack description is a few hundred lines. Check that the path names the stack file you meant.";
+    StackFileNotYaml = "HF0702", Error, "stack file is not valid YAML",
+        "The file could not be parsed as one YAML document (or is not UTF-8, or its top level is not a mapping). The position is where the parser stopped. Anchors, aliases, tags and repeated keys are refused: stack files are plain data.";
+    StackFileEmpty = "HF0703", Error, "stack file is empty",
+        "The file holds no YAML document (it is empty or only comments). A stack file starts with `stack:`, `region:` and `stages:`; see docs/stack-files.md.";
+    StackFileUnknownField = "HF0704", Error, "stack file has a field the format does not know",
+        "Every object of a stack file has a fixed set of fields (docs/stack-files.md, docs/stack-file.schema.json). A misspelt field would otherwise be ignored silently; the help line suggests the closest allowed name.";
+    StackFileWrongType = "HF0705", Error, "a stack file value has the wrong type",
+        "The field takes another type of value: a string, a whole number, a number, `true`/`false`, a list or a mapping. Quoted numbers are strings.";
+    StackFileMissingField = "HF0706", Error, "a required field is missing from the stack file",
+        "The object lacks a field it needs (a stage's `kind`, a construct's id, a HyperPod cluster's `eks`, ...). The message names the field.";
+    StackFileUnknownReference = "HF0707", Error, "a stack file reference names no construct",
+        "References are construct ids (`vpc: Network`) or an id and an attribute (`subnets: Network.private_subnets`). The id must belong to a construct defined earlier in the file.";
+    StackFileWrongReferenceKind = "HF0708", Error, "a stack file reference points at the wrong kind of construct",
+        "Each reference field takes one kind of construct: `vpc` a network, `security_groups` cluster security groups, `cluster`/`eks` an EKS cluster, and so on. Subnets are attributes of a network: `private_subnets`, `public_subnets`, `hyperpod_subnet`, `gpu_subnet` (the last two only when the network declares them).";
+    StackFileInvalidValue = "HF0709", Error, "a stack file value is not one of the allowed values",
+        "The field takes one of a fixed set of values (a stage kind, a Helm preset, `nat_gateways: one | per_az`, ...), or the combination of fields is not allowed. The help line lists the values or suggests the closest one.";
+    StackFileUnreadable = "HF0710", Error, "stack file cannot be read",
+        "The file does not exist or cannot be read (permissions, a directory). The message carries the operating system's error.";
     RenderFailed = "HF0901", Error, "an artifact could not be rendered",
         "Serializing a synthesized document failed. This is a defect in hyperforge, not in the description; please report it with the description that triggers it.";
 }

@@ -69,7 +69,7 @@
 //! Module map: [`app`] (construct model), [`spec`] (builders), [`catalog`] (instance and model
 //! facts, GPU memory arithmetic), [`diagnostics`], [`validate`] (model-aware rules and service
 //! limits), [`synth`] (backends), [`assembly`] (output), [`cost`] (hourly estimate),
-//! [`reference`] (the reference deployments).
+//! [`reference`] (the reference deployments), [`stackfile`] (declarative YAML stack files).
 
 #![warn(missing_docs)]
 
@@ -82,6 +82,7 @@ pub mod deploy;
 pub mod diagnostics;
 pub mod reference;
 pub mod spec;
+pub mod stackfile;
 pub mod synth;
 pub mod validate;
 
