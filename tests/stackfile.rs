@@ -522,3 +522,44 @@ fn deep_nesting_does_not_overflow() {
     }
     no_panic(&nested);
 }
+
+const PURCHASE: &str = "\
+stack: buy
+region: us-west-2
+stages:
+  - name: foundation
+    kind: cloudformation
+    constructs:
+      - network: Network
+        gpu_subnet: { az_id: usw2-az2 }
+      - eks_cluster: Eks
+        name: buy
+        subnets: Network.private_subnets
+      - managed_node_group: Gpu
+        preset: gpu
+        cluster: Eks
+        instance_type: p6-b300.48xlarge
+        subnets: Network.gpu_subnet
+        capacity_block:
+          az_id: usw2-az2
+          instances: 1
+          purchase:
+            offering_id: cb-0123456789abcdef0
+";
+
+#[test]
+fn a_capacity_block_purchase_needs_the_acknowledgement_in_the_file_too() {
+    let ds = load_err(PURCHASE);
+    let d = ds
+        .iter()
+        .find(|d| d.code == Code::CapacityBlockPurchaseWithoutOptIn)
+        .unwrap_or_else(|| panic!("no HF0327 in:\n{ds}"));
+    assert!(d.path.starts_with("stacks/test.yaml:"), "{d}");
+    let text = PURCHASE.to_owned() + "            acknowledge_non_refundable: true\n";
+    let app = load_str(ORIGIN, &text).unwrap_or_else(|d| panic!("{d}"));
+    let assembly = app.synth().unwrap_or_else(|d| panic!("{d}"));
+    assert!(assembly
+        .text("buy/terraform/main.tf.json")
+        .unwrap()
+        .contains("aws_ec2_capacity_block_reservation"));
+}

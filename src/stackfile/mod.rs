@@ -628,9 +628,15 @@ fn fields_for(code: Code) -> &'static [&'static str] {
             "capacity_block.instances",
         ],
         Code::NoInstanceGroups => &["instance_groups"],
-        Code::MalformedCapacityReservationId => {
-            &["capacity_block.reservation_id", "reservation_id"]
-        }
+        Code::MalformedCapacityReservationId => &[
+            "capacity_block.reservation_id",
+            "capacity_block.purchase.offering_id",
+            "reservation_id",
+        ],
+        Code::CapacityBlockPurchaseWithoutOptIn => &[
+            "capacity_block.purchase.acknowledge_non_refundable",
+            "capacity_block.purchase",
+        ],
         Code::CapacityBlockSubnetZone => &["subnets"],
         Code::InvalidScaling | Code::GroupLargerThanReservation => &["scaling.max", "scaling"],
         Code::EfaUnsupported => &["efa"],
@@ -1592,11 +1598,37 @@ impl Builder {
             _ => return None,
         };
         if let Some(b) = node.get("capacity_block") {
-            if let (Some(r), Some(az)) = (text(b, "reservation_id"), text(b, "az_id")) {
-                c = c.capacity(match u32_of(b, "instances") {
-                    Some(n) => NodeCapacity::capacity_block_of(r, az, n),
-                    None => NodeCapacity::capacity_block(r, az),
-                });
+            let purchase = b.get("purchase").and_then(|p| {
+                let offering = text(p, "offering_id")?;
+                let purchase = crate::spec::CapacityBlockPurchase::new(offering);
+                Some(if boolean(p, "acknowledge_non_refundable") == Some(true) {
+                    purchase.non_refundable()
+                } else {
+                    purchase
+                })
+            });
+            match (purchase, text(b, "reservation_id"), text(b, "az_id")) {
+                (Some(purchase), _, Some(az)) => {
+                    let n = u32_of(b, "instances").unwrap_or(1);
+                    c = c.capacity(NodeCapacity::buy_capacity_block(purchase, az, n));
+                }
+                (None, Some(r), Some(az)) => {
+                    c = c.capacity(match u32_of(b, "instances") {
+                        Some(n) => NodeCapacity::capacity_block_of(r, az, n),
+                        None => NodeCapacity::capacity_block(r, az),
+                    });
+                }
+                (None, None, Some(_)) => {
+                    self.cx.report(
+                        Code::StackFileMissingField,
+                        b.pos,
+                        context,
+                        "a `capacity_block` needs `reservation_id` (a block bought already) or `purchase`",
+                        "add `reservation_id: cr-...`, or `purchase: {offering_id: cb-..., acknowledge_non_refundable: true}`",
+                    );
+                    return None;
+                }
+                _ => {}
             }
         }
         if let Some(s) = node.get("scaling") {

@@ -624,11 +624,33 @@ static SCALING: Shape = Shape {
 
 static CAPACITY_BLOCK: Shape = Shape {
     name: "CapacityBlock",
-    doc: "An EC2 Capacity Block feeding the group (absent: on-demand).",
+    doc: "An EC2 Capacity Block feeding the group (absent: on-demand): an existing reservation, or one the Terraform module buys.",
     fields: &[
-        req("reservation_id", Ty::Str, "The reservation id (`cr-...`)."),
+        opt(
+            "reservation_id",
+            Ty::Str,
+            "The reservation id (`cr-...`) of a block bought already (required without `purchase`).",
+        ),
         req("az_id", Ty::Str, "The block's zone id."),
         opt("instances", Ty::U32, "The block's instance count."),
+        opt(
+            "purchase",
+            Ty::Obj(&CAPACITY_BLOCK_PURCHASE),
+            "Buy the block from an offering (Terraform only; charged in full, never refunded).",
+        ),
+    ],
+};
+
+static CAPACITY_BLOCK_PURCHASE: Shape = Shape {
+    name: "CapacityBlockPurchase",
+    doc: "Buying a Capacity Block: the whole price is charged at purchase; it cannot be cancelled or refunded.",
+    fields: &[
+        req("offering_id", Ty::Str, "The offering id (`cb-...`, aws ec2 describe-capacity-block-offerings)."),
+        opt(
+            "acknowledge_non_refundable",
+            Ty::Bool,
+            "Must be `true`: the purchase is final and not refundable.",
+        ),
     ],
 };
 
