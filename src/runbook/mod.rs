@@ -15,6 +15,9 @@ use std::sync::OnceLock;
 /// The template, compiled once per process.
 const TEMPLATE: &str = include_str!("runbook.md.hbs");
 
+/// Introduces a partial in the template file: `{{!-- template: NAME --}}` on its own line.
+const PARTIAL_MARKER: &str = "{{!-- template: ";
+
 /// The port every vLLM server of hyperforge listens on.
 pub const SERVING_PORT: u16 = 8000;
 
@@ -261,8 +264,19 @@ fn registry() -> Result<&'static Handlebars<'static>, RunbookError> {
             let mut hb = Handlebars::new();
             hb.set_strict_mode(true);
             hb.register_escape_fn(handlebars::no_escape);
-            hb.register_template_string("runbook", TEMPLATE)
+            // The file holds the main template, then partials each introduced by a
+            // `{{!-- template: NAME --}}` line. Compiling pieces keeps start-up fast: the
+            // compiler's cost grows with the square of a template's length.
+            let mut pieces = TEMPLATE.split(PARTIAL_MARKER);
+            let main = pieces.next().unwrap_or_default();
+            hb.register_template_string("runbook", main)
                 .map_err(|e| e.to_string())?;
+            for piece in pieces {
+                let (name, body) = piece
+                    .split_once(" --}}\n")
+                    .ok_or_else(|| format!("malformed partial marker before `{piece:.40}`"))?;
+                hb.register_partial(name, body).map_err(|e| e.to_string())?;
+            }
             Ok(hb)
         })
         .as_ref()
