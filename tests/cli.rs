@@ -221,6 +221,11 @@ fn validate_reports_diagnostics() {
     let o = hyperforge(&root, &["validate"]);
     assert_eq!(code(&o), 1);
     assert!(stderr(&o).contains("error[HF"), "{}", stderr(&o));
+    let o = hyperforge(&root, &["validate", "--json"]);
+    assert_eq!(code(&o), 1);
+    let json: serde_json::Value = serde_json::from_str(&stdout(&o)).expect("JSON array");
+    assert_eq!(json[0]["severity"], "error");
+    assert!(json[0]["code"].as_str().unwrap().starts_with("HF"));
 }
 
 #[test]

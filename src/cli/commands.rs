@@ -37,6 +37,11 @@ fn stack_files(dir: &std::path::Path) -> Result<Vec<PathBuf>, Exit> {
 /// Loads every stack file and keeps the stacks named in `select` (all when empty), as one app.
 /// Each stack keeps the tags of the app its file described.
 fn load(global: &Global, select: &[String]) -> Result<App, Exit> {
+    load_as(global, select, false)
+}
+
+/// [`load`], printing the stack files' diagnostics as a JSON array on stdout when `json`.
+fn load_as(global: &Global, select: &[String], json: bool) -> Result<App, Exit> {
     let files = stack_files(&global.stacks)?;
     if files.is_empty() {
         eprintln!(
@@ -68,7 +73,11 @@ fn load(global: &Global, select: &[String]) -> Result<App, Exit> {
         }
     }
     if diagnostics.has_errors() {
-        eprintln!("{diagnostics}");
+        if json {
+            outln!("{}", diagnostics.to_json());
+        } else {
+            eprintln!("{diagnostics}");
+        }
         return Err(Exit::Failed);
     }
     if select.is_empty() {
@@ -181,7 +190,7 @@ pub fn synth(global: &Global, color: Color, args: &SynthArgs) -> Exit {
 /// `hyperforge validate`.
 pub fn validate(global: &Global, args: &ValidateArgs) -> Exit {
     run((|| {
-        let app = load(global, &args.select.names)?;
+        let app = load_as(global, &args.select.names, args.json)?;
         // Synthesis in memory runs every rule, including the limits of rendered templates.
         let diagnostics = match app.synth() {
             Ok(assembly) => assembly.warnings().clone(),
