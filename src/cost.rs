@@ -83,7 +83,12 @@ pub struct StackCost {
 impl StackCost {
     /// Sum of the priced lines, USD per hour (unpriced lines are left out and listed).
     pub fn usd_per_hour(&self) -> f64 {
-        self.lines.iter().filter_map(CostLine::usd_per_hour).sum()
+        // `+ 0.0`: an empty float sum is -0.0, printed as `$-0.00`.
+        self.lines
+            .iter()
+            .filter_map(CostLine::usd_per_hour)
+            .sum::<f64>()
+            + 0.0
     }
 
     /// The hourly figure over 30 days (720 hours).

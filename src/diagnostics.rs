@@ -242,7 +242,7 @@ impl Code {
              Generated from `Code::ALL` by `tests/diagnostics_doc.rs`; do not edit. Regenerate \
              with `HYPERFORGE_BLESS=1 cargo test --test diagnostics_doc`.\n\n\
              Errors stop synthesis; warnings do not unless synthesis runs with \
-             `SynthOptions { deny_warnings: true }`. Memory figures are GiB (2^30 bytes).\n\n\
+             `SynthOptions { deny_warnings: true, .. }` (`hyperforge synth --deny-warnings`). Memory figures are GiB (2^30 bytes).\n\n\
              | code | severity | summary |\n|---|---|---|\n",
         );
         for code in Code::ALL {

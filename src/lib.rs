@@ -69,7 +69,8 @@
 //! Module map: [`app`] (construct model), [`spec`] (builders), [`catalog`] (instance and model
 //! facts, GPU memory arithmetic), [`diagnostics`], [`validate`] (model-aware rules and service
 //! limits), [`synth`] (backends), [`assembly`] (output), [`cost`] (hourly estimate),
-//! [`reference`] (the reference deployments), [`stackfile`] (declarative YAML stack files).
+//! [`reference`] (the reference deployments), [`runbook`] (the deployment runbook of a
+//! stack), [`stackfile`] (declarative YAML stack files).
 
 #![warn(missing_docs)]
 
@@ -81,6 +82,7 @@ pub mod cost;
 pub mod deploy;
 pub mod diagnostics;
 pub mod reference;
+pub mod runbook;
 pub mod spec;
 pub mod stackfile;
 pub mod synth;
@@ -89,4 +91,4 @@ pub mod validate;
 pub use app::{App, Stack, StageId};
 pub use assembly::{Assembly, AssemblyError};
 pub use diagnostics::{Code, Diagnostic, Diagnostics, Severity};
-pub use synth::SynthOptions;
+pub use synth::{Format, Formats, SynthOptions};

@@ -442,6 +442,7 @@ fn warnings_stop_synthesis_only_when_denied() {
     let denied = app
         .synth_with(&SynthOptions {
             deny_warnings: true,
+            ..Default::default()
         })
         .unwrap_err();
     assert!(!denied.has_errors());

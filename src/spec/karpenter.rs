@@ -136,6 +136,21 @@ impl KarpenterNodePool {
         self
     }
 
+    /// The EC2 instance type of the pool's nodes.
+    pub fn instance_type(&self) -> &str {
+        &self.instance_type
+    }
+
+    /// How the pool finds its Capacity Block.
+    pub fn reservation(&self) -> &ReservationSelector {
+        &self.reservation
+    }
+
+    /// The most nodes the pool launches.
+    pub fn max_node_count(&self) -> u32 {
+        self.max_nodes
+    }
+
     /// The pool's Kubernetes name.
     pub fn object_name(&self) -> &str {
         &self.name

@@ -37,12 +37,109 @@ pub fn validate(app: &App) -> Diagnostics {
     ds
 }
 
-/// How synthesis treats diagnostics.
+/// How synthesis treats diagnostics, and which output formats it writes.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct SynthOptions {
     /// Treat warnings as errors: return every diagnostic and no output when any warning
     /// stands.
     pub deny_warnings: bool,
+    /// The formats to write (all by default). The manifest keeps every stage; it lists only
+    /// the artifacts written.
+    pub formats: Formats,
+}
+
+/// One output format of the assembly.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Format {
+    /// CloudFormation templates, plus the files their stages deploy (Helm values, uploaded
+    /// scripts).
+    CloudFormation,
+    /// One Terraform root module per stack, plus the stage files it reads (Helm values,
+    /// uploaded scripts).
+    Terraform,
+    /// Kubernetes manifests.
+    Kubernetes,
+    /// One `RUNBOOK.md` per stack.
+    Runbook,
+}
+
+impl Format {
+    /// Every format.
+    pub const ALL: [Format; 4] = [
+        Format::CloudFormation,
+        Format::Terraform,
+        Format::Kubernetes,
+        Format::Runbook,
+    ];
+
+    /// The format's name (`cloudformation`, `terraform`, `kubernetes`, `runbook`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Format::CloudFormation => "cloudformation",
+            Format::Terraform => "terraform",
+            Format::Kubernetes => "kubernetes",
+            Format::Runbook => "runbook",
+        }
+    }
+
+    /// Parses a format name (case-insensitive).
+    pub fn from_name(name: &str) -> Option<Format> {
+        Format::ALL
+            .into_iter()
+            .find(|f| f.as_str().eq_ignore_ascii_case(name.trim()))
+    }
+}
+
+/// A set of [`Format`]s. The default is every format.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Formats(u8);
+
+impl Default for Formats {
+    fn default() -> Self {
+        Formats::all()
+    }
+}
+
+impl Formats {
+    /// Every format.
+    pub fn all() -> Self {
+        Format::ALL.into_iter().collect()
+    }
+
+    /// No format (only `manifest.json` is written).
+    pub fn none() -> Self {
+        Formats(0)
+    }
+
+    /// This set plus `format`.
+    pub fn with(self, format: Format) -> Self {
+        Formats(self.0 | 1 << format as u8)
+    }
+
+    /// Whether `format` is in the set.
+    pub fn contains(self, format: Format) -> bool {
+        self.0 & (1 << format as u8) != 0
+    }
+
+    /// Whether an artifact of manifest format `artifact` (`cloudformation`, `helm-values`,
+    /// `script`, `terraform`, `kubernetes`, `runbook`) is written. Helm values and uploaded
+    /// scripts are deployed by the CloudFormation path and read by the Terraform module, so
+    /// they come with either.
+    pub fn includes_artifact(self, artifact: &str) -> bool {
+        match artifact {
+            "cloudformation" => self.contains(Format::CloudFormation),
+            "terraform" => self.contains(Format::Terraform),
+            "kubernetes" => self.contains(Format::Kubernetes),
+            "runbook" => self.contains(Format::Runbook),
+            _ => self.contains(Format::CloudFormation) || self.contains(Format::Terraform),
+        }
+    }
+}
+
+impl FromIterator<Format> for Formats {
+    fn from_iter<I: IntoIterator<Item = Format>>(iter: I) -> Self {
+        iter.into_iter().fold(Formats::none(), Formats::with)
+    }
 }
 
 /// Validates and synthesizes `app`. On any error, returns every diagnostic and no output.
@@ -70,12 +167,56 @@ pub fn synthesize_with(app: &App, options: &SynthOptions) -> Result<Assembly, Di
         all.extend(errors);
         return Err(all);
     }
+    if options.formats != Formats::all() {
+        filter_formats(&mut files, &mut stacks, options.formats);
+    }
     let manifest = json!({
         "version": 1,
         "generator": concat!("hyperforge ", env!("CARGO_PKG_VERSION")),
         "stacks": stacks,
     });
     Ok(Assembly::new(files, manifest, ds))
+}
+
+/// Drops the artifacts of formats not in `formats` from `files` and from the manifest's
+/// artifact lists. Stages stay; a stack-level entry (`terraform`, `runbook`) left without
+/// artifacts is removed.
+fn filter_formats(files: &mut BTreeMap<String, Vec<u8>>, stacks: &mut [Value], formats: Formats) {
+    fn keep(list: &mut Value, formats: Formats, files: &mut BTreeMap<String, Vec<u8>>) {
+        if let Some(artifacts) = list.as_array_mut() {
+            artifacts.retain(|a| {
+                let format = a.get("format").and_then(Value::as_str).unwrap_or_default();
+                let kept = formats.includes_artifact(format);
+                if !kept {
+                    if let Some(path) = a.get("path").and_then(Value::as_str) {
+                        files.remove(path);
+                    }
+                }
+                kept
+            });
+        }
+    }
+    for stack in stacks.iter_mut().filter_map(Value::as_object_mut) {
+        if let Some(stages) = stack.get_mut("stages").and_then(Value::as_array_mut) {
+            for stage in stages.iter_mut() {
+                if let Some(list) = stage.get_mut("artifacts") {
+                    keep(list, formats, files);
+                }
+            }
+        }
+        for key in ["terraform", "runbook"] {
+            let empty = match stack.get_mut(key).and_then(|e| e.get_mut("artifacts")) {
+                Some(list) => {
+                    keep(list, formats, files);
+                    list.as_array().is_none_or(Vec::is_empty)
+                }
+                None => false,
+            };
+            if empty {
+                stack.remove(key);
+            }
+        }
+    }
 }
 
 fn artifact(format: &str, path: &str) -> Value {
@@ -252,6 +393,22 @@ fn synthesize_stack(
         }
         manifest.insert("terraform".into(), json!({ "artifacts": artifacts }));
     }
+    let runbook = crate::runbook::render(stack, &Value::Object(manifest.clone())).map_err(|e| {
+        let mut ds = Diagnostics::new();
+        ds.report(
+            Code::InvalidStackName,
+            stack.name(),
+            e.to_string(),
+            "this is a bug in hyperforge; please report it with the stack description",
+        );
+        ds
+    })?;
+    let path = format!("{}/RUNBOOK.md", stack.name());
+    files.insert(path.clone(), runbook.into_bytes());
+    manifest.insert(
+        "runbook".into(),
+        json!({ "artifacts": [artifact("runbook", &path)] }),
+    );
     Ok(Value::Object(manifest))
 }
 

@@ -1,0 +1,9 @@
+//! The `hyperforge` command: synthesize, validate, diff and inspect the stacks described by the
+//! stack files of a directory. The code lives in `src/cli/` so the library stays free of it.
+
+#[path = "../cli/mod.rs"]
+mod cli;
+
+fn main() -> std::process::ExitCode {
+    cli::main()
+}

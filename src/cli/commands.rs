@@ -1,0 +1,425 @@
+//! One function per subcommand. Each returns the process exit code; messages go to stderr,
+//! results to stdout.
+
+use super::output::{self, Color};
+use super::{CatalogKind, Exit, Global, StackArgs, SynthArgs, ValidateArgs};
+use hyperforge::{App, Assembly, Code, Diagnostics, Formats, SynthOptions};
+use serde_json::Value;
+use std::path::PathBuf;
+
+/// The stack files of `dir`: every `*.yaml`, sorted by name.
+fn stack_files(dir: &std::path::Path) -> Result<Vec<PathBuf>, Exit> {
+    let entries = std::fs::read_dir(dir).map_err(|e| {
+        eprintln!(
+            "error: cannot read stacks directory `{}`: {e}",
+            dir.display()
+        );
+        Exit::Usage
+    })?;
+    let mut files = Vec::new();
+    for entry in entries {
+        let entry = entry.map_err(|e| {
+            eprintln!(
+                "error: cannot read stacks directory `{}`: {e}",
+                dir.display()
+            );
+            Exit::Usage
+        })?;
+        let path = entry.path();
+        if path.is_file() && path.extension().is_some_and(|x| x == "yaml") {
+            files.push(path);
+        }
+    }
+    files.sort();
+    Ok(files)
+}
+
+/// Loads every stack file and keeps the stacks named in `select` (all when empty), as one app.
+/// Each stack keeps the tags of the app its file described.
+fn load(global: &Global, select: &[String]) -> Result<App, Exit> {
+    load_as(global, select, false)
+}
+
+/// [`load`], printing the stack files' diagnostics as a JSON array on stdout when `json`.
+fn load_as(global: &Global, select: &[String], json: bool) -> Result<App, Exit> {
+    let files = stack_files(&global.stacks)?;
+    if files.is_empty() {
+        eprintln!(
+            "error: no stack files (`*.yaml`) in `{}`",
+            global.stacks.display()
+        );
+        return Err(Exit::Usage);
+    }
+    let mut app = App::new();
+    let mut diagnostics = Diagnostics::new();
+    for file in &files {
+        if let Err(e) = std::fs::File::open(file) {
+            eprintln!("error: cannot read stack file `{}`: {e}", file.display());
+            return Err(Exit::Usage);
+        }
+        match hyperforge::stackfile::load_file(file) {
+            Ok(loaded) => {
+                for stack in loaded.stacks() {
+                    let mut stack = stack.clone();
+                    for (key, value) in loaded.tags() {
+                        if !stack.tags().contains_key(key) {
+                            stack = stack.tag(key.clone(), value.clone());
+                        }
+                    }
+                    app.add_stack(stack);
+                }
+            }
+            Err(ds) => diagnostics.extend(ds),
+        }
+    }
+    if diagnostics.has_errors() {
+        if json {
+            outln!("{}", diagnostics.to_json());
+        } else {
+            eprintln!("{diagnostics}");
+        }
+        return Err(Exit::Failed);
+    }
+    if select.is_empty() {
+        return Ok(app);
+    }
+    let known: Vec<&str> = app.stacks().iter().map(|s| s.name()).collect();
+    let unknown: Vec<&String> = select
+        .iter()
+        .filter(|s| !known.contains(&s.as_str()))
+        .collect();
+    if !unknown.is_empty() {
+        let names: Vec<&str> = unknown.iter().map(|s| s.as_str()).collect();
+        eprintln!(
+            "error: unknown stack(s): {}\nknown stacks in `{}`: {}",
+            names.join(", "),
+            global.stacks.display(),
+            known.join(", ")
+        );
+        return Err(Exit::Usage);
+    }
+    let mut selected = App::new();
+    for stack in app.stacks() {
+        if select.iter().any(|s| s == stack.name()) {
+            selected.add_stack(stack.clone());
+        }
+    }
+    Ok(selected)
+}
+
+/// Synthesizes `app`, printing diagnostics; `None` (exit 1) on errors.
+fn synthesize(app: &App, options: &SynthOptions) -> Result<Assembly, Exit> {
+    match app.synth_with(options) {
+        Ok(assembly) => {
+            for warning in assembly.warnings() {
+                eprintln!("{warning}\n");
+            }
+            Ok(assembly)
+        }
+        Err(diagnostics) => {
+            eprintln!("{diagnostics}");
+            Err(Exit::Failed)
+        }
+    }
+}
+
+fn run(result: Result<Exit, Exit>) -> Exit {
+    result.unwrap_or_else(|e| e)
+}
+
+/// Compares `assembly` with `--out`.
+fn compare(global: &Global, assembly: &Assembly, color: Color) -> Result<output::DirDiff, Exit> {
+    let on_disk = output::read_tree(&global.out).map_err(|e| {
+        eprintln!(
+            "error: cannot read output directory `{}`: {e}",
+            global.out.display()
+        );
+        Exit::Usage
+    })?;
+    Ok(output::diff_trees(&on_disk, assembly.files(), color))
+}
+
+/// `hyperforge synth`.
+pub fn synth(global: &Global, color: Color, args: &SynthArgs) -> Exit {
+    run((|| {
+        let app = load(global, &args.select.names)?;
+        let formats = if args.format.is_empty() {
+            Formats::all()
+        } else {
+            args.format
+                .iter()
+                .map(|f| hyperforge::Format::from(*f))
+                .collect()
+        };
+        let options = SynthOptions {
+            deny_warnings: args.deny_warnings,
+            formats,
+        };
+        let assembly = synthesize(&app, &options)?;
+        if args.check {
+            let diff = compare(global, &assembly, color)?;
+            if diff.is_empty() {
+                outln!(
+                    "{} is up to date ({} files)",
+                    global.out.display(),
+                    assembly.files().len()
+                );
+                return Ok(Exit::Ok);
+            }
+            out!("{}", diff.text);
+            eprintln!(
+                "error: `{}` differs from what `hyperforge synth` generates: {}; run `hyperforge synth` and commit the result",
+                global.out.display(),
+                diff.summary()
+            );
+            return Ok(Exit::Failed);
+        }
+        assembly.write_to(&global.out).map_err(|e| {
+            eprintln!("error: {e}");
+            Exit::Io
+        })?;
+        outln!(
+            "wrote {} files to {}",
+            assembly.files().len(),
+            global.out.display()
+        );
+        Ok(Exit::Ok)
+    })())
+}
+
+/// `hyperforge validate`.
+pub fn validate(global: &Global, args: &ValidateArgs) -> Exit {
+    run((|| {
+        let app = load_as(global, &args.select.names, args.json)?;
+        // Synthesis in memory runs every rule, including the limits of rendered templates.
+        let diagnostics = match app.synth() {
+            Ok(assembly) => assembly.warnings().clone(),
+            Err(ds) => ds,
+        };
+        let failed = diagnostics.has_errors() || (args.deny_warnings && diagnostics.has_warnings());
+        if args.json {
+            outln!("{}", diagnostics.to_json());
+        } else if diagnostics.is_empty() {
+            outln!("{} stack(s) valid: no diagnostics", app.stacks().len());
+        } else {
+            eprintln!("{diagnostics}");
+        }
+        Ok(if failed { Exit::Failed } else { Exit::Ok })
+    })())
+}
+
+/// `hyperforge diff`.
+pub fn diff(global: &Global, color: Color, args: &StackArgs) -> Exit {
+    run((|| {
+        let app = load(global, &args.names)?;
+        let assembly = synthesize(&app, &SynthOptions::default())?;
+        let diff = compare(global, &assembly, color)?;
+        if diff.is_empty() {
+            outln!("no changes");
+            return Ok(Exit::Ok);
+        }
+        out!("{}", diff.text);
+        outln!("{}", diff.summary());
+        Ok(Exit::Failed)
+    })())
+}
+
+fn text(v: &Value, key: &str) -> String {
+    v.get(key)
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+        .to_owned()
+}
+
+fn artifacts(v: &Value) -> Vec<String> {
+    v.get("artifacts")
+        .and_then(Value::as_array)
+        .map(|a| a.iter().map(|x| text(x, "path")).collect())
+        .unwrap_or_default()
+}
+
+/// `hyperforge list`.
+pub fn list(global: &Global) -> Exit {
+    run((|| {
+        let app = load(global, &[])?;
+        let assembly = synthesize(&app, &SynthOptions::default())?;
+        let stacks = assembly
+            .manifest()
+            .get("stacks")
+            .and_then(Value::as_array)
+            .cloned()
+            .unwrap_or_default();
+        let mut out = String::new();
+        for stack in &stacks {
+            out.push_str(&format!(
+                "{} ({})\n",
+                text(stack, "name"),
+                text(stack, "region")
+            ));
+            let stages = stack
+                .get("stages")
+                .and_then(Value::as_array)
+                .cloned()
+                .unwrap_or_default();
+            let rows: Vec<Vec<String>> = stages
+                .iter()
+                .enumerate()
+                .map(|(i, s)| {
+                    vec![
+                        format!("  {}.", i + 1),
+                        text(s, "name"),
+                        text(s, "kind"),
+                        text(s, "stack_name"),
+                    ]
+                })
+                .collect();
+            let table = output::table(
+                &["  #", "stage", "kind", "CloudFormation stack"],
+                &rows,
+                &[true, false, false, false],
+            );
+            for (line, stage) in table
+                .lines()
+                .zip(std::iter::once(None).chain(stages.iter().map(Some)))
+            {
+                out.push_str(line);
+                out.push('\n');
+                if let Some(stage) = stage {
+                    for path in artifacts(stage) {
+                        out.push_str(&format!("        {path}\n"));
+                    }
+                }
+            }
+            for key in ["terraform", "runbook"] {
+                if let Some(entry) = stack.get(key) {
+                    out.push_str(&format!("  {key}:\n"));
+                    for path in artifacts(entry) {
+                        out.push_str(&format!("        {path}\n"));
+                    }
+                }
+            }
+            out.push('\n');
+        }
+        out!("{}", out.trim_end_matches('\n'));
+        outln!();
+        Ok(Exit::Ok)
+    })())
+}
+
+/// `hyperforge catalog`.
+pub fn catalog(which: CatalogKind) -> Exit {
+    const GIB: f64 = 1024.0 * 1024.0 * 1024.0;
+    let table = match which {
+        CatalogKind::Instances => {
+            let rows: Vec<Vec<String>> = hyperforge::catalog::instances()
+                .iter()
+                .map(|i| {
+                    vec![
+                        i.name.to_owned(),
+                        i.accelerator.to_owned(),
+                        i.gpu_count.to_string(),
+                        format!("{:.1}", i.gpu_memory_mib as f64 / 1024.0),
+                        i.vcpus.to_string(),
+                        (i.memory_mib / 1024).to_string(),
+                        i.efa_max.to_string(),
+                        i.on_demand_usd_per_hour_us_east_1
+                            .map_or_else(|| "-".to_owned(), |p| format!("{p:.2}")),
+                        if i.hyperpod_regions.is_empty() {
+                            "-".to_owned()
+                        } else {
+                            i.hyperpod_regions.join(",")
+                        },
+                    ]
+                })
+                .collect();
+            let mut t = output::table(
+                &[
+                    "instance",
+                    "accelerator",
+                    "GPUs",
+                    "GiB/GPU",
+                    "vCPU",
+                    "memory GiB",
+                    "EFA",
+                    "$/h us-east-1",
+                    "HyperPod regions",
+                ],
+                &rows,
+                &[false, false, true, true, true, true, true, true, false],
+            );
+            t.push_str(&format!(
+                "\nPrices: EC2 on-demand, {}, AWS Price List of {}. HyperPod ml. prices, training plans and Capacity Blocks are priced separately.\n",
+                hyperforge::cost::PRICE_REGION,
+                hyperforge::cost::PRICE_DATE
+            ));
+            t
+        }
+        CatalogKind::Models => {
+            let rows: Vec<Vec<String>> = hyperforge::catalog::models()
+                .iter()
+                .map(|m| {
+                    let params = m.total_parameters() as f64;
+                    let params = if params >= 1e12 {
+                        format!("{:.2} T", params / 1e12)
+                    } else {
+                        format!("{:.1} B", params / 1e9)
+                    };
+                    vec![
+                        m.hf_id.to_string(),
+                        params,
+                        format!("{:.1}", m.weight_bytes() as f64 / GIB),
+                        m.attention_heads.to_string(),
+                        m.max_context_tokens.to_string(),
+                    ]
+                })
+                .collect();
+            output::table(
+                &["model", "parameters", "weights GiB", "heads", "context"],
+                &rows,
+                &[false, true, true, true, true],
+            )
+        }
+    };
+    out!("{table}");
+    Exit::Ok
+}
+
+/// `hyperforge explain`.
+pub fn explain(code: &str) -> Exit {
+    match Code::from_id(code.trim()) {
+        Some(code) => {
+            out!("{}", code.explain_markdown());
+            Exit::Ok
+        }
+        None => {
+            let known: Vec<String> = Code::ALL
+                .iter()
+                .map(|c| format!("  {}  {}", c.id(), c.summary()))
+                .collect();
+            eprintln!(
+                "error: unknown diagnostic code `{code}`\n\nknown codes:\n{}",
+                known.join("\n")
+            );
+            Exit::Usage
+        }
+    }
+}
+
+/// `hyperforge cost`.
+pub fn cost(global: &Global, args: &StackArgs) -> Exit {
+    run((|| {
+        let app = load(global, &args.names)?;
+        let report = hyperforge::cost::estimate(&app);
+        outln!("{report}");
+        for stack in report.stacks.iter().filter(|s| s.lines.is_empty()) {
+            outln!(
+                "\nnote: {} has no HyperPod instance group; the estimate prices HyperPod instance groups only, not EKS node groups or Karpenter pools",
+                stack.stack
+            );
+        }
+        outln!(
+            "\nCapacity Block and training plan prices are set at purchase (paid up front) and are not part of this estimate."
+        );
+        Ok(Exit::Ok)
+    })())
+}

@@ -1,0 +1,271 @@
+//! The `hyperforge` command line: argument parsing (clap), stack discovery, and one function
+//! per subcommand. Every file it writes goes through `Assembly::write_to` (atomic).
+
+/// `print!` that ignores a closed stdout (`hyperforge diff | head`) instead of panicking.
+macro_rules! out {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let _ = write!(std::io::stdout(), $($arg)*);
+    }};
+}
+
+/// `println!` that ignores a closed stdout.
+macro_rules! outln {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stdout(), $($arg)*);
+    }};
+}
+
+mod commands;
+mod output;
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+/// Exit codes (documented in `--help` and the README).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Exit {
+    /// Success.
+    Ok = 0,
+    /// Diagnostics with errors (or warnings with `--deny-warnings`), `synth --check` found
+    /// differences, or `diff` found changes.
+    Failed = 1,
+    /// Usage or input error: bad arguments, unreadable stack files, unknown stack or code.
+    Usage = 2,
+    /// I/O error writing output.
+    Io = 3,
+}
+
+impl From<Exit> for ExitCode {
+    fn from(e: Exit) -> Self {
+        ExitCode::from(e as u8)
+    }
+}
+
+#[derive(Parser, Debug)]
+#[command(
+    name = "hyperforge",
+    version,
+    about = "Synthesize CloudFormation, Terraform JSON, Kubernetes YAML and a runbook for serving \
+             open-weight models on AWS GPUs",
+    after_help = concat!(
+        "Examples:\n",
+        "  hyperforge synth                      # every stack in stacks/ to hyperforge.out/\n",
+        "  hyperforge synth --check              # CI: fail with a diff when hyperforge.out/ is stale\n",
+        "  hyperforge validate --json\n",
+        "  hyperforge explain HF0501\n\n",
+        "Exit codes:\n",
+        "  0  success\n",
+        "  1  diagnostics with errors (or warnings with --deny-warnings), `synth --check` found\n",
+        "     differences, or `diff` found changes\n",
+        "  2  usage or input error: bad arguments, unreadable stacks directory or file, unknown\n",
+        "     stack or diagnostic code\n",
+        "  3  I/O error writing the output directory (the previous output is left as it was)",
+    )
+)]
+struct Cli {
+    #[command(flatten)]
+    global: Global,
+    #[command(subcommand)]
+    command: Command,
+}
+
+/// Options every subcommand accepts.
+#[derive(Args, Debug, Clone)]
+pub struct Global {
+    /// Directory of stack files: every `*.yaml` in it is one, in name order.
+    #[arg(long, global = true, value_name = "DIR", default_value = "stacks")]
+    pub stacks: PathBuf,
+    /// Output directory of the assembly.
+    #[arg(
+        long,
+        global = true,
+        value_name = "DIR",
+        default_value = "hyperforge.out"
+    )]
+    pub out: PathBuf,
+    /// When to color output (`auto`: only on a terminal, and never when NO_COLOR is set).
+    #[arg(long, global = true, value_enum, default_value_t = ColorChoice::Auto)]
+    pub color: ColorChoice,
+}
+
+/// `--color`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum ColorChoice {
+    /// Color on a terminal unless NO_COLOR is set.
+    Auto,
+    /// Always color.
+    Always,
+    /// Never color.
+    Never,
+}
+
+#[derive(Subcommand, Debug)]
+enum Command {
+    /// Write the assembly: artifacts of the selected formats and manifest.json
+    #[command(after_help = "\
+Examples:
+  hyperforge synth
+  hyperforge synth kimi-k3-eks --format cloudformation,kubernetes --out build/
+  hyperforge synth --check            # in CI, after committing hyperforge.out/
+
+With --check nothing is written: the assembly is regenerated in memory and compared with the
+output directory (missing, extra and changed files); any difference is printed as a unified
+diff and the exit code is 1.")]
+    Synth(SynthArgs),
+    /// Report every diagnostic of the selected stacks without writing anything
+    #[command(after_help = "\
+Examples:
+  hyperforge validate
+  hyperforge validate kimi-k3-hyperpod --deny-warnings
+  hyperforge validate --json | jq '.[].code'
+
+Exit code 0 when clean, 1 on errors (or warnings with --deny-warnings).")]
+    Validate(ValidateArgs),
+    /// Show what `synth` would change in the output directory
+    #[command(after_help = "\
+Examples:
+  hyperforge diff
+  hyperforge diff kimi-k3-eks --out build/
+
+Exit code 0 and \"no changes\" when the output is current, 1 with a unified diff otherwise.")]
+    Diff(StackArgs),
+    /// List the stacks, their stages in order and their artifacts
+    #[command(after_help = "\
+Example:
+  hyperforge list --stacks stacks/")]
+    List,
+    /// Print the instance or model catalog as a table
+    #[command(after_help = "\
+Examples:
+  hyperforge catalog instances
+  hyperforge catalog models")]
+    Catalog {
+        /// Which catalog.
+        #[arg(value_enum)]
+        which: CatalogKind,
+    },
+    /// Print the documentation of a diagnostic code
+    #[command(after_help = "\
+Examples:
+  hyperforge explain HF0501
+  hyperforge explain hf0314
+
+An unknown code exits with 2 and lists the known codes.")]
+    Explain {
+        /// The code, e.g. HF0501 (case-insensitive).
+        code: String,
+    },
+    /// Estimate the hourly and 30-day cost of each stack's instances
+    #[command(after_help = "\
+Example:
+  hyperforge cost kimi-k3-hyperpod
+
+Prices are EC2 on-demand prices in us-east-1 from the catalog; Capacity Block and training
+plan prices are set at purchase and are not included.")]
+    Cost(StackArgs),
+    /// Print a shell completion script
+    #[command(after_help = "\
+Examples:
+  hyperforge completions bash > ~/.local/share/bash-completion/completions/hyperforge
+  hyperforge completions zsh > \"${fpath[1]}/_hyperforge\"
+  hyperforge completions fish > ~/.config/fish/completions/hyperforge.fish")]
+    Completions {
+        /// The shell.
+        #[arg(value_enum)]
+        shell: clap_complete::Shell,
+    },
+}
+
+/// Stack selection.
+#[derive(Args, Debug)]
+pub struct StackArgs {
+    /// Stack names to use (default: every stack).
+    #[arg(value_name = "STACK", id = "stack_names")]
+    pub names: Vec<String>,
+}
+
+/// `synth`.
+#[derive(Args, Debug)]
+pub struct SynthArgs {
+    #[command(flatten)]
+    pub select: StackArgs,
+    /// Formats to write, comma-separated (default: all).
+    #[arg(long, value_enum, value_delimiter = ',', value_name = "FORMAT")]
+    pub format: Vec<FormatArg>,
+    /// Compare with the output directory instead of writing; exit 1 with a diff if it differs.
+    #[arg(long)]
+    pub check: bool,
+    /// Treat warnings as errors.
+    #[arg(long)]
+    pub deny_warnings: bool,
+}
+
+/// `validate`.
+#[derive(Args, Debug)]
+pub struct ValidateArgs {
+    #[command(flatten)]
+    pub select: StackArgs,
+    /// Print the diagnostics as a JSON array on stdout.
+    #[arg(long)]
+    pub json: bool,
+    /// Treat warnings as errors.
+    #[arg(long)]
+    pub deny_warnings: bool,
+}
+
+/// An output format on the command line.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum FormatArg {
+    /// CloudFormation templates (with the Helm values and scripts their stages deploy).
+    Cloudformation,
+    /// Terraform root modules (with the Helm values and scripts they read).
+    Terraform,
+    /// Kubernetes manifests.
+    Kubernetes,
+    /// RUNBOOK.md per stack.
+    Runbook,
+}
+
+impl From<FormatArg> for hyperforge::Format {
+    fn from(f: FormatArg) -> Self {
+        match f {
+            FormatArg::Cloudformation => hyperforge::Format::CloudFormation,
+            FormatArg::Terraform => hyperforge::Format::Terraform,
+            FormatArg::Kubernetes => hyperforge::Format::Kubernetes,
+            FormatArg::Runbook => hyperforge::Format::Runbook,
+        }
+    }
+}
+
+/// `catalog`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum CatalogKind {
+    /// GPU instance types.
+    Instances,
+    /// Models.
+    Models,
+}
+
+/// Runs the command line and returns the process exit code.
+pub fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let color = output::Color::resolve(cli.global.color);
+    let exit = match cli.command {
+        Command::Synth(args) => commands::synth(&cli.global, color, &args),
+        Command::Validate(args) => commands::validate(&cli.global, &args),
+        Command::Diff(args) => commands::diff(&cli.global, color, &args),
+        Command::List => commands::list(&cli.global),
+        Command::Catalog { which } => commands::catalog(which),
+        Command::Explain { code } => commands::explain(&code),
+        Command::Cost(args) => commands::cost(&cli.global, &args),
+        Command::Completions { shell } => {
+            let mut cmd = <Cli as clap::CommandFactory>::command();
+            clap_complete::generate(shell, &mut cmd, "hyperforge", &mut std::io::stdout());
+            Exit::Ok
+        }
+    };
+    exit.into()
+}

@@ -1,0 +1,734 @@
+//! The runbook: one `RUNBOOK.md` per stack, the human instructions for deploying what the
+//! assembly holds. Built from the stack and its manifest entry into a plain [`RunbookData`]
+//! value, then laid out by a Handlebars template (`runbook.md.hbs`, strict mode, no HTML
+//! escaping). The template only formats text; every value (paths, stack names, parameters,
+//! request bodies) is computed here.
+
+use crate::app::{Stack, StageId, StageKind};
+use crate::catalog;
+use crate::spec::{Capacity, ConstructKind, Exposure, NodeCapacity};
+use handlebars::Handlebars;
+use serde::Serialize;
+use serde_json::Value;
+use std::sync::OnceLock;
+
+/// The template, compiled once per process.
+const TEMPLATE: &str = include_str!("runbook.md.hbs");
+
+/// Introduces a partial in the template file: `{{!-- template: NAME --}}` on its own line.
+const PARTIAL_MARKER: &str = "{{!-- template: ";
+
+/// The port every vLLM server of hyperforge listens on.
+pub const SERVING_PORT: u16 = 8000;
+
+/// Why a runbook could not be rendered (a bug: the template and the data are both ours).
+#[derive(Debug, thiserror::Error)]
+#[error("cannot render the runbook: {0}")]
+pub struct RunbookError(String);
+
+/// Everything the template shows, as plain values.
+#[derive(Clone, Debug, Serialize)]
+pub struct RunbookData {
+    /// Stack name.
+    pub stack: String,
+    /// Region.
+    pub region: String,
+    /// The stack's description, or empty.
+    pub description: String,
+    /// The EKS cluster's name, or empty.
+    pub eks_cluster: String,
+    /// The EKS cluster's Kubernetes version, or empty.
+    pub kubernetes_version: String,
+    /// Whether the stack runs a HyperPod cluster.
+    pub hyperpod: bool,
+    /// The HyperPod cluster's name, or empty.
+    pub hyperpod_cluster: String,
+    /// The GPU capacity.
+    pub capacity: Vec<CapacityData>,
+    /// Stages in deployment order.
+    pub stages: Vec<StageData>,
+    /// Stages in reverse order, for cleanup.
+    pub cleanup: Vec<StageData>,
+    /// The Terraform root module, when there is one.
+    pub terraform: Vec<TerraformData>,
+    /// The served endpoints.
+    pub endpoints: Vec<EndpointData>,
+}
+
+/// One group of GPU instances and where they come from.
+#[derive(Clone, Debug, Serialize)]
+pub struct CapacityData {
+    /// Construct path.
+    pub path: String,
+    /// EC2 instance type (`p6-b300.48xlarge`).
+    pub instance_type: String,
+    /// The type as deployed (`ml.p6-b300.48xlarge` on HyperPod).
+    pub deployed_type: String,
+    /// Instances.
+    pub count: i64,
+    /// vCPUs per instance.
+    pub vcpus: u32,
+    /// vCPUs of all instances.
+    pub total_vcpus: i64,
+    /// The EC2 on-demand quota family letter (`P`, `G`).
+    pub family: String,
+    /// On-demand price of all instances, or empty when the catalog has none.
+    pub on_demand_per_hour: String,
+    /// Capacity from a training plan.
+    pub training_plan: bool,
+    /// Capacity from an EC2 Capacity Block.
+    pub capacity_block: bool,
+    /// The training plan ARN or reservation id the description uses.
+    pub reservation: String,
+    /// Its zone id, or empty.
+    pub zone_id: String,
+}
+
+/// One deployment stage.
+#[derive(Clone, Debug, Serialize)]
+pub struct StageData {
+    /// 1-based position.
+    pub number: usize,
+    /// Stage name.
+    pub name: String,
+    /// Manifest kind.
+    pub kind: String,
+    /// Region (repeated for the template).
+    pub region: String,
+    /// Whether this is the first stage that talks to the cluster (kubeconfig first).
+    pub first_cluster_access: bool,
+    /// EKS cluster name (repeated for the template).
+    pub eks_cluster: String,
+    /// CloudFormation stage, if it is one.
+    pub cloudformation: Vec<CloudFormationStage>,
+    /// Upload stage, if it is one.
+    pub upload: Vec<UploadStage>,
+    /// Helm stage, if it is one.
+    pub helm: Vec<HelmStage>,
+    /// Kubernetes stage, if it is one.
+    pub kubernetes: Vec<KubernetesStage>,
+}
+
+/// A CloudFormation stage.
+#[derive(Clone, Debug, Serialize)]
+pub struct CloudFormationStage {
+    /// The CloudFormation stack name.
+    pub stack_name: String,
+    /// The template path, relative to the assembly root.
+    pub template: String,
+    /// Capabilities, space-separated.
+    pub capabilities: String,
+    /// `K=V` overrides, space-separated, or empty.
+    pub parameter_overrides: String,
+    /// Parameters and what they mean.
+    pub parameters: Vec<ParameterData>,
+    /// Whether the stage creates the HyperPod cluster (wait for its nodes).
+    pub creates_hyperpod: bool,
+    /// GPU instance types of node groups in this stage (wait for the nodes).
+    pub gpu_node_types: Vec<String>,
+}
+
+/// One template parameter.
+#[derive(Clone, Debug, Serialize)]
+pub struct ParameterData {
+    /// Name.
+    pub name: String,
+    /// Default (the validated value of the description).
+    pub default: String,
+}
+
+/// An S3 upload stage.
+#[derive(Clone, Debug, Serialize)]
+pub struct UploadStage {
+    /// The CloudFormation stack with the bucket output.
+    pub bucket_stack: String,
+    /// The output naming the bucket.
+    pub bucket_output: String,
+    /// Key prefix.
+    pub prefix: String,
+    /// The files, relative to the assembly root.
+    pub files: Vec<String>,
+}
+
+/// A Helm stage.
+#[derive(Clone, Debug, Serialize)]
+pub struct HelmStage {
+    /// Release name.
+    pub release: String,
+    /// Namespace.
+    pub namespace: String,
+    /// Values file, relative to the assembly root.
+    pub values: String,
+    /// A chart from a git repository, if so.
+    pub git: Vec<GitChart>,
+    /// A chart from a Helm repository (HTTP), if so.
+    pub repository: Vec<RepositoryChart>,
+    /// A chart from an OCI registry, if so.
+    pub oci: Vec<RepositoryChart>,
+    /// `--set` values read from CloudFormation outputs.
+    pub sets: Vec<SetFromOutput>,
+}
+
+/// A chart in a git repository.
+#[derive(Clone, Debug, Serialize)]
+pub struct GitChart {
+    /// Clone URL.
+    pub url: String,
+    /// Pinned commit.
+    pub commit: String,
+    /// Directory to clone into (next to the assembly).
+    pub checkout: String,
+    /// Chart directory inside the checkout.
+    pub path: String,
+}
+
+/// A chart in a Helm repository or OCI registry.
+#[derive(Clone, Debug, Serialize)]
+pub struct RepositoryChart {
+    /// Repository URL.
+    pub repository: String,
+    /// Chart name.
+    pub name: String,
+    /// Pinned version.
+    pub version: String,
+}
+
+/// A `--set key=<output>` value.
+#[derive(Clone, Debug, Serialize)]
+pub struct SetFromOutput {
+    /// Values key.
+    pub key: String,
+    /// CloudFormation stack holding the output.
+    pub stack_name: String,
+    /// Output name.
+    pub output: String,
+}
+
+/// A Kubernetes stage.
+#[derive(Clone, Debug, Serialize)]
+pub struct KubernetesStage {
+    /// The manifest, relative to the assembly root.
+    pub manifest: String,
+    /// Inference endpoints applied here.
+    pub endpoints: Vec<EndpointData>,
+    /// Karpenter node pools applied here.
+    pub node_pools: Vec<String>,
+}
+
+/// One served model endpoint.
+#[derive(Clone, Debug, Serialize)]
+pub struct EndpointData {
+    /// Object name.
+    pub name: String,
+    /// Namespace.
+    pub namespace: String,
+    /// Hugging Face model id.
+    pub model_id: String,
+    /// Served model name (`model` in requests).
+    pub served_model_name: String,
+    /// Port.
+    pub port: u16,
+    /// Served by the HyperPod inference operator (`InferenceEndpointConfig`).
+    pub operator: bool,
+    /// Served by a Deployment behind a Service.
+    pub deployment: bool,
+    /// Startup budget in seconds (download, load, warm-up, times 1.5).
+    pub startup_secs: u64,
+    /// The same in minutes.
+    pub startup_minutes: u64,
+    /// The Service is a load balancer (internal or internet-facing).
+    pub load_balancer: bool,
+    /// The load balancer is internal.
+    pub internal: bool,
+    /// Chat completion request body (JSON).
+    pub request_body: String,
+}
+
+/// The Terraform root module.
+#[derive(Clone, Debug, Serialize)]
+pub struct TerraformData {
+    /// Its directory, relative to the assembly root.
+    pub dir: String,
+    /// `-var` arguments needed beyond the defaults, space-separated, or empty.
+    pub vars: String,
+    /// Git charts to check out first.
+    pub git_charts: Vec<GitChart>,
+    /// Kubernetes manifests applied after `terraform apply`, in order.
+    pub kubernetes: Vec<String>,
+}
+
+fn registry() -> Result<&'static Handlebars<'static>, RunbookError> {
+    static REGISTRY: OnceLock<Result<Handlebars<'static>, String>> = OnceLock::new();
+    REGISTRY
+        .get_or_init(|| {
+            let mut hb = Handlebars::new();
+            hb.set_strict_mode(true);
+            hb.register_escape_fn(handlebars::no_escape);
+            // The file holds the main template, then partials each introduced by a
+            // `{{!-- template: NAME --}}` line. Compiling pieces keeps start-up fast: the
+            // compiler's cost grows with the square of a template's length.
+            let mut pieces = TEMPLATE.split(PARTIAL_MARKER);
+            let main = pieces.next().unwrap_or_default();
+            hb.register_template_string("runbook", main)
+                .map_err(|e| e.to_string())?;
+            for piece in pieces {
+                let (name, body) = piece
+                    .split_once(" --}}\n")
+                    .ok_or_else(|| format!("malformed partial marker before `{piece:.40}`"))?;
+                hb.register_partial(name, body).map_err(|e| e.to_string())?;
+            }
+            Ok(hb)
+        })
+        .as_ref()
+        .map_err(|e| RunbookError(e.clone()))
+}
+
+/// Renders the runbook of `stack` from its manifest entry (`manifest` is the stack's object in
+/// `manifest.json`'s `stacks`).
+pub fn render(stack: &Stack, manifest: &Value) -> Result<String, RunbookError> {
+    render_data(&data(stack, manifest))
+}
+
+/// Renders prepared data with the runbook template.
+pub fn render_data(data: &RunbookData) -> Result<String, RunbookError> {
+    registry()?
+        .render("runbook", data)
+        .map_err(|e| RunbookError(e.to_string()))
+}
+
+fn text(v: &Value, key: &str) -> String {
+    v.get(key)
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+        .to_owned()
+}
+
+fn artifact_paths(v: &Value) -> Vec<String> {
+    v.get("artifacts")
+        .and_then(Value::as_array)
+        .map(|a| a.iter().map(|x| text(x, "path")).collect())
+        .unwrap_or_default()
+}
+
+fn checkout_dir(url: &str) -> String {
+    let last = url
+        .trim_end_matches('/')
+        .rsplit('/')
+        .next()
+        .unwrap_or("chart");
+    last.strip_suffix(".git").unwrap_or(last).to_owned()
+}
+
+/// The runbook's data for `stack` and its manifest entry.
+pub fn data(stack: &Stack, manifest: &Value) -> RunbookData {
+    let region = stack.region().to_owned();
+    let mut eks_cluster = String::new();
+    let mut kubernetes_version = String::new();
+    let mut hyperpod_cluster = String::new();
+    let mut capacity = Vec::new();
+    let mut endpoints = Vec::new();
+    for node in stack.nodes() {
+        let path = stack.display_path(&node.id);
+        match &node.construct {
+            ConstructKind::Eks(c) => {
+                eks_cluster = c.name().to_owned();
+                kubernetes_version = c.kubernetes_version().to_owned();
+            }
+            ConstructKind::HyperPod(c) => {
+                hyperpod_cluster = c.name().to_owned();
+                for g in c.groups() {
+                    let (training_plan, reservation, zone) = match g.capacity_source() {
+                        Capacity::TrainingPlan(p) => (
+                            true,
+                            p.arn.clone(),
+                            p.availability_zone_id.clone().unwrap_or_default(),
+                        ),
+                        Capacity::OnDemand => (false, String::new(), String::new()),
+                    };
+                    capacity.push(capacity_line(
+                        format!("{path}/{}", g.name()),
+                        g.instance_type(),
+                        g.ml_instance_type(),
+                        g.instance_count(),
+                        training_plan,
+                        false,
+                        reservation,
+                        zone,
+                    ));
+                }
+            }
+            ConstructKind::NodeGroup(g) => {
+                if let NodeCapacity::CapacityBlock(b) = g.capacity_source() {
+                    let count = b
+                        .instance_count
+                        .map(i64::from)
+                        .unwrap_or_else(|| g.sizes().2);
+                    capacity.push(capacity_line(
+                        path.clone(),
+                        g.instance_type(),
+                        g.instance_type().to_owned(),
+                        count,
+                        false,
+                        true,
+                        b.reservation_id.clone(),
+                        b.availability_zone_id.clone(),
+                    ));
+                } else if catalog::instance(g.instance_type()).is_some_and(|i| i.gpu_count > 0) {
+                    capacity.push(capacity_line(
+                        path.clone(),
+                        g.instance_type(),
+                        g.instance_type().to_owned(),
+                        g.sizes().1,
+                        false,
+                        false,
+                        String::new(),
+                        String::new(),
+                    ));
+                }
+            }
+            ConstructKind::InferenceEndpoint(e) => {
+                endpoints.push(endpoint(
+                    e.object_name(),
+                    e.object_namespace(),
+                    e.server(),
+                    true,
+                    Exposure::InternalLoadBalancer,
+                ));
+            }
+            ConstructKind::VllmDeployment(d) => {
+                endpoints.push(endpoint(
+                    d.object_name(),
+                    d.object_namespace(),
+                    d.server(),
+                    false,
+                    d.exposure(),
+                ));
+            }
+            _ => {}
+        }
+    }
+    for node in stack.nodes() {
+        if let ConstructKind::KarpenterNodePool(p) = &node.construct {
+            let reservation = match p.reservation() {
+                crate::spec::ReservationSelector::Id(id) => id.clone(),
+                crate::spec::ReservationSelector::Tags(tags) => tags
+                    .iter()
+                    .map(|(k, v)| format!("tag {k}={v}"))
+                    .collect::<Vec<_>>()
+                    .join(", "),
+            };
+            capacity.push(capacity_line(
+                stack.display_path(&node.id),
+                p.instance_type(),
+                p.instance_type().to_owned(),
+                i64::from(p.max_node_count()),
+                false,
+                true,
+                reservation,
+                String::new(),
+            ));
+        }
+    }
+
+    let stages_json = manifest
+        .get("stages")
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default();
+    let stack_name_of = |stage: &str| -> String {
+        stages_json
+            .iter()
+            .find(|s| text(s, "name") == stage)
+            .map(|s| text(s, "stack_name"))
+            .unwrap_or_default()
+    };
+    let mut stages = Vec::new();
+    let mut cluster_seen = false;
+    for (index, (stage, entry)) in stack.stages().iter().zip(&stages_json).enumerate() {
+        let id = StageId::from_index(index);
+        let paths = artifact_paths(entry);
+        let first_path = paths.first().cloned().unwrap_or_default();
+        let mut data = StageData {
+            number: index + 1,
+            name: stage.name.clone(),
+            kind: stage.kind.as_str().to_owned(),
+            region: region.clone(),
+            first_cluster_access: false,
+            eks_cluster: eks_cluster.clone(),
+            cloudformation: Vec::new(),
+            upload: Vec::new(),
+            helm: Vec::new(),
+            kubernetes: Vec::new(),
+        };
+        match &stage.kind {
+            StageKind::CloudFormation => {
+                let parameters: Vec<ParameterData> = entry
+                    .get("parameters")
+                    .and_then(Value::as_array)
+                    .map(|ps| {
+                        ps.iter()
+                            .map(|p| ParameterData {
+                                name: text(p, "name"),
+                                default: match p.get("default") {
+                                    Some(Value::String(s)) => s.clone(),
+                                    Some(Value::Null) | None => String::new(),
+                                    Some(other) => other.to_string(),
+                                },
+                            })
+                            .collect()
+                    })
+                    .unwrap_or_default();
+                let capabilities = entry
+                    .get("capabilities")
+                    .and_then(Value::as_array)
+                    .map(|c| {
+                        c.iter()
+                            .filter_map(Value::as_str)
+                            .collect::<Vec<_>>()
+                            .join(" ")
+                    })
+                    .unwrap_or_default();
+                let mut creates_hyperpod = false;
+                let mut gpu_node_types = Vec::new();
+                for node in stack.nodes_in(id) {
+                    match &node.construct {
+                        ConstructKind::HyperPod(_) => creates_hyperpod = true,
+                        ConstructKind::NodeGroup(g)
+                            if catalog::instance(g.instance_type())
+                                .is_some_and(|i| i.gpu_count > 0) =>
+                        {
+                            gpu_node_types.push(g.instance_type().to_owned())
+                        }
+                        _ => {}
+                    }
+                }
+                data.cloudformation.push(CloudFormationStage {
+                    stack_name: text(entry, "stack_name"),
+                    template: first_path,
+                    capabilities,
+                    parameter_overrides: parameters
+                        .iter()
+                        .map(|p| format!("{}={}", p.name, p.default))
+                        .collect::<Vec<_>>()
+                        .join(" "),
+                    parameters,
+                    creates_hyperpod,
+                    gpu_node_types,
+                });
+            }
+            StageKind::Upload(upload) => {
+                let bucket = entry.get("bucket").cloned().unwrap_or(Value::Null);
+                data.upload.push(UploadStage {
+                    bucket_stack: stack_name_of(&text(&bucket, "stage")),
+                    bucket_output: text(&bucket, "output"),
+                    prefix: upload.prefix.clone(),
+                    files: paths,
+                });
+            }
+            StageKind::Helm(_) => {
+                data.first_cluster_access = !cluster_seen;
+                cluster_seen = true;
+                let chart = entry.get("chart").cloned().unwrap_or(Value::Null);
+                let mut helm = HelmStage {
+                    release: text(entry, "release"),
+                    namespace: text(entry, "namespace"),
+                    values: first_path,
+                    git: Vec::new(),
+                    repository: Vec::new(),
+                    oci: Vec::new(),
+                    sets: entry
+                        .get("set_from_outputs")
+                        .and_then(Value::as_array)
+                        .map(|sets| {
+                            sets.iter()
+                                .map(|s| SetFromOutput {
+                                    key: text(s, "key"),
+                                    stack_name: stack_name_of(&text(s, "stage")),
+                                    output: text(s, "output"),
+                                })
+                                .collect()
+                        })
+                        .unwrap_or_default(),
+                };
+                if chart.get("git").is_some() {
+                    let url = text(&chart, "git");
+                    helm.git.push(GitChart {
+                        checkout: checkout_dir(&url),
+                        url,
+                        commit: text(&chart, "commit"),
+                        path: text(&chart, "path"),
+                    });
+                } else {
+                    let repo = RepositoryChart {
+                        repository: text(&chart, "repository"),
+                        name: text(&chart, "name"),
+                        version: text(&chart, "version"),
+                    };
+                    if repo.repository.starts_with("oci://") {
+                        helm.oci.push(repo);
+                    } else {
+                        helm.repository.push(repo);
+                    }
+                }
+                data.helm.push(helm);
+            }
+            StageKind::Kubernetes => {
+                data.first_cluster_access = !cluster_seen;
+                cluster_seen = true;
+                let mut stage_endpoints = Vec::new();
+                let mut node_pools = Vec::new();
+                for node in stack.nodes_in(id) {
+                    match &node.construct {
+                        ConstructKind::InferenceEndpoint(e) => {
+                            if let Some(ep) = endpoints.iter().find(|x| x.name == e.object_name()) {
+                                stage_endpoints.push(ep.clone());
+                            }
+                        }
+                        ConstructKind::VllmDeployment(d) => {
+                            if let Some(ep) = endpoints.iter().find(|x| x.name == d.object_name()) {
+                                stage_endpoints.push(ep.clone());
+                            }
+                        }
+                        ConstructKind::KarpenterNodePool(p) => {
+                            node_pools.push(p.object_name().to_owned())
+                        }
+                        _ => {}
+                    }
+                }
+                data.kubernetes.push(KubernetesStage {
+                    manifest: first_path,
+                    endpoints: stage_endpoints,
+                    node_pools,
+                });
+            }
+        }
+        stages.push(data);
+    }
+
+    let terraform = manifest
+        .get("terraform")
+        .map(|tf| {
+            let dir = artifact_paths(tf)
+                .first()
+                .and_then(|p| p.rsplit_once('/').map(|(d, _)| d.to_owned()))
+                .unwrap_or_else(|| format!("{}/terraform", stack.name()));
+            let git_charts: Vec<GitChart> = stages
+                .iter()
+                .flat_map(|s| s.helm.iter())
+                .flat_map(|h| h.git.iter().cloned())
+                .collect();
+            let vars = stages
+                .iter()
+                .flat_map(|s| s.helm.iter())
+                .filter_map(|h| {
+                    h.git.first().map(|g| {
+                        format!(
+                            "-var \"{}_chart_path=$PWD/../../../{}/{}\"",
+                            h.release.replace('-', "_"),
+                            g.checkout,
+                            g.path
+                        )
+                    })
+                })
+                .collect::<Vec<_>>()
+                .join(" ");
+            TerraformData {
+                dir,
+                vars,
+                git_charts,
+                kubernetes: stages
+                    .iter()
+                    .flat_map(|s| s.kubernetes.iter().map(|k| k.manifest.clone()))
+                    .collect(),
+            }
+        })
+        .into_iter()
+        .collect();
+
+    let mut cleanup = stages.clone();
+    cleanup.reverse();
+    RunbookData {
+        stack: stack.name().to_owned(),
+        region,
+        description: stack.description_text().unwrap_or_default().to_owned(),
+        eks_cluster,
+        kubernetes_version,
+        hyperpod: !hyperpod_cluster.is_empty(),
+        hyperpod_cluster,
+        capacity,
+        stages,
+        cleanup,
+        terraform,
+        endpoints,
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
+fn capacity_line(
+    path: String,
+    instance_type: &str,
+    deployed_type: String,
+    count: i64,
+    training_plan: bool,
+    capacity_block: bool,
+    reservation: String,
+    zone_id: String,
+) -> CapacityData {
+    let entry = catalog::instance(instance_type);
+    let vcpus = entry.map(|i| i.vcpus).unwrap_or_default();
+    let ec2_name = instance_type.strip_prefix("ml.").unwrap_or(instance_type);
+    CapacityData {
+        path,
+        instance_type: ec2_name.to_owned(),
+        deployed_type,
+        count,
+        vcpus,
+        total_vcpus: i64::from(vcpus) * count.max(0),
+        family: ec2_name
+            .chars()
+            .next()
+            .map(|c| c.to_ascii_uppercase().to_string())
+            .unwrap_or_default(),
+        on_demand_per_hour: entry
+            .and_then(|i| i.on_demand_usd_per_hour_us_east_1)
+            .map(|p| format!("${:.2}", p * count.max(0) as f64))
+            .unwrap_or_default(),
+        training_plan,
+        capacity_block,
+        reservation,
+        zone_id,
+    }
+}
+
+fn endpoint(
+    name: &str,
+    namespace: &str,
+    server: &crate::spec::VllmServer,
+    operator: bool,
+    exposure: Exposure,
+) -> EndpointData {
+    let startup_secs = server
+        .startup_budget()
+        .map(|b| b.total_secs)
+        .unwrap_or(3600);
+    let request_body = serde_json::json!({
+        "model": server.served_name(),
+        "messages": [{"role": "user", "content": "Say hello in one sentence."}],
+        "max_tokens": 64,
+    })
+    .to_string();
+    EndpointData {
+        name: name.to_owned(),
+        namespace: namespace.to_owned(),
+        model_id: server.model_id().to_owned(),
+        served_model_name: server.served_name().to_owned(),
+        port: SERVING_PORT,
+        operator,
+        deployment: !operator,
+        startup_secs,
+        startup_minutes: startup_secs.div_ceil(60),
+        load_balancer: !matches!(exposure, Exposure::ClusterIp),
+        internal: matches!(exposure, Exposure::InternalLoadBalancer),
+        request_body,
+    }
+}

@@ -1,0 +1,291 @@
+//! End-to-end tests of the `hyperforge` binary: every subcommand, exit codes, `synth --check`,
+//! and that a failed run leaves the previous output untouched.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+fn hyperforge(dir: &Path, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_hyperforge"))
+        .args(args)
+        .current_dir(dir)
+        .env("NO_COLOR", "1")
+        .output()
+        .expect("the binary runs")
+}
+
+fn code(o: &Output) -> i32 {
+    o.status.code().unwrap_or(-1)
+}
+
+fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+/// A temporary project with a copy of the repository's `stacks/`.
+fn project() -> (tempfile::TempDir, PathBuf) {
+    let tmp = tempfile::tempdir().expect("temp dir");
+    let stacks = tmp.path().join("stacks");
+    std::fs::create_dir_all(&stacks).unwrap();
+    let repo = Path::new(env!("CARGO_MANIFEST_DIR")).join("stacks");
+    for entry in std::fs::read_dir(repo).unwrap() {
+        let path = entry.unwrap().path();
+        std::fs::copy(&path, stacks.join(path.file_name().unwrap())).unwrap();
+    }
+    let root = tmp.path().to_path_buf();
+    (tmp, root)
+}
+
+fn tree(root: &Path) -> Vec<(PathBuf, Vec<u8>)> {
+    let mut out = Vec::new();
+    let mut dirs = vec![root.to_path_buf()];
+    while let Some(d) = dirs.pop() {
+        for e in std::fs::read_dir(&d).unwrap() {
+            let p = e.unwrap().path();
+            if p.is_dir() {
+                dirs.push(p);
+            } else {
+                out.push((p.clone(), std::fs::read(&p).unwrap()));
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+#[test]
+fn synth_writes_the_reference_output_and_check_passes() {
+    let (_tmp, root) = project();
+    let o = hyperforge(&root, &["synth"]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let out = root.join("hyperforge.out");
+    // Same bytes as the reference apps synthesized by the library.
+    for app in [
+        hyperforge::reference::kimi_k3_hyperpod(),
+        hyperforge::reference::kimi_k3_eks(),
+    ] {
+        let assembly = app.synth().unwrap();
+        for (path, bytes) in assembly.files() {
+            if path == "manifest.json" {
+                continue;
+            }
+            assert_eq!(&std::fs::read(out.join(path)).unwrap(), bytes, "{path}");
+        }
+    }
+    assert!(out.join("kimi-k3-hyperpod/RUNBOOK.md").is_file());
+
+    let o = hyperforge(&root, &["synth", "--check"]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    assert!(stdout(&o).contains("up to date"));
+    let o = hyperforge(&root, &["diff"]);
+    assert_eq!(code(&o), 0);
+    assert!(stdout(&o).contains("no changes"));
+
+    // One field changed in a written template: check and diff fail with a unified diff.
+    let template = out.join("kimi-k3-eks/02-nodes.template.json");
+    let text = std::fs::read_to_string(&template).unwrap();
+    std::fs::write(
+        &template,
+        text.replacen("cr-0123456789abcdef0", "cr-0fffffffffffffff0", 1),
+    )
+    .unwrap();
+    let o = hyperforge(&root, &["synth", "--check"]);
+    assert_eq!(code(&o), 1);
+    let diff = stdout(&o);
+    assert!(
+        diff.contains("--- a/kimi-k3-eks/02-nodes.template.json"),
+        "{diff}"
+    );
+    assert!(diff.contains("-") && diff.contains("cr-0fffffffffffffff0"));
+    assert!(!diff.contains("\u{1b}["), "NO_COLOR output has no escapes");
+    let o = hyperforge(&root, &["diff"]);
+    assert_eq!(code(&o), 1);
+    assert!(stdout(&o).contains("+++ b/kimi-k3-eks/02-nodes.template.json"));
+    let o = hyperforge(&root, &["--color", "always", "diff"]);
+    assert!(stdout(&o).contains("\u{1b}[32m"), "green additions");
+
+    // An extra file is a difference too.
+    std::fs::write(&template, text).unwrap();
+    std::fs::write(out.join("stray.txt"), "x").unwrap();
+    let o = hyperforge(&root, &["synth", "--check"]);
+    assert_eq!(code(&o), 1);
+    assert!(stderr(&o).contains("1 extra"), "{}", stderr(&o));
+}
+
+#[test]
+fn synth_filters_formats_and_stacks() {
+    let (_tmp, root) = project();
+    let o = hyperforge(
+        &root,
+        &[
+            "synth",
+            "kimi-k3-eks",
+            "--format",
+            "kubernetes,runbook",
+            "--out",
+            "k8s",
+        ],
+    );
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let files: Vec<String> = tree(&root.join("k8s"))
+        .into_iter()
+        .map(|(p, _)| {
+            p.strip_prefix(root.join("k8s"))
+                .unwrap()
+                .display()
+                .to_string()
+        })
+        .collect();
+    assert_eq!(
+        files,
+        [
+            "kimi-k3-eks/05-workload.yaml",
+            "kimi-k3-eks/RUNBOOK.md",
+            "manifest.json"
+        ]
+    );
+    let manifest = std::fs::read_to_string(root.join("k8s/manifest.json")).unwrap();
+    assert!(manifest.contains("kimi-k3-eks-foundation"), "stages stay");
+    assert!(!manifest.contains("template.json") && !manifest.contains("terraform"));
+}
+
+#[test]
+fn failed_synth_leaves_previous_output_untouched() {
+    let (_tmp, root) = project();
+    assert_eq!(code(&hyperforge(&root, &["synth"])), 0);
+    let before = tree(&root.join("hyperforge.out"));
+    std::fs::write(
+        root.join("stacks/broken.yaml"),
+        "# not a stack this loader knows\n",
+    )
+    .unwrap();
+    let o = hyperforge(&root, &["synth"]);
+    assert_eq!(code(&o), 1);
+    assert!(stderr(&o).contains("error[HF"), "{}", stderr(&o));
+    assert_eq!(tree(&root.join("hyperforge.out")), before);
+    let leftovers: Vec<_> = std::fs::read_dir(&root)
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .filter(|e| e.file_name().to_string_lossy().starts_with('.'))
+        .collect();
+    assert!(leftovers.is_empty(), "no staging directories left behind");
+}
+
+#[test]
+fn write_errors_exit_3() {
+    let (_tmp, root) = project();
+    // The output's parent is a file: the directory cannot be created.
+    std::fs::write(root.join("blocker"), "").unwrap();
+    let o = hyperforge(&root, &["synth", "--out", "blocker/out"]);
+    assert_eq!(code(&o), 3, "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("error: cannot create"),
+        "{}",
+        stderr(&o)
+    );
+}
+
+#[test]
+fn usage_and_input_errors_exit_2() {
+    let (_tmp, root) = project();
+    let o = hyperforge(&root, &["synth", "no-such-stack"]);
+    assert_eq!(code(&o), 2);
+    assert!(stderr(&o).contains("unknown stack(s): no-such-stack"));
+    assert!(stderr(&o).contains("kimi-k3-hyperpod"));
+    let o = hyperforge(&root, &["--stacks", "missing", "list"]);
+    assert_eq!(code(&o), 2);
+    assert!(stderr(&o).contains("cannot read stacks directory"));
+    let o = hyperforge(&root, &["synth", "--format", "pdf"]);
+    assert_eq!(code(&o), 2);
+    let o = hyperforge(&root, &["explain", "HF9999"]);
+    assert_eq!(code(&o), 2);
+    assert!(stderr(&o).contains("HF0501"), "lists the known codes");
+}
+
+#[test]
+fn validate_reports_diagnostics() {
+    let (_tmp, root) = project();
+    let o = hyperforge(&root, &["validate"]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    assert!(stderr(&o).contains("warning[HF0506]"));
+    let o = hyperforge(&root, &["validate", "--deny-warnings"]);
+    assert_eq!(code(&o), 1);
+    let o = hyperforge(&root, &["validate", "kimi-k3-eks", "--json"]);
+    assert_eq!(code(&o), 0);
+    let json: serde_json::Value = serde_json::from_str(&stdout(&o)).expect("JSON array");
+    assert!(json.is_array());
+    std::fs::write(root.join("stacks/broken.yaml"), "# invalid\n").unwrap();
+    let o = hyperforge(&root, &["validate"]);
+    assert_eq!(code(&o), 1);
+    assert!(stderr(&o).contains("error[HF"), "{}", stderr(&o));
+    let o = hyperforge(&root, &["validate", "--json"]);
+    assert_eq!(code(&o), 1);
+    let json: serde_json::Value = serde_json::from_str(&stdout(&o)).expect("JSON array");
+    assert_eq!(json[0]["severity"], "error");
+    assert!(json[0]["code"].as_str().unwrap().starts_with("HF"));
+}
+
+#[test]
+fn list_catalog_explain_cost_completions() {
+    let (_tmp, root) = project();
+    let o = hyperforge(&root, &["list"]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let text = stdout(&o);
+    assert!(text.contains("kimi-k3-hyperpod (us-west-2)"));
+    assert!(text.contains("kimi-k3-hyperpod-cluster"));
+    assert!(text.contains("kimi-k3-hyperpod/05-inference.yaml"));
+    assert!(text.contains("kimi-k3-eks/RUNBOOK.md"));
+
+    let o = hyperforge(&root, &["catalog", "instances"]);
+    assert_eq!(code(&o), 0);
+    let text = stdout(&o);
+    assert!(text.contains("p6-b300.48xlarge") && text.contains("142.42"));
+    assert!(text.lines().next().unwrap().starts_with("instance"));
+    let o = hyperforge(&root, &["catalog", "models"]);
+    assert_eq!(code(&o), 0);
+    assert!(stdout(&o).contains("moonshotai/Kimi-K3"));
+
+    let o = hyperforge(&root, &["explain", "hf0501"]);
+    assert_eq!(code(&o), 0);
+    assert!(stdout(&o).starts_with("## HF0501"));
+
+    let o = hyperforge(&root, &["cost", "kimi-k3-hyperpod"]);
+    assert_eq!(code(&o), 0);
+    let text = stdout(&o);
+    assert!(text.contains("us-east-1") && text.contains("set at purchase"));
+    assert!(text.contains("142.42"));
+
+    for shell in ["bash", "zsh", "fish", "powershell", "elvish"] {
+        let o = hyperforge(&root, &["completions", shell]);
+        assert_eq!(code(&o), 0, "{shell}");
+        assert!(stdout(&o).contains("hyperforge"), "{shell}");
+    }
+}
+
+#[test]
+fn help_shows_examples_and_exit_codes() {
+    let (_tmp, root) = project();
+    let o = hyperforge(&root, &["--help"]);
+    assert_eq!(code(&o), 0);
+    assert!(stdout(&o).contains("Exit codes:"));
+    for sub in [
+        "synth",
+        "validate",
+        "diff",
+        "list",
+        "catalog",
+        "explain",
+        "cost",
+        "completions",
+    ] {
+        let o = hyperforge(&root, &[sub, "--help"]);
+        assert_eq!(code(&o), 0, "{sub}");
+        assert!(
+            stdout(&o).contains("hyperforge "),
+            "{sub} --help has an example"
+        );
+    }
+}

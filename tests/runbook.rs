@@ -1,0 +1,115 @@
+//! The generated runbooks refer only to what the assembly holds: every artifact path and every
+//! CloudFormation stack name they mention exists, and they say how to reach the model.
+
+use hyperforge::reference;
+use serde_json::Value;
+use std::collections::BTreeSet;
+
+/// Tokens that look like assembly paths (`<stack>/...`) or stage stack names (`<stack>-...`).
+fn mentions<'a>(text: &'a str, stack: &str) -> (BTreeSet<&'a str>, BTreeSet<&'a str>) {
+    let mut paths = BTreeSet::new();
+    let mut names = BTreeSet::new();
+    for token in text.split(|c: char| c.is_whitespace() || "`\"'(),=".contains(c)) {
+        let token = token.trim_end_matches(['.', ':', ';']);
+        if token.starts_with(&format!("{stack}/")) {
+            paths.insert(token);
+        } else if let Some(rest) = token.strip_prefix(&format!("{stack}-")) {
+            // Another stack's name sharing the prefix (kimi-k3-eks-karpenter) is not ours.
+            if !rest.is_empty() && !rest.contains('/') {
+                names.insert(token);
+            }
+        }
+    }
+    (paths, names)
+}
+
+#[test]
+fn runbooks_mention_only_what_exists() {
+    for app in reference::all().into_iter().chain(reference::variants()) {
+        let assembly = app.synth().unwrap_or_else(|d| panic!("{d}"));
+        for stack in assembly.manifest()["stacks"].as_array().unwrap() {
+            let name = stack["name"].as_str().unwrap();
+            let runbook_path = format!("{name}/RUNBOOK.md");
+            assert_eq!(
+                stack["runbook"]["artifacts"][0]["path"].as_str(),
+                Some(runbook_path.as_str())
+            );
+            let text = assembly.text(&runbook_path).expect("runbook written");
+            let stack_names: BTreeSet<&str> = stack["stages"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .filter_map(|s| s.get("stack_name").and_then(Value::as_str))
+                .collect();
+            let (paths, names) = mentions(text, name);
+            assert!(!paths.is_empty() && !names.is_empty());
+            for path in &paths {
+                let is_dir = assembly
+                    .files()
+                    .keys()
+                    .any(|f| f.starts_with(&format!("{path}/")));
+                assert!(
+                    assembly.file(path).is_some() || is_dir,
+                    "{runbook_path} mentions `{path}`, which is not in the assembly"
+                );
+            }
+            for n in &names {
+                assert!(
+                    stack_names.contains(n),
+                    "{runbook_path} mentions stack `{n}`, not in the manifest"
+                );
+            }
+            // Every stage's stack and artifact is covered.
+            for n in &stack_names {
+                assert!(text.contains(n), "{runbook_path} misses {n}");
+            }
+            for stage in stack["stages"].as_array().unwrap() {
+                for a in stage["artifacts"].as_array().unwrap() {
+                    let p = a["path"].as_str().unwrap();
+                    assert!(text.contains(p), "{runbook_path} misses {p}");
+                }
+            }
+            assert!(text.contains("\"model\":\"Kimi-K3\"") && text.contains("model=\"Kimi-K3\""));
+            assert!(text.contains("8000") && text.contains("/v1/chat/completions"));
+            assert!(text.contains("/health") && text.contains("api_key=\"EMPTY\""));
+            assert!(text.contains("Not refundable"));
+            assert!(
+                !text.contains("{{") && !text.contains("&quot;"),
+                "rendered, not escaped"
+            );
+        }
+    }
+}
+
+#[test]
+fn runbook_commands_follow_the_capacity() {
+    let hp = reference::kimi_k3_hyperpod().synth().unwrap();
+    let text = hp.text("kimi-k3-hyperpod/RUNBOOK.md").unwrap();
+    assert!(text.contains("aws sagemaker search-training-plan-offerings"));
+    assert!(text.contains("aws sagemaker create-training-plan"));
+    assert!(text.contains("aws sagemaker list-cluster-nodes"));
+    assert!(text.contains("DeploymentComplete"));
+    assert!(text.contains("kubectl get ingress -n default"));
+    assert!(text.contains(
+        "git -C ../sagemaker-hyperpod-cli checkout 011ca927123e02b35a399935bbb3ab1905fe33c7"
+    ));
+    assert!(text.contains("192 vCPU per instance"));
+
+    let eks = reference::kimi_k3_eks().synth().unwrap();
+    let text = eks.text("kimi-k3-eks/RUNBOOK.md").unwrap();
+    assert!(text.contains("aws ec2 describe-capacity-block-offerings"));
+    assert!(text.contains("aws ec2 purchase-capacity-block"));
+    assert!(text.contains("kubectl rollout status deployment/kimi-k3 -n kimi-k3 --timeout=7260s"));
+    assert!(text.contains("kubectl port-forward svc/kimi-k3 8000:8000 -n kimi-k3"));
+    assert!(text.contains("--set vpcId=$(aws cloudformation describe-stacks"));
+    assert!(text.contains("--repo https://nvidia.github.io/k8s-device-plugin --version 0.18.2"));
+    assert!(text.contains("terraform init && terraform apply"));
+    // Cleanup runs in reverse: the workload goes before the node groups' stack.
+    let workload = text
+        .rfind("kubectl delete -f kimi-k3-eks/05-workload.yaml")
+        .unwrap();
+    let nodes = text
+        .rfind("delete-stack --region us-west-2 --stack-name kimi-k3-eks-nodes")
+        .unwrap();
+    assert!(workload < nodes);
+}
