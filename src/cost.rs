@@ -12,11 +12,13 @@
 //! - Not included: NAT gateway and EKS control-plane hourly fees (no sourced figures in the
 //!   catalog), EBS volumes, data transfer, S3, CloudWatch and KMS.
 //!
-//! Inference endpoints run on the instance groups, so they add nothing of their own.
+//! Priced: HyperPod instance groups, EKS managed node groups (at their desired size) and
+//! Karpenter Capacity Block pools (at their largest size). Inference endpoints and Deployments
+//! run on those, so they add nothing of their own.
 
 use crate::app::App;
 use crate::catalog;
-use crate::spec::{Capacity, ConstructKind};
+use crate::spec::{Capacity, ConstructKind, NodeCapacity};
 use std::fmt;
 
 /// Region of the catalog's prices.
@@ -115,6 +117,28 @@ pub struct CostReport {
     pub excluded: Vec<&'static str>,
 }
 
+/// A line for `count` EC2 instances of `instance_type`, priced from the catalog.
+fn ec2_line(path: String, instance_type: &str, count: i64, basis: String) -> CostLine {
+    let count = count.max(0);
+    let pricing = match catalog::instance(instance_type).and_then(|i| i.on_demand_usd_per_hour_us_east_1) {
+        Some(price) => Pricing::OnDemandEquivalent {
+            usd_per_hour: price * count as f64,
+            basis,
+        },
+        None => Pricing::NotPriced {
+            reason: format!(
+                "no on-demand price for {instance_type} in the catalog (it lists GPU instance types)"
+            ),
+        },
+    };
+    CostLine {
+        path,
+        instance_type: instance_type.to_owned(),
+        count,
+        pricing,
+    }
+}
+
 /// The estimate for every stack of `app`.
 pub fn estimate(app: &App) -> CostReport {
     let stacks = app
@@ -123,6 +147,24 @@ pub fn estimate(app: &App) -> CostReport {
         .map(|stack| {
             let mut lines = Vec::new();
             for node in stack.nodes() {
+                let path = stack.display_path(&node.id);
+                match &node.construct {
+                    ConstructKind::NodeGroup(group) => {
+                        let (_, desired, _) = group.sizes();
+                        let basis = match group.capacity_source() {
+                            NodeCapacity::OnDemand => "EC2 on-demand".to_owned(),
+                            NodeCapacity::CapacityBlock(_) => "EC2 on-demand equivalent; Capacity Block capacity: its price was set at purchase and is not in the catalog".to_owned(),
+                        };
+                        lines.push(ec2_line(path, group.instance_type(), desired, basis));
+                        continue;
+                    }
+                    ConstructKind::KarpenterNodePool(pool) => {
+                        let basis = "EC2 on-demand equivalent of the pool's largest size; Capacity Block capacity: its price was set at purchase and is not in the catalog".to_owned();
+                        lines.push(ec2_line(path, pool.instance_type(), i64::from(pool.max_node_count()), basis));
+                        continue;
+                    }
+                    _ => {}
+                }
                 let ConstructKind::HyperPod(cluster) = &node.construct else {
                     continue;
                 };

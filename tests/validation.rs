@@ -530,3 +530,27 @@ fn reference_stack_has_no_errors_and_only_the_hub_download_warning() {
         assert_eq!(codes, expected, "{}", assembly.warnings());
     }
 }
+
+#[test]
+fn cost_covers_node_groups_and_karpenter_pools() {
+    let report = hyperforge::cost::estimate(&hyperforge::reference::kimi_k3_eks());
+    let eks = &report.stacks[0];
+    let gpu = eks
+        .lines
+        .iter()
+        .find(|l| l.instance_type == "p6-b300.48xlarge")
+        .expect("the GPU node group is priced");
+    assert_eq!(gpu.count, 1);
+    assert!((gpu.usd_per_hour().unwrap() - 142.416).abs() < 1e-9);
+    // The system nodes' type has no catalog price: listed, not silently dropped.
+    assert!(eks
+        .lines
+        .iter()
+        .any(|l| l.instance_type == "m7i.xlarge" && l.usd_per_hour().is_none()));
+    assert!(eks.has_unpriced());
+    let karpenter = hyperforge::cost::estimate(&hyperforge::reference::kimi_k3_eks_karpenter());
+    assert!(karpenter.stacks[0]
+        .lines
+        .iter()
+        .any(|l| l.path.ends_with("/GpuPool") && l.usd_per_hour().is_some()));
+}

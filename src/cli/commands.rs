@@ -413,7 +413,7 @@ pub fn cost(global: &Global, args: &StackArgs) -> Exit {
         outln!("{report}");
         for stack in report.stacks.iter().filter(|s| s.lines.is_empty()) {
             outln!(
-                "\nnote: {} has no HyperPod instance group; the estimate prices HyperPod instance groups only, not EKS node groups or Karpenter pools",
+                "\nnote: {} has no instances of its own (no HyperPod instance group, node group or Karpenter pool)",
                 stack.stack
             );
         }
