@@ -232,7 +232,7 @@ fn synthesize_stack(
     ds: &mut Diagnostics,
 ) -> Result<Value, Diagnostics> {
     let tags = stack.effective_tags(app.tags());
-    let templates = cloudformation::templates(stack, &tags)?;
+    let mut templates = cloudformation::templates(stack, &tags)?;
     let mut stages = Vec::new();
     for (index, stage) in stack.stages().iter().enumerate() {
         let id = StageId::from_index(index);
@@ -242,7 +242,7 @@ fn synthesize_stack(
         entry.insert("kind".into(), json!(stage.kind.as_str()));
         match &stage.kind {
             StageKind::CloudFormation => {
-                let template = templates.get(&id).cloned().unwrap_or(Value::Null);
+                let template = templates.remove(&id).unwrap_or(Value::Null);
                 let path = format!("{base}.template.json");
                 // Named IAM resources need the stronger acknowledgement.
                 let named_iam = template
