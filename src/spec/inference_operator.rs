@@ -6,6 +6,8 @@
 
 use super::eks::EksClusterHandle;
 use super::hyperpod::HyperPodHandle;
+use super::iam::{PolicyDocument, Statement};
+use super::text::{Pseudo, Text};
 use super::Construct;
 use crate::app::{kind, AttrRef, Ref};
 
@@ -74,6 +76,28 @@ impl InferenceOperator {
         &self.model_buckets
     }
 
+    /// Read access for the S3 CSI driver to the model buckets, if any were named.
+    pub fn model_buckets_policy(&self) -> Option<PolicyDocument> {
+        if self.model_buckets.is_empty() {
+            return None;
+        }
+        let mut list = Statement::allow(["s3:ListBucket"]).sid("ListModelBuckets");
+        let mut read = Statement::allow(["s3:GetObject"]).sid("ReadModels");
+        for b in &self.model_buckets {
+            list = list.resource(
+                Text::lit("arn:")
+                    .push_pseudo(Pseudo::Partition)
+                    .push_lit(format!(":s3:::{b}")),
+            );
+            read = read.resource(
+                Text::lit("arn:")
+                    .push_pseudo(Pseudo::Partition)
+                    .push_lit(format!(":s3:::{b}/*")),
+            );
+        }
+        Some(PolicyDocument::new().statement(list).statement(read))
+    }
+
     /// The name of the operator's execution role: the add-on requires the prefix
     /// `SageMakerHyperPodInference`; the cluster name and region keep it unique per account.
     pub fn execution_role_name(&self, region: &str) -> String {
@@ -110,4 +134,44 @@ impl Construct for InferenceOperator {
     fn into_kind(self) -> super::ConstructKind {
         self.into()
     }
+}
+
+/// The operator's access to its TLS certificate bucket and to tag the certificates it imports.
+pub fn tls_certificates_policy(tls_bucket: &Ref<kind::Bucket>) -> PolicyDocument {
+    PolicyDocument::new()
+        .statement(
+            Statement::allow(["s3:ListBucket"])
+                .sid("ListCertificates")
+                .resource(Text::attr(tls_bucket.arn())),
+        )
+        .statement(
+            Statement::allow(["s3:GetObject", "s3:PutObject", "s3:PutObjectTagging"])
+                .sid("WriteCertificates")
+                .resource(Text::attr(tls_bucket.arn()).push_lit("/*")),
+        )
+        .statement(
+            Statement::allow(["acm:AddTagsToCertificate"])
+                .sid("TagCertificates")
+                .resource(Text::arn("acm", true, true, Text::lit("certificate/*"))),
+        )
+}
+
+/// KEDA's read access to the metrics that scale endpoints (CloudWatch and Amazon Managed
+/// Prometheus).
+pub fn keda_metrics_policy() -> PolicyDocument {
+    PolicyDocument::new()
+        .statement(
+            Statement::allow([
+                "cloudwatch:GetMetricData",
+                "cloudwatch:GetMetricStatistics",
+                "cloudwatch:ListMetrics",
+            ])
+            .sid("ReadCloudWatchMetrics")
+            .resource("*"),
+        )
+        .statement(
+            Statement::allow(["aps:QueryMetrics"])
+                .sid("QueryPrometheus")
+                .resource(Text::arn("aps", true, true, Text::lit("workspace/*"))),
+        )
 }

@@ -983,22 +983,7 @@ fn inference_operator(cx: Cx, id: &str, op: &InferenceOperator) {
             managed: &["AmazonSageMakerHyperPodInferenceAccess"],
             inline: Some((
                 "tls-certificates",
-                PolicyDocument::new()
-                    .statement(
-                        Statement::allow(["s3:ListBucket"])
-                            .sid("ListCertificates")
-                            .resource(Text::attr(tls.arn())),
-                    )
-                    .statement(
-                        Statement::allow(["s3:GetObject", "s3:PutObject", "s3:PutObjectTagging"])
-                            .sid("WriteCertificates")
-                            .resource(Text::attr(tls.arn()).push_lit("/*")),
-                    )
-                    .statement(
-                        Statement::allow(["acm:AddTagsToCertificate"])
-                            .sid("TagCertificates")
-                            .resource(Text::arn("acm", true, true, Text::lit("certificate/*"))),
-                    ),
+                crate::spec::inference_operator::tls_certificates_policy(&tls),
             )),
             role_name: Some(op.execution_role_name(&region)),
         },
@@ -1013,21 +998,7 @@ fn inference_operator(cx: Cx, id: &str, op: &InferenceOperator) {
             managed: &[],
             inline: Some((
                 "read-metrics",
-                PolicyDocument::new()
-                    .statement(
-                        Statement::allow([
-                            "cloudwatch:GetMetricData",
-                            "cloudwatch:GetMetricStatistics",
-                            "cloudwatch:ListMetrics",
-                        ])
-                        .sid("ReadCloudWatchMetrics")
-                        .resource("*"),
-                    )
-                    .statement(
-                        Statement::allow(["aps:QueryMetrics"])
-                            .sid("QueryPrometheus")
-                            .resource(Text::arn("aps", true, true, Text::lit("workspace/*"))),
-                    ),
+                crate::spec::inference_operator::keda_metrics_policy(),
             )),
             role_name: None,
         },
@@ -1059,26 +1030,7 @@ fn inference_operator(cx: Cx, id: &str, op: &InferenceOperator) {
             role_name: None,
         },
     );
-    let s3_policy = (!op.model_buckets().is_empty()).then(|| {
-        let mut list = Statement::allow(["s3:ListBucket"]).sid("ListModelBuckets");
-        let mut read = Statement::allow(["s3:GetObject"]).sid("ReadModels");
-        for b in op.model_buckets() {
-            list = list.resource(
-                Text::lit("arn:")
-                    .push_pseudo(Pseudo::Partition)
-                    .push_lit(format!(":s3:::{b}")),
-            );
-            read = read.resource(
-                Text::lit("arn:")
-                    .push_pseudo(Pseudo::Partition)
-                    .push_lit(format!(":s3:::{b}/*")),
-            );
-        }
-        (
-            "read-models",
-            PolicyDocument::new().statement(list).statement(read),
-        )
-    });
+    let s3_policy = op.model_buckets_policy().map(|doc| ("read-models", doc));
     let s3csi = irsa_role(
         cx,
         op,
