@@ -207,6 +207,7 @@ pub fn deny_insecure_transport(bucket_arn: AttrRef) -> Statement {
 /// it needs, create load balancers, target groups and security groups, and change only those
 /// it tagged for its cluster.
 pub fn load_balancer_controller_policy() -> PolicyDocument {
+    let elb = |resource: &str| Text::arn("elasticloadbalancing", true, true, Text::lit(resource));
     let elbv2_tagged = |st: Statement| {
         st.condition(
             "Null",
@@ -310,18 +311,8 @@ pub fn load_balancer_controller_policy() -> PolicyDocument {
                 "elasticloadbalancing:CreateTargetGroup",
             ])
             .sid("CreateLoadBalancers")
-            .resource(Text::arn(
-                "elasticloadbalancing",
-                true,
-                true,
-                Text::lit("loadbalancer/*"),
-            ))
-            .resource(Text::arn(
-                "elasticloadbalancing",
-                true,
-                true,
-                Text::lit("targetgroup/*/*"),
-            ))
+            .resource(elb("loadbalancer/*"))
+            .resource(elb("targetgroup/*/*"))
             .condition(
                 "Null",
                 "aws:RequestTag/elbv2.k8s.aws/cluster",
@@ -341,24 +332,9 @@ pub fn load_balancer_controller_policy() -> PolicyDocument {
                 "elasticloadbalancing:SetWebAcl",
             ])
             .sid("ManageListeners")
-            .resource(Text::arn(
-                "elasticloadbalancing",
-                true,
-                true,
-                Text::lit("loadbalancer/*"),
-            ))
-            .resource(Text::arn(
-                "elasticloadbalancing",
-                true,
-                true,
-                Text::lit("listener/*"),
-            ))
-            .resource(Text::arn(
-                "elasticloadbalancing",
-                true,
-                true,
-                Text::lit("listener-rule/*"),
-            )),
+            .resource(elb("loadbalancer/*"))
+            .resource(elb("listener/*"))
+            .resource(elb("listener-rule/*")),
         )
         .statement(
             Statement::allow([
@@ -366,30 +342,10 @@ pub fn load_balancer_controller_policy() -> PolicyDocument {
                 "elasticloadbalancing:RemoveTags",
             ])
             .sid("TagLoadBalancers")
-            .resource(Text::arn(
-                "elasticloadbalancing",
-                true,
-                true,
-                Text::lit("loadbalancer/*"),
-            ))
-            .resource(Text::arn(
-                "elasticloadbalancing",
-                true,
-                true,
-                Text::lit("targetgroup/*/*"),
-            ))
-            .resource(Text::arn(
-                "elasticloadbalancing",
-                true,
-                true,
-                Text::lit("listener/*"),
-            ))
-            .resource(Text::arn(
-                "elasticloadbalancing",
-                true,
-                true,
-                Text::lit("listener-rule/*"),
-            )),
+            .resource(elb("loadbalancer/*"))
+            .resource(elb("targetgroup/*/*"))
+            .resource(elb("listener/*"))
+            .resource(elb("listener-rule/*")),
         )
         .statement(elbv2_tagged(
             Statement::allow([
@@ -405,18 +361,8 @@ pub fn load_balancer_controller_policy() -> PolicyDocument {
                 "elasticloadbalancing:SetSubnets",
             ])
             .sid("ManageOwnLoadBalancers")
-            .resource(Text::arn(
-                "elasticloadbalancing",
-                true,
-                true,
-                Text::lit("loadbalancer/*"),
-            ))
-            .resource(Text::arn(
-                "elasticloadbalancing",
-                true,
-                true,
-                Text::lit("targetgroup/*/*"),
-            )),
+            .resource(elb("loadbalancer/*"))
+            .resource(elb("targetgroup/*/*")),
         ))
         .statement(
             Statement::allow([
@@ -424,12 +370,7 @@ pub fn load_balancer_controller_policy() -> PolicyDocument {
                 "elasticloadbalancing:RegisterTargets",
             ])
             .sid("RegisterTargets")
-            .resource(Text::arn(
-                "elasticloadbalancing",
-                true,
-                true,
-                Text::lit("targetgroup/*/*"),
-            )),
+            .resource(elb("targetgroup/*/*")),
         )
 }
 

@@ -136,6 +136,25 @@ pub const GPU_PRESENT_LABEL: &str = "nvidia.com/gpu.present";
 /// Taint every GPU node carries (effect NoSchedule), so only GPU workloads land there.
 pub const GPU_TAINT: &str = "nvidia.com/gpu";
 
+/// nodeadm configuration (MIME user data) that assembles the instance's local NVMe disks into
+/// RAID 0 and puts kubelet and containerd storage there: tens of TB on GPU instances, for
+/// container images and model caches. Both backends emit it verbatim.
+pub const RAID0_NODE_CONFIG: &str = "MIME-Version: 1.0
+Content-Type: multipart/mixed; boundary=\"HYPERFORGE\"
+
+--HYPERFORGE
+Content-Type: application/node.eks.aws
+
+apiVersion: node.eks.aws/v1alpha1
+kind: NodeConfig
+spec:
+  instance:
+    localStorage:
+      strategy: RAID0
+
+--HYPERFORGE--
+";
+
 /// One managed node group.
 #[derive(Clone, Debug)]
 pub struct ManagedNodeGroup {

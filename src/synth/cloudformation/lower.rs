@@ -1038,24 +1038,6 @@ fn inference_operator(cx: Cx, stage: StageId, id: &str, op: &InferenceOperator) 
     cx.depends_on(stage, &[&cert_manager, &metrics, &s3csi_addon]);
 }
 
-/// nodeadm configuration that assembles the instance's local NVMe disks into RAID 0 and puts
-/// kubelet and containerd storage there (tens of TB on GPU instances: images and model caches).
-const RAID0_USER_DATA: &str = "MIME-Version: 1.0
-Content-Type: multipart/mixed; boundary=\"HYPERFORGE\"
-
---HYPERFORGE
-Content-Type: application/node.eks.aws
-
-apiVersion: node.eks.aws/v1alpha1
-kind: NodeConfig
-spec:
-  instance:
-    localStorage:
-      strategy: RAID0
-
---HYPERFORGE--
-";
-
 fn node_group(cx: Cx, stage: StageId, id: &str, g: &ManagedNodeGroup) {
     let p = |child: &str| format!("{id}/{child}");
     let trust = cx.policy(stage, &service_trust("ec2.amazonaws.com"));
@@ -1177,9 +1159,11 @@ fn node_group(cx: Cx, stage: StageId, id: &str, g: &ManagedNodeGroup) {
                 }]),
                 security_group_ids: (!groups.is_empty()).then_some(groups),
                 network_interfaces,
-                user_data: g
-                    .local_nvme_raid0()
-                    .then(|| e(Expr::Base64(Box::new(Expr::str(RAID0_USER_DATA))))),
+                user_data: g.local_nvme_raid0().then(|| {
+                    e(Expr::Base64(Box::new(Expr::str(
+                        crate::spec::nodes::RAID0_NODE_CONFIG,
+                    ))))
+                }),
                 tag_specifications: Some(vec![tag_spec("instance"), tag_spec("volume")]),
                 ..Default::default()
             },

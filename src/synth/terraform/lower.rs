@@ -1105,24 +1105,6 @@ fn inference_operator(cx: Cx, id: &str, op: &InferenceOperator) {
     );
 }
 
-/// nodeadm configuration that assembles local NVMe into RAID 0 (as in the CloudFormation
-/// lowering).
-const RAID0_USER_DATA: &str = "MIME-Version: 1.0
-Content-Type: multipart/mixed; boundary=\"HYPERFORGE\"
-
---HYPERFORGE
-Content-Type: application/node.eks.aws
-
-apiVersion: node.eks.aws/v1alpha1
-kind: NodeConfig
-spec:
-  instance:
-    localStorage:
-      strategy: RAID0
-
---HYPERFORGE--
-";
-
 fn node_group(cx: Cx, stage: StageId, id: &str, g: &crate::spec::ManagedNodeGroup) {
     use crate::spec::NodeCapacity;
     let p = |child: &str| format!("{id}/{child}");
@@ -1224,7 +1206,7 @@ fn node_group(cx: Cx, stage: StageId, id: &str, g: &crate::spec::ManagedNodeGrou
             "user_data".into(),
             json!(format!(
                 "${{base64encode({})}}",
-                super::module::hcl_string(RAID0_USER_DATA)
+                super::module::hcl_string(crate::spec::nodes::RAID0_NODE_CONFIG)
             )),
         );
     }
