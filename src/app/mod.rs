@@ -475,6 +475,21 @@ pub fn logical_id(path: &str) -> String {
     path.split('/').collect()
 }
 
+/// A name made of words (`eks-pod-identity-agent`, `p6-b300`) as a logical-id segment
+/// (`EksPodIdentityAgent`, `P6B300`).
+pub fn pascal_id(name: &str) -> String {
+    name.split(|c: char| !c.is_ascii_alphanumeric())
+        .filter(|w| !w.is_empty())
+        .map(|w| {
+            let mut chars = w.chars();
+            chars
+                .next()
+                .map(|c| c.to_ascii_uppercase().to_string() + chars.as_str())
+                .unwrap_or_default()
+        })
+        .collect()
+}
+
 /// Construct ids: an ASCII letter, then ASCII letters and digits; at most 64 characters.
 pub fn is_valid_construct_id(id: &str) -> bool {
     let mut chars = id.chars();
@@ -525,6 +540,13 @@ mod tests {
             "NetworkPrivateSubnet1"
         );
         assert_eq!(logical_id("Eks"), "Eks");
+    }
+
+    #[test]
+    fn names_become_logical_id_segments() {
+        assert_eq!(pascal_id("eks-pod-identity-agent"), "EksPodIdentityAgent");
+        assert_eq!(pascal_id("p6-b300"), "P6B300");
+        assert_eq!(pascal_id(""), "");
     }
 
     #[test]

@@ -311,6 +311,10 @@ pub fn is_valid_hyperpod_name(name: &str) -> bool {
         && !name.ends_with('-')
 }
 
+/// The pattern a training plan ARN parameter or variable must match (CloudFormation's own).
+pub const TRAINING_PLAN_ARN_PATTERN: &str =
+    "^arn:aws[a-z\\-]*:sagemaker:[a-z0-9\\-]*:[0-9]{12}:training-plan/.*$";
+
 /// Whether `arn` has the shape of a training plan ARN.
 pub fn is_training_plan_arn(arn: &str) -> bool {
     let parts: Vec<&str> = arn.splitn(6, ':').collect();
@@ -548,13 +552,7 @@ impl HyperPodCluster {
     /// The zone id of the first node subnet, when it is a network's HyperPod subnet.
     fn subnet_zone(&self, stack: &Stack) -> Option<AzId> {
         let subnet = self.subnets.first()?;
-        stack.nodes().iter().find_map(|n| match &n.construct {
-            super::ConstructKind::Network(net) => net
-                .zonal_subnets_with_paths(&n.id)
-                .find(|(p, _)| p == subnet.path())
-                .and_then(|(_, z)| AzId::parse(&z.az_id)),
-            _ => None,
-        })
+        super::network::zone_of_subnet(stack, subnet).and_then(AzId::parse)
     }
 
     fn validate_ordering(&self, stack: &Stack, path: &str, ds: &mut Diagnostics) {

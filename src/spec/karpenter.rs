@@ -106,7 +106,6 @@ pub struct KarpenterNodePool {
     karpenter: KarpenterHandle,
     instance_type: String,
     reservation: ReservationSelector,
-    stack_tag: Option<String>,
     max_nodes: u32,
 }
 
@@ -125,7 +124,6 @@ impl KarpenterNodePool {
             karpenter: karpenter.clone(),
             instance_type: instance_type.into(),
             reservation,
-            stack_tag: None,
             max_nodes: 1,
         }
     }
@@ -160,7 +158,6 @@ impl KarpenterNodePool {
     /// security groups by the cluster security group's `Name` tag and EKS's own cluster tag.
     pub fn objects(&self, stack: &str) -> Vec<serde_json::Value> {
         use serde_json::json;
-        let stack_tag = self.stack_tag.clone().unwrap_or_else(|| stack.to_owned());
         let reservation = match &self.reservation {
             ReservationSelector::Id(id) => json!([{ "id": id }]),
             ReservationSelector::Tags(tags) => json!([{ "tags": tags }]),
@@ -178,9 +175,9 @@ impl KarpenterNodePool {
                 "spec": {
                     "role": self.karpenter.node_role_name,
                     "amiSelectorTerms": [{ "alias": "al2023@latest" }],
-                    "subnetSelectorTerms": [{ "tags": { "hyperforge:stack": stack_tag, "hyperforge:subnet": "gpu" } }],
+                    "subnetSelectorTerms": [{ "tags": { "hyperforge:stack": stack, "hyperforge:subnet": "gpu" } }],
                     "securityGroupSelectorTerms": [
-                        { "tags": { "Name": format!("{stack_tag}-cluster") } },
+                        { "tags": { "Name": format!("{stack}-cluster") } },
                         { "tags": { "aws:eks:cluster-name": self.karpenter.cluster_name } }
                     ],
                     "capacityReservationSelectorTerms": reservation,

@@ -32,6 +32,30 @@ pub struct ZonalSubnet {
     pub cidr: String,
 }
 
+/// The pattern an availability zone id parameter or variable must match.
+pub const AZ_ID_PATTERN: &str = "^[a-z]{2,}[0-9]+-az[0-9]+$";
+
+/// What the zone id input of zonal subnet `child` is, for template parameters and variables.
+pub fn zone_input_description(child: &str) -> &'static str {
+    if child == HYPERPOD_SUBNET {
+        "Availability Zone id of the HyperPod subnet: the zone of the training plan's reserved capacity (aws sagemaker describe-training-plan)."
+    } else {
+        "Availability Zone id of the GPU node subnet: the zone of the Capacity Block (aws ec2 describe-capacity-reservations)."
+    }
+}
+
+/// The zone id `subnet` is pinned to, when it is a zonal subnet of a network in `stack`
+/// (subnets placed by zone index have no fixed zone id).
+pub fn zone_of_subnet<'a>(stack: &'a Stack, subnet: &Ref<kind::Subnet>) -> Option<&'a str> {
+    stack.nodes().iter().find_map(|n| match &n.construct {
+        super::ConstructKind::Network(net) => net
+            .zonal_subnets_with_paths(&n.id)
+            .find(|(p, _)| p == subnet.path())
+            .map(|(_, z)| z.az_id.as_str()),
+        _ => None,
+    })
+}
+
 /// The child id of the HyperPod subnet.
 pub const HYPERPOD_SUBNET: &str = "HyperPodSubnet";
 /// The child id of the GPU node subnet.

@@ -498,13 +498,7 @@ impl ManagedNodeGroup {
 
     fn check_subnet_zones(&self, stack: &Stack, zone: &AzId, path: &str, ds: &mut Diagnostics) {
         for subnet in &self.subnets {
-            let subnet_zone = stack.nodes().iter().find_map(|n| match &n.construct {
-                super::ConstructKind::Network(net) => net
-                    .zonal_subnets_with_paths(&n.id)
-                    .find(|(p, _)| p == subnet.path())
-                    .map(|(_, z)| z.az_id.clone()),
-                _ => None,
-            });
+            let subnet_zone = super::network::zone_of_subnet(stack, subnet);
             match subnet_zone {
                 Some(z) if z == zone.as_str() => {}
                 Some(z) => ds.report(
@@ -526,6 +520,9 @@ impl ManagedNodeGroup {
         }
     }
 }
+
+/// The pattern a reservation id parameter or variable must match (see [`is_reservation_id`]).
+pub const RESERVATION_ID_PATTERN: &str = "^cr-([0-9a-f]{8}|[0-9a-f]{17})$";
 
 /// `cr-` followed by 8 or 17 hex digits.
 pub fn is_reservation_id(id: &str) -> bool {

@@ -307,9 +307,9 @@ fn network(cx: Cx, stage: StageId, id: &str, n: &Network) {
             stage,
             &param,
             Parameter {
-                description: zonal_description(child),
+                description: crate::spec::network::zone_input_description(child).to_owned(),
                 default: Some(az_id.to_string()),
-                allowed_pattern: Some("^[a-z]{2,}[0-9]+-az[0-9]+$".to_owned()),
+                allowed_pattern: Some(crate::spec::network::AZ_ID_PATTERN.to_owned()),
                 constraint: Some("an Availability Zone id such as usw2-az2".to_owned()),
             },
         );
@@ -353,14 +353,6 @@ fn network(cx: Cx, stage: StageId, id: &str, n: &Network) {
         },
     );
     flow_logs(cx, stage, id, &vpc_id, plan.flow_log_retention_days);
-}
-
-fn zonal_description(child: &str) -> String {
-    if child == crate::spec::network::HYPERPOD_SUBNET {
-        "Availability Zone id of the HyperPod subnet: the zone of the training plan's reserved capacity (aws sagemaker describe-training-plan).".to_owned()
-    } else {
-        "Availability Zone id of the GPU node subnet: the zone of the Capacity Block (aws ec2 describe-capacity-reservations).".to_owned()
-    }
 }
 
 fn private_subnet_tags(name: String) -> Vec<ec2_subnet::Tag> {
@@ -563,19 +555,6 @@ const EKS_LOG_TYPES: &[&str] = &[
     "scheduler",
 ];
 
-fn pascal(name: &str) -> String {
-    name.split(|c: char| !c.is_ascii_alphanumeric())
-        .filter(|w| !w.is_empty())
-        .map(|w| {
-            let mut chars = w.chars();
-            chars
-                .next()
-                .map(|c| c.to_ascii_uppercase().to_string() + chars.as_str())
-                .unwrap_or_default()
-        })
-        .collect()
-}
-
 fn eks(cx: Cx, stage: StageId, id: &str, c: &EksCluster) {
     let p = |child: &str| format!("{id}/{child}");
     let trust = cx.policy(stage, &service_trust("eks.amazonaws.com"));
@@ -667,7 +646,7 @@ fn eks(cx: Cx, stage: StageId, id: &str, c: &EksCluster) {
     for addon in c.addons() {
         cx.add(
             stage,
-            &p(&format!("{}Addon", pascal(&addon.name))),
+            &p(&format!("{}Addon", crate::app::pascal_id(&addon.name))),
             &eks_addon::Addon {
                 addon_name: s(&addon.name),
                 addon_version: addon.version.as_ref().map(s),
@@ -757,7 +736,11 @@ fn hyperpod(cx: Cx, stage: StageId, id: &str, h: &HyperPodCluster) {
         let training_plan_arn = match g.capacity_source() {
             Capacity::OnDemand => None,
             Capacity::TrainingPlan(plan) => {
-                let name = format!("{}{}TrainingPlanArn", logical_id(id), pascal(g.name()));
+                let name = format!(
+                    "{}{}TrainingPlanArn",
+                    logical_id(id),
+                    crate::app::pascal_id(g.name())
+                );
                 Some(e(cx.parameter(
                     stage,
                     &name,
@@ -768,8 +751,7 @@ fn hyperpod(cx: Cx, stage: StageId, id: &str, h: &HyperPodCluster) {
                         ),
                         default: Some(plan.arn.clone()),
                         allowed_pattern: Some(
-                            "^arn:aws[a-z\\-]*:sagemaker:[a-z0-9\\-]*:[0-9]{12}:training-plan/.*$"
-                                .to_owned(),
+                            crate::spec::hyperpod::TRAINING_PLAN_ARN_PATTERN.to_owned(),
                         ),
                         constraint: Some("a SageMaker training plan ARN".to_owned()),
                     },
@@ -1079,7 +1061,7 @@ fn node_group(cx: Cx, stage: StageId, id: &str, g: &ManagedNodeGroup) {
                     description: format!("Capacity Block reservation feeding node group {id} (aws ec2 describe-capacity-reservations)"),
                     // A block bought by the Terraform module has no id before it is bought.
                     default: (!block.reservation_id.is_empty()).then(|| block.reservation_id.clone()),
-                    allowed_pattern: Some("^cr-([0-9a-f]{8}|[0-9a-f]{17})$".to_owned()),
+                    allowed_pattern: Some(crate::spec::nodes::RESERVATION_ID_PATTERN.to_owned()),
                     constraint: Some("a capacity reservation id such as cr-0123456789abcdef0".to_owned()),
                 },
             );

@@ -47,19 +47,6 @@ fn name_tag(value: String) -> Value {
     json!({ "Name": value })
 }
 
-fn pascal(name: &str) -> String {
-    name.split(|c: char| !c.is_ascii_alphanumeric())
-        .filter(|w| !w.is_empty())
-        .map(|w| {
-            let mut chars = w.chars();
-            chars
-                .next()
-                .map(|c| c.to_ascii_uppercase().to_string() + chars.as_str())
-                .unwrap_or_default()
-        })
-        .collect()
-}
-
 /// `arn:<partition>:iam::aws:policy/<name>`.
 fn managed_policy(cx: Cx, name: &str) -> Value {
     cx.text(
@@ -313,17 +300,12 @@ fn network(cx: Cx, id: &str, n: &Network) {
             json!({"vpc_id": vpc.interp("id"), "cidr_block": block.to_string()}),
         );
         let var = snake(&format!("{}AzId", logical_id(&p(child))));
-        let description = if *child == crate::spec::network::HYPERPOD_SUBNET {
-            "Availability Zone id of the HyperPod subnet: the zone of the training plan's reserved capacity (aws sagemaker describe-training-plan)."
-        } else {
-            "Availability Zone id of the GPU node subnet: the zone of the Capacity Block (aws ec2 describe-capacity-reservations)."
-        };
         let az_var = cx.variable(
             &var,
             Variable {
-                description: description.to_owned(),
+                description: crate::spec::network::zone_input_description(child).to_owned(),
                 default: Some(az_id.to_string()),
-                pattern: Some("^[a-z]{2,}[0-9]+-az[0-9]+$".to_owned()),
+                pattern: Some(crate::spec::network::AZ_ID_PATTERN.to_owned()),
                 error_message: "Must be an Availability Zone id such as usw2-az2.".to_owned(),
             },
         );
@@ -616,7 +598,7 @@ fn eks(cx: Cx, id: &str, c: &EksCluster) {
         body.insert("resolve_conflicts_on_update".into(), json!("OVERWRITE"));
         cx.add(
             "aws_eks_addon",
-            &p(&format!("{}Addon", pascal(&addon.name))),
+            &p(&format!("{}Addon", crate::app::pascal_id(&addon.name))),
             Value::Object(body),
         );
     }
@@ -831,7 +813,7 @@ fn hyperpod(cx: Cx, stage: StageId, id: &str, h: &HyperPodCluster) {
             let name = snake(&format!(
                 "{}{}TrainingPlanArn",
                 logical_id(id),
-                pascal(g.name())
+                crate::app::pascal_id(g.name())
             ));
             let var = cx.variable(
                 &name,
@@ -841,10 +823,7 @@ fn hyperpod(cx: Cx, stage: StageId, id: &str, h: &HyperPodCluster) {
                         g.name()
                     ),
                     default: Some(plan.arn.clone()),
-                    pattern: Some(
-                        "^arn:aws[a-z\\-]*:sagemaker:[a-z0-9\\-]*:[0-9]{12}:training-plan/.*$"
-                            .to_owned(),
-                    ),
+                    pattern: Some(crate::spec::hyperpod::TRAINING_PLAN_ARN_PATTERN.to_owned()),
                     error_message: "Must be a SageMaker training plan ARN.".to_owned(),
                 },
             );
@@ -919,7 +898,10 @@ fn hyperpod(cx: Cx, stage: StageId, id: &str, h: &HyperPodCluster) {
     for addon in ADDONS_NEEDING_NODES {
         let addon = Addr {
             ty: "aws_eks_addon",
-            name: snake(&logical_id(&format!("{eks_id}/{}Addon", pascal(addon)))),
+            name: snake(&logical_id(&format!(
+                "{eks_id}/{}Addon",
+                crate::app::pascal_id(addon)
+            ))),
         };
         cx.depends_on(&addon, &[cluster.address()]);
     }
@@ -1170,7 +1152,7 @@ fn node_group(cx: Cx, stage: StageId, id: &str, g: &crate::spec::ManagedNodeGrou
             Variable {
                 description: format!("Capacity Block reservation feeding node group {id} (aws ec2 describe-capacity-reservations)."),
                 default: Some(block.reservation_id.clone()),
-                pattern: Some("^cr-([0-9a-f]{8}|[0-9a-f]{17})$".to_owned()),
+                pattern: Some(crate::spec::nodes::RESERVATION_ID_PATTERN.to_owned()),
                 error_message: "Must be a capacity reservation id such as cr-0123456789abcdef0.".to_owned(),
             },
             ),
