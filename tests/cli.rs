@@ -289,3 +289,34 @@ fn help_shows_examples_and_exit_codes() {
         );
     }
 }
+
+#[test]
+fn diff_deployed_takes_exactly_one_stack() {
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_hyperforge"))
+        .args(["diff", "--deployed", "a", "b"])
+        .output()
+        .expect("run hyperforge");
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("exactly one stack"));
+}
+
+/// The default build carries no AWS SDK: the deploy commands say how to get them.
+#[cfg(not(feature = "deploy"))]
+#[test]
+fn deploy_commands_explain_the_missing_feature() {
+    for args in [
+        &["deploy", "kimi-k3-eks"][..],
+        &["destroy", "kimi-k3-eks"],
+        &["diff", "--deployed", "kimi-k3-eks"],
+    ] {
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_hyperforge"))
+            .args(args)
+            .output()
+            .expect("run hyperforge");
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        assert!(
+            String::from_utf8_lossy(&out.stderr).contains("--features deploy"),
+            "{args:?}"
+        );
+    }
+}

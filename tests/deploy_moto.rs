@@ -752,3 +752,42 @@ fn unknown_stack_and_stage_are_reported() {
         "{err}"
     );
 }
+
+/// The same path through the `hyperforge` binary: `deploy`, `diff --deployed` and `destroy` on
+/// the assembly in `--out`.
+#[test]
+fn the_cli_deploys_diffs_and_destroys_the_assembly_in_out() {
+    let _server = exclusive();
+    let (dir, _assembly) = write(&bucket_only_stack());
+    let out = dir.path().join("hyperforge.out");
+    let run = |args: &[&str]| {
+        let output = std::process::Command::new(env!("CARGO_BIN_EXE_hyperforge"))
+            .arg("--out")
+            .arg(&out)
+            .args(args)
+            .args(["--endpoint-url", &endpoint(), "--region", REGION])
+            .env("AWS_ACCESS_KEY_ID", "testing")
+            .env("AWS_SECRET_ACCESS_KEY", "testing")
+            .stdin(std::process::Stdio::null())
+            .output()
+            .expect("run hyperforge");
+        let text = format!(
+            "{}{}",
+            String::from_utf8_lossy(&output.stdout),
+            String::from_utf8_lossy(&output.stderr)
+        );
+        (output.status.code(), text)
+    };
+    let (code, text) = run(&["deploy", STACK, "--yes"]);
+    assert_eq!(code, Some(0), "{text}");
+    let (code, text) = run(&["diff", "--deployed", STACK]);
+    assert_eq!(code, Some(0), "{text}");
+    assert!(text.contains("no differences"), "{text}");
+    let (code, text) = run(&["destroy", STACK, "--yes"]);
+    assert_eq!(code, Some(0), "{text}");
+    assert!(text.contains("refund"), "{text}");
+    // An unknown stack is an input error (exit code 2) that names the valid stacks.
+    let (code, text) = run(&["deploy", "no-such-stack", "--yes"]);
+    assert_eq!(code, Some(2), "{text}");
+    assert!(text.contains(STACK), "{text}");
+}

@@ -18,6 +18,7 @@ macro_rules! outln {
 }
 
 mod commands;
+mod deploy;
 mod output;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
@@ -131,7 +132,27 @@ Examples:
   hyperforge diff kimi-k3-eks --out build/
 
 Exit code 0 and \"no changes\" when the output is current, 1 with a unified diff otherwise.")]
-    Diff(StackArgs),
+    Diff(DiffArgs),
+    /// Deploy a synthesized stack through CloudFormation (feature `deploy`)
+    #[command(after_help = "\
+Examples:
+  hyperforge synth && hyperforge deploy kimi-k3-eks
+  hyperforge deploy kimi-k3-hyperpod --parameters-file params.json --template-bucket my-bucket
+  hyperforge deploy kimi-k3-eks --from workload --run-external --yes
+
+Deploys the assembly in --out stage by stage: each CloudFormation stage is created, or updated
+through a change set shown for confirmation (replacements flagged); helm and kubectl stages are
+printed as commands, or run with --run-external. Credentials and region come from the AWS
+SDK's default chain; --endpoint-url (or HYPERFORGE_AWS_ENDPOINT_URL) points at an emulator.")]
+    Deploy(DeployArgs),
+    /// Delete a deployed stack's stages in reverse order (feature `deploy`)
+    #[command(after_help = "\
+Example:
+  hyperforge destroy kimi-k3-eks
+
+Deleting the stacks does not refund Capacity Blocks or training plans: they are bought outside
+the stacks and paid up front.")]
+    Destroy(DeployArgs),
     /// List the stacks, their stages in order and their artifacts
     #[command(after_help = "\
 Example:
@@ -177,6 +198,59 @@ Examples:
         #[arg(value_enum)]
         shell: clap_complete::Shell,
     },
+}
+
+/// `diff`.
+#[derive(Args, Debug)]
+pub struct DiffArgs {
+    #[command(flatten)]
+    pub select: StackArgs,
+    /// Compare with the deployed CloudFormation stacks instead (change sets created, described
+    /// and deleted, never executed; feature `deploy`). Takes exactly one stack and the
+    /// deploy options.
+    #[arg(long)]
+    pub deployed: bool,
+    #[command(flatten)]
+    pub aws: AwsArgs,
+}
+
+/// `deploy` and `destroy`.
+#[derive(Args, Debug)]
+pub struct DeployArgs {
+    /// The stack to deploy (its stages are read from `--out`'s manifest.json).
+    #[arg(value_name = "STACK")]
+    pub stack: String,
+    /// Answer yes to every confirmation.
+    #[arg(long, short = 'y')]
+    pub yes: bool,
+    /// Run helm and kubectl stages (the tools must be on PATH) instead of printing them.
+    #[arg(long)]
+    pub run_external: bool,
+    /// Start at this stage (after running the printed external commands yourself).
+    #[arg(long, value_name = "STAGE")]
+    pub from: Option<String>,
+    /// A JSON object of parameter overrides (`{"Name": "value"}`).
+    #[arg(long, value_name = "FILE")]
+    pub parameters_file: Option<PathBuf>,
+    /// Bucket for templates over the 51,200-byte inline limit.
+    #[arg(long, value_name = "BUCKET")]
+    pub template_bucket: Option<String>,
+    #[command(flatten)]
+    pub aws: AwsArgs,
+}
+
+/// Where and as whom to talk to AWS.
+#[derive(Args, Debug, Default)]
+pub struct AwsArgs {
+    /// Another endpoint (an emulator such as moto); also HYPERFORGE_AWS_ENDPOINT_URL.
+    #[arg(long, value_name = "URL")]
+    pub endpoint_url: Option<String>,
+    /// Region (default: the stack's region).
+    #[arg(long, value_name = "REGION")]
+    pub region: Option<String>,
+    /// A named profile of the AWS configuration.
+    #[arg(long, value_name = "PROFILE")]
+    pub profile: Option<String>,
 }
 
 /// Stack selection.
@@ -256,7 +330,27 @@ pub fn main() -> ExitCode {
     let exit = match cli.command {
         Command::Synth(args) => commands::synth(&cli.global, color, &args),
         Command::Validate(args) => commands::validate(&cli.global, &args),
-        Command::Diff(args) => commands::diff(&cli.global, color, &args),
+        Command::Diff(args) if args.deployed => match args.select.names.as_slice() {
+            [stack] => {
+                let deploy_args = DeployArgs {
+                    stack: stack.clone(),
+                    yes: true,
+                    run_external: false,
+                    from: None,
+                    parameters_file: None,
+                    template_bucket: None,
+                    aws: args.aws,
+                };
+                deploy::run(&cli.global, &deploy_args, deploy::Mode::Diff)
+            }
+            _ => {
+                eprintln!("error: `diff --deployed` takes exactly one stack");
+                Exit::Usage
+            }
+        },
+        Command::Diff(args) => commands::diff(&cli.global, color, &args.select),
+        Command::Deploy(args) => deploy::run(&cli.global, &args, deploy::Mode::Deploy),
+        Command::Destroy(args) => deploy::run(&cli.global, &args, deploy::Mode::Destroy),
         Command::List => commands::list(&cli.global),
         Command::Catalog { which } => commands::catalog(which),
         Command::Explain { code } => commands::explain(&code),
