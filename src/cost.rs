@@ -18,7 +18,7 @@
 
 use crate::app::App;
 use crate::catalog;
-use crate::spec::{Capacity, ConstructKind, NodeCapacity};
+use crate::constructs::{CapacityClaim, CapacitySource, Launcher, Placements};
 use std::fmt;
 
 /// Region of the catalog's prices.
@@ -139,6 +139,55 @@ fn ec2_line(path: String, instance_type: &str, count: i64, basis: String) -> Cos
     }
 }
 
+/// The line of one capacity claim: EC2 claims at the catalog's on-demand price (a Karpenter
+/// pool at its largest size), HyperPod groups at the EC2 on-demand equivalent of their type.
+fn claim_line(claim: CapacityClaim) -> CostLine {
+    match claim.launcher {
+        Launcher::Ec2 if claim.provisioned_on_demand => {
+            let basis = "EC2 on-demand equivalent of the pool's largest size; Capacity Block capacity: its price was set at purchase and is not in the catalog".to_owned();
+            ec2_line(claim.path, &claim.instance_type, claim.max_count, basis)
+        }
+        Launcher::Ec2 => {
+            let basis = match claim.source {
+                CapacitySource::CapacityBlock { .. } => "EC2 on-demand equivalent; Capacity Block capacity: its price was set at purchase and is not in the catalog".to_owned(),
+                CapacitySource::OnDemand | CapacitySource::TrainingPlan { .. } => "EC2 on-demand".to_owned(),
+            };
+            ec2_line(claim.path, &claim.instance_type, claim.count, basis)
+        }
+        Launcher::HyperPod => {
+            let count = claim.count.max(0);
+            let capacity = match claim.source {
+                CapacitySource::TrainingPlan { .. } | CapacitySource::CapacityBlock { .. } => {
+                    "training plan capacity: its price was set at purchase and is not in the catalog"
+                }
+                CapacitySource::OnDemand => {
+                    "HyperPod on demand: SageMaker ml. prices are not in the catalog"
+                }
+            };
+            let pricing = match catalog::instance(&claim.instance_type)
+                .and_then(|i| i.on_demand_usd_per_hour_us_east_1)
+            {
+                Some(price) => Pricing::OnDemandEquivalent {
+                    usd_per_hour: price * count as f64,
+                    basis: format!("EC2 on-demand equivalent; {capacity}"),
+                },
+                None => Pricing::NotPriced {
+                    reason: format!(
+                        "no EC2 on-demand price for {} in {PRICE_REGION}; {capacity}",
+                        claim.instance_type
+                    ),
+                },
+            };
+            CostLine {
+                path: claim.path,
+                instance_type: claim.service_instance_type,
+                count,
+                pricing,
+            }
+        }
+    }
+}
+
 /// The estimate for every stack of `app`.
 pub fn estimate(app: &App) -> CostReport {
     let stacks = app
@@ -146,58 +195,9 @@ pub fn estimate(app: &App) -> CostReport {
         .iter()
         .map(|stack| {
             let mut lines = Vec::new();
-            for node in stack.nodes() {
-                let path = stack.display_path(&node.id);
-                match &node.construct {
-                    ConstructKind::NodeGroup(group) => {
-                        let (_, desired, _) = group.sizes();
-                        let basis = match group.capacity_source() {
-                            NodeCapacity::OnDemand => "EC2 on-demand".to_owned(),
-                            NodeCapacity::CapacityBlock(_) => "EC2 on-demand equivalent; Capacity Block capacity: its price was set at purchase and is not in the catalog".to_owned(),
-                        };
-                        lines.push(ec2_line(path, group.instance_type(), desired, basis));
-                        continue;
-                    }
-                    ConstructKind::KarpenterNodePool(pool) => {
-                        let basis = "EC2 on-demand equivalent of the pool's largest size; Capacity Block capacity: its price was set at purchase and is not in the catalog".to_owned();
-                        lines.push(ec2_line(path, pool.instance_type(), i64::from(pool.max_node_count()), basis));
-                        continue;
-                    }
-                    _ => {}
-                }
-                let ConstructKind::HyperPod(cluster) = &node.construct else {
-                    continue;
-                };
-                for group in cluster.groups() {
-                    let count = group.instance_count().max(0);
-                    let capacity = match group.capacity_source() {
-                        Capacity::TrainingPlan(_) => {
-                            "training plan capacity: its price was set at purchase and is not in the catalog"
-                        }
-                        Capacity::OnDemand => {
-                            "HyperPod on demand: SageMaker ml. prices are not in the catalog"
-                        }
-                    };
-                    let pricing = match catalog::instance(group.instance_type())
-                        .and_then(|i| i.on_demand_usd_per_hour_us_east_1)
-                    {
-                        Some(price) => Pricing::OnDemandEquivalent {
-                            usd_per_hour: price * count as f64,
-                            basis: format!("EC2 on-demand equivalent; {capacity}"),
-                        },
-                        None => Pricing::NotPriced {
-                            reason: format!(
-                                "no EC2 on-demand price for {} in {PRICE_REGION}; {capacity}",
-                                group.instance_type()
-                            ),
-                        },
-                    };
-                    lines.push(CostLine {
-                        path: format!("{}/{}", stack.display_path(&node.id), group.name()),
-                        instance_type: group.ml_instance_type(),
-                        count,
-                        pricing,
-                    });
+            for placed in Placements::new(stack).all() {
+                for claim in placed.facts().capacity {
+                    lines.push(claim_line(claim));
                 }
             }
             StackCost {

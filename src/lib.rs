@@ -8,7 +8,7 @@
 //!
 //! ```
 //! use hyperforge::app::Stack;
-//! use hyperforge::spec::*;
+//! use hyperforge::constructs::*;
 //! use hyperforge::App;
 //!
 //! let mut stack = Stack::new("demo", "us-west-2");
@@ -43,7 +43,7 @@
 //!
 //! ```compile_fail
 //! # use hyperforge::app::Stack;
-//! # use hyperforge::spec::*;
+//! # use hyperforge::constructs::*;
 //! let mut stack = Stack::new("demo", "us-west-2");
 //! let s = stack.cloudformation_stage("foundation");
 //! let network = stack.add(s, Network::new("Network"));
@@ -56,7 +56,7 @@
 //!
 //! ```
 //! # use hyperforge::app::Stack;
-//! # use hyperforge::spec::*;
+//! # use hyperforge::constructs::*;
 //! # use hyperforge::{App, Code};
 //! let mut stack = Stack::new("demo", "us-west-2");
 //! let s = stack.cloudformation_stage("foundation");
@@ -66,7 +66,7 @@
 //! assert!(errors.contains(Code::TooFewAvailabilityZones, "demo/Network"));
 //! ```
 //!
-//! Module map: [`app`] (construct model), [`spec`] (builders), [`catalog`] (instance and model
+//! Module map: [`app`] (construct model), [`constructs`] (builders), [`catalog`] (instance and model
 //! facts, GPU memory arithmetic), [`diagnostics`], [`validate`] (model-aware rules and service
 //! limits), [`synth`] (backends), [`assembly`] (output), [`cost`] (hourly estimate),
 //! [`reference`] (the reference deployments), [`runbook`] (the deployment runbook of a
@@ -77,16 +77,20 @@
 pub mod app;
 pub mod assembly;
 pub mod catalog;
+pub mod constructs;
 pub mod cost;
 #[cfg(feature = "deploy")]
 pub mod deploy;
 pub mod diagnostics;
 pub mod reference;
 pub mod runbook;
-pub mod spec;
 pub mod stackfile;
 pub mod synth;
 pub mod validate;
+
+/// The constructs under their former module name.
+#[doc(hidden)]
+pub use constructs as spec;
 
 pub use app::{App, Stack, StageId};
 pub use assembly::{Assembly, AssemblyError};

@@ -5,7 +5,7 @@
 //! `ml.p6-b300.48xlarge` (8 x B300) with tensor parallelism 8.
 
 use crate::app::{App, Stack};
-use crate::spec::{
+use crate::constructs::{
     Capacity, ClusterSecurityGroup, EksCluster, HelmRelease, HyperPodCluster, InferenceEndpoint,
     InferenceOperator, InstanceGroup, Karpenter, KarpenterNodePool, LifecycleScripts,
     LoadBalancerController, ManagedNodeGroup, Network, NodeCapacity, ReservationSelector,

@@ -4,11 +4,14 @@
 //! output format.
 
 pub mod refs;
+pub mod stage;
 
 use crate::diagnostics::{Code, Diagnostics};
-use crate::spec::{Construct, ConstructKind, HelmRelease, Upload};
 use serde_json::Value;
+use stage::{HelmRelease, Upload};
+use std::any::Any;
 use std::collections::{BTreeMap, BTreeSet};
+use std::fmt;
 
 pub use refs::{kind, Attr, AttrRef, Kind, Ref, ResourceKind};
 
@@ -106,6 +109,29 @@ impl StageId {
     }
 }
 
+/// A construct as a stack stores it: the type-erased view the core model needs (its id and
+/// the references it makes). Every layer above reaches the construct's own type through the
+/// registry in [`crate::constructs`]; this trait is implemented for every registered construct
+/// there and cannot be implemented elsewhere.
+pub trait AnyConstruct: Any + fmt::Debug {
+    /// The construct's id (first segment of its resources' paths).
+    fn id(&self) -> &str;
+    /// The construct's kind, as stack files and messages name it (`network`, `eks_cluster`).
+    fn kind(&self) -> &'static str;
+    /// Every reference the construct makes to other resources.
+    fn references(&self) -> Vec<AttrRef>;
+    /// The construct as `Any`, for the registry's typed view.
+    fn as_any(&self) -> &dyn Any;
+    /// A boxed copy.
+    fn clone_box(&self) -> Box<dyn AnyConstruct>;
+}
+
+impl Clone for Box<dyn AnyConstruct> {
+    fn clone(&self) -> Self {
+        self.clone_box()
+    }
+}
+
 /// A construct placed in a stage.
 #[derive(Clone, Debug)]
 pub struct Node {
@@ -114,7 +140,7 @@ pub struct Node {
     /// The stage it is deployed in.
     pub stage: StageId,
     /// The construct itself.
-    pub construct: ConstructKind,
+    pub construct: Box<dyn AnyConstruct>,
 }
 
 /// A raw per-resource property override: the escape hatch when a builder lacks a field.
@@ -192,15 +218,14 @@ impl Stack {
         StageId(self.stages.len() - 1)
     }
 
-    /// Places `construct` in `stage` and returns its handle (typed references to its resources).
-    pub fn add<C: Construct>(&mut self, stage: StageId, construct: C) -> C::Handle {
-        let handle = construct.handle(&self.name);
+    /// Places a construct in `stage` (see `Stack::add` in [`crate::constructs`], which also
+    /// returns the construct's typed handle).
+    pub(crate) fn push_node(&mut self, stage: StageId, construct: Box<dyn AnyConstruct>) {
         self.nodes.push(Node {
             id: construct.id().to_owned(),
             stage,
-            construct: construct.into_kind(),
+            construct,
         });
-        handle
     }
 
     /// Sets a raw CloudFormation property on the emitted resource at `path`, after lowering
@@ -505,27 +530,6 @@ pub fn is_valid_stack_name(name: &str) -> bool {
     matches!(chars.next(), Some(c) if c.is_ascii_alphabetic())
         && name.len() <= 100
         && chars.all(|c| c.is_ascii_alphanumeric() || c == '-')
-}
-
-impl App {
-    /// Every diagnostic of the app, without synthesizing.
-    pub fn validate(&self) -> Diagnostics {
-        crate::synth::validate(self)
-    }
-
-    /// Validates and synthesizes every stack. On any error, returns all diagnostics and no
-    /// output.
-    pub fn synth(&self) -> Result<crate::assembly::Assembly, Diagnostics> {
-        crate::synth::synthesize(self)
-    }
-
-    /// [`App::synth`] with options, e.g. `deny_warnings` to fail on any warning.
-    pub fn synth_with(
-        &self,
-        options: &crate::synth::SynthOptions,
-    ) -> Result<crate::assembly::Assembly, Diagnostics> {
-        crate::synth::synthesize_with(self, options)
-    }
 }
 
 #[cfg(test)]

@@ -1,6 +1,7 @@
 //! The catalog: facts about instance types, regions and models, as data that every layer may
 //! read, and the GPU memory arithmetic over them. Sources are cited beside each table.
 
+pub mod capacity;
 pub mod instances;
 pub mod memory;
 pub mod models;

@@ -4,7 +4,7 @@
 //! the published checkpoint size when known.
 //!
 //! The catalog is a starting point, not a closed list: a [`Model`] built with [`Model::new`]
-//! and its setters can be handed to [`crate::spec::VllmServer::model_spec`] for any model the
+//! and its setters can be handed to [`crate::constructs::VllmServer::model_spec`] for any model the
 //! catalog does not know.
 //!
 //! Sources (copied here; nothing is read at run time):

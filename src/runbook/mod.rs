@@ -6,7 +6,7 @@
 
 use crate::app::{Stack, StageId, StageKind};
 use crate::catalog;
-use crate::spec::{Capacity, ConstructKind, Exposure, NodeCapacity};
+use crate::constructs::{CapacityClaim, CapacitySource, Exposure, Launcher, Placements};
 use handlebars::Handlebars;
 use serde::Serialize;
 use serde_json::Value;
@@ -327,108 +327,38 @@ pub fn data(stack: &Stack, manifest: &Value) -> RunbookData {
     let mut hyperpod_cluster = String::new();
     let mut capacity = Vec::new();
     let mut endpoints = Vec::new();
-    for node in stack.nodes() {
-        let path = stack.display_path(&node.id);
-        match &node.construct {
-            ConstructKind::Eks(c) => {
-                eks_cluster = c.name().to_owned();
-                kubernetes_version = c.kubernetes_version().to_owned();
-            }
-            ConstructKind::HyperPod(c) => {
-                hyperpod_cluster = c.name().to_owned();
-                for g in c.groups() {
-                    let (training_plan, reservation, zone) = match g.capacity_source() {
-                        Capacity::TrainingPlan(p) => (
-                            true,
-                            p.arn.clone(),
-                            p.availability_zone_id.clone().unwrap_or_default(),
-                        ),
-                        Capacity::OnDemand => (false, String::new(), String::new()),
-                    };
-                    capacity.push(capacity_line(
-                        format!("{path}/{}", g.name()),
-                        g.instance_type(),
-                        g.ml_instance_type(),
-                        g.instance_count(),
-                        training_plan,
-                        false,
-                        reservation,
-                        zone,
-                    ));
-                }
-            }
-            ConstructKind::NodeGroup(g) => {
-                if let NodeCapacity::CapacityBlock(b) = g.capacity_source() {
-                    let count = b
-                        .instance_count
-                        .map(i64::from)
-                        .unwrap_or_else(|| g.sizes().2);
-                    capacity.push(capacity_line(
-                        path.clone(),
-                        g.instance_type(),
-                        g.instance_type().to_owned(),
-                        count,
-                        false,
-                        true,
-                        b.reservation_id.clone(),
-                        b.availability_zone_id.clone(),
-                    ));
-                } else if catalog::instance(g.instance_type()).is_some_and(|i| i.gpu_count > 0) {
-                    capacity.push(capacity_line(
-                        path.clone(),
-                        g.instance_type(),
-                        g.instance_type().to_owned(),
-                        g.sizes().1,
-                        false,
-                        false,
-                        String::new(),
-                        String::new(),
-                    ));
-                }
-            }
-            ConstructKind::InferenceEndpoint(e) => {
-                endpoints.push(endpoint(
-                    e.object_name(),
-                    e.object_namespace(),
-                    e.server(),
-                    true,
-                    Exposure::InternalLoadBalancer,
-                ));
-            }
-            ConstructKind::VllmDeployment(d) => {
-                endpoints.push(endpoint(
-                    d.object_name(),
-                    d.object_namespace(),
-                    d.server(),
-                    false,
-                    d.exposure(),
-                ));
-            }
-            _ => {}
+    // Karpenter pools come after the fixed groups: their nodes appear only when pods ask.
+    let mut pools = Vec::new();
+    let placements = Placements::new(stack);
+    for placed in placements.all() {
+        let facts = placed.facts();
+        if let Some(eks) = facts.eks_cluster {
+            eks_cluster = eks.name;
+            kubernetes_version = eks.kubernetes_version;
         }
-    }
-    for node in stack.nodes() {
-        if let ConstructKind::KarpenterNodePool(p) = &node.construct {
-            let reservation = match p.reservation() {
-                crate::spec::ReservationSelector::Id(id) => id.clone(),
-                crate::spec::ReservationSelector::Tags(tags) => tags
-                    .iter()
-                    .map(|(k, v)| format!("tag {k}={v}"))
-                    .collect::<Vec<_>>()
-                    .join(", "),
-            };
-            capacity.push(capacity_line(
-                stack.display_path(&node.id),
-                p.instance_type(),
-                p.instance_type().to_owned(),
-                i64::from(p.max_node_count()),
-                false,
-                true,
-                reservation,
-                String::new(),
+        if let Some(name) = facts.hyperpod_cluster {
+            hyperpod_cluster = name;
+        }
+        for claim in facts.capacity {
+            if let Some((line, pool)) = claim_capacity_line(claim) {
+                if pool {
+                    pools.push(line);
+                } else {
+                    capacity.push(line);
+                }
+            }
+        }
+        for served in facts.served_models {
+            endpoints.push(endpoint(
+                served.object_name,
+                served.namespace,
+                served.server,
+                served.hyperpod,
+                served.exposure,
             ));
         }
     }
+    capacity.extend(pools);
 
     let stages_json = manifest
         .get("stages")
@@ -490,16 +420,15 @@ pub fn data(stack: &Stack, manifest: &Value) -> RunbookData {
                     .unwrap_or_default();
                 let mut creates_hyperpod = false;
                 let mut gpu_node_types = Vec::new();
-                for node in stack.nodes_in(id) {
-                    match &node.construct {
-                        ConstructKind::HyperPod(_) => creates_hyperpod = true,
-                        ConstructKind::NodeGroup(g)
-                            if catalog::instance(g.instance_type())
-                                .is_some_and(|i| i.gpu_count > 0) =>
-                        {
-                            gpu_node_types.push(g.instance_type().to_owned())
+                for placed in placements.in_stage(id) {
+                    let facts = placed.facts();
+                    creates_hyperpod |= facts.hyperpod_cluster.is_some();
+                    for claim in facts.capacity {
+                        let gpu = catalog::instance(&claim.instance_type)
+                            .is_some_and(|i| i.gpu_count > 0);
+                        if claim.launcher == Launcher::Ec2 && !claim.provisioned_on_demand && gpu {
+                            gpu_node_types.push(claim.instance_type);
                         }
-                        _ => {}
                     }
                 }
                 data.cloudformation.push(CloudFormationStage {
@@ -577,23 +506,14 @@ pub fn data(stack: &Stack, manifest: &Value) -> RunbookData {
                 cluster_seen = true;
                 let mut stage_endpoints = Vec::new();
                 let mut node_pools = Vec::new();
-                for node in stack.nodes_in(id) {
-                    match &node.construct {
-                        ConstructKind::InferenceEndpoint(e) => {
-                            if let Some(ep) = endpoints.iter().find(|x| x.name == e.object_name()) {
-                                stage_endpoints.push(ep.clone());
-                            }
+                for placed in placements.in_stage(id) {
+                    let facts = placed.facts();
+                    for served in &facts.served_models {
+                        if let Some(ep) = endpoints.iter().find(|x| x.name == served.object_name) {
+                            stage_endpoints.push(ep.clone());
                         }
-                        ConstructKind::VllmDeployment(d) => {
-                            if let Some(ep) = endpoints.iter().find(|x| x.name == d.object_name()) {
-                                stage_endpoints.push(ep.clone());
-                            }
-                        }
-                        ConstructKind::KarpenterNodePool(p) => {
-                            node_pools.push(p.object_name().to_owned())
-                        }
-                        _ => {}
                     }
+                    node_pools.extend(facts.node_pools);
                 }
                 data.kubernetes.push(KubernetesStage {
                     manifest: first_path,
@@ -663,6 +583,84 @@ pub fn data(stack: &Stack, manifest: &Value) -> RunbookData {
     }
 }
 
+/// The runbook's line for a capacity claim, and whether it is a Karpenter pool; `None` for
+/// on-demand instances without GPUs (system nodes).
+fn claim_capacity_line(claim: CapacityClaim) -> Option<(CapacityData, bool)> {
+    let pool = claim.provisioned_on_demand;
+    let line = match (claim.launcher, claim.source) {
+        (_, CapacitySource::CapacityBlock { reservation, .. }) if pool => capacity_line(
+            claim.path,
+            &claim.instance_type,
+            claim.service_instance_type,
+            claim.max_count,
+            false,
+            true,
+            reservation,
+            String::new(),
+        ),
+        (
+            Launcher::HyperPod,
+            CapacitySource::TrainingPlan {
+                arn,
+                availability_zone_id,
+                ..
+            },
+        ) => capacity_line(
+            claim.path,
+            &claim.instance_type,
+            claim.service_instance_type,
+            claim.count,
+            true,
+            false,
+            arn,
+            availability_zone_id.unwrap_or_default(),
+        ),
+        (
+            _,
+            CapacitySource::CapacityBlock {
+                reservation,
+                availability_zone_id,
+                reserved_instance_count,
+            },
+        ) => capacity_line(
+            claim.path,
+            &claim.instance_type,
+            claim.service_instance_type,
+            reserved_instance_count.unwrap_or(claim.max_count),
+            false,
+            true,
+            reservation,
+            availability_zone_id.unwrap_or_default(),
+        ),
+        (Launcher::HyperPod, CapacitySource::OnDemand) => capacity_line(
+            claim.path,
+            &claim.instance_type,
+            claim.service_instance_type,
+            claim.count,
+            false,
+            false,
+            String::new(),
+            String::new(),
+        ),
+        (Launcher::Ec2, CapacitySource::OnDemand | CapacitySource::TrainingPlan { .. }) => {
+            if catalog::instance(&claim.instance_type).is_none_or(|i| i.gpu_count == 0) {
+                return None;
+            }
+            capacity_line(
+                claim.path,
+                &claim.instance_type,
+                claim.service_instance_type,
+                claim.count,
+                false,
+                false,
+                String::new(),
+                String::new(),
+            )
+        }
+    };
+    Some((line, pool))
+}
+
 #[allow(clippy::too_many_arguments)]
 fn capacity_line(
     path: String,
@@ -703,7 +701,7 @@ fn capacity_line(
 fn endpoint(
     name: &str,
     namespace: &str,
-    server: &crate::spec::VllmServer,
+    server: &crate::constructs::VllmServer,
     operator: bool,
     exposure: Exposure,
 ) -> EndpointData {

@@ -15,10 +15,10 @@
 mod schema;
 mod yaml;
 
+use crate::app::App;
 use crate::app::{kind, Ref, Stack};
+use crate::constructs::*;
 use crate::diagnostics::{Code, Diagnostic, Diagnostics};
-use crate::spec::*;
-use crate::App;
 use schema::{Shape, Ty, Want};
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -1179,7 +1179,13 @@ impl Builder {
 
     // --- constructs -------------------------------------------------------------------------
 
-    fn construct(&mut self, stack: &mut Stack, stage: crate::StageId, node: &Node, context: &str) {
+    fn construct(
+        &mut self,
+        stack: &mut Stack,
+        stage: crate::app::StageId,
+        node: &Node,
+        context: &str,
+    ) {
         let Some(shape) = construct_shape(node) else {
             return;
         };
@@ -1600,7 +1606,7 @@ impl Builder {
         if let Some(b) = node.get("capacity_block") {
             let purchase = b.get("purchase").and_then(|p| {
                 let offering = text(p, "offering_id")?;
-                let purchase = crate::spec::CapacityBlockPurchase::new(offering);
+                let purchase = crate::constructs::CapacityBlockPurchase::new(offering);
                 Some(if boolean(p, "acknowledge_non_refundable") == Some(true) {
                     purchase.non_refundable()
                 } else {

@@ -124,7 +124,7 @@ const fn opt(name: &'static str, ty: Ty, doc: &'static str) -> Field {
     }
 }
 
-/// The names of the Helm presets (the builder functions of `spec::helm`).
+/// The names of the Helm presets (the builder functions of `constructs::helm`).
 pub const HELM_PRESETS: &[&str] = &[
     "hyperpod-dependencies",
     "nvidia-device-plugin",
@@ -184,7 +184,7 @@ pub static HELM_STAGE: Shape = Shape {
         req(
             "preset",
             Ty::Enum(HELM_PRESETS),
-            "The release: one of the presets of `hyperforge::spec::HelmRelease`.",
+            "The release: one of the presets of `hyperforge::constructs::HelmRelease`.",
         ),
         opt(
             "cluster",

@@ -9,10 +9,28 @@ pub mod terraform;
 
 use crate::app::{logical_id, App, Stack, StageId, StageKind};
 use crate::assembly::Assembly;
+use crate::constructs::{ChartSource, Placements};
 use crate::diagnostics::{Code, Diagnostics};
-use crate::spec::{ChartSource, ConstructKind};
 use serde_json::{json, Map, Value};
 use std::collections::{BTreeMap, BTreeSet};
+
+impl App {
+    /// Every diagnostic of the app, without synthesizing.
+    pub fn validate(&self) -> Diagnostics {
+        validate(self)
+    }
+
+    /// Validates and synthesizes every stack. On any error, returns all diagnostics and no
+    /// output.
+    pub fn synth(&self) -> Result<Assembly, Diagnostics> {
+        synthesize(self)
+    }
+
+    /// [`App::synth`] with options, e.g. `deny_warnings` to fail on any warning.
+    pub fn synth_with(&self, options: &SynthOptions) -> Result<Assembly, Diagnostics> {
+        synthesize_with(self, options)
+    }
+}
 
 /// Every diagnostic of `app`, without synthesizing.
 pub fn validate(app: &App) -> Diagnostics {
@@ -28,9 +46,8 @@ pub fn validate(app: &App) -> Diagnostics {
             );
         }
         stack.validate_structure(app.tags(), &mut ds);
-        for node in stack.nodes() {
-            node.construct
-                .validate(stack, &stack.display_path(&node.id), &mut ds);
+        for placed in Placements::new(stack).all() {
+            placed.construct.validate(&placed.cx, &mut ds);
         }
     }
     crate::validate::app(app, &mut ds);
@@ -363,10 +380,10 @@ fn synthesize_stack(
         }
         stages.push(Value::Object(entry));
     }
-    let eks = stack.nodes().iter().find_map(|n| match &n.construct {
-        ConstructKind::Eks(c) => Some(c.name().to_owned()),
-        _ => None,
-    });
+    let eks = Placements::new(stack)
+        .all()
+        .find_map(|p| p.facts().eks_cluster)
+        .map(|c| c.name);
     let mut manifest = Map::new();
     manifest.insert("name".into(), json!(stack.name()));
     manifest.insert("region".into(), json!(stack.region()));

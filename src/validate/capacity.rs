@@ -1,56 +1,39 @@
 //! Capacity rules: a HyperPod instance group on a training plan may not ask for more
 //! instances than the plan reserves (`HF0314`), and reserved quantities are 1, 2, 4, ..., 64
-//! instances (`HF0315`). [`check_block_count`] is shared with every path that consumes
-//! reserved capacity (training plans now, EC2 Capacity Blocks on the EKS path).
+//! instances (`HF0315`, checked by [`check_block_count`] from `crate::catalog::capacity`, which
+//! every path that consumes reserved capacity shares). Runs over every construct's
+//! capacity claims.
 //!
 //! Source: SageMaker training plans and EC2 Capacity Blocks are sold in quantities of 1, 2, 4,
 //! 8, 16, 32 or 64 instances (AWS "Reserve capacity with training plans" and "Capacity
 //! Blocks for ML" user guides).
 
+use crate::constructs::{CapacityClaim, CapacitySource};
 use crate::diagnostics::{Code, Diagnostics};
-use crate::spec::{Capacity, HyperPodCluster};
 
-/// Instance counts a training plan or a Capacity Block can have.
-pub const RESERVABLE_COUNTS: [i64; 7] = [1, 2, 4, 8, 16, 32, 64];
+pub use crate::catalog::capacity::{check_block_count, RESERVABLE_COUNTS};
 
-/// Reports `HF0315` at `path` unless `count` is a purchasable reservation size.
-pub fn check_block_count(count: i64, path: &str, ds: &mut Diagnostics) {
-    if !RESERVABLE_COUNTS.contains(&count) {
-        let next = RESERVABLE_COUNTS.iter().find(|&&c| c >= count);
+/// Checks a capacity claim against the reservation behind it: a training plan's reserved
+/// count must be purchasable, and a group may not ask for more than it reserves.
+pub fn claim(claim: &CapacityClaim, ds: &mut Diagnostics) {
+    let CapacitySource::TrainingPlan {
+        reserved_instance_count: Some(reserved),
+        ..
+    } = claim.source
+    else {
+        return;
+    };
+    check_block_count(reserved, &claim.path, ds);
+    if claim.max_count > reserved {
+        let group = claim.path.rsplit('/').next().unwrap_or_default();
         ds.report(
-            Code::InvalidReservedInstanceCount,
-            path,
-            format!("a reservation of {count} instances cannot be bought: training plans and Capacity Blocks come in 1, 2, 4, 8, 16, 32 or 64 instances"),
-            match next {
-                Some(next) if count > 0 => format!("check the reservation's instance count; the nearest size that covers {count} is {next}"),
-                _ => "check the reservation's instance count (1 to 64, a power of two)".to_owned(),
-            },
+            Code::InstanceCountAboveReserved,
+            &claim.path,
+            format!(
+                "instance group `{group}` asks for {} instances, its training plan reserves {reserved}",
+                claim.max_count
+            ),
+            format!("set `.count({reserved})` or less, or buy a plan with more instances"),
         );
-    }
-}
-
-/// Checks the instance groups of `cluster` (path `path`) against their reserved capacity.
-pub fn hyperpod(cluster: &HyperPodCluster, path: &str, ds: &mut Diagnostics) {
-    for group in cluster.groups() {
-        let Capacity::TrainingPlan(plan) = group.capacity_source() else {
-            continue;
-        };
-        let Some(reserved) = plan.reserved_instance_count else {
-            continue;
-        };
-        let gpath = format!("{path}/{}", group.name());
-        check_block_count(reserved, &gpath, ds);
-        if group.instance_count() > reserved {
-            ds.report(
-                Code::InstanceCountAboveReserved,
-                &gpath,
-                format!(
-                    "instance group `{}` asks for {} instances, its training plan reserves {reserved}",
-                    group.name(),
-                    group.instance_count()
-                ),
-                format!("set `.count({reserved})` or less, or buy a plan with more instances"),
-            );
-        }
     }
 }

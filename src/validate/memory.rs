@@ -6,8 +6,8 @@
 
 use crate::catalog::memory::{gib, instances_that_fit, MemoryPlan};
 use crate::catalog::{self, InstanceType, Model};
+use crate::constructs::VllmServer;
 use crate::diagnostics::{Code, Diagnostic, Diagnostics};
-use crate::spec::VllmServer;
 
 /// KV cache element size assumed for the checks: BF16 (`--kv-cache-dtype auto` on BF16
 /// models).

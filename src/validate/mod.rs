@@ -12,40 +12,47 @@
 //!   called by synthesis after lowering.
 //!
 //! Structural checks (names, ids, CIDRs, ARNs, regions, zones, stage order) stay with the
-//! constructs in `spec/` and `app/`.
+//! constructs in `constructs/` and `app/`.
 
 pub mod capacity;
 pub mod limits;
 pub mod memory;
 pub mod model_source;
 pub mod parallelism;
+pub mod region;
 
 use crate::app::{App, Stack};
 use crate::catalog;
+use crate::constructs::{Placements, ServedModel};
 use crate::diagnostics::{Code, Diagnostics};
-use crate::spec::{ConstructKind, InferenceEndpoint};
 
-/// Runs every model-aware rule over `app`.
+/// Runs every cross-construct and model-aware rule over `app`, reading each construct's
+/// facts: every capacity claim gets the region and reservation rules, every served model the
+/// fit, parallelism, context and weight-source rules, whichever path (HyperPod, EKS node group,
+/// Karpenter pool) provides it.
 pub(crate) fn app(app: &App, ds: &mut Diagnostics) {
     for stack in app.stacks() {
-        for node in stack.nodes() {
-            let path = stack.display_path(&node.id);
-            match &node.construct {
-                ConstructKind::InferenceEndpoint(ep) => endpoint(stack, ep, &path, ds),
-                ConstructKind::HyperPod(cluster) => capacity::hyperpod(cluster, &path, ds),
-                _ => {}
+        let placements = Placements::new(stack);
+        for placed in placements.all() {
+            let facts = placed.facts();
+            for claim in &facts.capacity {
+                region::claim(stack.region(), claim, ds);
+                capacity::claim(claim, ds);
+            }
+            for served in &facts.served_models {
+                served_model(stack, served, placed.cx.path, ds);
             }
         }
     }
 }
 
-fn endpoint(stack: &Stack, ep: &InferenceEndpoint, path: &str, ds: &mut Diagnostics) {
-    model_source::check(ep, path, ds);
-    // An unknown instance type is reported by the endpoint's own checks.
-    let Some(instance) = catalog::instance(ep.instance_type()) else {
+fn served_model(stack: &Stack, served: &ServedModel<'_>, path: &str, ds: &mut Diagnostics) {
+    model_source::check(served, path, ds);
+    // An unknown instance type is reported by the construct's own checks.
+    let Some(instance) = catalog::instance(served.instance_type) else {
         return;
     };
-    let server = ep.server();
+    let server = served.server;
     let Some(model) = server.model() else {
         ds.report(
             Code::ModelNotInCatalog,
@@ -63,12 +70,142 @@ fn endpoint(stack: &Stack, ep: &InferenceEndpoint, path: &str, ds: &mut Diagnost
         // An explicit `weight_bytes` on the server overrides the model's own size.
         model.checkpoint_bytes = Some(bytes);
     }
-    let tp = server.tensor_parallel(instance.gpu_count);
+    let gpus = served.gpus.min(instance.gpu_count);
+    if gpus == 0 {
+        return; // reported by the construct (HF0401 and friends)
+    }
+    let tp = server.tensor_parallel(gpus);
     if tp == 0 {
         return; // reported as HF0401
     }
     parallelism::check(&model, server, tp, path, ds);
-    if tp <= instance.gpu_count {
+    if tp <= gpus {
         memory::check(&model, server, instance, tp, stack.region(), path, ds);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::app::{App, Stack};
+    use crate::constructs::*;
+    use crate::diagnostics::{Code, Diagnostics};
+    use crate::reference::{kimi_k3_server, CAPACITY_BLOCK_AZ_ID, CAPACITY_BLOCK_RESERVATION_ID};
+
+    /// How the EKS stack gets its GPU nodes.
+    #[derive(Clone, Copy)]
+    enum Nodes {
+        ManagedNodeGroup,
+        KarpenterPool,
+    }
+
+    /// Kimi K3 served by a vLLM Deployment on EKS, on `instance_type` nodes in `region`.
+    fn eks(region: &str, instance_type: &str, nodes: Nodes, server: VllmServer) -> Diagnostics {
+        let mut stack = Stack::new("eks", region);
+        let f = stack.cloudformation_stage("foundation");
+        let net = stack.add(f, Network::new("Network").gpu_subnet(CAPACITY_BLOCK_AZ_ID));
+        let eks = stack.add(
+            f,
+            EksCluster::new("Eks", "eks").subnets(&net.private_subnets),
+        );
+        let block =
+            NodeCapacity::capacity_block_of(CAPACITY_BLOCK_RESERVATION_ID, CAPACITY_BLOCK_AZ_ID, 1);
+        let capacity = stack.kubernetes_stage("capacity");
+        match nodes {
+            Nodes::ManagedNodeGroup => {
+                stack.add(
+                    f,
+                    ManagedNodeGroup::gpu(
+                        "Gpu",
+                        &eks.cluster,
+                        instance_type,
+                        net.gpu_subnet.iter(),
+                    )
+                    .capacity(block),
+                );
+            }
+            Nodes::KarpenterPool => {
+                let karpenter = stack.add(f, Karpenter::new("Karpenter", &eks));
+                stack.add(
+                    capacity,
+                    KarpenterNodePool::capacity_block(
+                        "GpuPool",
+                        "gpu",
+                        &karpenter,
+                        instance_type,
+                        ReservationSelector::Id(CAPACITY_BLOCK_RESERVATION_ID.to_owned()),
+                    ),
+                );
+            }
+        }
+        let w = stack.kubernetes_stage("workload");
+        stack.add(w, VllmDeployment::new("KimiK3", server, instance_type));
+        App::new().stack(stack).validate()
+    }
+
+    fn has(ds: &Diagnostics, code: Code, path: &str) -> bool {
+        ds.iter().any(|d| d.code == code && d.path == path)
+    }
+
+    #[test]
+    fn the_eks_reference_shape_passes_the_model_rules() {
+        for nodes in [Nodes::ManagedNodeGroup, Nodes::KarpenterPool] {
+            let ds = eks("us-west-2", "p6-b300.48xlarge", nodes, kimi_k3_server());
+            assert!(!ds.has_errors(), "{ds}");
+        }
+    }
+
+    #[test]
+    fn kimi_k3_on_smaller_gpus_is_refused_on_every_eks_path() {
+        for instance in ["p5en.48xlarge", "p6-b200.48xlarge"] {
+            for nodes in [Nodes::ManagedNodeGroup, Nodes::KarpenterPool] {
+                let ds = eks("us-west-2", instance, nodes, kimi_k3_server());
+                assert!(
+                    has(&ds, Code::ModelDoesNotFit, "eks/KimiK3"),
+                    "{instance}: {ds}"
+                );
+                let fit = ds
+                    .iter()
+                    .find(|d| d.code == Code::ModelDoesNotFit)
+                    .map(|d| format!("{}{:?}", d.message, d.notes))
+                    .unwrap_or_default();
+                assert!(fit.contains("GiB"), "the per-GPU numbers are given: {fit}");
+            }
+        }
+    }
+
+    #[test]
+    fn max_model_len_above_the_context_is_refused_on_eks() {
+        let server = kimi_k3_server().max_model_len(10_000_000);
+        let ds = eks(
+            "us-west-2",
+            "p6-b300.48xlarge",
+            Nodes::ManagedNodeGroup,
+            server,
+        );
+        assert!(
+            has(&ds, Code::ContextLengthExceedsModel, "eks/KimiK3"),
+            "{ds}"
+        );
+    }
+
+    #[test]
+    fn a_node_group_in_a_region_without_the_instance_type_is_refused() {
+        let ds = eks(
+            "eu-central-1",
+            "p6-b300.48xlarge",
+            Nodes::ManagedNodeGroup,
+            kimi_k3_server(),
+        );
+        assert!(has(&ds, Code::InstanceTypeNotInRegion, "eks/Gpu"), "{ds}");
+        let ds = eks(
+            "eu-central-1",
+            "p6-b300.48xlarge",
+            Nodes::KarpenterPool,
+            kimi_k3_server(),
+        );
+        assert!(
+            has(&ds, Code::InstanceTypeNotInRegion, "eks/GpuPool"),
+            "{ds}"
+        );
     }
 }

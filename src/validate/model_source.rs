@@ -10,28 +10,32 @@
 //! than [`SLOW_DOWNLOAD_SECS`] at the server's assumed download throughput.
 
 use crate::catalog::memory::gib;
+use crate::constructs::ServedModel;
 use crate::diagnostics::{Code, Diagnostics};
-use crate::spec::InferenceEndpoint;
 
 /// Downloads longer than this (seconds) per pod are reported.
 pub const SLOW_DOWNLOAD_SECS: u64 = 600;
 
-/// Checks the endpoint's model source.
-pub fn check(ep: &InferenceEndpoint, path: &str, ds: &mut Diagnostics) {
-    let server = ep.server();
+/// Checks where a HyperPod endpoint's workers get the weights from (the EKS path's vLLM
+/// Deployment has its own loading, described by its startup probe).
+pub fn check(served: &ServedModel<'_>, path: &str, ds: &mut Diagnostics) {
+    if !served.hyperpod {
+        return;
+    }
+    let server = served.server;
     let (Some(bytes), Some(budget)) = (server.weights(), server.startup_budget()) else {
         return;
     };
     if budget.download_secs <= SLOW_DOWNLOAD_SECS {
         return;
     }
-    let replicas = ep.replica_count().max(1);
+    let replicas = served.replicas.max(1);
     ds.report(
         Code::WeightsDownloadedPerPod,
         path,
         format!(
             "every new worker pod of `{}` downloads {:.1} GiB from the Hugging Face Hub (modelSourceType huggingface): about {} min at {:.0} MB/s before loading; {replicas} replica(s) download it {replicas} time(s), and again whenever a pod is recreated (node replacement, reschedule)",
-            ep.object_name(),
+            served.object_name,
             gib(bytes as f64),
             budget.download_secs.div_ceil(60),
             server.throughput().download_bytes_per_sec / 1e6,

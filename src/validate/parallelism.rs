@@ -2,11 +2,11 @@
 //! parallel size (`HF0502`), tensor parallel size a multiple of the decode context parallel
 //! size (`HF0503`), and MXFP4 expert slices made of whole 32-value scale groups (`HF0504`).
 //! The instance-side rule (TP a power of two no larger than the node's GPUs, `HF0401`) is
-//! checked with the server in `spec::vllm`.
+//! checked with the server in `constructs::vllm`.
 
 use crate::catalog::{Model, Precision};
+use crate::constructs::VllmServer;
 use crate::diagnostics::{Code, Diagnostics};
-use crate::spec::VllmServer;
 
 /// The MXFP4 scale group: one E8M0 scale per 32 values.
 pub const MXFP4_GROUP: u32 = 32;

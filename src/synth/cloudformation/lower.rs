@@ -5,17 +5,17 @@ use super::l1::*;
 use super::template::{Parameter, StackTemplates};
 use crate::app::{kind, Ref};
 use crate::app::{logical_id, AttrRef, StageId};
-use crate::spec::hyperpod::Capacity;
-use crate::spec::iam::{
+use crate::constructs::hyperpod::Capacity;
+use crate::constructs::iam::{
     deny_insecure_transport, irsa_trust_statement, service_trust, PolicyDocument, PrincipalKind,
     Statement,
 };
-use crate::spec::inference_operator::OPERATOR_NAMESPACE;
-use crate::spec::network::NatGateways;
-use crate::spec::nodes::{ManagedNodeGroup, NodeCapacity};
-use crate::spec::text::{Pseudo, Text};
-use crate::spec::{
-    ClusterSecurityGroup, ConstructKind, EksCluster, EndpointAccess, HyperPodCluster,
+use crate::constructs::inference_operator::OPERATOR_NAMESPACE;
+use crate::constructs::network::NatGateways;
+use crate::constructs::nodes::{ManagedNodeGroup, NodeCapacity};
+use crate::constructs::text::{Pseudo, Text};
+use crate::constructs::{
+    ClusterSecurityGroup, ConstructRef, EksCluster, EndpointAccess, HyperPodCluster,
     InferenceOperator, LifecycleScripts, Network,
 };
 
@@ -36,21 +36,21 @@ fn managed_policy(name: &str) -> Val<String> {
 }
 
 /// Lowers one construct placed in `stage`.
-pub(crate) fn lower(cx: Cx, stage: StageId, id: &str, construct: &ConstructKind) {
+pub(crate) fn lower(cx: Cx, stage: StageId, id: &str, construct: ConstructRef<'_>) {
     match construct {
-        ConstructKind::Network(c) => network(cx, stage, id, c),
-        ConstructKind::SecurityGroup(c) => security_group(cx, stage, id, c),
-        ConstructKind::Eks(c) => eks(cx, stage, id, c),
-        ConstructKind::Lifecycle(c) => lifecycle(cx, stage, id, c),
-        ConstructKind::HyperPod(c) => hyperpod(cx, stage, id, c),
-        ConstructKind::InferenceOperator(c) => inference_operator(cx, stage, id, c),
-        ConstructKind::NodeGroup(c) => node_group(cx, stage, id, c),
-        ConstructKind::LoadBalancerController(c) => load_balancer_controller(cx, stage, id, c),
-        ConstructKind::Karpenter(c) => karpenter(cx, stage, id, c),
+        ConstructRef::Network(c) => network(cx, stage, id, c),
+        ConstructRef::SecurityGroup(c) => security_group(cx, stage, id, c),
+        ConstructRef::Eks(c) => eks(cx, stage, id, c),
+        ConstructRef::Lifecycle(c) => lifecycle(cx, stage, id, c),
+        ConstructRef::HyperPod(c) => hyperpod(cx, stage, id, c),
+        ConstructRef::InferenceOperator(c) => inference_operator(cx, stage, id, c),
+        ConstructRef::NodeGroup(c) => node_group(cx, stage, id, c),
+        ConstructRef::LoadBalancerController(c) => load_balancer_controller(cx, stage, id, c),
+        ConstructRef::Karpenter(c) => karpenter(cx, stage, id, c),
         // Node pools are Kubernetes objects.
-        ConstructKind::KarpenterNodePool(_) => {}
+        ConstructRef::KarpenterNodePool(_) => {}
         // Workloads are Kubernetes objects; nothing to emit in CloudFormation.
-        ConstructKind::InferenceEndpoint(_) | ConstructKind::VllmDeployment(_) => {}
+        ConstructRef::InferenceEndpoint(_) | ConstructRef::VllmDeployment(_) => {}
     }
 }
 
@@ -307,9 +307,9 @@ fn network(cx: Cx, stage: StageId, id: &str, n: &Network) {
             stage,
             &param,
             Parameter {
-                description: crate::spec::network::zone_input_description(child).to_owned(),
+                description: crate::constructs::network::zone_input_description(child).to_owned(),
                 default: Some(az_id.to_string()),
-                allowed_pattern: Some(crate::spec::network::AZ_ID_PATTERN.to_owned()),
+                allowed_pattern: Some(crate::constructs::network::AZ_ID_PATTERN.to_owned()),
                 constraint: Some("an Availability Zone id such as usw2-az2".to_owned()),
             },
         );
@@ -375,7 +375,7 @@ fn kms_key(
     description: String,
     extra: Option<Statement>,
 ) -> String {
-    let policy = cx.policy(stage, &crate::spec::iam::account_key_policy(extra));
+    let policy = cx.policy(stage, &crate::constructs::iam::account_key_policy(extra));
     cx.add(
         stage,
         path,
@@ -751,7 +751,7 @@ fn hyperpod(cx: Cx, stage: StageId, id: &str, h: &HyperPodCluster) {
                         ),
                         default: Some(plan.arn.clone()),
                         allowed_pattern: Some(
-                            crate::spec::hyperpod::TRAINING_PLAN_ARN_PATTERN.to_owned(),
+                            crate::constructs::hyperpod::TRAINING_PLAN_ARN_PATTERN.to_owned(),
                         ),
                         constraint: Some("a SageMaker training plan ARN".to_owned()),
                     },
@@ -907,7 +907,7 @@ fn inference_operator(cx: Cx, stage: StageId, id: &str, op: &InferenceOperator) 
             managed: &["AmazonSageMakerHyperPodInferenceAccess"],
             inline: Some((
                 "tls-certificates",
-                crate::spec::inference_operator::tls_certificates_policy(&tls),
+                crate::constructs::inference_operator::tls_certificates_policy(&tls),
             )),
             role_name: Some(op.execution_role_name(&region)),
         },
@@ -923,7 +923,7 @@ fn inference_operator(cx: Cx, stage: StageId, id: &str, op: &InferenceOperator) 
             managed: &[],
             inline: Some((
                 "read-metrics",
-                crate::spec::inference_operator::keda_metrics_policy(),
+                crate::constructs::inference_operator::keda_metrics_policy(),
             )),
             role_name: None,
         },
@@ -952,7 +952,7 @@ fn inference_operator(cx: Cx, stage: StageId, id: &str, op: &InferenceOperator) 
             managed: &[],
             inline: Some((
                 "load-balancer-controller",
-                crate::spec::iam::load_balancer_controller_policy(),
+                crate::constructs::iam::load_balancer_controller_policy(),
             )),
             role_name: None,
         },
@@ -1061,7 +1061,7 @@ fn node_group(cx: Cx, stage: StageId, id: &str, g: &ManagedNodeGroup) {
                     description: format!("Capacity Block reservation feeding node group {id} (aws ec2 describe-capacity-reservations)"),
                     // A block bought by the Terraform module has no id before it is bought.
                     default: (!block.reservation_id.is_empty()).then(|| block.reservation_id.clone()),
-                    allowed_pattern: Some(crate::spec::nodes::RESERVATION_ID_PATTERN.to_owned()),
+                    allowed_pattern: Some(crate::constructs::nodes::RESERVATION_ID_PATTERN.to_owned()),
                     constraint: Some("a capacity reservation id such as cr-0123456789abcdef0".to_owned()),
                 },
             );
@@ -1143,7 +1143,7 @@ fn node_group(cx: Cx, stage: StageId, id: &str, g: &ManagedNodeGroup) {
                 network_interfaces,
                 user_data: g.local_nvme_raid0().then(|| {
                     e(Expr::Base64(Box::new(Expr::str(
-                        crate::spec::nodes::RAID0_NODE_CONFIG,
+                        crate::constructs::nodes::RAID0_NODE_CONFIG,
                     ))))
                 }),
                 tag_specifications: Some(vec![tag_spec("instance"), tag_spec("volume")]),
@@ -1201,7 +1201,7 @@ fn load_balancer_controller(
     cx: Cx,
     stage: StageId,
     id: &str,
-    c: &crate::spec::LoadBalancerController,
+    c: &crate::constructs::LoadBalancerController,
 ) {
     let p = |child: &str| format!("{id}/{child}");
     let trust = cx.policy(
@@ -1211,7 +1211,10 @@ fn load_balancer_controller(
                 .principal(PrincipalKind::Service, "pods.eks.amazonaws.com"),
         ),
     );
-    let policy = cx.policy(stage, &crate::spec::iam::load_balancer_controller_policy());
+    let policy = cx.policy(
+        stage,
+        &crate::constructs::iam::load_balancer_controller_policy(),
+    );
     let role = cx.add(
         stage,
         &p("Role"),
@@ -1233,14 +1236,16 @@ fn load_balancer_controller(
         &eks_pod_identity_association::PodIdentityAssociation {
             cluster_name: e(cluster_name),
             namespace: s("kube-system"),
-            service_account: s(crate::spec::controllers::LOAD_BALANCER_CONTROLLER_SERVICE_ACCOUNT),
+            service_account: s(
+                crate::constructs::controllers::LOAD_BALANCER_CONTROLLER_SERVICE_ACCOUNT,
+            ),
             role_arn: e(Expr::get_att(&role, "Arn")),
             ..Default::default()
         },
     );
 }
 
-fn karpenter(cx: Cx, stage: StageId, id: &str, k: &crate::spec::Karpenter) {
+fn karpenter(cx: Cx, stage: StageId, id: &str, k: &crate::constructs::Karpenter) {
     let p = |child: &str| format!("{id}/{child}");
     let node_trust = cx.policy(stage, &service_trust("ec2.amazonaws.com"));
     let node_role = cx.add(
@@ -1270,7 +1275,7 @@ fn karpenter(cx: Cx, stage: StageId, id: &str, k: &crate::spec::Karpenter) {
             ..Default::default()
         },
     );
-    let handle = crate::spec::Construct::handle(k, cx.stack.name());
+    let handle = crate::constructs::Construct::handle(k, cx.stack.name());
     let trust = cx.policy(
         stage,
         &PolicyDocument::new().statement(
@@ -1278,7 +1283,7 @@ fn karpenter(cx: Cx, stage: StageId, id: &str, k: &crate::spec::Karpenter) {
                 .principal(PrincipalKind::Service, "pods.eks.amazonaws.com"),
         ),
     );
-    let policy = crate::spec::karpenter::controller_policy(
+    let policy = crate::constructs::karpenter::controller_policy(
         &handle.cluster_name,
         k.cluster().arn(),
         handle.node_role.arn(),
@@ -1302,8 +1307,8 @@ fn karpenter(cx: Cx, stage: StageId, id: &str, k: &crate::spec::Karpenter) {
         &p("PodIdentityAssociation"),
         &eks_pod_identity_association::PodIdentityAssociation {
             cluster_name: e(cluster_name),
-            namespace: s(crate::spec::karpenter::KARPENTER_NAMESPACE),
-            service_account: s(crate::spec::karpenter::KARPENTER_SERVICE_ACCOUNT),
+            namespace: s(crate::constructs::karpenter::KARPENTER_NAMESPACE),
+            service_account: s(crate::constructs::karpenter::KARPENTER_SERVICE_ACCOUNT),
             role_arn: e(Expr::get_att(&role, "Arn")),
             ..Default::default()
         },

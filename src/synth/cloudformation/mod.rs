@@ -10,6 +10,7 @@ mod lower;
 mod template;
 
 use crate::app::{Stack, StageId, Tags};
+use crate::constructs::ConstructRef;
 use crate::diagnostics::Diagnostics;
 use serde_json::Value;
 use std::collections::BTreeMap;
@@ -21,7 +22,9 @@ pub fn templates(stack: &Stack, tags: &Tags) -> Result<BTreeMap<StageId, Value>,
     let mut cx = template::StackTemplates::new(stack);
     for node in stack.nodes() {
         if cx.templates.contains_key(&node.stage) {
-            lower::lower(&mut cx, node.stage, &node.id, &node.construct);
+            if let Some(construct) = ConstructRef::of(node.construct.as_ref()) {
+                lower::lower(&mut cx, node.stage, &node.id, construct);
+            }
         }
     }
     for stage in stack.stages() {

@@ -8,8 +8,8 @@ pub mod crd;
 pub mod vllm;
 
 use crate::app::{Stack, StageId};
-use crate::spec::vllm::VLLM_PORT;
-use crate::spec::{ConstructKind, InferenceEndpoint};
+use crate::constructs::vllm::VLLM_PORT;
+use crate::constructs::{ConstructRef, InferenceEndpoint};
 use crd::inference_endpoint_config::*;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
@@ -147,13 +147,16 @@ fn probe_threshold(seconds: u64, period: u64) -> i32 {
 pub fn stage_yaml(stack: &Stack, stage: StageId) -> Result<String, serde_yaml::Error> {
     let mut out = String::new();
     for node in stack.nodes_in(stage) {
-        let docs: Vec<String> = match &node.construct {
-            ConstructKind::InferenceEndpoint(ep) => {
+        let Some(construct) = ConstructRef::of(node.construct.as_ref()) else {
+            continue;
+        };
+        let docs: Vec<String> = match construct {
+            ConstructRef::InferenceEndpoint(ep) => {
                 vec![serde_yaml::to_string(&inference_endpoint_config(
                     stack, ep,
                 ))?]
             }
-            ConstructKind::VllmDeployment(d) => {
+            ConstructRef::VllmDeployment(d) => {
                 let o = vllm::objects(stack, d);
                 vec![
                     serde_yaml::to_string(&o.namespace)?,
@@ -164,12 +167,21 @@ pub fn stage_yaml(stack: &Stack, stage: StageId) -> Result<String, serde_yaml::E
                     serde_yaml::to_string(&o.network_policy)?,
                 ]
             }
-            ConstructKind::KarpenterNodePool(pool) => pool
+            ConstructRef::KarpenterNodePool(pool) => pool
                 .objects(stack.name())
                 .iter()
                 .map(serde_yaml::to_string)
                 .collect::<Result<_, _>>()?,
-            _ => Vec::new(),
+            // Constructs of CloudFormation stages emit no Kubernetes objects.
+            ConstructRef::Network(_)
+            | ConstructRef::SecurityGroup(_)
+            | ConstructRef::Eks(_)
+            | ConstructRef::Lifecycle(_)
+            | ConstructRef::HyperPod(_)
+            | ConstructRef::InferenceOperator(_)
+            | ConstructRef::NodeGroup(_)
+            | ConstructRef::LoadBalancerController(_)
+            | ConstructRef::Karpenter(_) => Vec::new(),
         };
         for doc in docs {
             out.push_str("---\n");

@@ -2,8 +2,8 @@
 //! Deployment, Service (internal NLB by default), PodDisruptionBudget and NetworkPolicy.
 
 use crate::app::Stack;
-use crate::spec::nodes::GPU_TAINT;
-use crate::spec::vllm::{Exposure, VllmDeployment, LB_SCHEME_ANNOTATION, VLLM_PORT};
+use crate::constructs::nodes::GPU_TAINT;
+use crate::constructs::vllm::{Exposure, VllmDeployment, LB_SCHEME_ANNOTATION, VLLM_PORT};
 use k8s_openapi::api::apps::v1::{Deployment, DeploymentSpec, DeploymentStrategy};
 use k8s_openapi::api::core::v1::{
     Capabilities, Container, ContainerPort, EmptyDirVolumeSource, EnvVar, EnvVarSource,

@@ -6,17 +6,17 @@
 
 use super::module::{escape_template, hcl_string_body, snake, Addr, RootModule, Variable};
 use crate::app::{kind, logical_id, Ref, StageId};
-use crate::spec::hyperpod::Capacity;
-use crate::spec::iam::load_balancer_controller_policy;
-use crate::spec::iam::{
+use crate::constructs::hyperpod::Capacity;
+use crate::constructs::iam::load_balancer_controller_policy;
+use crate::constructs::iam::{
     deny_insecure_transport, irsa_trust_statement, service_trust, PolicyDocument, PrincipalKind,
     Statement,
 };
-use crate::spec::inference_operator::OPERATOR_NAMESPACE;
-use crate::spec::network::NatGateways;
-use crate::spec::text::{Pseudo, Text};
-use crate::spec::{
-    ChartSource, ClusterSecurityGroup, ConstructKind, EksCluster, EndpointAccess, HelmRelease,
+use crate::constructs::inference_operator::OPERATOR_NAMESPACE;
+use crate::constructs::network::NatGateways;
+use crate::constructs::text::{Pseudo, Text};
+use crate::constructs::{
+    ChartSource, ClusterSecurityGroup, ConstructRef, EksCluster, EndpointAccess, HelmRelease,
     HyperPodCluster, InferenceOperator, LifecycleScripts, Network, Upload,
 };
 use serde_json::{json, Map, Value};
@@ -24,22 +24,22 @@ use serde_json::{json, Map, Value};
 type Cx<'a, 'b> = &'a mut RootModule<'b>;
 
 /// Lowers one construct placed in a CloudFormation stage.
-pub(crate) fn lower(cx: Cx, stage: StageId, id: &str, construct: &ConstructKind) {
+pub(crate) fn lower(cx: Cx, stage: StageId, id: &str, construct: ConstructRef<'_>) {
     match construct {
-        ConstructKind::Network(c) => network(cx, id, c),
-        ConstructKind::SecurityGroup(c) => security_group(cx, id, c),
-        ConstructKind::Eks(c) => eks(cx, id, c),
-        ConstructKind::Lifecycle(c) => lifecycle(cx, id, c),
-        ConstructKind::HyperPod(c) => hyperpod(cx, stage, id, c),
-        ConstructKind::InferenceOperator(c) => inference_operator(cx, id, c),
-        ConstructKind::NodeGroup(c) => node_group(cx, stage, id, c),
-        ConstructKind::LoadBalancerController(c) => load_balancer_controller(cx, stage, id, c),
-        ConstructKind::Karpenter(c) => karpenter(cx, stage, id, c),
+        ConstructRef::Network(c) => network(cx, id, c),
+        ConstructRef::SecurityGroup(c) => security_group(cx, id, c),
+        ConstructRef::Eks(c) => eks(cx, id, c),
+        ConstructRef::Lifecycle(c) => lifecycle(cx, id, c),
+        ConstructRef::HyperPod(c) => hyperpod(cx, stage, id, c),
+        ConstructRef::InferenceOperator(c) => inference_operator(cx, id, c),
+        ConstructRef::NodeGroup(c) => node_group(cx, stage, id, c),
+        ConstructRef::LoadBalancerController(c) => load_balancer_controller(cx, stage, id, c),
+        ConstructRef::Karpenter(c) => karpenter(cx, stage, id, c),
         // Workloads and node pools are Kubernetes objects, applied with kubectl after
         // `terraform apply`.
-        ConstructKind::InferenceEndpoint(_)
-        | ConstructKind::VllmDeployment(_)
-        | ConstructKind::KarpenterNodePool(_) => {}
+        ConstructRef::InferenceEndpoint(_)
+        | ConstructRef::VllmDeployment(_)
+        | ConstructRef::KarpenterNodePool(_) => {}
     }
 }
 
@@ -303,9 +303,9 @@ fn network(cx: Cx, id: &str, n: &Network) {
         let az_var = cx.variable(
             &var,
             Variable {
-                description: crate::spec::network::zone_input_description(child).to_owned(),
+                description: crate::constructs::network::zone_input_description(child).to_owned(),
                 default: Some(az_id.to_string()),
-                pattern: Some(crate::spec::network::AZ_ID_PATTERN.to_owned()),
+                pattern: Some(crate::constructs::network::AZ_ID_PATTERN.to_owned()),
                 error_message: "Must be an Availability Zone id such as usw2-az2.".to_owned(),
             },
         );
@@ -348,7 +348,7 @@ fn network(cx: Cx, id: &str, n: &Network) {
 
 fn kms_key(cx: Cx, path: &str, description: String, extra: Option<Statement>) -> Addr {
     let local = format!("{}_policy", snake(&logical_id(path)));
-    let policy = cx.policy(&local, &crate::spec::iam::account_key_policy(extra));
+    let policy = cx.policy(&local, &crate::constructs::iam::account_key_policy(extra));
     cx.add(
         "aws_kms_key",
         path,
@@ -751,12 +751,12 @@ pub(crate) fn helm(cx: Cx, stage: StageId, name: &str, values_file: &str, r: &He
 
 /// The stack's EKS cluster (the first `EksCluster` construct), for the Helm provider.
 pub(crate) fn eks_cluster_of(cx: &RootModule) -> Option<Addr> {
-    cx.stack.nodes().iter().find_map(|n| match &n.construct {
-        ConstructKind::Eks(_) => Some(Addr {
+    cx.stack.nodes().iter().find_map(|n| {
+        n.construct.as_any().downcast_ref::<EksCluster>()?;
+        Some(Addr {
             ty: "aws_eks_cluster",
             name: snake(&logical_id(&format!("{}/Cluster", n.id))),
-        }),
-        _ => None,
+        })
     })
 }
 
@@ -823,7 +823,9 @@ fn hyperpod(cx: Cx, stage: StageId, id: &str, h: &HyperPodCluster) {
                         g.name()
                     ),
                     default: Some(plan.arn.clone()),
-                    pattern: Some(crate::spec::hyperpod::TRAINING_PLAN_ARN_PATTERN.to_owned()),
+                    pattern: Some(
+                        crate::constructs::hyperpod::TRAINING_PLAN_ARN_PATTERN.to_owned(),
+                    ),
                     error_message: "Must be a SageMaker training plan ARN.".to_owned(),
                 },
             );
@@ -965,7 +967,7 @@ fn inference_operator(cx: Cx, id: &str, op: &InferenceOperator) {
             managed: &["AmazonSageMakerHyperPodInferenceAccess"],
             inline: Some((
                 "tls-certificates",
-                crate::spec::inference_operator::tls_certificates_policy(&tls),
+                crate::constructs::inference_operator::tls_certificates_policy(&tls),
             )),
             role_name: Some(op.execution_role_name(&region)),
         },
@@ -980,7 +982,7 @@ fn inference_operator(cx: Cx, id: &str, op: &InferenceOperator) {
             managed: &[],
             inline: Some((
                 "read-metrics",
-                crate::spec::inference_operator::keda_metrics_policy(),
+                crate::constructs::inference_operator::keda_metrics_policy(),
             )),
             role_name: None,
         },
@@ -1087,8 +1089,8 @@ fn inference_operator(cx: Cx, id: &str, op: &InferenceOperator) {
     );
 }
 
-fn node_group(cx: Cx, stage: StageId, id: &str, g: &crate::spec::ManagedNodeGroup) {
-    use crate::spec::NodeCapacity;
+fn node_group(cx: Cx, stage: StageId, id: &str, g: &crate::constructs::ManagedNodeGroup) {
+    use crate::constructs::NodeCapacity;
     let p = |child: &str| format!("{id}/{child}");
     let (role, role_policies) = role(
         cx,
@@ -1152,7 +1154,7 @@ fn node_group(cx: Cx, stage: StageId, id: &str, g: &crate::spec::ManagedNodeGrou
             Variable {
                 description: format!("Capacity Block reservation feeding node group {id} (aws ec2 describe-capacity-reservations)."),
                 default: Some(block.reservation_id.clone()),
-                pattern: Some(crate::spec::nodes::RESERVATION_ID_PATTERN.to_owned()),
+                pattern: Some(crate::constructs::nodes::RESERVATION_ID_PATTERN.to_owned()),
                 error_message: "Must be a capacity reservation id such as cr-0123456789abcdef0.".to_owned(),
             },
             ),
@@ -1188,7 +1190,7 @@ fn node_group(cx: Cx, stage: StageId, id: &str, g: &crate::spec::ManagedNodeGrou
             "user_data".into(),
             json!(format!(
                 "${{base64encode({})}}",
-                super::module::hcl_string(crate::spec::nodes::RAID0_NODE_CONFIG)
+                super::module::hcl_string(crate::constructs::nodes::RAID0_NODE_CONFIG)
             )),
         );
     }
@@ -1297,7 +1299,7 @@ fn load_balancer_controller(
     cx: Cx,
     stage: StageId,
     id: &str,
-    c: &crate::spec::LoadBalancerController,
+    c: &crate::constructs::LoadBalancerController,
 ) {
     pod_identity_role(
         cx,
@@ -1307,7 +1309,8 @@ fn load_balancer_controller(
             description: "AWS Load Balancer Controller (EKS Pod Identity)",
             cluster: c.cluster(),
             namespace: "kube-system",
-            service_account: crate::spec::controllers::LOAD_BALANCER_CONTROLLER_SERVICE_ACCOUNT,
+            service_account:
+                crate::constructs::controllers::LOAD_BALANCER_CONTROLLER_SERVICE_ACCOUNT,
             policy: (
                 "load-balancer-controller",
                 load_balancer_controller_policy(),
@@ -1316,7 +1319,7 @@ fn load_balancer_controller(
     );
 }
 
-fn karpenter(cx: Cx, stage: StageId, id: &str, k: &crate::spec::Karpenter) {
+fn karpenter(cx: Cx, stage: StageId, id: &str, k: &crate::constructs::Karpenter) {
     let p = |child: &str| format!("{id}/{child}");
     let (node_role, _) = role(
         cx,
@@ -1344,8 +1347,8 @@ fn karpenter(cx: Cx, stage: StageId, id: &str, k: &crate::spec::Karpenter) {
         }),
     );
     cx.record_stage(stage, &entry);
-    let handle = crate::spec::Construct::handle(k, cx.stack.name());
-    let policy = crate::spec::karpenter::controller_policy(
+    let handle = crate::constructs::Construct::handle(k, cx.stack.name());
+    let policy = crate::constructs::karpenter::controller_policy(
         &handle.cluster_name,
         k.cluster().arn(),
         handle.node_role.arn(),
@@ -1357,8 +1360,8 @@ fn karpenter(cx: Cx, stage: StageId, id: &str, k: &crate::spec::Karpenter) {
             path: p("ControllerRole"),
             description: "Karpenter controller (EKS Pod Identity)",
             cluster: k.cluster(),
-            namespace: crate::spec::karpenter::KARPENTER_NAMESPACE,
-            service_account: crate::spec::karpenter::KARPENTER_SERVICE_ACCOUNT,
+            namespace: crate::constructs::karpenter::KARPENTER_NAMESPACE,
+            service_account: crate::constructs::karpenter::KARPENTER_SERVICE_ACCOUNT,
             policy: ("karpenter-controller", policy),
         },
     );

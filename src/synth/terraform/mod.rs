@@ -20,6 +20,7 @@ pub use module::{
 };
 
 use crate::app::{Stack, StageId, StageKind, Tags};
+use crate::constructs::ConstructRef;
 use crate::diagnostics::Diagnostics;
 use serde_json::{json, Value};
 
@@ -46,7 +47,9 @@ pub fn root_module(
         match &stage.kind {
             StageKind::CloudFormation => {
                 for node in stack.nodes_in(id) {
-                    lower::lower(&mut cx, id, &node.id, &node.construct);
+                    if let Some(construct) = ConstructRef::of(node.construct.as_ref()) {
+                        lower::lower(&mut cx, id, &node.id, construct);
+                    }
                 }
             }
             StageKind::Upload(upload) => lower::upload(&mut cx, id, &stage_file(index), upload),

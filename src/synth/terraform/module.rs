@@ -4,9 +4,9 @@
 //! locals, variables, outputs and the `terraform`/`provider` blocks.
 
 use crate::app::{logical_id, Attr, AttrRef, Kind, Stack, StageId, Tags};
+use crate::constructs::iam::{PolicyDocument, PrincipalKind};
+use crate::constructs::text::{Part, Pseudo, Text};
 use crate::diagnostics::{Code, Diagnostics};
-use crate::spec::iam::{PolicyDocument, PrincipalKind};
-use crate::spec::text::{Part, Pseudo, Text};
 use serde_json::{json, Map, Value};
 use std::collections::BTreeMap;
 

@@ -2,7 +2,7 @@
 //! parallelism, parsers, caching, environment) and where it runs. The HyperPod path lowers it
 //! to an `InferenceEndpointConfig`; the same description can lower to a plain Deployment.
 
-use super::Construct;
+use super::{Construct, Context, Facts, ServedModel};
 use crate::catalog::{self, Model};
 use crate::diagnostics::{Code, Diagnostics};
 
@@ -634,6 +634,7 @@ impl InferenceEndpoint {
 
 impl Construct for InferenceEndpoint {
     type Handle = InferenceEndpointHandle;
+    const KIND: &'static str = "inference_endpoint";
 
     fn id(&self) -> &str {
         &self.id
@@ -646,8 +647,25 @@ impl Construct for InferenceEndpoint {
         }
     }
 
-    fn into_kind(self) -> super::ConstructKind {
-        self.into()
+    fn validate(&self, cx: &Context<'_>, ds: &mut Diagnostics) {
+        InferenceEndpoint::validate(self, cx.path, ds);
+    }
+
+    fn facts(&self, _cx: &Context<'_>) -> Facts<'_> {
+        let gpus = catalog::instance(self.instance_type()).map_or(0, |i| i.gpu_count);
+        Facts {
+            served_models: vec![ServedModel {
+                object_name: self.object_name(),
+                namespace: self.object_namespace(),
+                server: self.server(),
+                instance_type: self.instance_type(),
+                gpus,
+                replicas: i64::from(self.replica_count()),
+                hyperpod: true,
+                exposure: Exposure::InternalLoadBalancer,
+            }],
+            ..Facts::default()
+        }
     }
 }
 
@@ -910,6 +928,7 @@ impl VllmDeployment {
 
 impl Construct for VllmDeployment {
     type Handle = VllmDeploymentHandle;
+    const KIND: &'static str = "vllm_deployment";
 
     fn id(&self) -> &str {
         &self.id
@@ -922,7 +941,23 @@ impl Construct for VllmDeployment {
         }
     }
 
-    fn into_kind(self) -> super::ConstructKind {
-        self.into()
+    fn validate(&self, cx: &Context<'_>, ds: &mut Diagnostics) {
+        VllmDeployment::validate(self, cx.path, ds);
+    }
+
+    fn facts(&self, _cx: &Context<'_>) -> Facts<'_> {
+        Facts {
+            served_models: vec![ServedModel {
+                object_name: self.object_name(),
+                namespace: self.object_namespace(),
+                server: self.server(),
+                instance_type: self.instance_type(),
+                gpus: self.gpu_count(),
+                replicas: i64::from(self.replica_count()),
+                hyperpod: false,
+                exposure: self.exposure(),
+            }],
+            ..Facts::default()
+        }
     }
 }

@@ -119,6 +119,7 @@ impl InferenceOperator {
 
 impl Construct for InferenceOperator {
     type Handle = InferenceOperatorHandle;
+    const KIND: &'static str = "inference_operator";
 
     fn id(&self) -> &str {
         &self.id
@@ -131,8 +132,8 @@ impl Construct for InferenceOperator {
         }
     }
 
-    fn into_kind(self) -> super::ConstructKind {
-        self.into()
+    fn references(&self) -> Vec<AttrRef> {
+        InferenceOperator::references(self)
     }
 }
 

@@ -3,7 +3,7 @@
 //! secrets encrypted with a customer-managed KMS key, the core add-ons, access entries and the
 //! IAM OIDC provider for service-account roles.
 
-use super::Construct;
+use super::{Construct, Context, EksClusterFacts, Facts};
 use crate::app::{kind, AttrRef, Ref};
 use crate::diagnostics::{Code, Diagnostics};
 
@@ -294,6 +294,7 @@ fn is_iam_principal_arn(arn: &str) -> bool {
 
 impl Construct for EksCluster {
     type Handle = EksClusterHandle;
+    const KIND: &'static str = "eks_cluster";
 
     fn id(&self) -> &str {
         &self.id
@@ -308,7 +309,21 @@ impl Construct for EksCluster {
         }
     }
 
-    fn into_kind(self) -> super::ConstructKind {
-        self.into()
+    fn references(&self) -> Vec<AttrRef> {
+        EksCluster::references(self)
+    }
+
+    fn validate(&self, cx: &Context<'_>, ds: &mut Diagnostics) {
+        EksCluster::validate(self, cx.path, ds);
+    }
+
+    fn facts(&self, _cx: &Context<'_>) -> Facts<'_> {
+        Facts {
+            eks_cluster: Some(EksClusterFacts {
+                name: self.name().to_owned(),
+                kubernetes_version: self.kubernetes_version().to_owned(),
+            }),
+            ..Facts::default()
+        }
     }
 }

@@ -5,7 +5,7 @@
 use super::iam::{PolicyDocument, Statement};
 use super::lifecycle::LifecycleScriptsHandle;
 use super::text::{Pseudo, Text};
-use super::Construct;
+use super::{CapacityClaim, CapacitySource, Construct, Context, Facts, Launcher};
 use crate::app::{kind, AttrRef, Ref, Stack, StageKind};
 use crate::catalog::{self, regions::AzId};
 use crate::diagnostics::{Code, Diagnostics};
@@ -600,8 +600,9 @@ fn validate_group(
             "use 1-63 letters and digits, with single hyphens between them",
         );
     }
-    match catalog::instance(&group.instance_type) {
-        None => ds.report(
+    // The region offer is checked over every capacity claim (`validate::region`).
+    if catalog::instance(&group.instance_type).is_none() {
+        ds.report(
             Code::UnknownInstanceType,
             path,
             format!(
@@ -616,18 +617,7 @@ fn validate_group(
                     .collect::<Vec<_>>()
                     .join(", ")
             ),
-        ),
-        Some(it) if !it.hyperpod_offered_in(region) => ds.report(
-            Code::InstanceTypeNotInRegion,
-            path,
-            format!("{} is not offered for HyperPod in {region}", it.ml_name()),
-            if it.hyperpod_regions.is_empty() {
-                "the catalog lists no HyperPod region for this type".to_owned()
-            } else {
-                format!("HyperPod offers it in: {}", it.hyperpod_regions.join(", "))
-            },
-        ),
-        Some(_) => {}
+        );
     }
     if !(1..=6758).contains(&group.count) {
         ds.report(
@@ -706,6 +696,7 @@ fn validate_group(
 
 impl Construct for HyperPodCluster {
     type Handle = HyperPodHandle;
+    const KIND: &'static str = "hyperpod_cluster";
 
     fn id(&self) -> &str {
         &self.id
@@ -719,8 +710,41 @@ impl Construct for HyperPodCluster {
         }
     }
 
-    fn into_kind(self) -> super::ConstructKind {
-        self.into()
+    fn references(&self) -> Vec<AttrRef> {
+        HyperPodCluster::references(self)
+    }
+
+    fn validate(&self, cx: &Context<'_>, ds: &mut Diagnostics) {
+        HyperPodCluster::validate(self, cx.stack, cx.path, ds);
+    }
+
+    fn facts(&self, cx: &Context<'_>) -> Facts<'_> {
+        let capacity = self
+            .groups()
+            .iter()
+            .map(|g| CapacityClaim {
+                path: format!("{}/{}", cx.path, g.name()),
+                instance_type: g.instance_type().to_owned(),
+                service_instance_type: g.ml_instance_type(),
+                launcher: Launcher::HyperPod,
+                source: match g.capacity_source() {
+                    Capacity::TrainingPlan(p) => CapacitySource::TrainingPlan {
+                        arn: p.arn.clone(),
+                        availability_zone_id: p.availability_zone_id.clone(),
+                        reserved_instance_count: p.reserved_instance_count,
+                    },
+                    Capacity::OnDemand => CapacitySource::OnDemand,
+                },
+                count: g.instance_count(),
+                max_count: g.instance_count(),
+                provisioned_on_demand: false,
+            })
+            .collect();
+        Facts {
+            hyperpod_cluster: Some(self.name().to_owned()),
+            capacity,
+            ..Facts::default()
+        }
     }
 }
 

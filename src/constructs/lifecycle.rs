@@ -76,6 +76,7 @@ impl LifecycleScripts {
 
 impl Construct for LifecycleScripts {
     type Handle = LifecycleScriptsHandle;
+    const KIND: &'static str = "lifecycle_scripts";
 
     fn id(&self) -> &str {
         &self.id
@@ -88,9 +89,5 @@ impl Construct for LifecycleScripts {
             on_create: self.on_create.clone(),
             files: self.files.clone(),
         }
-    }
-
-    fn into_kind(self) -> super::ConstructKind {
-        self.into()
     }
 }

@@ -43,6 +43,7 @@ impl LoadBalancerController {
 
 impl Construct for LoadBalancerController {
     type Handle = LoadBalancerControllerHandle;
+    const KIND: &'static str = "load_balancer_controller";
 
     fn id(&self) -> &str {
         &self.id
@@ -54,7 +55,7 @@ impl Construct for LoadBalancerController {
         }
     }
 
-    fn into_kind(self) -> super::ConstructKind {
-        self.into()
+    fn references(&self) -> Vec<AttrRef> {
+        LoadBalancerController::references(self)
     }
 }

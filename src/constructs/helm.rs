@@ -1,48 +1,11 @@
-//! Non-CloudFormation stages: Helm releases with pinned charts and values, and file uploads to
-//! a bucket created by an earlier stage.
+//! The Helm releases hyperforge knows: pinned charts with the values each deployment needs
+//! (HyperPod dependencies, NVIDIA and EFA device plugins, the AWS load balancer controller,
+//! Karpenter). The release and upload types themselves are stage payloads of the core model
+//! ([`crate::app::stage`]).
 
-use crate::app::{kind, AttrRef, Ref};
-use serde_json::{json, Value};
-
-/// Where a chart comes from, pinned.
-#[derive(Clone, Debug, PartialEq)]
-pub enum ChartSource {
-    /// A chart repository: `helm install --repo <repo> <chart> --version <version>`.
-    Repository {
-        /// Repository URL.
-        repo: String,
-        /// Chart name.
-        chart: String,
-        /// Exact chart version.
-        version: String,
-    },
-    /// A chart in a git repository at a pinned commit (charts not published to a repository).
-    Git {
-        /// Clone URL.
-        url: String,
-        /// Full commit SHA.
-        commit: String,
-        /// Path of the chart inside the repository.
-        path: String,
-    },
-}
-
-/// A Helm release.
-#[derive(Clone, Debug, PartialEq)]
-pub struct HelmRelease {
-    /// Release name.
-    pub release: String,
-    /// Namespace.
-    pub namespace: String,
-    /// The chart, pinned.
-    pub chart: ChartSource,
-    /// The values (written to a values file).
-    pub values: Value,
-    /// A comment placed at the top of the values file.
-    pub note: String,
-    /// Values known only after an earlier stage deployed (`--set key=<stack output>`).
-    pub set_from_outputs: Vec<(String, AttrRef)>,
-}
+pub use crate::app::stage::{ChartSource, HelmRelease, Upload, UploadFile};
+use crate::app::{kind, Ref};
+use serde_json::json;
 
 /// The `hyperpod-dependencies` chart of `aws/sagemaker-hyperpod-cli` at this commit.
 pub const HYPERPOD_CLI_COMMIT: &str = "011ca927123e02b35a399935bbb3ab1905fe33c7";
@@ -81,9 +44,9 @@ impl HelmRelease {
                 version: "0.18.2".to_owned(),
             },
             values: json!({
-                "nodeSelector": { crate::spec::nodes::GPU_PRESENT_LABEL: "true" },
+                "nodeSelector": { crate::constructs::nodes::GPU_PRESENT_LABEL: "true" },
                 "tolerations": [
-                    { "key": crate::spec::nodes::GPU_TAINT, "operator": "Exists", "effect": "NoSchedule" },
+                    { "key": crate::constructs::nodes::GPU_TAINT, "operator": "Exists", "effect": "NoSchedule" },
                     { "key": "CriticalAddonsOnly", "operator": "Exists" }
                 ],
                 "priorityClassName": "system-node-critical"
@@ -104,9 +67,9 @@ impl HelmRelease {
                 version: "v0.5.26".to_owned(),
             },
             values: json!({
-                "nodeSelector": { crate::spec::nodes::GPU_PRESENT_LABEL: "true" },
+                "nodeSelector": { crate::constructs::nodes::GPU_PRESENT_LABEL: "true" },
                 "tolerations": [
-                    { "key": crate::spec::nodes::GPU_TAINT, "operator": "Exists", "effect": "NoSchedule" }
+                    { "key": crate::constructs::nodes::GPU_TAINT, "operator": "Exists", "effect": "NoSchedule" }
                 ]
             }),
             note: "EFA device plugin: advertises vpc.amazonaws.com/efa on GPU nodes.".to_owned(),
@@ -136,7 +99,7 @@ impl HelmRelease {
                 "replicaCount": 2,
                 "serviceAccount": {
                     "create": true,
-                    "name": crate::spec::controllers::LOAD_BALANCER_CONTROLLER_SERVICE_ACCOUNT
+                    "name": crate::constructs::controllers::LOAD_BALANCER_CONTROLLER_SERVICE_ACCOUNT
                 },
                 "nodeSelector": { "hyperforge.io/node-role": "system" }
             }),
@@ -151,7 +114,7 @@ impl HelmRelease {
     pub fn karpenter(cluster_name: &str) -> Self {
         HelmRelease {
             release: "karpenter".to_owned(),
-            namespace: crate::spec::karpenter::KARPENTER_NAMESPACE.to_owned(),
+            namespace: crate::constructs::karpenter::KARPENTER_NAMESPACE.to_owned(),
             chart: ChartSource::Repository {
                 repo: "oci://public.ecr.aws/karpenter".to_owned(),
                 chart: "karpenter".to_owned(),
@@ -162,7 +125,7 @@ impl HelmRelease {
                     "clusterName": cluster_name,
                     "featureGates": { "reservedCapacity": true }
                 },
-                "serviceAccount": { "name": crate::spec::karpenter::KARPENTER_SERVICE_ACCOUNT },
+                "serviceAccount": { "name": crate::constructs::karpenter::KARPENTER_SERVICE_ACCOUNT },
                 "replicas": 2,
                 "nodeSelector": { "hyperforge.io/node-role": "system" }
             }),
@@ -176,24 +139,4 @@ impl HelmRelease {
         matches!(&self.chart, ChartSource::Git { url, path, .. }
             if url.contains("sagemaker-hyperpod-cli") && path == "helm_chart/HyperPodHelmChart")
     }
-}
-
-/// A file to upload.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct UploadFile {
-    /// File name (also the key below the prefix).
-    pub name: String,
-    /// Contents.
-    pub content: String,
-}
-
-/// Files copied to `s3://<bucket>/<prefix>`.
-#[derive(Clone, Debug, PartialEq)]
-pub struct Upload {
-    /// The destination bucket (created by an earlier CloudFormation stage).
-    pub bucket: Ref<kind::Bucket>,
-    /// Key prefix, ending in `/`.
-    pub prefix: String,
-    /// The files.
-    pub files: Vec<UploadFile>,
 }

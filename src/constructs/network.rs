@@ -4,7 +4,7 @@
 //! training plan's zone) and the GPU node subnet (a Capacity Block's zone).
 
 use super::cidr::{CidrError, Ipv4Cidr};
-use super::Construct;
+use super::{Construct, Context};
 use crate::app::{kind, Ref, Stack};
 use crate::catalog::regions::AzId;
 use crate::diagnostics::{Code, Diagnostics};
@@ -47,12 +47,13 @@ pub fn zone_input_description(child: &str) -> &'static str {
 /// The zone id `subnet` is pinned to, when it is a zonal subnet of a network in `stack`
 /// (subnets placed by zone index have no fixed zone id).
 pub fn zone_of_subnet<'a>(stack: &'a Stack, subnet: &Ref<kind::Subnet>) -> Option<&'a str> {
-    stack.nodes().iter().find_map(|n| match &n.construct {
-        super::ConstructKind::Network(net) => net
+    stack.nodes().iter().find_map(|n| {
+        n.construct
+            .as_any()
+            .downcast_ref::<Network>()?
             .zonal_subnets_with_paths(&n.id)
             .find(|(p, _)| p == subnet.path())
-            .map(|(_, z)| z.az_id.as_str()),
-        _ => None,
+            .map(|(_, z)| z.az_id.as_str())
     })
 }
 
@@ -391,6 +392,7 @@ fn report_cidr(ds: &mut Diagnostics, path: &str, what: &str, text: &str, e: &Cid
 
 impl Construct for Network {
     type Handle = NetworkHandle;
+    const KIND: &'static str = "network";
 
     fn id(&self) -> &str {
         &self.id
@@ -415,8 +417,8 @@ impl Construct for Network {
         }
     }
 
-    fn into_kind(self) -> super::ConstructKind {
-        self.into()
+    fn validate(&self, cx: &Context<'_>, ds: &mut Diagnostics) {
+        Network::validate(self, cx.stack, cx.path, ds);
     }
 }
 

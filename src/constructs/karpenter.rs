@@ -4,7 +4,7 @@
 //! targeted On-Demand Capacity Reservations, never by open matching).
 
 use super::nodes::{GPU_PRESENT_LABEL, GPU_TAINT};
-use super::Construct;
+use super::{CapacityClaim, CapacitySource, Construct, Context, Facts, Launcher};
 use crate::app::{kind, AttrRef, Ref};
 use crate::catalog;
 use crate::diagnostics::{Code, Diagnostics};
@@ -69,6 +69,7 @@ fn node_role_name(cluster: &str) -> String {
 
 impl Construct for Karpenter {
     type Handle = KarpenterHandle;
+    const KIND: &'static str = "karpenter";
 
     fn id(&self) -> &str {
         &self.id
@@ -83,8 +84,8 @@ impl Construct for Karpenter {
         }
     }
 
-    fn into_kind(self) -> super::ConstructKind {
-        self.into()
+    fn references(&self) -> Vec<AttrRef> {
+        Karpenter::references(self)
     }
 }
 
@@ -247,12 +248,13 @@ impl KarpenterNodePool {
                 );
             }
         }
-        crate::validate::capacity::check_block_count(i64::from(self.max_nodes), path, ds);
+        crate::catalog::capacity::check_block_count(i64::from(self.max_nodes), path, ds);
     }
 }
 
 impl Construct for KarpenterNodePool {
     type Handle = String;
+    const KIND: &'static str = "karpenter_node_pool";
 
     fn id(&self) -> &str {
         &self.id
@@ -262,8 +264,38 @@ impl Construct for KarpenterNodePool {
         self.name.clone()
     }
 
-    fn into_kind(self) -> super::ConstructKind {
-        self.into()
+    fn validate(&self, cx: &Context<'_>, ds: &mut Diagnostics) {
+        KarpenterNodePool::validate(self, cx.path, ds);
+    }
+
+    fn facts(&self, cx: &Context<'_>) -> Facts<'_> {
+        let reservation = match self.reservation() {
+            ReservationSelector::Id(id) => id.clone(),
+            ReservationSelector::Tags(tags) => tags
+                .iter()
+                .map(|(k, v)| format!("tag {k}={v}"))
+                .collect::<Vec<_>>()
+                .join(", "),
+        };
+        let max = i64::from(self.max_node_count());
+        Facts {
+            capacity: vec![CapacityClaim {
+                path: cx.path.to_owned(),
+                instance_type: self.instance_type().to_owned(),
+                service_instance_type: self.instance_type().to_owned(),
+                launcher: Launcher::Ec2,
+                source: CapacitySource::CapacityBlock {
+                    reservation,
+                    availability_zone_id: None,
+                    reserved_instance_count: None,
+                },
+                count: 0,
+                max_count: max,
+                provisioned_on_demand: true,
+            }],
+            node_pools: vec![self.object_name().to_owned()],
+            ..Facts::default()
+        }
     }
 }
 

@@ -4,7 +4,7 @@
 //! `CAPACITY_BLOCK`, subnets only in the block's zone) or on-demand. Optional EFA interfaces laid
 //! out over the instance's network cards.
 
-use super::Construct;
+use super::{CapacityClaim, CapacitySource, Construct, Context, Facts, Launcher};
 use crate::app::{kind, AttrRef, Ref, Stack};
 use crate::catalog::{self, regions::AzId};
 use crate::diagnostics::{Code, Diagnostics};
@@ -478,7 +478,7 @@ impl ManagedNodeGroup {
                 Some(zone) => self.check_subnet_zones(stack, &zone, path, ds),
             }
             if let Some(count) = block.instance_count {
-                crate::validate::capacity::check_block_count(i64::from(count), path, ds);
+                crate::catalog::capacity::check_block_count(i64::from(count), path, ds);
                 if self.max > i64::from(count) {
                     ds.report(
                         Code::GroupLargerThanReservation,
@@ -536,6 +536,7 @@ pub fn is_reservation_id(id: &str) -> bool {
 
 impl Construct for ManagedNodeGroup {
     type Handle = NodeGroupHandle;
+    const KIND: &'static str = "managed_node_group";
 
     fn id(&self) -> &str {
         &self.id
@@ -548,8 +549,37 @@ impl Construct for ManagedNodeGroup {
         }
     }
 
-    fn into_kind(self) -> super::ConstructKind {
-        self.into()
+    fn references(&self) -> Vec<AttrRef> {
+        ManagedNodeGroup::references(self)
+    }
+
+    fn validate(&self, cx: &Context<'_>, ds: &mut Diagnostics) {
+        ManagedNodeGroup::validate(self, cx.stack, cx.path, ds);
+    }
+
+    fn facts(&self, cx: &Context<'_>) -> Facts<'_> {
+        let (_, desired, max) = self.sizes();
+        let source = match self.capacity_source() {
+            NodeCapacity::OnDemand => CapacitySource::OnDemand,
+            NodeCapacity::CapacityBlock(b) => CapacitySource::CapacityBlock {
+                reservation: b.reservation_id.clone(),
+                availability_zone_id: Some(b.availability_zone_id.clone()),
+                reserved_instance_count: b.instance_count.map(i64::from),
+            },
+        };
+        Facts {
+            capacity: vec![CapacityClaim {
+                path: cx.path.to_owned(),
+                instance_type: self.instance_type().to_owned(),
+                service_instance_type: self.instance_type().to_owned(),
+                launcher: Launcher::Ec2,
+                source,
+                count: desired,
+                max_count: max,
+                provisioned_on_demand: false,
+            }],
+            ..Facts::default()
+        }
     }
 }
 

@@ -53,6 +53,7 @@ impl ClusterSecurityGroup {
 
 impl Construct for ClusterSecurityGroup {
     type Handle = ClusterSecurityGroupHandle;
+    const KIND: &'static str = "cluster_security_group";
 
     fn id(&self) -> &str {
         &self.id
@@ -64,7 +65,7 @@ impl Construct for ClusterSecurityGroup {
         }
     }
 
-    fn into_kind(self) -> super::ConstructKind {
-        self.into()
+    fn references(&self) -> Vec<AttrRef> {
+        ClusterSecurityGroup::references(self)
     }
 }

@@ -1,0 +1,364 @@
+//! The constructs: typed, format-neutral descriptions of the network, the EKS and HyperPod
+//! clusters, their capacity, the inference operator and the vLLM workload. Builders never fail
+//! when called; every constraint is checked when the app is synthesized, so all problems are
+//! reported at once with their construct paths.
+//!
+//! Every construct implements one trait, [`Construct`], and is listed once in the registry at
+//! the bottom of this file (`constructs!`). The registry generates [`ConstructRef`], the typed
+//! view of a stored construct, with exhaustive dispatch: a construct left out of a `match` is a
+//! compile error, never a silent gap. Layers above read [`Facts`] (capacity claimed, models
+//! served, clusters created) instead of matching on construct types.
+
+pub mod cidr;
+pub mod controllers;
+pub mod eks;
+pub mod helm;
+pub mod hyperpod;
+pub mod iam;
+pub mod inference_operator;
+pub mod karpenter;
+pub mod lifecycle;
+pub mod network;
+pub mod nodes;
+pub mod security_group;
+pub mod text;
+pub mod vllm;
+
+pub use cidr::Ipv4Cidr;
+pub use controllers::{LoadBalancerController, LoadBalancerControllerHandle};
+pub use eks::{AccessEntry, AccessPolicy, EksAddon, EksCluster, EksClusterHandle, EndpointAccess};
+pub use helm::{ChartSource, HelmRelease, Upload, UploadFile};
+pub use hyperpod::{
+    Capacity, DeepHealthCheck, HyperPodCluster, HyperPodHandle, InstanceGroup, NodeRecovery, Taint,
+    TaintEffect, TrainingPlan,
+};
+pub use inference_operator::{InferenceOperator, InferenceOperatorHandle};
+pub use karpenter::{Karpenter, KarpenterHandle, KarpenterNodePool, ReservationSelector};
+pub use lifecycle::{LifecycleScripts, LifecycleScriptsHandle};
+pub use network::{NatGateways, Network, NetworkHandle};
+pub use nodes::{
+    AmiType, CapacityBlock, CapacityBlockPurchase, ManagedNodeGroup, NodeCapacity, NodeGroupHandle,
+};
+pub use security_group::{ClusterSecurityGroup, ClusterSecurityGroupHandle};
+pub use text::{Part, Pseudo, Text};
+pub use vllm::{
+    Exposure, InferenceEndpoint, InferenceEndpointHandle, SecretKeyRef, StartupBudget,
+    StorageThroughput, VllmDeployment, VllmDeploymentHandle, VllmServer,
+};
+
+use crate::app::{AnyConstruct, AttrRef, Node, Stack, StageId};
+use crate::diagnostics::Diagnostics;
+use std::any::Any;
+use std::fmt;
+
+mod sealed {
+    /// Implemented by the registry for every listed construct: a construct missing from
+    /// `constructs!` cannot be added to a stack.
+    pub trait Registered {}
+}
+
+/// A construct: a builder that can be placed in a stack's stage.
+///
+/// Implemented by every type in the registry (`constructs!` in this module); the trait is
+/// sealed so that every stored construct has a typed view ([`ConstructRef`]).
+pub trait Construct: sealed::Registered + Clone + fmt::Debug + 'static {
+    /// Typed references to the construct's resources, returned by `Stack::add`.
+    type Handle;
+    /// The construct's kind as stack files and messages name it (`network`, `eks_cluster`).
+    const KIND: &'static str;
+    /// The construct's id (first segment of its paths).
+    fn id(&self) -> &str;
+    /// The handle for this construct in stack `stack`.
+    fn handle(&self, stack: &str) -> Self::Handle;
+    /// Every reference the construct makes to other resources.
+    fn references(&self) -> Vec<AttrRef> {
+        Vec::new()
+    }
+    /// Checks the construct's own rules (structure, names, ranges, the catalog facts of its
+    /// own fields). Rules that span constructs read [`Facts`] in `crate::validate`.
+    fn validate(&self, _cx: &Context<'_>, _ds: &mut Diagnostics) {}
+    /// The neutral facts the layers above read: capacity, served models, clusters.
+    fn facts(&self, _cx: &Context<'_>) -> Facts<'_> {
+        Facts::default()
+    }
+}
+
+/// Where a construct sits while it is checked or described: its stack and display path.
+#[derive(Clone, Copy, Debug)]
+pub struct Context<'a> {
+    /// The stack holding the construct.
+    pub stack: &'a Stack,
+    /// The construct's display path (`stack/Network`).
+    pub path: &'a str,
+}
+
+/// What a construct contributes that other parts (cost, the runbook, cross-construct rules,
+/// the manifest) need to know, without knowing the construct's type.
+#[derive(Clone, Debug, Default)]
+pub struct Facts<'a> {
+    /// The EKS cluster the construct creates.
+    pub eks_cluster: Option<EksClusterFacts>,
+    /// The name of the HyperPod cluster the construct creates.
+    pub hyperpod_cluster: Option<String>,
+    /// Instances the construct runs (or may run), one claim per group or pool.
+    pub capacity: Vec<CapacityClaim>,
+    /// Models the construct serves.
+    pub served_models: Vec<ServedModel<'a>>,
+    /// Kubernetes objects that provision nodes (Karpenter NodePool names).
+    pub node_pools: Vec<String>,
+}
+
+/// An EKS cluster created by a construct.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct EksClusterFacts {
+    /// The cluster name.
+    pub name: String,
+    /// The Kubernetes version.
+    pub kubernetes_version: String,
+}
+
+/// Which service launches the instances of a claim (the region offer differs).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Launcher {
+    /// Amazon EC2 (EKS managed node groups, Karpenter).
+    Ec2,
+    /// SageMaker HyperPod (`ml.` instance types).
+    HyperPod,
+}
+
+/// Where a claim's instances come from.
+#[derive(Clone, Debug, PartialEq)]
+#[non_exhaustive]
+pub enum CapacitySource {
+    /// On-demand instances.
+    OnDemand,
+    /// A SageMaker training plan.
+    TrainingPlan {
+        /// The plan's ARN.
+        arn: String,
+        /// The zone id of the reserved capacity, when given.
+        availability_zone_id: Option<String>,
+        /// The instances the plan reserves, when given.
+        reserved_instance_count: Option<i64>,
+    },
+    /// An EC2 Capacity Block.
+    CapacityBlock {
+        /// The reservation id (`cr-...`), or a description of the selector.
+        reservation: String,
+        /// The zone id of the reservation, when known.
+        availability_zone_id: Option<String>,
+        /// The instances the block reserves, when given.
+        reserved_instance_count: Option<i64>,
+    },
+}
+
+/// Instances a construct runs or may run.
+#[derive(Clone, Debug, PartialEq)]
+pub struct CapacityClaim {
+    /// The display path of the group or pool (`stack/HyperPod/gpu`).
+    pub path: String,
+    /// The instance type's catalog (EC2) name (`p6-b300.48xlarge`).
+    pub instance_type: String,
+    /// The name the service uses (`ml.p6-b300.48xlarge` on HyperPod).
+    pub service_instance_type: String,
+    /// Who launches the instances.
+    pub launcher: Launcher,
+    /// Where they come from.
+    pub source: CapacitySource,
+    /// How many instances run when the construct is deployed (desired size).
+    pub count: i64,
+    /// The most the claim can grow to (maximum size).
+    pub max_count: i64,
+    /// Whether the claim is a Karpenter pool (nodes appear on demand up to `max_count`).
+    pub provisioned_on_demand: bool,
+}
+
+/// A model served by a construct, with the hardware each replica gets.
+#[derive(Clone, Debug)]
+pub struct ServedModel<'a> {
+    /// The Kubernetes object's name.
+    pub object_name: &'a str,
+    /// Its namespace.
+    pub namespace: &'a str,
+    /// The vLLM server.
+    pub server: &'a VllmServer,
+    /// The instance type every replica runs on (catalog name).
+    pub instance_type: &'a str,
+    /// GPUs per replica.
+    pub gpus: u32,
+    /// Replicas.
+    pub replicas: i64,
+    /// Served through the HyperPod inference operator (`InferenceEndpointConfig`).
+    pub hyperpod: bool,
+    /// How the model is exposed.
+    pub exposure: Exposure,
+}
+
+impl Stack {
+    /// Places `construct` in `stage` and returns its handle (typed references to its resources).
+    pub fn add<C: Construct>(&mut self, stage: StageId, construct: C) -> C::Handle {
+        let handle = construct.handle(self.name());
+        self.push_node(stage, Box::new(construct));
+        handle
+    }
+}
+
+impl<C: Construct> AnyConstruct for C {
+    fn id(&self) -> &str {
+        Construct::id(self)
+    }
+    fn kind(&self) -> &'static str {
+        C::KIND
+    }
+    fn references(&self) -> Vec<AttrRef> {
+        Construct::references(self)
+    }
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+    fn clone_box(&self) -> Box<dyn AnyConstruct> {
+        Box::new(self.clone())
+    }
+}
+
+/// The registry: every construct, once. Generates the sealed marker, [`ConstructRef`] and its
+/// exhaustive dispatch.
+macro_rules! constructs {
+    ($($variant:ident($ty:ty)),* $(,)?) => {
+        $( impl sealed::Registered for $ty {} )*
+
+        /// The typed view of a stored construct: one variant per registered construct.
+        #[derive(Clone, Copy, Debug)]
+        #[non_exhaustive]
+        pub enum ConstructRef<'a> {
+            $(
+                #[doc = concat!("See [`", stringify!($ty), "`].")]
+                $variant(&'a $ty),
+            )*
+        }
+
+        impl<'a> ConstructRef<'a> {
+            /// The typed view of `construct`.
+            pub fn of(construct: &'a dyn AnyConstruct) -> Option<ConstructRef<'a>> {
+                let any = construct.as_any();
+                $( if let Some(c) = any.downcast_ref::<$ty>() {
+                    return Some(ConstructRef::$variant(c));
+                } )*
+                None
+            }
+
+            /// The construct's kind (`network`, ...).
+            pub fn kind(self) -> &'static str {
+                match self { $( ConstructRef::$variant(_) => <$ty as Construct>::KIND, )* }
+            }
+
+            /// Runs the construct's own rules.
+            pub fn validate(self, cx: &Context<'_>, ds: &mut Diagnostics) {
+                match self { $( ConstructRef::$variant(c) => Construct::validate(c, cx, ds), )* }
+            }
+
+            /// The construct's facts.
+            pub fn facts(self, cx: &Context<'_>) -> Facts<'a> {
+                match self { $( ConstructRef::$variant(c) => Construct::facts(c, cx), )* }
+            }
+        }
+
+        /// Every registered kind, in registry order.
+        pub const KINDS: &[&str] = &[$( <$ty as Construct>::KIND ),*];
+    };
+}
+
+constructs! {
+    Network(Network),
+    SecurityGroup(ClusterSecurityGroup),
+    Eks(EksCluster),
+    Lifecycle(LifecycleScripts),
+    HyperPod(HyperPodCluster),
+    InferenceOperator(InferenceOperator),
+    InferenceEndpoint(InferenceEndpoint),
+    NodeGroup(ManagedNodeGroup),
+    LoadBalancerController(LoadBalancerController),
+    VllmDeployment(VllmDeployment),
+    Karpenter(Karpenter),
+    KarpenterNodePool(KarpenterNodePool),
+}
+
+/// A stored construct with its typed view, stack and display path.
+#[derive(Clone, Copy, Debug)]
+pub struct Placed<'a> {
+    /// The node as the stack stores it.
+    pub node: &'a Node,
+    /// The typed view.
+    pub construct: ConstructRef<'a>,
+    /// Where it sits.
+    pub cx: Context<'a>,
+}
+
+impl<'a> Placed<'a> {
+    /// The construct's facts.
+    pub fn facts(&self) -> Facts<'a> {
+        self.construct.facts(&self.cx)
+    }
+}
+
+/// The constructs of `nodes` (a stack's nodes, or a stage's) with their typed views.
+fn placed<'a>(
+    stack: &'a Stack,
+    paths: &'a [String],
+    nodes: impl Iterator<Item = (usize, &'a Node)> + 'a,
+) -> impl Iterator<Item = Placed<'a>> + 'a {
+    nodes.filter_map(move |(index, node)| {
+        Some(Placed {
+            node,
+            construct: ConstructRef::of(node.construct.as_ref())?,
+            cx: Context {
+                stack,
+                path: &paths[index],
+            },
+        })
+    })
+}
+
+/// Every construct of a stack in the order added, with display paths computed once.
+#[derive(Debug)]
+pub struct Placements<'a> {
+    stack: &'a Stack,
+    paths: Vec<String>,
+}
+
+impl<'a> Placements<'a> {
+    /// The constructs of `stack`.
+    pub fn new(stack: &'a Stack) -> Self {
+        Placements {
+            stack,
+            paths: stack
+                .nodes()
+                .iter()
+                .map(|n| stack.display_path(&n.id))
+                .collect(),
+        }
+    }
+
+    /// Every construct.
+    pub fn all(&self) -> impl Iterator<Item = Placed<'_>> + '_ {
+        placed(
+            self.stack,
+            &self.paths,
+            self.stack.nodes().iter().enumerate(),
+        )
+    }
+
+    /// The constructs of `stage`.
+    pub fn in_stage(&self, stage: StageId) -> impl Iterator<Item = Placed<'_>> + '_ {
+        placed(
+            self.stack,
+            &self.paths,
+            self.stack
+                .nodes()
+                .iter()
+                .enumerate()
+                .filter(move |(_, n)| n.stage == stage),
+        )
+    }
+}
