@@ -50,6 +50,7 @@ pub struct SynthOptions {
 
 /// One output format of the assembly.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[non_exhaustive]
 pub enum Format {
     /// CloudFormation templates, plus the files their stages deploy (Helm values, uploaded
     /// scripts).
