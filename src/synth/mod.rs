@@ -397,7 +397,7 @@ fn synthesize_stack(
     let runbook = crate::runbook::render(stack, &Value::Object(manifest.clone())).map_err(|e| {
         let mut ds = Diagnostics::new();
         ds.report(
-            Code::InvalidStackName,
+            Code::RenderFailed,
             stack.name(),
             e.to_string(),
             "this is a bug in hyperforge; please report it with the stack description",
