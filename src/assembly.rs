@@ -18,6 +18,7 @@ pub struct Assembly {
 
 /// Why writing an assembly failed. The previous output directory is left as it was.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum AssemblyError {
     /// A filesystem operation failed.
     #[error("cannot {action} `{path}`: {source}")]

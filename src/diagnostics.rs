@@ -8,6 +8,7 @@ use std::fmt;
 /// How bad a diagnostic is. Errors stop synthesis; warnings do not unless denied.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
 #[serde(rename_all = "lowercase")]
+#[non_exhaustive]
 pub enum Severity {
     /// The description cannot be deployed as written.
     Error,
@@ -20,6 +21,7 @@ macro_rules! codes {
         /// A stable diagnostic code. The identifier (`HF0101`, ...) never changes meaning once
         /// released; [`Code::explanation`] documents each one.
         #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+        #[non_exhaustive]
         pub enum Code {
             $( #[doc = $summary] $variant, )*
         }

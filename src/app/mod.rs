@@ -62,6 +62,7 @@ impl App {
 
 /// What a stage deploys, and with which tool.
 #[derive(Clone, Debug)]
+#[non_exhaustive]
 pub enum StageKind {
     /// A CloudFormation stack (`<stack>-<stage>`) built from the constructs placed in the stage.
     CloudFormation,

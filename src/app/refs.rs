@@ -43,6 +43,7 @@ pub trait ResourceKind: 'static {
 
 /// The kind of a referenced resource, as a value.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[non_exhaustive]
 pub enum Kind {
     /// See [`kind::Vpc`].
     Vpc,
@@ -81,6 +82,7 @@ impl_kind!(
 
 /// An attribute of a referenced resource.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[non_exhaustive]
 pub enum Attr {
     /// The resource's id (`vpc-...`, `subnet-...`, `sg-...`).
     Id,

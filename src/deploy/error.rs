@@ -4,6 +4,7 @@ use std::path::PathBuf;
 
 /// Why a deploy, diff or destroy stopped. Nothing after the failing step was started.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum DeployError {
     /// A file of the assembly (or the parameters file) could not be read.
     #[error("cannot read `{path}`: {source}")]

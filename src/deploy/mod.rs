@@ -48,9 +48,6 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::time::Duration;
 
-/// CloudFormation's limit for a template passed inline (`TemplateBody`), in bytes.
-pub const INLINE_TEMPLATE_LIMIT: usize = 51_200;
-
 /// What a deploy, diff or destroy does and how.
 #[derive(Clone, Debug)]
 pub struct DeployOptions {
@@ -64,7 +61,8 @@ pub struct DeployOptions {
     /// A bucket for templates over [`DeployOptions::inline_template_limit`]
     /// (`--template-bucket`).
     pub template_bucket: Option<String>,
-    /// Templates larger than this many bytes are uploaded (CloudFormation's limit unless a test
+    /// Templates larger than this many bytes are uploaded (CloudFormation's limit,
+    /// [`INLINE_TEMPLATE_BYTES`](crate::validate::limits::INLINE_TEMPLATE_BYTES), unless a test
     /// lowers it).
     pub inline_template_limit: usize,
     /// Run helm, kubectl and git for the Helm and Kubernetes stages instead of printing the
@@ -88,7 +86,7 @@ impl Default for DeployOptions {
             yes: false,
             parameters: BTreeMap::new(),
             template_bucket: None,
-            inline_template_limit: INLINE_TEMPLATE_LIMIT,
+            inline_template_limit: crate::validate::limits::INLINE_TEMPLATE_BYTES,
             run_external: false,
             from_stage: None,
             poll_interval: Duration::from_secs(5),

@@ -67,6 +67,7 @@ pub struct SynthOptions {
 
 /// One output format of the assembly.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[non_exhaustive]
 pub enum Format {
     /// CloudFormation templates, plus the files their stages deploy (Helm values, uploaded
     /// scripts).
@@ -413,7 +414,7 @@ fn synthesize_stack(
     let runbook = crate::runbook::render(stack, &Value::Object(manifest.clone())).map_err(|e| {
         let mut ds = Diagnostics::new();
         ds.report(
-            Code::InvalidStackName,
+            Code::RenderFailed,
             stack.name(),
             e.to_string(),
             "this is a bug in hyperforge; please report it with the stack description",

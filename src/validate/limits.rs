@@ -9,7 +9,8 @@
 use crate::diagnostics::{Code, Diagnostics};
 use serde_json::Value;
 
-/// Largest template body accepted inline.
+/// Largest template body accepted inline (`TemplateBody`), in bytes; the deploy path uploads
+/// larger templates to S3.
 pub const INLINE_TEMPLATE_BYTES: usize = 51_200;
 /// Largest template body accepted from S3.
 pub const S3_TEMPLATE_BYTES: usize = 1_000_000;

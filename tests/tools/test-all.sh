@@ -3,7 +3,8 @@
 #
 #   tests/tools/test-all.sh
 #
-# 1. formatting and clippy (fast failures);
+# 1. formatting and clippy (fast failures), and that the library builds without the CLI's
+#    dependencies (`cargo tree --no-default-features`);
 # 2. the external validators' virtualenv (tests/tools/install-validators.sh; a no-op
 #    when it is already up to date);
 # 3. a moto server on a free loopback port for deploy-path tests, exported as
@@ -23,6 +24,15 @@ export HYPERFORGE_VENV="${HYPERFORGE_VENV:-$repo_root/.venv-validators}"
 
 step "cargo fmt --all -- --check"
 cargo fmt --all -- --check
+
+step "the library without default features has no CLI dependencies (cargo tree)"
+# Only resolves the graph (no compilation): `clap`, `clap_complete` and `similar` belong to the
+# `cli` feature, so a library user with `default-features = false` does not build them.
+lib_deps="$(cargo tree -e normal --no-default-features -p hyperforge --prefix none)"
+if cli_deps="$(grep -E '^(clap[a-z_]*|similar) ' <<<"$lib_deps")"; then
+    die "the library depends on CLI crates without the \`cli\` feature:
+$cli_deps"
+fi
 
 step "cargo clippy --workspace --all-targets -- -D warnings"
 cargo clippy --workspace --all-targets -- -D warnings
