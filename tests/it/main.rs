@@ -6,6 +6,7 @@
 //! the `deploy` feature and runs one test at a time.
 
 mod common;
+mod fixtures;
 
 mod checkov_kubernetes;
 mod cli;
