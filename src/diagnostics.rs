@@ -241,8 +241,8 @@ impl Code {
     pub fn reference_markdown() -> String {
         let mut out = String::from(
             "# Diagnostic codes\n\n\
-             Generated from `Code::ALL` by `tests/diagnostics_doc.rs`; do not edit. Regenerate \
-             with `HYPERFORGE_BLESS=1 cargo test --test diagnostics_doc`.\n\n\
+             Generated from `Code::ALL` by `tests/it/diagnostics_doc.rs`; do not edit. Regenerate \
+             with `HYPERFORGE_BLESS=1 cargo test --test it diagnostics_doc::`.\n\n\
              Errors stop synthesis; warnings do not unless synthesis runs with \
              `SynthOptions { deny_warnings: true, .. }` (`hyperforge synth --deny-warnings`). Memory figures are GiB (2^30 bytes).\n\n\
              | code | severity | summary |\n|---|---|---|\n",

@@ -15,7 +15,7 @@ fn diagnostics_reference_is_up_to_date() {
     let actual = std::fs::read_to_string(&path).unwrap_or_default();
     assert!(
         actual == expected,
-        "docs/diagnostics.md is stale: run `HYPERFORGE_BLESS=1 cargo test --test diagnostics_doc`"
+        "docs/diagnostics.md is stale: run `HYPERFORGE_BLESS=1 cargo test --test it diagnostics_doc::`"
     );
     for code in Code::ALL {
         assert!(

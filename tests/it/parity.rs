@@ -5,10 +5,8 @@
 //! EKS settings and add-ons, HyperPod instance groups and capacity, parameters and variables
 //! (defaults and patterns), and outputs.
 
-mod common;
-
-use common::tf_schema::read_json;
-use common::{artifacts, synth_reference_apps};
+use crate::common::tf_schema::read_json;
+use crate::common::{artifacts, synth_reference_apps};
 use hyperforge::synth::terraform::snake;
 use serde_json::{Map, Value};
 use std::collections::{BTreeMap, BTreeSet};

@@ -1,8 +1,6 @@
 //! Plumbing shared by the integration tests that run external tools (validators,
-//! emulators) from the Python virtualenv made by `tests/tools/install-validators.sh`.
-//!
-//! Each test file that needs it says `mod common;`; not every file uses every helper.
-#![allow(dead_code)]
+//! emulators) from the Python virtualenv made by `tests/tools/install-validators.sh`, and
+//! that read synthesized assemblies back from disk.
 
 pub mod tf_schema;
 
@@ -65,10 +63,6 @@ pub struct ToolOutput {
 }
 
 impl ToolOutput {
-    pub fn code(&self) -> Option<i32> {
-        self.status.code()
-    }
-
     pub fn success(&self) -> bool {
         self.status.success()
     }
@@ -172,7 +166,6 @@ where
 #[derive(Debug, Clone)]
 pub struct Artifact {
     pub stack: String,
-    pub stage: String,
     pub format: String,
     /// Absolute path (the manifest's path joined to the assembly root).
     pub path: PathBuf,
@@ -223,12 +216,11 @@ pub fn artifacts(root: &Path) -> Vec<Artifact> {
                 let path = root.join(&rel);
                 assert!(
                     path.is_file(),
-                    "{}: artifact {rel} of stack {stack_name} does not exist",
+                    "{}: artifact {rel} of stage {stage_name} of stack {stack_name} does not exist",
                     manifest_path.display()
                 );
                 out.push(Artifact {
                     stack: stack_name.clone(),
-                    stage: stage_name.clone(),
                     format: field(artifact, "format", "artifact"),
                     path,
                 });

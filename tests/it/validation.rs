@@ -2,15 +2,12 @@
 //! capacity, regions and warnings-as-errors, each rule with a passing and a failing
 //! description, and a description with several faults reported in one run.
 
+use crate::fixtures::{add_hyperpod_stages, training_plan_group, TRAINING_PLAN};
 use hyperforge::app::Stack;
 use hyperforge::catalog::{AttentionKind, Experts, Model, Precision};
-use hyperforge::spec::{
-    Capacity, ClusterSecurityGroup, EksCluster, HelmRelease, HyperPodCluster, InferenceEndpoint,
-    InstanceGroup, LifecycleScripts, Network, VllmServer,
-};
+use hyperforge::spec::{Capacity, InferenceEndpoint, InstanceGroup, Network, VllmServer};
 use hyperforge::{App, Code, Diagnostics, SynthOptions};
 
-const PLAN: &str = "arn:aws:sagemaker:us-west-2:111122223333:training-plan/test-plan-p6-b300";
 const ENDPOINT: &str = "test/Model";
 const GROUP: &str = "test/HyperPod/gpu";
 
@@ -26,40 +23,17 @@ fn llama_70b() -> VllmServer {
     .served_model_name("llama-70b")
 }
 
-fn group() -> InstanceGroup {
-    InstanceGroup::new("gpu", "ml.p6-b300.48xlarge")
-        .capacity(Capacity::training_plan(PLAN, "usw2-az2"))
-}
-
 /// A HyperPod stack in `region` with instance group `group` and endpoints `endpoints` (id,
 /// server, instance type).
 fn app_with(region: &str, group: InstanceGroup, endpoints: Vec<(&str, VllmServer, &str)>) -> App {
     let mut stack = Stack::new("test", region);
-    let foundation = stack.cloudformation_stage("foundation");
     let zone = if region == "us-west-2" {
         "usw2-az2"
     } else {
         "use1-az2"
     };
-    let net = stack.add(foundation, Network::new("Network").hyperpod_subnet(zone));
-    let sg = stack.add(foundation, ClusterSecurityGroup::new("Sg", &net.vpc));
-    let eks = stack.add(
-        foundation,
-        EksCluster::new("Eks", "test")
-            .subnets(&net.private_subnets)
-            .security_group(&sg.group),
-    );
-    let lifecycle = stack.add(foundation, LifecycleScripts::new("Lifecycle"));
-    stack.upload_stage("scripts", lifecycle.upload());
-    stack.helm_stage("deps", HelmRelease::hyperpod_dependencies());
-    let cluster = stack.cloudformation_stage("cluster");
-    let mut hp = HyperPodCluster::new("HyperPod", "test", &eks.cluster, &lifecycle)
-        .security_group(&sg.group)
-        .instance_group(group);
-    if let Some(subnet) = &net.hyperpod_subnet {
-        hp = hp.subnet(subnet);
-    }
-    stack.add(cluster, hp);
+    let network = Network::new("Network").hyperpod_subnet(zone);
+    add_hyperpod_stages(&mut stack, network, "test", group);
     let inference = stack.kubernetes_stage("inference");
     for (id, server, instance) in endpoints {
         let name = id.to_lowercase();
@@ -72,7 +46,12 @@ fn app_with(region: &str, group: InstanceGroup, endpoints: Vec<(&str, VllmServer
 }
 
 fn serve(server: VllmServer, instance: &str) -> Diagnostics {
-    app_with("us-west-2", group(), vec![("Model", server, instance)]).validate()
+    app_with(
+        "us-west-2",
+        training_plan_group(),
+        vec![("Model", server, instance)],
+    )
+    .validate()
 }
 
 /// The number after `prefix` in the message of the first `code` diagnostic.
@@ -358,18 +337,18 @@ fn gpu_memory_utilization_is_a_fraction() {
 fn instance_count_may_not_exceed_the_reserved_count() {
     let ok = app_with(
         "us-west-2",
-        group()
+        training_plan_group()
             .count(2)
-            .capacity(Capacity::training_plan(PLAN, "usw2-az2").reserved_instances(2)),
+            .capacity(Capacity::training_plan(TRAINING_PLAN, "usw2-az2").reserved_instances(2)),
         vec![],
     )
     .validate();
     assert!(!ok.has_errors(), "{ok}");
     let ds = app_with(
         "us-west-2",
-        group()
+        training_plan_group()
             .count(3)
-            .capacity(Capacity::training_plan(PLAN, "usw2-az2").reserved_instances(2)),
+            .capacity(Capacity::training_plan(TRAINING_PLAN, "usw2-az2").reserved_instances(2)),
         vec![],
     )
     .validate();
@@ -381,7 +360,8 @@ fn reserved_counts_are_powers_of_two_up_to_64() {
     let with_reserved = |n| {
         app_with(
             "us-west-2",
-            group().capacity(Capacity::training_plan(PLAN, "usw2-az2").reserved_instances(n)),
+            training_plan_group()
+                .capacity(Capacity::training_plan(TRAINING_PLAN, "usw2-az2").reserved_instances(n)),
             vec![],
         )
         .validate()
@@ -412,7 +392,7 @@ fn p6_b300_hyperpod_only_in_us_east_1_and_us_west_2() {
     assert!(!east1
         .validate()
         .contains(Code::InstanceTypeNotInRegion, GROUP));
-    let west2 = app_with("us-west-2", group(), vec![]);
+    let west2 = app_with("us-west-2", training_plan_group(), vec![]);
     assert!(!west2
         .validate()
         .contains(Code::InstanceTypeNotInRegion, GROUP));
@@ -432,7 +412,7 @@ fn p6_b300_hyperpod_only_in_us_east_1_and_us_west_2() {
 fn warnings_stop_synthesis_only_when_denied() {
     let app = app_with(
         "us-west-2",
-        group(),
+        training_plan_group(),
         vec![("Model", k3(), "ml.p6-b300.48xlarge")],
     );
     let assembly = app.synth().unwrap_or_else(|d| panic!("{d}"));
@@ -458,7 +438,7 @@ fn warnings_stop_synthesis_only_when_denied() {
 fn every_model_level_fault_is_reported_in_one_run() {
     let group = InstanceGroup::new("gpu", "ml.p6-b300.48xlarge")
         .count(4)
-        .capacity(Capacity::training_plan(PLAN, "usw2-az1").reserved_instances(3));
+        .capacity(Capacity::training_plan(TRAINING_PLAN, "usw2-az1").reserved_instances(3));
     let app = app_with(
         "us-west-2",
         group,

@@ -78,7 +78,7 @@ fn schema_is_up_to_date() {
     let actual = std::fs::read_to_string(&path).unwrap_or_default();
     assert!(
         actual == expected,
-        "docs/stack-file.schema.json is stale: run `HYPERFORGE_BLESS=1 cargo test --test stackfile`"
+        "docs/stack-file.schema.json is stale: run `HYPERFORGE_BLESS=1 cargo test --test it stackfile::schema_is_up_to_date`"
     );
 }
 
@@ -507,8 +507,8 @@ proptest! {
     }
 }
 
-const EKS_FILE: &str = include_str!("../stacks/kimi-k3-eks.yaml");
-const HYPERPOD_FILE: &str = include_str!("../stacks/kimi-k3-hyperpod.yaml");
+const EKS_FILE: &str = include_str!("../../stacks/kimi-k3-eks.yaml");
+const HYPERPOD_FILE: &str = include_str!("../../stacks/kimi-k3-hyperpod.yaml");
 
 #[test]
 fn deep_nesting_does_not_overflow() {

@@ -7,11 +7,11 @@
 //! test; nothing here is skipped. The negative controls at the end run the same helpers
 //! on deliberately broken inputs, so a check that can no longer fail is noticed.
 
-mod common;
-
 use std::path::{Path, PathBuf};
 
-use common::{run, run_script, synth_reference_apps, tool, truncate, Synthesized, MAX_LINE};
+use crate::common::{
+    self, run, run_script, synth_reference_apps, tool, truncate, Synthesized, MAX_LINE,
+};
 use serde::Deserialize;
 
 /// Regions the reference apps target; cfn-lint checks instance types per region.

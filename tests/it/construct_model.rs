@@ -1,10 +1,11 @@
 //! The construct model end to end: logical ids and their collisions, references across stages,
 //! tags, raw overrides, and builder mistakes reported all at once with their paths.
 
+use crate::fixtures::{add_hyperpod_stages, training_plan_group, TRAINING_PLAN};
 use hyperforge::app::Stack;
 use hyperforge::spec::{
-    Capacity, ClusterSecurityGroup, EksCluster, HelmRelease, HyperPodCluster, InstanceGroup,
-    LifecycleScripts, Network,
+    Capacity, ClusterSecurityGroup, EksCluster, HyperPodCluster, InstanceGroup, LifecycleScripts,
+    Network,
 };
 use hyperforge::{App, Code};
 use serde_json::{json, Value};
@@ -24,42 +25,16 @@ fn hyperpod_stack(
     tweak: impl FnOnce(&mut Stack),
 ) -> App {
     let mut stack = Stack::new("test", "us-west-2").tag("team", "ml-platform");
-    let foundation = stack.cloudformation_stage("foundation");
-    let net = stack.add(foundation, network);
-    let sg = stack.add(foundation, ClusterSecurityGroup::new("Sg", &net.vpc));
-    let eks = stack.add(
-        foundation,
-        EksCluster::new("Eks", eks_name)
-            .subnets(&net.private_subnets)
-            .security_group(&sg.group),
-    );
-    let lifecycle = stack.add(foundation, LifecycleScripts::new("Lifecycle"));
-    stack.upload_stage("scripts", lifecycle.upload());
-    stack.helm_stage("deps", HelmRelease::hyperpod_dependencies());
-    let cluster = stack.cloudformation_stage("cluster");
-    let mut hp = HyperPodCluster::new("HyperPod", "test", &eks.cluster, &lifecycle)
-        .security_group(&sg.group)
-        .instance_group(group);
-    if let Some(subnet) = &net.hyperpod_subnet {
-        hp = hp.subnet(subnet);
-    }
-    stack.add(cluster, hp);
+    add_hyperpod_stages(&mut stack, network, eks_name, group);
     tweak(&mut stack);
     App::new().tag("owner", "platform").stack(stack)
-}
-
-fn good_group() -> InstanceGroup {
-    InstanceGroup::new("gpu", "ml.p6-b300.48xlarge").capacity(Capacity::training_plan(
-        "arn:aws:sagemaker:us-west-2:111122223333:training-plan/test-plan-p6-b300",
-        "usw2-az2",
-    ))
 }
 
 fn good() -> App {
     hyperpod_stack(
         Network::new("Network").hyperpod_subnet("usw2-az2"),
         "test",
-        good_group(),
+        training_plan_group(),
         |_| {},
     )
 }
@@ -188,7 +163,7 @@ fn raw_overrides_change_the_emitted_resource() {
     let app = hyperpod_stack(
         Network::new("Network").hyperpod_subnet("usw2-az2"),
         "test",
-        good_group(),
+        training_plan_group(),
         |s| {
             s.override_property("Network/Vpc", "EnableDnsHostnames", json!(false));
             s.override_property(
@@ -218,7 +193,7 @@ fn an_override_of_an_unknown_resource_is_an_error() {
     let app = hyperpod_stack(
         Network::new("Network").hyperpod_subnet("usw2-az2"),
         "test",
-        good_group(),
+        training_plan_group(),
         |s| {
             s.override_property("Network/Vcp", "EnableDnsHostnames", json!(false));
         },
@@ -279,7 +254,7 @@ fn hyperpod_needs_its_dependencies_chart_and_scripts_first() {
         HyperPodCluster::new("HyperPod", "x", &eks.cluster, &lc)
             .subnet(net.hyperpod_subnet.as_ref().unwrap())
             .security_group(&sg.group)
-            .instance_group(good_group()),
+            .instance_group(training_plan_group()),
     );
     let err = App::new().stack(stack).synth().unwrap_err();
     assert!(
@@ -294,10 +269,8 @@ fn hyperpod_needs_its_dependencies_chart_and_scripts_first() {
 
 #[test]
 fn training_plan_zone_must_match_the_subnet_zone() {
-    let group = InstanceGroup::new("gpu", "ml.p6-b300.48xlarge").capacity(Capacity::training_plan(
-        "arn:aws:sagemaker:us-west-2:111122223333:training-plan/test-plan-p6-b300",
-        "usw2-az1",
-    ));
+    let group = InstanceGroup::new("gpu", "ml.p6-b300.48xlarge")
+        .capacity(Capacity::training_plan(TRAINING_PLAN, "usw2-az1"));
     let app = hyperpod_stack(
         Network::new("Network").hyperpod_subnet("usw2-az2"),
         "test",

@@ -21,7 +21,7 @@ fn reference_artifacts_match_snapshots() {
             };
             expected.insert(format!("{name}.snap"));
             insta::with_settings!({
-                snapshot_path => "../snapshots",
+                snapshot_path => "../../snapshots",
                 prepend_module_to_snapshot => false,
                 omit_expression => true,
                 description => format!("artifact {path}"),

@@ -1,9 +1,7 @@
 //! checkov's Kubernetes policies on every synthesized manifest: no failed check without a
 //! suppression annotation that states its reason.
 
-mod common;
-
-use common::*;
+use crate::common::*;
 
 #[test]
 fn kubernetes_manifests_pass_checkov() {

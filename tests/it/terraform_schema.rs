@@ -3,10 +3,8 @@
 //! 3.1.1): no unknown argument or block, no missing required one, no wrong type. A broken
 //! document proves the checker catches each kind of mistake.
 
-mod common;
-
-use common::synth_reference_apps;
-use common::tf_schema::{read_json, Schema};
+use crate::common::synth_reference_apps;
+use crate::common::tf_schema::{read_json, Schema};
 use serde_json::json;
 
 #[test]

@@ -1,0 +1,49 @@
+//! Small stacks shared by the builder-level tests (`construct_model`, `validation`).
+
+use hyperforge::app::Stack;
+use hyperforge::spec::{
+    Capacity, ClusterSecurityGroup, EksCluster, HelmRelease, HyperPodCluster, InstanceGroup,
+    LifecycleScripts, Network,
+};
+
+/// A training plan for p6-b300 in us-west-2 (zone `usw2-az2`).
+pub const TRAINING_PLAN: &str =
+    "arn:aws:sagemaker:us-west-2:111122223333:training-plan/test-plan-p6-b300";
+
+/// One p6-b300 instance group on [`TRAINING_PLAN`] in `usw2-az2`.
+pub fn training_plan_group() -> InstanceGroup {
+    InstanceGroup::new("gpu", "ml.p6-b300.48xlarge")
+        .capacity(Capacity::training_plan(TRAINING_PLAN, "usw2-az2"))
+}
+
+/// The stages of a small but complete HyperPod stack: `foundation` (`network`, security group
+/// `Sg`, EKS cluster `Eks` named `eks_name`, lifecycle scripts), the scripts upload, the
+/// HyperPod dependencies chart, and `cluster` (HyperPod cluster `test` with `group`, in the
+/// network's HyperPod subnet when it has one).
+pub fn add_hyperpod_stages(
+    stack: &mut Stack,
+    network: Network,
+    eks_name: &str,
+    group: InstanceGroup,
+) {
+    let foundation = stack.cloudformation_stage("foundation");
+    let net = stack.add(foundation, network);
+    let sg = stack.add(foundation, ClusterSecurityGroup::new("Sg", &net.vpc));
+    let eks = stack.add(
+        foundation,
+        EksCluster::new("Eks", eks_name)
+            .subnets(&net.private_subnets)
+            .security_group(&sg.group),
+    );
+    let lifecycle = stack.add(foundation, LifecycleScripts::new("Lifecycle"));
+    stack.upload_stage("scripts", lifecycle.upload());
+    stack.helm_stage("deps", HelmRelease::hyperpod_dependencies());
+    let cluster = stack.cloudformation_stage("cluster");
+    let mut hp = HyperPodCluster::new("HyperPod", "test", &eks.cluster, &lifecycle)
+        .security_group(&sg.group)
+        .instance_group(group);
+    if let Some(subnet) = &net.hyperpod_subnet {
+        hp = hp.subnet(subnet);
+    }
+    stack.add(cluster, hp);
+}

@@ -1,0 +1,24 @@
+//! The integration tests, one module per area, built as one test crate so the library is
+//! linked once. Run them with `cargo test --test it`, one area with `cargo test --test it
+//! <module>::` (for example `cargo test --test it cli::`).
+//!
+//! The deploy path against moto is a separate test crate (`tests/deploy_moto.rs`): it needs
+//! the `deploy` feature and runs one test at a time.
+
+mod common;
+mod fixtures;
+
+mod checkov_kubernetes;
+mod cli;
+mod construct_model;
+mod crd_inference_endpoint_config;
+mod diagnostics_doc;
+mod eks_path;
+mod external_validators;
+mod layers;
+mod parity;
+mod runbook;
+mod snapshots;
+mod stackfile;
+mod terraform_schema;
+mod validation;
