@@ -83,6 +83,7 @@ pub mod cost;
 pub mod deploy;
 pub mod diagnostics;
 pub mod reference;
+pub mod resources;
 pub mod runbook;
 pub mod stackfile;
 pub mod synth;

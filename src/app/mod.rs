@@ -5,6 +5,7 @@
 
 pub mod refs;
 pub mod stage;
+pub mod text;
 
 use crate::diagnostics::{Code, Diagnostics};
 use serde_json::Value;

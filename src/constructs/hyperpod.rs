@@ -2,13 +2,13 @@
 //! `NodeRecovery: Automatic`, and instance groups whose capacity is a typed choice: a Flexible
 //! Training Plan (ARN and availability zone id) or on-demand.
 
-use super::iam::{PolicyDocument, Statement};
 use super::lifecycle::LifecycleScriptsHandle;
-use super::text::{Pseudo, Text};
 use super::{CapacityClaim, CapacitySource, Construct, Context, Facts, Launcher};
+use crate::app::text::{Pseudo, Text};
 use crate::app::{kind, AttrRef, Ref, Stack, StageKind};
 use crate::catalog::{self, regions::AzId};
 use crate::diagnostics::{Code, Diagnostics};
+use crate::resources::iam::{PolicyDocument, Statement};
 use std::collections::{BTreeMap, BTreeSet};
 
 /// What HyperPod does when a node fails its health checks.

@@ -6,10 +6,10 @@
 
 use super::eks::EksClusterHandle;
 use super::hyperpod::HyperPodHandle;
-use super::iam::{PolicyDocument, Statement};
-use super::text::{Pseudo, Text};
 use super::Construct;
+use crate::app::text::{Pseudo, Text};
 use crate::app::{kind, AttrRef, Ref};
+use crate::resources::iam::{PolicyDocument, Statement};
 
 /// Namespace of the operator's service accounts.
 pub const OPERATOR_NAMESPACE: &str = "hyperpod-inference-system";

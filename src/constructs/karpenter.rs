@@ -308,8 +308,8 @@ pub fn controller_policy(
     cluster_arn: AttrRef,
     node_role_arn: AttrRef,
 ) -> super::iam::PolicyDocument {
-    use super::iam::{PolicyDocument, Statement};
-    use super::text::Text;
+    use crate::app::text::Text;
+    use crate::resources::iam::{PolicyDocument, Statement};
     let arn = |resource: &str| Text::arn("ec2", true, true, Text::lit(resource));
     let public = |resource: &str| Text::arn("ec2", true, false, Text::lit(resource));
     let owned = format!("aws:ResourceTag/kubernetes.io/cluster/{cluster_name}");

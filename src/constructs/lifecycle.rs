@@ -5,6 +5,7 @@
 use super::helm::{Upload, UploadFile};
 use super::Construct;
 use crate::app::{kind, Ref};
+use crate::resources::{Bucket, Scope, StackOutput};
 
 /// The default `on_create.sh`: moves containerd and kubelet data to the EBS volume.
 pub const DEFAULT_ON_CREATE: &str = include_str!("assets/on_create.sh");
@@ -89,5 +90,23 @@ impl Construct for LifecycleScripts {
             on_create: self.on_create.clone(),
             files: self.files.clone(),
         }
+    }
+
+    fn expand(&self, scope: &mut Scope<'_>) -> bool {
+        scope.add(
+            "Bucket",
+            Bucket {
+                no_access_log_reason: "Holds only the generated HyperPod lifecycle scripts, which are also in the synthesized assembly; object-level access is recorded by CloudTrail data events where enabled",
+            },
+        );
+        let bucket = self.handle(scope.stack().name()).bucket.name();
+        scope.add(
+            "BucketNameOutput",
+            StackOutput {
+                description: "Bucket receiving the HyperPod lifecycle scripts".to_owned(),
+                value: bucket,
+            },
+        );
+        true
     }
 }

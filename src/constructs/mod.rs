@@ -10,18 +10,20 @@
 //! served, clusters created) instead of matching on construct types.
 
 pub mod cidr;
+/// Text with references, now part of the core model ([`crate::app::text`]).
+pub use crate::app::text;
+/// IAM policy documents, now part of the resource layer ([`crate::resources::iam`]).
+pub use crate::resources::iam;
 pub mod controllers;
 pub mod eks;
 pub mod helm;
 pub mod hyperpod;
-pub mod iam;
 pub mod inference_operator;
 pub mod karpenter;
 pub mod lifecycle;
 pub mod network;
 pub mod nodes;
 pub mod security_group;
-pub mod text;
 pub mod vllm;
 
 pub use cidr::Ipv4Cidr;
@@ -48,6 +50,7 @@ pub use vllm::{
 
 use crate::app::{AnyConstruct, AttrRef, Node, Stack, StageId};
 use crate::diagnostics::Diagnostics;
+use crate::resources::{ResourceGraph, Scope};
 use std::any::Any;
 use std::fmt;
 
@@ -81,6 +84,24 @@ pub trait Construct: sealed::Registered + Clone + fmt::Debug + 'static {
     fn facts(&self, _cx: &Context<'_>) -> Facts<'_> {
         Facts::default()
     }
+    /// Adds the construct's resources to `scope`, in the order they are emitted. Returns
+    /// `false` for a construct whose CloudFormation and Terraform are still written by each
+    /// backend directly (`synth::*::lower`), which the graph then leaves out.
+    fn expand(&self, _scope: &mut Scope<'_>) -> bool {
+        false
+    }
+}
+
+/// Expands every construct of `stack` into the resource layer, once.
+pub fn expand(stack: &Stack) -> ResourceGraph {
+    let mut graph = ResourceGraph::default();
+    for (index, node) in stack.nodes().iter().enumerate() {
+        let Some(construct) = ConstructRef::of(node.construct.as_ref()) else {
+            continue;
+        };
+        graph.expand_node(stack, index, |scope| construct.expand(scope));
+    }
+    graph
 }
 
 /// Where a construct sits while it is checked or described: its stack and display path.
@@ -261,6 +282,11 @@ macro_rules! constructs {
             /// The construct's facts.
             pub fn facts(self, cx: &Context<'_>) -> Facts<'a> {
                 match self { $( ConstructRef::$variant(c) => Construct::facts(c, cx), )* }
+            }
+
+            /// Expands the construct into `scope`.
+            pub fn expand(self, scope: &mut Scope<'_>) -> bool {
+                match self { $( ConstructRef::$variant(c) => Construct::expand(c, scope), )* }
             }
         }
 

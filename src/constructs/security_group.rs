@@ -4,6 +4,9 @@
 
 use super::Construct;
 use crate::app::{kind, AttrRef, Ref};
+use crate::resources::{
+    CidrEgress, Direction, Peer, Protocol, Scope, SecurityGroup, SecurityGroupRule,
+};
 
 /// The cluster security group builder.
 #[derive(Clone, Debug)]
@@ -67,5 +70,62 @@ impl Construct for ClusterSecurityGroup {
 
     fn references(&self) -> Vec<AttrRef> {
         ClusterSecurityGroup::references(self)
+    }
+
+    fn expand(&self, scope: &mut Scope<'_>) -> bool {
+        let stack_name = scope.stack().name().to_owned();
+        let group = self.handle(&stack_name).group.id();
+        scope.add(
+            "Group",
+            SecurityGroup {
+                description: format!("{stack_name} cluster: EKS control plane and HyperPod nodes; all traffic within the group, no ingress from outside"),
+                vpc: self.vpc.id(),
+                name_tag: format!("{stack_name}-cluster"),
+                egress: vec![CidrEgress {
+                    id: "InternetEgress".to_owned(),
+                    cidr: "0.0.0.0/0".to_owned(),
+                    protocol: Protocol("-1".to_owned()),
+                    description: "Nodes reach AWS APIs, container registries and model hubs through NAT".to_owned(),
+                }],
+            },
+        );
+        let within = "All traffic between cluster members (EFA needs every protocol)";
+        for (id, direction) in [
+            ("SelfIngress", Direction::Ingress),
+            ("SelfEgress", Direction::Egress),
+        ] {
+            scope.add(
+                id,
+                SecurityGroupRule {
+                    direction,
+                    group: group.clone(),
+                    protocol: Protocol("-1".to_owned()),
+                    ports: None,
+                    peer: Peer::Group(group.clone()),
+                    description: within.to_owned(),
+                },
+            );
+        }
+        if self.fsx_lustre_ports {
+            for (id, from, to) in [
+                ("FsxLustreIngress988", 988, 988),
+                ("FsxLustreIngress1018", 1018, 1023),
+            ] {
+                scope.add(
+                    id,
+                    SecurityGroupRule {
+                        direction: Direction::Ingress,
+                        group: group.clone(),
+                        protocol: Protocol("tcp".to_owned()),
+                        ports: Some((from, to)),
+                        peer: Peer::Group(group.clone()),
+                        description: format!(
+                            "FSx for Lustre, ports {from}-{to}, from cluster members"
+                        ),
+                    },
+                );
+            }
+        }
+        true
     }
 }

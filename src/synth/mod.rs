@@ -250,7 +250,13 @@ fn synthesize_stack(
     ds: &mut Diagnostics,
 ) -> Result<Value, Diagnostics> {
     let tags = stack.effective_tags(app.tags());
-    let mut templates = cloudformation::templates(stack, &tags)?;
+    let graph = crate::constructs::expand(stack);
+    let mut problems = Diagnostics::new();
+    graph.check_references(stack, &mut problems);
+    if problems.has_errors() {
+        return Err(problems);
+    }
+    let mut templates = cloudformation::templates(stack, &graph, &tags)?;
     let mut stages = Vec::new();
     for (index, stage) in stack.stages().iter().enumerate() {
         let id = StageId::from_index(index);
@@ -390,7 +396,7 @@ fn synthesize_stack(
     manifest.insert("region".into(), json!(stack.region()));
     manifest.insert("eks_cluster".into(), json!(eks));
     manifest.insert("stages".into(), Value::Array(stages));
-    let module = terraform::root_module(stack, &tags, |index| {
+    let module = terraform::root_module(stack, &graph, &tags, |index| {
         let Some(stage) = stack.stages().get(index) else {
             return String::new();
         };

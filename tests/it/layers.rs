@@ -9,6 +9,7 @@ const LAYERS: &[&str] = &[
     "diagnostics",
     "catalog",
     "app",
+    "resources",
     "constructs",
     "validate",
     "cost",

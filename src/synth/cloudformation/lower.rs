@@ -15,8 +15,7 @@ use crate::constructs::network::NatGateways;
 use crate::constructs::nodes::{ManagedNodeGroup, NodeCapacity};
 use crate::constructs::text::{Pseudo, Text};
 use crate::constructs::{
-    ClusterSecurityGroup, ConstructRef, EksCluster, EndpointAccess, HyperPodCluster,
-    InferenceOperator, LifecycleScripts, Network,
+    ConstructRef, EksCluster, EndpointAccess, HyperPodCluster, InferenceOperator, Network,
 };
 
 type Cx<'a, 'b> = &'a mut StackTemplates<'b>;
@@ -38,10 +37,10 @@ fn managed_policy(name: &str) -> Val<String> {
 /// Lowers one construct placed in `stage`.
 pub(crate) fn lower(cx: Cx, stage: StageId, id: &str, construct: ConstructRef<'_>) {
     match construct {
+        // Expanded into the resource layer (`crate::resources`) and lowered from there.
+        ConstructRef::SecurityGroup(_) | ConstructRef::Lifecycle(_) => {}
         ConstructRef::Network(c) => network(cx, stage, id, c),
-        ConstructRef::SecurityGroup(c) => security_group(cx, stage, id, c),
         ConstructRef::Eks(c) => eks(cx, stage, id, c),
-        ConstructRef::Lifecycle(c) => lifecycle(cx, stage, id, c),
         ConstructRef::HyperPod(c) => hyperpod(cx, stage, id, c),
         ConstructRef::InferenceOperator(c) => inference_operator(cx, stage, id, c),
         ConstructRef::NodeGroup(c) => node_group(cx, stage, id, c),
@@ -54,7 +53,7 @@ pub(crate) fn lower(cx: Cx, stage: StageId, id: &str, construct: ConstructRef<'_
     }
 }
 
-fn name_tag<T: From<(Val<String>, Val<String>)>>(value: impl Into<String>) -> Vec<T> {
+pub(super) fn name_tag<T: From<(Val<String>, Val<String>)>>(value: impl Into<String>) -> Vec<T> {
     vec![T::from((s("Name"), Val::Lit(value.into())))]
 }
 
@@ -75,7 +74,7 @@ tag_from!(
     ec2_security_group
 );
 
-fn bucket(cx: Cx, stage: StageId, path: &str, purpose: &'static str) {
+pub(super) fn bucket(cx: Cx, stage: StageId, path: &str, purpose: &'static str) {
     let b = s3_bucket::Bucket {
         bucket_encryption: Some(s3_bucket::BucketEncryption {
             server_side_encryption_configuration: vec![s3_bucket::ServerSideEncryptionRule {
@@ -474,79 +473,6 @@ fn flow_logs(cx: Cx, stage: StageId, id: &str, vpc_id: &str, retention_days: u32
     );
 }
 
-fn security_group(cx: Cx, stage: StageId, id: &str, g: &ClusterSecurityGroup) {
-    let p = |child: &str| format!("{id}/{child}");
-    let vpc = cx.attr(stage, &g.vpc().id());
-    let stack_name = cx.stack.name().to_owned();
-    let group = cx.add(
-        stage,
-        &p("Group"),
-        &ec2_security_group::SecurityGroup {
-            group_description: s(format!(
-                "{stack_name} cluster: EKS control plane and HyperPod nodes; all traffic within the group, no ingress from outside"
-            )),
-            vpc_id: Some(e(vpc)),
-            security_group_egress: Some(vec![ec2_security_group::Egress {
-                cidr_ip: Some(s("0.0.0.0/0")),
-                ip_protocol: s("-1"),
-                description: Some(s("Nodes reach AWS APIs, container registries and model hubs through NAT")),
-                ..Default::default()
-            }]),
-            tags: Some(name_tag(format!("{stack_name}-cluster"))),
-            ..Default::default()
-        },
-    );
-    let group_id = || e::<String>(Expr::get_att(&group, "GroupId"));
-    cx.add(
-        stage,
-        &p("SelfIngress"),
-        &ec2_security_group_ingress::SecurityGroupIngress {
-            group_id: Some(group_id()),
-            ip_protocol: s("-1"),
-            source_security_group_id: Some(group_id()),
-            description: Some(s(
-                "All traffic between cluster members (EFA needs every protocol)",
-            )),
-            ..Default::default()
-        },
-    );
-    cx.add(
-        stage,
-        &p("SelfEgress"),
-        &ec2_security_group_egress::SecurityGroupEgress {
-            group_id: group_id(),
-            ip_protocol: s("-1"),
-            destination_security_group_id: Some(group_id()),
-            description: Some(s(
-                "All traffic between cluster members (EFA needs every protocol)",
-            )),
-            ..Default::default()
-        },
-    );
-    if g.fsx_lustre_ports() {
-        for (child, from, to) in [
-            ("FsxLustreIngress988", 988, 988),
-            ("FsxLustreIngress1018", 1018, 1023),
-        ] {
-            cx.add(
-                stage,
-                &p(child),
-                &ec2_security_group_ingress::SecurityGroupIngress {
-                    group_id: Some(group_id()),
-                    ip_protocol: s("tcp"),
-                    from_port: Some(from.into()),
-                    to_port: Some(to.into()),
-                    source_security_group_id: Some(group_id()),
-                    description: Some(s(format!(
-                        "FSx for Lustre, ports {from}-{to}, from cluster members"
-                    ))),
-                    ..Default::default()
-                },
-            );
-        }
-    }
-}
-
 const EKS_LOG_TYPES: &[&str] = &[
     "api",
     "audit",
@@ -682,23 +608,6 @@ fn eks(cx: Cx, stage: StageId, id: &str, c: &EksCluster) {
         &format!("{}Name", logical_id(&p("Cluster"))),
         "EKS cluster name (aws eks update-kubeconfig --name)",
         Expr::reference(&cluster),
-    );
-}
-
-fn lifecycle(cx: Cx, stage: StageId, id: &str, _l: &LifecycleScripts) {
-    let path = format!("{id}/Bucket");
-    bucket(
-        cx,
-        stage,
-        &path,
-        "Holds only the generated HyperPod lifecycle scripts, which are also in the synthesized assembly; object-level access is recorded by CloudTrail data events where enabled",
-    );
-    let name = Expr::reference(logical_id(&path));
-    cx.output(
-        stage,
-        &format!("{}Name", logical_id(&path)),
-        "Bucket receiving the HyperPod lifecycle scripts",
-        name,
     );
 }
 

@@ -16,8 +16,8 @@ use crate::constructs::inference_operator::OPERATOR_NAMESPACE;
 use crate::constructs::network::NatGateways;
 use crate::constructs::text::{Pseudo, Text};
 use crate::constructs::{
-    ChartSource, ClusterSecurityGroup, ConstructRef, EksCluster, EndpointAccess, HelmRelease,
-    HyperPodCluster, InferenceOperator, LifecycleScripts, Network, Upload,
+    ChartSource, ConstructRef, EksCluster, EndpointAccess, HelmRelease, HyperPodCluster,
+    InferenceOperator, Network, Upload,
 };
 use serde_json::{json, Map, Value};
 
@@ -26,10 +26,10 @@ type Cx<'a, 'b> = &'a mut RootModule<'b>;
 /// Lowers one construct placed in a CloudFormation stage.
 pub(crate) fn lower(cx: Cx, stage: StageId, id: &str, construct: ConstructRef<'_>) {
     match construct {
+        // Expanded into the resource layer (`crate::resources`) and lowered from there.
+        ConstructRef::SecurityGroup(_) | ConstructRef::Lifecycle(_) => {}
         ConstructRef::Network(c) => network(cx, id, c),
-        ConstructRef::SecurityGroup(c) => security_group(cx, id, c),
         ConstructRef::Eks(c) => eks(cx, id, c),
-        ConstructRef::Lifecycle(c) => lifecycle(cx, id, c),
         ConstructRef::HyperPod(c) => hyperpod(cx, stage, id, c),
         ConstructRef::InferenceOperator(c) => inference_operator(cx, id, c),
         ConstructRef::NodeGroup(c) => node_group(cx, stage, id, c),
@@ -43,7 +43,7 @@ pub(crate) fn lower(cx: Cx, stage: StageId, id: &str, construct: ConstructRef<'_
     }
 }
 
-fn name_tag(value: String) -> Value {
+pub(super) fn name_tag(value: String) -> Value {
     json!({ "Name": value })
 }
 
@@ -107,7 +107,7 @@ fn role(cx: Cx, spec: RoleSpec) -> (Addr, Vec<String>) {
 
 /// A bucket as CloudFormation's `bucket` builds it: KMS-encrypted, versioned, owner-enforced,
 /// public access blocked, TLS-only policy.
-fn bucket(cx: Cx, path: &str) -> Addr {
+pub(super) fn bucket(cx: Cx, path: &str) -> Addr {
     let b = cx.add("aws_s3_bucket", path, json!({}));
     let base = b.name.clone();
     cx.add_named(
@@ -436,73 +436,6 @@ fn flow_logs(cx: Cx, id: &str, vpc: &Addr, retention_days: u32) {
     cx.depends_on(&flow_log, &role_policies);
 }
 
-fn security_group(cx: Cx, id: &str, g: &ClusterSecurityGroup) {
-    let p = |child: &str| format!("{id}/{child}");
-    let stack_name = cx.stack.name().to_owned();
-    let vpc = cx.attr(&g.vpc().id());
-    let group = cx.add(
-        "aws_security_group",
-        &p("Group"),
-        json!({
-            "description": format!("{stack_name} cluster: EKS control plane and HyperPod nodes; all traffic within the group, no ingress from outside"),
-            "vpc_id": vpc,
-            "tags": name_tag(format!("{stack_name}-cluster")),
-        }),
-    );
-    // The group's inline egress rule in CloudFormation. Terraform removes the default
-    // allow-all egress rule of a new group, so the rule is stated.
-    cx.add(
-        "aws_vpc_security_group_egress_rule",
-        &p("InternetEgress"),
-        json!({
-            "security_group_id": group.interp("id"),
-            "ip_protocol": "-1",
-            "cidr_ipv4": "0.0.0.0/0",
-            "description": "Nodes reach AWS APIs, container registries and model hubs through NAT",
-        }),
-    );
-    let within = "All traffic between cluster members (EFA needs every protocol)";
-    cx.add(
-        "aws_vpc_security_group_ingress_rule",
-        &p("SelfIngress"),
-        json!({
-            "security_group_id": group.interp("id"),
-            "ip_protocol": "-1",
-            "referenced_security_group_id": group.interp("id"),
-            "description": within,
-        }),
-    );
-    cx.add(
-        "aws_vpc_security_group_egress_rule",
-        &p("SelfEgress"),
-        json!({
-            "security_group_id": group.interp("id"),
-            "ip_protocol": "-1",
-            "referenced_security_group_id": group.interp("id"),
-            "description": within,
-        }),
-    );
-    if g.fsx_lustre_ports() {
-        for (child, from, to) in [
-            ("FsxLustreIngress988", 988, 988),
-            ("FsxLustreIngress1018", 1018, 1023),
-        ] {
-            cx.add(
-                "aws_vpc_security_group_ingress_rule",
-                &p(child),
-                json!({
-                    "security_group_id": group.interp("id"),
-                    "ip_protocol": "tcp",
-                    "from_port": from,
-                    "to_port": to,
-                    "referenced_security_group_id": group.interp("id"),
-                    "description": format!("FSx for Lustre, ports {from}-{to}, from cluster members"),
-                }),
-            );
-        }
-    }
-}
-
 const EKS_LOG_TYPES: &[&str] = &[
     "api",
     "audit",
@@ -631,16 +564,6 @@ fn eks(cx: Cx, id: &str, c: &EksCluster) {
         &snake(&format!("{}Name", logical_id(&p("Cluster")))),
         "EKS cluster name (aws eks update-kubeconfig --name)",
         json!(cluster.interp("name")),
-    );
-}
-
-fn lifecycle(cx: Cx, id: &str, _l: &LifecycleScripts) {
-    let path = format!("{id}/Bucket");
-    let b = bucket(cx, &path);
-    cx.output(
-        &snake(&format!("{}Name", logical_id(&path))),
-        "Bucket receiving the HyperPod lifecycle scripts",
-        json!(b.interp("bucket")),
     );
 }
 

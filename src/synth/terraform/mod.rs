@@ -14,6 +14,7 @@
 
 mod lower;
 mod module;
+mod resources;
 
 pub use module::{
     escape_template, snake, AWSCC_PROVIDER, AWS_PROVIDER, HELM_PROVIDER, REQUIRED_VERSION,
@@ -22,6 +23,7 @@ pub use module::{
 use crate::app::{Stack, StageId, StageKind, Tags};
 use crate::constructs::ConstructRef;
 use crate::diagnostics::Diagnostics;
+use crate::resources::ResourceGraph;
 use serde_json::{json, Value};
 
 /// The files of the root module of `stack` (name and content), none when the stack has no
@@ -31,6 +33,7 @@ use serde_json::{json, Value};
 /// through `${path.module}/../`.
 pub fn root_module(
     stack: &Stack,
+    graph: &ResourceGraph,
     tags: &Tags,
     stage_file: impl Fn(usize) -> String,
 ) -> Result<Vec<(&'static str, Value)>, Diagnostics> {
@@ -46,8 +49,15 @@ pub fn root_module(
         let id = StageId::from_index(index);
         match &stage.kind {
             StageKind::CloudFormation => {
-                for node in stack.nodes_in(id) {
-                    if let Some(construct) = ConstructRef::of(node.construct.as_ref()) {
+                for (index, node) in stack.nodes().iter().enumerate() {
+                    if node.stage != id {
+                        continue;
+                    }
+                    if let Some(expanded) = graph.of_node(index) {
+                        for r in expanded {
+                            resources::lower(&mut cx, r);
+                        }
+                    } else if let Some(construct) = ConstructRef::of(node.construct.as_ref()) {
                         lower::lower(&mut cx, id, &node.id, construct);
                     }
                 }

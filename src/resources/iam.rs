@@ -1,7 +1,7 @@
 //! Format-neutral IAM policy documents: statements whose principals, resources and condition
 //! keys may refer to resources of the stack.
 
-use super::text::Text;
+use crate::app::text::Text;
 use crate::app::AttrRef;
 
 /// A policy document (`Version: 2012-10-17`).
@@ -383,9 +383,9 @@ pub fn account_key_policy(extra: Option<Statement>) -> PolicyDocument {
             .principal(
                 PrincipalKind::Aws,
                 Text::lit("arn:")
-                    .push_pseudo(super::text::Pseudo::Partition)
+                    .push_pseudo(crate::app::text::Pseudo::Partition)
                     .push_lit(":iam::")
-                    .push_pseudo(super::text::Pseudo::AccountId)
+                    .push_pseudo(crate::app::text::Pseudo::AccountId)
                     .push_lit(":root"),
             )
             .resource("*"),

@@ -1,0 +1,141 @@
+//! The resource kinds: one type per kind of thing hyperforge deploys, holding its facts, and
+//! [`ResourceKind`], the closed set the backends match exhaustively. Adding a kind adds a
+//! variant here and one arm in each backend (the compiler lists them).
+
+use super::refs_of;
+use crate::app::{AttrRef, Kind};
+
+/// Every kind of resource, as stored in a [`ResourceGraph`](super::ResourceGraph).
+#[derive(Clone, Debug, PartialEq)]
+#[non_exhaustive]
+pub enum ResourceKind {
+    /// See [`SecurityGroup`].
+    SecurityGroup(SecurityGroup),
+    /// See [`SecurityGroupRule`].
+    SecurityGroupRule(SecurityGroupRule),
+    /// See [`Bucket`].
+    Bucket(Bucket),
+    /// See [`StackOutput`].
+    StackOutput(StackOutput),
+}
+
+impl ResourceKind {
+    /// The kind a typed handle to this resource carries (`None`: handles never point here).
+    pub fn ref_kind(&self) -> Option<Kind> {
+        match self {
+            ResourceKind::SecurityGroup(_) => Some(Kind::SecurityGroup),
+            ResourceKind::Bucket(_) => Some(Kind::Bucket),
+            ResourceKind::SecurityGroupRule(_) | ResourceKind::StackOutput(_) => None,
+        }
+    }
+
+    /// Every reference the resource makes.
+    pub fn references(&self) -> Vec<&AttrRef> {
+        let mut out = Vec::new();
+        match self {
+            ResourceKind::SecurityGroup(g) => refs_of(&mut out, &g.vpc),
+            ResourceKind::SecurityGroupRule(r) => {
+                refs_of(&mut out, &r.group);
+                let Peer::Group(g) = &r.peer;
+                refs_of(&mut out, g);
+            }
+            ResourceKind::Bucket(_) => {}
+            ResourceKind::StackOutput(o) => refs_of(&mut out, &o.value),
+        }
+        out
+    }
+}
+
+macro_rules! into_kind {
+    ($($variant:ident),*) => {
+        $( impl From<$variant> for ResourceKind {
+            fn from(r: $variant) -> Self { ResourceKind::$variant(r) }
+        } )*
+    };
+}
+into_kind!(SecurityGroup, SecurityGroupRule, Bucket, StackOutput);
+
+/// An IP protocol of a security group rule (`-1` is every protocol).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Protocol(pub String);
+
+/// A security group. Egress rules listed here belong to the group's own definition; rules
+/// between groups are [`SecurityGroupRule`]s.
+#[derive(Clone, Debug, PartialEq)]
+pub struct SecurityGroup {
+    /// The group's description.
+    pub description: String,
+    /// Its VPC.
+    pub vpc: AttrRef,
+    /// The `Name` tag.
+    pub name_tag: String,
+    /// Egress to CIDR blocks, each with a child id (Terraform states each as a resource of its
+    /// own, named `<construct>/<id>`).
+    pub egress: Vec<CidrEgress>,
+}
+
+/// Egress from a group to a CIDR block.
+#[derive(Clone, Debug, PartialEq)]
+pub struct CidrEgress {
+    /// The rule's child id (`InternetEgress`).
+    pub id: String,
+    /// The destination block.
+    pub cidr: String,
+    /// The protocol.
+    pub protocol: Protocol,
+    /// What the rule is for.
+    pub description: String,
+}
+
+/// Which way a rule admits traffic.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Direction {
+    /// Into the group.
+    Ingress,
+    /// Out of the group.
+    Egress,
+}
+
+/// The other side of a rule.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Peer {
+    /// Another (or the same) security group.
+    Group(AttrRef),
+}
+
+/// A rule of a security group defined on its own.
+#[derive(Clone, Debug, PartialEq)]
+pub struct SecurityGroupRule {
+    /// Ingress or egress.
+    pub direction: Direction,
+    /// The group the rule belongs to.
+    pub group: AttrRef,
+    /// The protocol.
+    pub protocol: Protocol,
+    /// The port range (both ends included); `None` for every port.
+    pub ports: Option<(u16, u16)>,
+    /// Where traffic comes from or goes to.
+    pub peer: Peer,
+    /// What the rule is for.
+    pub description: String,
+}
+
+/// An S3 bucket with hyperforge's secure defaults: KMS encryption with a bucket key,
+/// versioning, public access blocked, ownership enforced, and a policy that denies requests
+/// without TLS.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Bucket {
+    /// Why the bucket needs no access logging (checkov `CKV_AWS_18`), shown where the finding
+    /// is suppressed.
+    pub no_access_log_reason: &'static str,
+}
+
+/// A value a stage's deployment exports for people and later tools: the output named
+/// `<LogicalId><Attr>` of `value`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct StackOutput {
+    /// What it is.
+    pub description: String,
+    /// The attribute exported.
+    pub value: AttrRef,
+}

@@ -1,0 +1,179 @@
+//! The format-neutral resource layer: what constructs expand into and what backends lower.
+//!
+//! A construct's `expand` adds [`Resource`]s through a [`Scope`] (which names them by construct
+//! path); synthesis expands every construct of a stack once into a [`ResourceGraph`]; each
+//! backend lowers the graph's resources through one exhaustive `match` over [`ResourceKind`].
+//! The facts of a resource (a bucket's secure defaults, a role's trust and policies, a
+//! security group's rules) are written here once; how a format spells them (Terraform's four
+//! bucket resources, CloudFormation's inline egress rules) is the backend's business.
+//!
+//! References between resources are [`AttrRef`]s, resolved by the backends (`Ref`/`Fn::GetAtt`
+//! or `${type.name.attr}`); mixed strings are [`Text`](crate::app::text::Text).
+
+pub mod iam;
+mod kinds;
+
+pub use kinds::*;
+
+use crate::app::{logical_id, AttrRef, Stack, StageId};
+use crate::diagnostics::{Code, Diagnostics};
+use std::collections::BTreeMap;
+
+/// One resource: what it is, where it sits and what it waits for.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Resource {
+    /// The construct path (`Network/Vpc`): the source of logical ids and Terraform names.
+    pub path: String,
+    /// The stage deploying it.
+    pub stage: StageId,
+    /// The resource itself.
+    pub kind: ResourceKind,
+    /// Paths of resources of the same stage it must be created after, beyond its references.
+    pub depends_on: Vec<String>,
+    /// Security-scanner findings that do not apply, each with its reason (checkov check id).
+    pub suppressions: Vec<(&'static str, &'static str)>,
+}
+
+/// The expander a construct writes its resources through: paths below the construct's id,
+/// the stage, the stack for lookups.
+#[derive(Debug)]
+pub struct Scope<'a> {
+    stack: &'a Stack,
+    stage: StageId,
+    prefix: String,
+    resources: &'a mut Vec<Resource>,
+}
+
+impl<'a> Scope<'a> {
+    /// The stack being expanded.
+    pub fn stack(&self) -> &'a Stack {
+        self.stack
+    }
+
+    /// The stage the construct is deployed in.
+    pub fn stage(&self) -> StageId {
+        self.stage
+    }
+
+    /// The path of child `id` (`Network/Vpc`).
+    pub fn path(&self, id: &str) -> String {
+        format!("{}/{id}", self.prefix)
+    }
+
+    /// Adds `kind` as child `id` of the construct; returns it for dependencies and
+    /// suppressions.
+    pub fn add(&mut self, id: &str, kind: impl Into<ResourceKind>) -> &mut Resource {
+        let path = self.path(id);
+        self.resources.push(Resource {
+            path,
+            stage: self.stage,
+            kind: kind.into(),
+            depends_on: Vec::new(),
+            suppressions: Vec::new(),
+        });
+        let last = self.resources.len() - 1;
+        &mut self.resources[last]
+    }
+}
+
+impl Resource {
+    /// Makes the resource wait for the resources at `paths` (same stage).
+    pub fn after(&mut self, paths: impl IntoIterator<Item = String>) -> &mut Self {
+        self.depends_on.extend(paths);
+        self
+    }
+
+    /// Records a checkov finding that does not apply, with its reason.
+    pub fn suppress(&mut self, check: &'static str, reason: &'static str) -> &mut Self {
+        self.suppressions.push((check, reason));
+        self
+    }
+}
+
+/// Every resource of one stack, in expansion order (constructs in the order added).
+#[derive(Clone, Debug, Default)]
+pub struct ResourceGraph {
+    /// The resources.
+    pub resources: Vec<Resource>,
+    /// For each construct (by its index in the stack), the range of its resources, when it
+    /// has been expanded.
+    expanded: BTreeMap<usize, std::ops::Range<usize>>,
+}
+
+impl ResourceGraph {
+    /// Expands construct `index` of `stack` with `expand`; `expand` returns whether the
+    /// construct expands into this layer.
+    pub fn expand_node(
+        &mut self,
+        stack: &Stack,
+        index: usize,
+        expand: impl FnOnce(&mut Scope<'_>) -> bool,
+    ) {
+        let Some(node) = stack.nodes().get(index) else {
+            return;
+        };
+        let start = self.resources.len();
+        let mut scope = Scope {
+            stack,
+            stage: node.stage,
+            prefix: node.id.clone(),
+            resources: &mut self.resources,
+        };
+        if expand(&mut scope) {
+            self.expanded.insert(index, start..self.resources.len());
+        } else {
+            self.resources.truncate(start);
+        }
+    }
+
+    /// The resources of construct `index`, when it expands into this layer.
+    pub fn of_node(&self, index: usize) -> Option<&[Resource]> {
+        self.expanded
+            .get(&index)
+            .and_then(|r| self.resources.get(r.clone()))
+    }
+
+    /// Checks every reference of the graph's resources that points into an expanded
+    /// construct: it must name a resource of that construct of the kind it claims
+    /// (`HF0003` otherwise, so a handle and an expansion cannot drift apart silently).
+    pub fn check_references(&self, stack: &Stack, ds: &mut Diagnostics) {
+        let by_path: BTreeMap<&str, &Resource> = self
+            .resources
+            .iter()
+            .map(|r| (r.path.as_str(), r))
+            .collect();
+        let expanded_ids: Vec<&str> = self
+            .expanded
+            .keys()
+            .filter_map(|i| stack.nodes().get(*i).map(|n| n.id.as_str()))
+            .collect();
+        for r in &self.resources {
+            for target in r.kind.references() {
+                if !expanded_ids.contains(&target.construct_id()) {
+                    continue;
+                }
+                let ok = by_path
+                    .get(target.path.as_str())
+                    .is_some_and(|t| t.kind.ref_kind() == Some(target.kind));
+                if !ok {
+                    ds.report(
+                        Code::UnknownReference,
+                        stack.display_path(&r.path),
+                        format!(
+                            "refers to {:?} `{}` ({}), which its construct does not create",
+                            target.kind,
+                            target.path,
+                            logical_id(&target.path)
+                        ),
+                        "this is a bug in hyperforge: a construct's handle names a resource its expansion lacks; please report it",
+                    );
+                }
+            }
+        }
+    }
+}
+
+/// A reference in a resource: where it points.
+pub(crate) fn refs_of<'a>(out: &mut Vec<&'a AttrRef>, r: &'a AttrRef) {
+    out.push(r);
+}
