@@ -4,6 +4,8 @@
 
 use super::Construct;
 use crate::app::{kind, AttrRef, Ref};
+use crate::resources::iam::{load_balancer_controller_policy, pod_identity_trust};
+use crate::resources::{PodIdentityAssociation, Role, Scope};
 
 /// The controller's service account (in `kube-system`).
 pub const LOAD_BALANCER_CONTROLLER_SERVICE_ACCOUNT: &str = "aws-load-balancer-controller";
@@ -57,5 +59,34 @@ impl Construct for LoadBalancerController {
 
     fn references(&self) -> Vec<AttrRef> {
         LoadBalancerController::references(self)
+    }
+
+    fn expand(&self, scope: &mut Scope<'_>) -> bool {
+        let role = self.handle(scope.stack().name()).role;
+        scope
+            .add(
+                "Role",
+                Role {
+                    description: "AWS Load Balancer Controller (EKS Pod Identity)".to_owned(),
+                    trust: pod_identity_trust(),
+                    managed: Vec::new(),
+                    inline: vec![(
+                        "load-balancer-controller".to_owned(),
+                        load_balancer_controller_policy(),
+                    )],
+                    name: None,
+                },
+            )
+            .suppress("CKV_AWS_111", "the load balancer controller creates load balancers and security groups whose ARNs exist only after it runs; changes to existing ones are conditioned on its elbv2.k8s.aws/cluster tag");
+        scope.add(
+            "PodIdentityAssociation",
+            PodIdentityAssociation {
+                cluster: self.cluster.name(),
+                namespace: "kube-system".to_owned(),
+                service_account: LOAD_BALANCER_CONTROLLER_SERVICE_ACCOUNT.to_owned(),
+                role: role.arn(),
+            },
+        );
+        true
     }
 }

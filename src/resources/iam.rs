@@ -374,6 +374,14 @@ pub fn load_balancer_controller_policy() -> PolicyDocument {
         )
 }
 
+/// The trust policy of a role that EKS Pod Identity hands to pods.
+pub fn pod_identity_trust() -> PolicyDocument {
+    PolicyDocument::new().statement(
+        Statement::allow(["sts:AssumeRole", "sts:TagSession"])
+            .principal(PrincipalKind::Service, "pods.eks.amazonaws.com"),
+    )
+}
+
 /// A KMS key policy that leaves the key to the account's IAM policies (the account root
 /// administers it), plus `extra` (a service allowed to use it).
 pub fn account_key_policy(extra: Option<Statement>) -> PolicyDocument {

@@ -2,7 +2,7 @@
 //! [`ResourceKind`], the closed set the backends match exhaustively. Adding a kind adds a
 //! variant here and one arm in each backend (the compiler lists them).
 
-use super::refs_of;
+use super::iam::PolicyDocument;
 use crate::app::{AttrRef, Kind};
 
 /// Every kind of resource, as stored in a [`ResourceGraph`](super::ResourceGraph).
@@ -17,6 +17,12 @@ pub enum ResourceKind {
     Bucket(Bucket),
     /// See [`StackOutput`].
     StackOutput(StackOutput),
+    /// See [`Role`].
+    Role(Role),
+    /// See [`KmsKey`].
+    KmsKey(KmsKey),
+    /// See [`PodIdentityAssociation`].
+    PodIdentityAssociation(PodIdentityAssociation),
 }
 
 impl ResourceKind {
@@ -25,24 +31,34 @@ impl ResourceKind {
         match self {
             ResourceKind::SecurityGroup(_) => Some(Kind::SecurityGroup),
             ResourceKind::Bucket(_) => Some(Kind::Bucket),
-            ResourceKind::SecurityGroupRule(_) | ResourceKind::StackOutput(_) => None,
+            ResourceKind::Role(_) => Some(Kind::Role),
+            ResourceKind::KmsKey(_) => Some(Kind::KmsKey),
+            ResourceKind::SecurityGroupRule(_)
+            | ResourceKind::StackOutput(_)
+            | ResourceKind::PodIdentityAssociation(_) => None,
         }
     }
 
     /// Every reference the resource makes.
-    pub fn references(&self) -> Vec<&AttrRef> {
-        let mut out = Vec::new();
+    pub fn references(&self) -> Vec<AttrRef> {
         match self {
-            ResourceKind::SecurityGroup(g) => refs_of(&mut out, &g.vpc),
+            ResourceKind::SecurityGroup(g) => vec![g.vpc.clone()],
             ResourceKind::SecurityGroupRule(r) => {
-                refs_of(&mut out, &r.group);
-                let Peer::Group(g) = &r.peer;
-                refs_of(&mut out, g);
+                let Peer::Group(peer) = &r.peer;
+                vec![r.group.clone(), peer.clone()]
             }
-            ResourceKind::Bucket(_) => {}
-            ResourceKind::StackOutput(o) => refs_of(&mut out, &o.value),
+            ResourceKind::Bucket(_) => Vec::new(),
+            ResourceKind::StackOutput(o) => vec![o.value.clone()],
+            ResourceKind::Role(r) => {
+                let mut out = r.trust.references();
+                for (_, doc) in &r.inline {
+                    out.extend(doc.references());
+                }
+                out
+            }
+            ResourceKind::KmsKey(k) => k.policy.references(),
+            ResourceKind::PodIdentityAssociation(a) => vec![a.cluster.clone(), a.role.clone()],
         }
-        out
     }
 }
 
@@ -53,7 +69,15 @@ macro_rules! into_kind {
         } )*
     };
 }
-into_kind!(SecurityGroup, SecurityGroupRule, Bucket, StackOutput);
+into_kind!(
+    SecurityGroup,
+    SecurityGroupRule,
+    Bucket,
+    StackOutput,
+    Role,
+    KmsKey,
+    PodIdentityAssociation
+);
 
 /// An IP protocol of a security group rule (`-1` is every protocol).
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -138,4 +162,43 @@ pub struct StackOutput {
     pub description: String,
     /// The attribute exported.
     pub value: AttrRef,
+}
+
+/// An IAM role: who may assume it, the AWS managed policies attached to it and its own
+/// inline policies.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Role {
+    /// What the role is for.
+    pub description: String,
+    /// The trust policy.
+    pub trust: PolicyDocument,
+    /// AWS managed policies by name (`AmazonEKSClusterPolicy`), attached in this order.
+    pub managed: Vec<String>,
+    /// Inline policies: name and document, in this order.
+    pub inline: Vec<(String, PolicyDocument)>,
+    /// A fixed role name (needs the named-IAM acknowledgement); generated when `None`.
+    pub name: Option<String>,
+}
+
+/// A customer managed KMS key with rotation on.
+#[derive(Clone, Debug, PartialEq)]
+pub struct KmsKey {
+    /// What the key protects.
+    pub description: String,
+    /// The key policy.
+    pub policy: PolicyDocument,
+}
+
+/// An EKS Pod Identity association: pods of a service account receive a role's credentials.
+/// The association is usable only once the role's policies exist.
+#[derive(Clone, Debug, PartialEq)]
+pub struct PodIdentityAssociation {
+    /// The cluster's name.
+    pub cluster: AttrRef,
+    /// The service account's namespace.
+    pub namespace: String,
+    /// The service account.
+    pub service_account: String,
+    /// The role's ARN.
+    pub role: AttrRef,
 }

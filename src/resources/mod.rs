@@ -15,7 +15,7 @@ mod kinds;
 
 pub use kinds::*;
 
-use crate::app::{logical_id, AttrRef, Stack, StageId};
+use crate::app::{logical_id, Stack, StageId};
 use crate::diagnostics::{Code, Diagnostics};
 use std::collections::BTreeMap;
 
@@ -171,9 +171,4 @@ impl ResourceGraph {
             }
         }
     }
-}
-
-/// A reference in a resource: where it points.
-pub(crate) fn refs_of<'a>(out: &mut Vec<&'a AttrRef>, r: &'a AttrRef) {
-    out.push(r);
 }

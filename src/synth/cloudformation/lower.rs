@@ -28,7 +28,7 @@ fn e<T>(expr: Expr) -> Val<T> {
     Val::Expr(expr)
 }
 
-fn managed_policy(name: &str) -> Val<String> {
+pub(super) fn managed_policy(name: &str) -> Val<String> {
     e(Expr::sub(format!(
         "arn:${{AWS::Partition}}:iam::aws:policy/{name}"
     )))
@@ -38,13 +38,14 @@ fn managed_policy(name: &str) -> Val<String> {
 pub(crate) fn lower(cx: Cx, stage: StageId, id: &str, construct: ConstructRef<'_>) {
     match construct {
         // Expanded into the resource layer (`crate::resources`) and lowered from there.
-        ConstructRef::SecurityGroup(_) | ConstructRef::Lifecycle(_) => {}
+        ConstructRef::SecurityGroup(_)
+        | ConstructRef::Lifecycle(_)
+        | ConstructRef::LoadBalancerController(_) => {}
         ConstructRef::Network(c) => network(cx, stage, id, c),
         ConstructRef::Eks(c) => eks(cx, stage, id, c),
         ConstructRef::HyperPod(c) => hyperpod(cx, stage, id, c),
         ConstructRef::InferenceOperator(c) => inference_operator(cx, stage, id, c),
         ConstructRef::NodeGroup(c) => node_group(cx, stage, id, c),
-        ConstructRef::LoadBalancerController(c) => load_balancer_controller(cx, stage, id, c),
         ConstructRef::Karpenter(c) => karpenter(cx, stage, id, c),
         // Node pools are Kubernetes objects.
         ConstructRef::KarpenterNodePool(_) => {}
@@ -1101,54 +1102,6 @@ fn node_group(cx: Cx, stage: StageId, id: &str, g: &ManagedNodeGroup) {
                     })
                     .collect()
             }),
-            ..Default::default()
-        },
-    );
-}
-
-fn load_balancer_controller(
-    cx: Cx,
-    stage: StageId,
-    id: &str,
-    c: &crate::constructs::LoadBalancerController,
-) {
-    let p = |child: &str| format!("{id}/{child}");
-    let trust = cx.policy(
-        stage,
-        &PolicyDocument::new().statement(
-            Statement::allow(["sts:AssumeRole", "sts:TagSession"])
-                .principal(PrincipalKind::Service, "pods.eks.amazonaws.com"),
-        ),
-    );
-    let policy = cx.policy(
-        stage,
-        &crate::constructs::iam::load_balancer_controller_policy(),
-    );
-    let role = cx.add(
-        stage,
-        &p("Role"),
-        &iam_role::Role {
-            assume_role_policy_document: trust,
-            description: Some(s("AWS Load Balancer Controller (EKS Pod Identity)")),
-            policies: Some(vec![iam_role::Policy {
-                policy_name: s("load-balancer-controller"),
-                policy_document: policy,
-            }]),
-            ..Default::default()
-        },
-    );
-    cx.suppress(stage, "CKV_AWS_111", "the load balancer controller creates load balancers and security groups whose ARNs exist only after it runs; changes to existing ones are conditioned on its elbv2.k8s.aws/cluster tag");
-    let cluster_name = cx.attr(stage, &c.cluster().name());
-    cx.add(
-        stage,
-        &p("PodIdentityAssociation"),
-        &eks_pod_identity_association::PodIdentityAssociation {
-            cluster_name: e(cluster_name),
-            namespace: s("kube-system"),
-            service_account: s(
-                crate::constructs::controllers::LOAD_BALANCER_CONTROLLER_SERVICE_ACCOUNT,
-            ),
-            role_arn: e(Expr::get_att(&role, "Arn")),
             ..Default::default()
         },
     );

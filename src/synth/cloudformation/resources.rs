@@ -4,11 +4,12 @@
 
 use super::expr::{Expr, Val};
 use super::l1::*;
-use super::lower::{bucket, name_tag};
+use super::lower::{bucket, managed_policy, name_tag};
 use super::template::StackTemplates;
 use crate::app::logical_id;
 use crate::resources::{
-    Bucket, Direction, Peer, Resource, ResourceKind, SecurityGroup, SecurityGroupRule, StackOutput,
+    Bucket, Direction, KmsKey, Peer, PodIdentityAssociation, Resource, ResourceKind, Role,
+    SecurityGroup, SecurityGroupRule, StackOutput,
 };
 
 type Cx<'a, 'b> = &'a mut StackTemplates<'b>;
@@ -28,6 +29,9 @@ pub(crate) fn lower(cx: Cx, r: &Resource) {
         ResourceKind::SecurityGroupRule(rule) => security_group_rule(cx, r, rule),
         ResourceKind::Bucket(b) => secure_bucket(cx, r, b),
         ResourceKind::StackOutput(o) => output(cx, r, o),
+        ResourceKind::Role(role) => role_resource(cx, r, role),
+        ResourceKind::KmsKey(key) => kms(cx, r, key),
+        ResourceKind::PodIdentityAssociation(a) => pod_identity_association(cx, r, a),
     }
 }
 
@@ -121,4 +125,63 @@ fn output(cx: Cx, r: &Resource, o: &StackOutput) {
         &o.description,
         value,
     );
+}
+
+fn role_resource(cx: Cx, r: &Resource, role: &Role) {
+    let trust = cx.policy(r.stage, &role.trust);
+    let policies = (!role.inline.is_empty()).then(|| {
+        role.inline
+            .iter()
+            .map(|(name, doc)| iam_role::Policy {
+                policy_name: s(name),
+                policy_document: cx.policy(r.stage, doc),
+            })
+            .collect()
+    });
+    cx.add(
+        r.stage,
+        &r.path,
+        &iam_role::Role {
+            assume_role_policy_document: trust,
+            description: Some(s(&role.description)),
+            managed_policy_arns: (!role.managed.is_empty())
+                .then(|| role.managed.iter().map(|m| managed_policy(m)).collect()),
+            policies,
+            role_name: role.name.as_ref().map(s),
+            ..Default::default()
+        },
+    );
+    meta(cx, r);
+}
+
+fn kms(cx: Cx, r: &Resource, key: &KmsKey) {
+    let policy = cx.policy(r.stage, &key.policy);
+    cx.add(
+        r.stage,
+        &r.path,
+        &kms_key::Key {
+            description: Some(s(&key.description)),
+            enable_key_rotation: Some(true.into()),
+            key_policy: Some(policy),
+            ..Default::default()
+        },
+    );
+    meta(cx, r);
+}
+
+fn pod_identity_association(cx: Cx, r: &Resource, a: &PodIdentityAssociation) {
+    let cluster_name = cx.attr(r.stage, &a.cluster);
+    let role = cx.attr(r.stage, &a.role);
+    cx.add(
+        r.stage,
+        &r.path,
+        &eks_pod_identity_association::PodIdentityAssociation {
+            cluster_name: e(cluster_name),
+            namespace: s(&a.namespace),
+            service_account: s(&a.service_account),
+            role_arn: e(role),
+            ..Default::default()
+        },
+    );
+    meta(cx, r);
 }

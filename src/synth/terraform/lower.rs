@@ -27,13 +27,14 @@ type Cx<'a, 'b> = &'a mut RootModule<'b>;
 pub(crate) fn lower(cx: Cx, stage: StageId, id: &str, construct: ConstructRef<'_>) {
     match construct {
         // Expanded into the resource layer (`crate::resources`) and lowered from there.
-        ConstructRef::SecurityGroup(_) | ConstructRef::Lifecycle(_) => {}
+        ConstructRef::SecurityGroup(_)
+        | ConstructRef::Lifecycle(_)
+        | ConstructRef::LoadBalancerController(_) => {}
         ConstructRef::Network(c) => network(cx, id, c),
         ConstructRef::Eks(c) => eks(cx, id, c),
         ConstructRef::HyperPod(c) => hyperpod(cx, stage, id, c),
         ConstructRef::InferenceOperator(c) => inference_operator(cx, id, c),
         ConstructRef::NodeGroup(c) => node_group(cx, stage, id, c),
-        ConstructRef::LoadBalancerController(c) => load_balancer_controller(cx, stage, id, c),
         ConstructRef::Karpenter(c) => karpenter(cx, stage, id, c),
         // Workloads and node pools are Kubernetes objects, applied with kubectl after
         // `terraform apply`.
@@ -48,7 +49,7 @@ pub(super) fn name_tag(value: String) -> Value {
 }
 
 /// `arn:<partition>:iam::aws:policy/<name>`.
-fn managed_policy(cx: Cx, name: &str) -> Value {
+pub(super) fn managed_policy(cx: Cx, name: &str) -> Value {
     cx.text(
         &Text::lit("arn:")
             .push_pseudo(Pseudo::Partition)
@@ -1216,30 +1217,6 @@ fn pod_identity_role(cx: Cx, stage: StageId, spec: PodIdentityRole) -> Addr {
     cx.depends_on(&association, &policies);
     cx.record_stage(stage, &association);
     role
-}
-
-fn load_balancer_controller(
-    cx: Cx,
-    stage: StageId,
-    id: &str,
-    c: &crate::constructs::LoadBalancerController,
-) {
-    pod_identity_role(
-        cx,
-        stage,
-        PodIdentityRole {
-            path: format!("{id}/Role"),
-            description: "AWS Load Balancer Controller (EKS Pod Identity)",
-            cluster: c.cluster(),
-            namespace: "kube-system",
-            service_account:
-                crate::constructs::controllers::LOAD_BALANCER_CONTROLLER_SERVICE_ACCOUNT,
-            policy: (
-                "load-balancer-controller",
-                load_balancer_controller_policy(),
-            ),
-        },
-    );
 }
 
 fn karpenter(cx: Cx, stage: StageId, id: &str, k: &crate::constructs::Karpenter) {

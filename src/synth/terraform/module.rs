@@ -151,6 +151,8 @@ pub(crate) struct RootModule<'a> {
     /// Addresses of the resources lowered from each non-CloudFormation stage (uploads, Helm),
     /// which later stages wait for with `depends_on`.
     stage_addresses: BTreeMap<StageId, Vec<String>>,
+    /// The policy resources of each role lowered from the resource layer, by role path.
+    role_policies: BTreeMap<String, Vec<String>>,
     pub ds: Diagnostics,
 }
 
@@ -166,6 +168,7 @@ impl<'a> RootModule<'a> {
             outputs: Map::new(),
             names: BTreeMap::new(),
             stage_addresses: BTreeMap::new(),
+            role_policies: BTreeMap::new(),
             ds: Diagnostics::new(),
         }
     }
@@ -221,6 +224,17 @@ impl<'a> RootModule<'a> {
                 }
             }
         }
+    }
+
+    /// Records the policy resources (inline policies, attachments) of the role at `path`.
+    pub fn record_role_policies(&mut self, path: &str, policies: Vec<String>) {
+        self.role_policies.insert(path.to_owned(), policies);
+    }
+
+    /// The addresses of the policy resources of the role at `path`, for `depends_on` of a
+    /// resource that needs the role's permissions when it is created.
+    pub fn role_policies(&self, path: &str) -> Vec<String> {
+        self.role_policies.get(path).cloned().unwrap_or_default()
     }
 
     /// Records that `addr` was lowered from `stage` (a stage later stages wait for).

@@ -2,11 +2,12 @@
 //! exhaustive match. Where Terraform models part of a resource as a resource of its own (a
 //! bucket's encryption, a group's egress rule), that resource is named after its owner.
 
-use super::lower::{bucket, name_tag};
+use super::lower::{bucket, managed_policy, name_tag};
 use super::module::{snake, RootModule};
 use crate::app::logical_id;
 use crate::resources::{
-    Bucket, Direction, Peer, Resource, ResourceKind, SecurityGroup, SecurityGroupRule, StackOutput,
+    Bucket, Direction, KmsKey, Peer, PodIdentityAssociation, Resource, ResourceKind, Role,
+    SecurityGroup, SecurityGroupRule, StackOutput,
 };
 use serde_json::{json, Map, Value};
 
@@ -19,6 +20,9 @@ pub(crate) fn lower(cx: Cx, r: &Resource) {
         ResourceKind::SecurityGroupRule(rule) => security_group_rule(cx, r, rule),
         ResourceKind::Bucket(b) => secure_bucket(cx, r, b),
         ResourceKind::StackOutput(o) => output(cx, o),
+        ResourceKind::Role(role) => role_resource(cx, r, role),
+        ResourceKind::KmsKey(key) => kms(cx, r, key),
+        ResourceKind::PodIdentityAssociation(a) => pod_identity_association(cx, r, a),
     }
 }
 
@@ -87,4 +91,69 @@ fn output(cx: Cx, o: &StackOutput) {
         &o.description,
         value,
     );
+}
+
+/// `aws_iam_role` with the trust policy, one `aws_iam_role_policy` per inline policy and one
+/// `aws_iam_role_policy_attachment` per managed policy (the role's own
+/// `inline_policy`/`managed_policy_arns` arguments are deprecated in hashicorp/aws 6). The
+/// policies' addresses are recorded: a resource that needs the role's permissions when it is
+/// created waits for them (`RootModule::role_policies`).
+fn role_resource(cx: Cx, r: &Resource, role: &Role) {
+    let base = snake(&logical_id(&r.path));
+    let trust = cx.policy(&format!("{base}_trust"), &role.trust);
+    let mut body = Map::new();
+    if let Some(name) = &role.name {
+        body.insert("name".into(), json!(name));
+    }
+    body.insert("description".into(), json!(role.description));
+    body.insert("assume_role_policy".into(), trust);
+    let addr = cx.add("aws_iam_role", &r.path, Value::Object(body));
+    let mut policies = Vec::new();
+    for (name, doc) in &role.inline {
+        let local = format!("{base}_{}", snake(name));
+        let policy = cx.policy(&local, doc);
+        let p = cx.add_named(
+            "aws_iam_role_policy",
+            local,
+            &r.path,
+            json!({"name": name, "role": addr.interp("name"), "policy": policy}),
+        );
+        policies.push(p.address());
+    }
+    for m in &role.managed {
+        let arn = managed_policy(cx, m);
+        let a = cx.add_named(
+            "aws_iam_role_policy_attachment",
+            format!("{base}_{}", snake(m)),
+            &r.path,
+            json!({"role": addr.interp("name"), "policy_arn": arn}),
+        );
+        policies.push(a.address());
+    }
+    cx.record_role_policies(&r.path, policies);
+}
+
+fn kms(cx: Cx, r: &Resource, key: &KmsKey) {
+    let local = format!("{}_policy", snake(&logical_id(&r.path)));
+    let policy = cx.policy(&local, &key.policy);
+    cx.add(
+        "aws_kms_key",
+        &r.path,
+        json!({"description": key.description, "enable_key_rotation": true, "policy": policy}),
+    );
+}
+
+/// The association waits for the role's policies, and later stages (Helm releases) wait for
+/// the association.
+fn pod_identity_association(cx: Cx, r: &Resource, a: &PodIdentityAssociation) {
+    let body = json!({
+        "cluster_name": cx.attr(&a.cluster),
+        "namespace": a.namespace,
+        "service_account": a.service_account,
+        "role_arn": cx.attr(&a.role),
+    });
+    let association = cx.add("aws_eks_pod_identity_association", &r.path, body);
+    let policies = cx.role_policies(&a.role.path);
+    cx.depends_on(&association, &policies);
+    cx.record_stage(r.stage, &association);
 }
