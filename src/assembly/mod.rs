@@ -1,6 +1,9 @@
 //! The assembly: every synthesized artifact by relative path, plus `manifest.json` listing each
 //! stack's stages in deployment order. Written to a temporary directory and renamed into place,
-//! so a failed or interrupted run leaves the previous output as it was.
+//! so a failed or interrupted run leaves the previous output as it was. The manifest's types are
+//! in [`manifest`].
+
+pub mod manifest;
 
 use crate::diagnostics::Diagnostics;
 use serde_json::Value;
