@@ -6,7 +6,7 @@
 pub mod manifest;
 
 use crate::diagnostics::Diagnostics;
-use serde_json::Value;
+use manifest::Manifest;
 use std::collections::BTreeMap;
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -15,7 +15,7 @@ use std::path::{Path, PathBuf};
 #[derive(Clone, Debug)]
 pub struct Assembly {
     files: BTreeMap<String, Vec<u8>>,
-    manifest: Value,
+    manifest: Manifest,
     warnings: Diagnostics,
 }
 
@@ -46,13 +46,11 @@ fn io(action: &'static str, path: &Path) -> impl FnOnce(std::io::Error) -> Assem
 impl Assembly {
     pub(crate) fn new(
         files: BTreeMap<String, Vec<u8>>,
-        manifest: Value,
+        manifest: Manifest,
         warnings: Diagnostics,
     ) -> Self {
         let mut files = files;
-        let mut text = serde_json::to_string_pretty(&manifest).unwrap_or_default();
-        text.push('\n');
-        files.insert("manifest.json".to_owned(), text.into_bytes());
+        files.insert("manifest.json".to_owned(), manifest.to_json().into_bytes());
         Assembly {
             files,
             manifest,
@@ -76,8 +74,13 @@ impl Assembly {
     }
 
     /// The manifest.
-    pub fn manifest(&self) -> &Value {
+    pub fn manifest(&self) -> &Manifest {
         &self.manifest
+    }
+
+    /// The text of `manifest.json` ([`Manifest::to_json`]).
+    pub fn manifest_json(&self) -> &str {
+        self.text("manifest.json").unwrap_or_default()
     }
 
     /// Warnings found during synthesis (errors stop synthesis).
