@@ -45,8 +45,6 @@ pub struct StackManifest {
 
 /// One deployment stage; `kind` says which tool deploys it. Every kind lists the artifacts it
 /// deploys (only those written: `hyperforge synth --format` can leave the list empty).
-///
-/// Serialized with `name` first, then `kind`, then the kind's fields, then `artifacts`.
 #[derive(Clone, Debug, PartialEq, Eq, Deserialize, JsonSchema)]
 #[serde(tag = "kind")]
 #[non_exhaustive]
@@ -262,13 +260,26 @@ impl Manifest {
     /// The JSON Schema (draft 2020-12) of `manifest.json`, as committed in
     /// `docs/manifest.schema.json`.
     pub fn json_schema() -> Value {
-        let mut schema = schemars::schema_for!(Manifest);
+        let generated = schemars::schema_for!(Manifest).to_value();
+        // The identifying keys first, as in `docs/stack-file.schema.json`.
+        let mut schema = serde_json::Map::new();
+        schema.insert(
+            "$schema".to_owned(),
+            Value::from("https://json-schema.org/draft/2020-12/schema"),
+        );
         schema.insert(
             "$id".to_owned(),
             Value::from("https://hyperforge.dev/manifest.schema.json"),
         );
         schema.insert("title".to_owned(), Value::from("hyperforge manifest.json"));
-        schema.to_value()
+        if let Value::Object(generated) = generated {
+            for (key, value) in generated {
+                if !schema.contains_key(&key) {
+                    schema.insert(key, value);
+                }
+            }
+        }
+        Value::Object(schema)
     }
 }
 
