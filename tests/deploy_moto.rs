@@ -615,6 +615,7 @@ fn large_template_goes_through_the_template_bucket() {
 fn synthetic_assembly(dir: &Path, template: &serde_json::Value) -> AssemblyDir {
     let manifest = serde_json::json!({
         "version": 1,
+        "generator": "hand-written",
         "stacks": [{
             "name": "synthetic",
             "region": REGION,

@@ -4,7 +4,6 @@
 use super::output::{self, Color};
 use super::{CatalogKind, Exit, Global, StackArgs, SynthArgs, ValidateArgs};
 use hyperforge::{App, Assembly, Code, Diagnostics, Formats, SynthOptions};
-use serde_json::Value;
 use std::path::PathBuf;
 
 /// The stack files of `dir`: every `*.yaml`, sorted by name.
@@ -224,52 +223,24 @@ pub fn diff(global: &Global, color: Color, args: &StackArgs) -> Exit {
     })())
 }
 
-fn text(v: &Value, key: &str) -> String {
-    v.get(key)
-        .and_then(Value::as_str)
-        .unwrap_or_default()
-        .to_owned()
-}
-
-fn artifacts(v: &Value) -> Vec<String> {
-    v.get("artifacts")
-        .and_then(Value::as_array)
-        .map(|a| a.iter().map(|x| text(x, "path")).collect())
-        .unwrap_or_default()
-}
-
 /// `hyperforge list`.
 pub fn list(global: &Global) -> Exit {
     run((|| {
         let app = load(global, &[])?;
         let assembly = synthesize(&app, &SynthOptions::default())?;
-        let stacks = assembly
-            .manifest()
-            .get("stacks")
-            .and_then(Value::as_array)
-            .cloned()
-            .unwrap_or_default();
         let mut out = String::new();
-        for stack in &stacks {
-            out.push_str(&format!(
-                "{} ({})\n",
-                text(stack, "name"),
-                text(stack, "region")
-            ));
-            let stages = stack
-                .get("stages")
-                .and_then(Value::as_array)
-                .cloned()
-                .unwrap_or_default();
+        for stack in &assembly.manifest().stacks {
+            out.push_str(&format!("{} ({})\n", stack.name, stack.region));
+            let stages = &stack.stages;
             let rows: Vec<Vec<String>> = stages
                 .iter()
                 .enumerate()
                 .map(|(i, s)| {
                     vec![
                         format!("  {}.", i + 1),
-                        text(s, "name"),
-                        text(s, "kind"),
-                        text(s, "stack_name"),
+                        s.name().to_owned(),
+                        s.kind().to_owned(),
+                        s.stack_name().unwrap_or_default().to_owned(),
                     ]
                 })
                 .collect();
@@ -285,16 +256,16 @@ pub fn list(global: &Global) -> Exit {
                 out.push_str(line);
                 out.push('\n');
                 if let Some(stage) = stage {
-                    for path in artifacts(stage) {
-                        out.push_str(&format!("        {path}\n"));
+                    for a in stage.artifacts() {
+                        out.push_str(&format!("        {}\n", a.path));
                     }
                 }
             }
-            for key in ["terraform", "runbook"] {
-                if let Some(entry) = stack.get(key) {
+            for (key, entry) in [("terraform", &stack.terraform), ("runbook", &stack.runbook)] {
+                if let Some(entry) = entry {
                     out.push_str(&format!("  {key}:\n"));
-                    for path in artifacts(entry) {
-                        out.push_str(&format!("        {path}\n"));
+                    for a in &entry.artifacts {
+                        out.push_str(&format!("        {}\n", a.path));
                     }
                 }
             }

@@ -2,7 +2,7 @@
 //! asked and the tools are on PATH).
 
 use super::error::DeployError;
-use super::manifest::{Chart, StageKind};
+use crate::assembly::manifest::{Chart, StageManifest};
 use std::fmt;
 use std::path::{Path, PathBuf};
 
@@ -59,14 +59,22 @@ pub fn chart_checkout(checkouts: &Path, release: &str, commit: &str) -> PathBuf 
     checkouts.join(format!("{release}-{short}"))
 }
 
-/// The commands that deploy a helm or kubernetes stage (empty for other kinds).
-pub fn deploy_commands(kind: &StageKind, checkouts: &Path) -> Vec<ExternalCommand> {
-    match kind {
-        StageKind::Helm {
+/// The commands that deploy a helm or kubernetes stage whose artifact paths are relative to
+/// `root` (empty for other kinds, and for a stage without its values file or objects).
+pub fn deploy_commands(
+    stage: &StageManifest,
+    root: &Path,
+    checkouts: &Path,
+) -> Vec<ExternalCommand> {
+    let Some(file) = stage.artifacts().first().map(|a| root.join(&a.path)) else {
+        return Vec::new();
+    };
+    match stage {
+        StageManifest::Helm {
             release,
             namespace,
             chart,
-            values,
+            ..
         } => match chart {
             Chart::Git { url, commit, path } => {
                 let dir = chart_checkout(checkouts, release, commit);
@@ -87,7 +95,7 @@ pub fn deploy_commands(kind: &StageKind, checkouts: &Path) -> Vec<ExternalComman
                             "-n",
                             namespace,
                             "-f",
-                            &p(values),
+                            &p(&file),
                         ],
                     ),
                 ]
@@ -110,33 +118,42 @@ pub fn deploy_commands(kind: &StageKind, checkouts: &Path) -> Vec<ExternalComman
                     "-n",
                     namespace,
                     "-f",
-                    &p(values),
+                    &p(&file),
                 ],
             )],
         },
-        StageKind::Kubernetes { manifest } => {
-            vec![ExternalCommand::new(
-                "kubectl",
-                &["apply", "-f", &p(manifest)],
-            )]
+        StageManifest::Kubernetes { .. } => {
+            vec![ExternalCommand::new("kubectl", &["apply", "-f", &p(&file)])]
         }
         _ => Vec::new(),
     }
 }
 
-/// The commands that remove what a helm or kubernetes stage installed.
-pub fn destroy_commands(kind: &StageKind) -> Vec<ExternalCommand> {
-    match kind {
-        StageKind::Helm {
+/// The commands that remove what a helm or kubernetes stage installed (artifact paths relative
+/// to `root`).
+pub fn destroy_commands(stage: &StageManifest, root: &Path) -> Vec<ExternalCommand> {
+    match stage {
+        StageManifest::Helm {
             release, namespace, ..
         } => vec![ExternalCommand::new(
             "helm",
             &["uninstall", release, "-n", namespace],
         )],
-        StageKind::Kubernetes { manifest } => vec![ExternalCommand::new(
-            "kubectl",
-            &["delete", "--ignore-not-found", "-f", &p(manifest)],
-        )],
+        StageManifest::Kubernetes { artifacts, .. } => artifacts
+            .first()
+            .map(|a| {
+                ExternalCommand::new(
+                    "kubectl",
+                    &[
+                        "delete",
+                        "--ignore-not-found",
+                        "-f",
+                        &p(&root.join(&a.path)),
+                    ],
+                )
+            })
+            .into_iter()
+            .collect(),
         _ => Vec::new(),
     }
 }
@@ -182,19 +199,32 @@ pub fn run(commands: &[ExternalCommand]) -> Result<(), DeployError> {
 mod tests {
     use super::*;
 
+    use crate::assembly::manifest::{Artifact, ArtifactFormat};
+
+    fn helm(release: &str, namespace: &str, chart: Chart, values: &str) -> StageManifest {
+        StageManifest::Helm {
+            name: release.into(),
+            release: release.into(),
+            namespace: namespace.into(),
+            chart,
+            set_from_outputs: Vec::new(),
+            artifacts: vec![Artifact::new(ArtifactFormat::HelmValues, values)],
+        }
+    }
+
     #[test]
     fn helm_git_chart_commands() {
-        let kind = StageKind::Helm {
-            release: "hyperpod-dependencies".into(),
-            namespace: "kube-system".into(),
-            chart: Chart::Git {
+        let kind = helm(
+            "hyperpod-dependencies",
+            "kube-system",
+            Chart::Git {
                 url: "https://github.com/aws/sagemaker-hyperpod-cli.git".into(),
                 commit: "011ca927123e02b35a399935bbb3ab1905fe33c7".into(),
                 path: "helm_chart/HyperPodHelmChart".into(),
             },
-            values: PathBuf::from("out/s/03-hyperpod-dependencies.values.yaml"),
-        };
-        let lines: Vec<String> = deploy_commands(&kind, Path::new("/tmp/charts"))
+            "s/03-hyperpod-dependencies.values.yaml",
+        );
+        let lines: Vec<String> = deploy_commands(&kind, Path::new("out"), Path::new("/tmp/charts"))
             .iter()
             .map(ToString::to_string)
             .collect();
@@ -208,33 +238,46 @@ mod tests {
             ]
         );
         assert_eq!(
-            destroy_commands(&kind)[0].to_string(),
+            destroy_commands(&kind, Path::new("out"))[0].to_string(),
             "helm uninstall hyperpod-dependencies -n kube-system"
         );
     }
 
     #[test]
     fn repository_chart_and_kubectl() {
-        let kind = StageKind::Helm {
-            release: "r".into(),
-            namespace: "ns".into(),
-            chart: Chart::Repository {
+        let kind = helm(
+            "r",
+            "ns",
+            Chart::Repository {
                 repository: "https://charts.example.com".into(),
                 name: "thing".into(),
                 version: "1.2.3".into(),
             },
-            values: PathBuf::from("v.yaml"),
-        };
+            "v.yaml",
+        );
         assert_eq!(
-            deploy_commands(&kind, Path::new("c"))[0].to_string(),
+            deploy_commands(&kind, Path::new(""), Path::new("c"))[0].to_string(),
             "helm upgrade --install r thing --repo https://charts.example.com --version 1.2.3 -n ns -f v.yaml"
         );
-        let k = StageKind::Kubernetes {
-            manifest: PathBuf::from("dir with space/05-inference.yaml"),
+        let k = StageManifest::Kubernetes {
+            name: "inference".into(),
+            artifacts: vec![Artifact::new(
+                ArtifactFormat::Kubernetes,
+                "s/05-inference.yaml",
+            )],
         };
         assert_eq!(
-            deploy_commands(&k, Path::new("c"))[0].to_string(),
-            "kubectl apply -f 'dir with space/05-inference.yaml'"
+            deploy_commands(&k, Path::new("dir with space"), Path::new("c"))[0].to_string(),
+            "kubectl apply -f 'dir with space/s/05-inference.yaml'"
         );
+        assert_eq!(
+            destroy_commands(&k, Path::new("out"))[0].to_string(),
+            "kubectl delete --ignore-not-found -f out/s/05-inference.yaml"
+        );
+        let without_file = StageManifest::Kubernetes {
+            name: "inference".into(),
+            artifacts: Vec::new(),
+        };
+        assert!(deploy_commands(&without_file, Path::new("out"), Path::new("c")).is_empty());
     }
 }

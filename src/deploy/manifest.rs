@@ -1,9 +1,11 @@
-//! Reading an assembly directory's `manifest.json` into typed stages (the format written by
-//! `synth::synthesize`; see `src/synth/mod.rs`).
+//! Loading an assembly directory's `manifest.json` ([`crate::assembly::manifest::Manifest`])
+//! and checking it before anything is deployed: a supported version, and every stage's
+//! artifacts present inside the directory.
 
 use super::error::DeployError;
+use crate::assembly::manifest::{Manifest, StageManifest};
 use serde_json::Value;
-use std::path::{Path, PathBuf};
+use std::path::{Component, Path, PathBuf};
 
 /// A synthesized assembly on disk: its root directory and its stacks.
 #[derive(Clone, Debug)]
@@ -21,123 +23,27 @@ pub struct StackPlan {
     pub region: String,
     /// The EKS cluster's name, if the stack has one (for `aws eks update-kubeconfig`).
     pub eks_cluster: Option<String>,
-    /// The stages, in order.
-    pub stages: Vec<Stage>,
-}
-
-/// One stage.
-#[derive(Clone, Debug, PartialEq)]
-pub struct Stage {
-    /// The stage name (`foundation`).
-    pub name: String,
-    /// What the stage does.
-    pub kind: StageKind,
-}
-
-/// A template parameter and its default.
-#[derive(Clone, Debug, PartialEq)]
-pub struct ParameterSpec {
-    /// The parameter's name.
-    pub name: String,
-    /// Its default, if the template has one.
-    pub default: Option<String>,
-}
-
-/// Where a Helm chart comes from.
-#[derive(Clone, Debug, PartialEq)]
-pub enum Chart {
-    /// A chart repository.
-    Repository {
-        /// The repository URL.
-        repository: String,
-        /// The chart name.
-        name: String,
-        /// The pinned version.
-        version: String,
-    },
-    /// A directory of a git repository at a pinned commit.
-    Git {
-        /// The clone URL.
-        url: String,
-        /// The pinned commit.
-        commit: String,
-        /// The chart's directory inside the repository.
-        path: String,
-    },
-}
-
-/// What a stage does, with absolute artifact paths.
-#[derive(Clone, Debug, PartialEq)]
-pub enum StageKind {
-    /// A CloudFormation stack.
-    CloudFormation {
-        /// The CloudFormation stack name.
-        stack_name: String,
-        /// The template file.
-        template: PathBuf,
-        /// Capabilities to acknowledge (`CAPABILITY_IAM`).
-        capabilities: Vec<String>,
-        /// The template's parameters.
-        parameters: Vec<ParameterSpec>,
-    },
-    /// Files put under a prefix of a bucket created by an earlier stage.
-    Upload {
-        /// The CloudFormation stage whose stack has the bucket-name output.
-        bucket_stage: String,
-        /// The output holding the bucket name.
-        bucket_output: String,
-        /// The key prefix (`lifecycle/`).
-        prefix: String,
-        /// The files to upload (each under `prefix` + its file name).
-        files: Vec<PathBuf>,
-    },
-    /// A Helm release.
-    Helm {
-        /// The release name.
-        release: String,
-        /// The namespace.
-        namespace: String,
-        /// The chart.
-        chart: Chart,
-        /// The values file.
-        values: PathBuf,
-    },
-    /// Kubernetes objects to apply.
-    Kubernetes {
-        /// The multi-document YAML file.
-        manifest: PathBuf,
-    },
-}
-
-impl StageKind {
-    /// The manifest's name for the kind.
-    pub fn as_str(&self) -> &'static str {
-        match self {
-            StageKind::CloudFormation { .. } => "cloudformation",
-            StageKind::Upload { .. } => "s3-upload",
-            StageKind::Helm { .. } => "helm",
-            StageKind::Kubernetes { .. } => "kubernetes",
-        }
-    }
+    /// The stages, in order, as the manifest lists them.
+    pub stages: Vec<StageManifest>,
+    /// The assembly directory the stages' artifact paths are relative to.
+    pub root: PathBuf,
 }
 
 impl StackPlan {
     /// The CloudFormation stack name of stage `name`, if it is a CloudFormation stage.
     pub fn cloudformation_stack_name(&self, stage: &str) -> Option<&str> {
-        self.stages.iter().find_map(|s| match &s.kind {
-            StageKind::CloudFormation { stack_name, .. } if s.name == stage => {
-                Some(stack_name.as_str())
-            }
-            _ => None,
-        })
+        self.stages
+            .iter()
+            .find(|s| s.name() == stage)
+            .and_then(StageManifest::stack_name)
     }
 
     /// Every parameter name declared by any CloudFormation stage.
     pub fn parameter_names(&self) -> Vec<&str> {
         self.stages
             .iter()
-            .flat_map(|s| match &s.kind {
-                StageKind::CloudFormation { parameters, .. } => parameters.as_slice(),
+            .flat_map(|s| match s {
+                StageManifest::CloudFormation { parameters, .. } => parameters.as_slice(),
                 _ => &[],
             })
             .map(|p| p.name.as_str())
@@ -148,16 +54,38 @@ impl StackPlan {
     pub fn stage_index(&self, name: &str) -> Result<usize, DeployError> {
         self.stages
             .iter()
-            .position(|s| s.name == name)
+            .position(|s| s.name() == name)
             .ok_or_else(|| DeployError::UnknownStage {
                 stack: self.name.clone(),
                 name: name.to_owned(),
                 available: self
                     .stages
                     .iter()
-                    .map(|s| s.name.as_str())
+                    .map(StageManifest::name)
                     .collect::<Vec<_>>()
                     .join(", "),
+            })
+    }
+
+    /// The files of `stage`, under the assembly directory.
+    pub fn files(&self, stage: &StageManifest) -> Vec<PathBuf> {
+        stage
+            .artifacts()
+            .iter()
+            .map(|a| self.root.join(&a.path))
+            .collect()
+    }
+
+    /// The first file of `stage`: the template of a CloudFormation stage, the values file of a
+    /// Helm stage, the objects of a Kubernetes stage. [`AssemblyDir::load`] makes sure these
+    /// stages have one.
+    pub fn file(&self, stage: &StageManifest) -> Result<PathBuf, DeployError> {
+        self.files(stage)
+            .into_iter()
+            .next()
+            .ok_or_else(|| DeployError::Manifest {
+                path: self.root.join("manifest.json"),
+                message: format!("stage `{}` lists no artifact", stage.name()),
             })
     }
 }
@@ -170,25 +98,33 @@ impl AssemblyDir {
             path: path.clone(),
             source,
         })?;
-        let value: Value = serde_json::from_str(&text).map_err(|e| DeployError::Manifest {
-            path: path.clone(),
-            message: format!("not JSON ({e})"),
-        })?;
-        Self::from_manifest(root, &value).map_err(|message| DeployError::Manifest { path, message })
+        parse(&text)
+            .and_then(|manifest| Self::from_manifest(root, manifest))
+            .map_err(|message| DeployError::Manifest { path, message })
     }
 
-    /// Parses a manifest whose artifact paths are relative to `root`.
-    pub fn from_manifest(root: &Path, manifest: &Value) -> Result<AssemblyDir, String> {
-        if manifest.get("version").and_then(Value::as_u64) != Some(1) {
-            return Err("unsupported `version` (expected 1)".into());
+    /// Checks a manifest whose artifact paths are relative to `root`: its version, and that
+    /// every stage's artifacts are files inside `root`.
+    pub fn from_manifest(root: &Path, manifest: Manifest) -> Result<AssemblyDir, String> {
+        if manifest.version != Manifest::VERSION {
+            return Err(unsupported_version());
         }
         let stacks = manifest
-            .get("stacks")
-            .and_then(Value::as_array)
-            .ok_or("no `stacks` array")?
-            .iter()
-            .map(|s| parse_stack(root, s))
-            .collect::<Result<Vec<_>, _>>()?;
+            .stacks
+            .into_iter()
+            .map(|stack| {
+                for stage in &stack.stages {
+                    check_stage(root, stage)?;
+                }
+                Ok(StackPlan {
+                    name: stack.name,
+                    region: stack.region,
+                    eks_cluster: stack.eks_cluster,
+                    stages: stack.stages,
+                    root: root.to_path_buf(),
+                })
+            })
+            .collect::<Result<Vec<_>, String>>()?;
         Ok(AssemblyDir {
             root: root.to_path_buf(),
             stacks,
@@ -222,149 +158,58 @@ impl AssemblyDir {
     }
 }
 
-fn string(v: &Value, key: &str, what: &str) -> Result<String, String> {
-    v.get(key)
-        .and_then(Value::as_str)
-        .map(str::to_owned)
-        .ok_or_else(|| format!("{what} without a string `{key}`"))
+fn unsupported_version() -> String {
+    format!("unsupported `version` (expected {})", Manifest::VERSION)
 }
 
-fn artifact_paths(root: &Path, stage: &Value, name: &str) -> Result<Vec<PathBuf>, String> {
-    let mut out = Vec::new();
-    for a in stage
-        .get("artifacts")
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-    {
-        let rel = string(a, "path", &format!("an artifact of stage `{name}`"))?;
-        let path = root.join(&rel);
-        if !path.is_file() {
-            return Err(format!("artifact `{rel}` of stage `{name}` does not exist"));
+/// The manifest in `text`. The version is checked first, so that a manifest of another
+/// version is reported as such rather than as a mismatch of its fields.
+fn parse(text: &str) -> Result<Manifest, String> {
+    let value: Value = serde_json::from_str(text).map_err(|e| format!("not JSON ({e})"))?;
+    if value.get("version").and_then(Value::as_u64) != Some(u64::from(Manifest::VERSION)) {
+        return Err(unsupported_version());
+    }
+    serde_json::from_str::<Manifest>(text)
+        .map_err(|e| format!("not in the format of manifest version 1 ({e})"))
+}
+
+fn check_stage(root: &Path, stage: &StageManifest) -> Result<(), String> {
+    let name = stage.name();
+    for a in stage.artifacts() {
+        let inside = !a.path.is_empty()
+            && Path::new(&a.path)
+                .components()
+                .all(|c| matches!(c, Component::Normal(_) | Component::CurDir));
+        if !inside {
+            return Err(format!(
+                "artifact `{}` of stage `{name}` is not a relative path inside the assembly directory",
+                a.path
+            ));
         }
-        out.push(path);
+        if !root.join(&a.path).is_file() {
+            return Err(format!(
+                "artifact `{}` of stage `{name}` does not exist",
+                a.path
+            ));
+        }
     }
-    Ok(out)
-}
-
-fn first_artifact(root: &Path, stage: &Value, name: &str) -> Result<PathBuf, String> {
-    artifact_paths(root, stage, name)?
-        .into_iter()
-        .next()
-        .ok_or_else(|| format!("stage `{name}` lists no artifact"))
-}
-
-fn scalar(v: &Value) -> Option<String> {
-    match v {
-        Value::String(s) => Some(s.clone()),
-        Value::Number(n) => Some(n.to_string()),
-        Value::Bool(b) => Some(b.to_string()),
-        _ => None,
+    match stage {
+        StageManifest::S3Upload { bucket, .. } if bucket.stage.is_none() => Err(format!(
+            "the bucket of stage `{name}` without a string `stage`"
+        )),
+        StageManifest::S3Upload { .. } => Ok(()),
+        _ if stage.artifacts().is_empty() => Err(format!("stage `{name}` lists no artifact")),
+        _ => Ok(()),
     }
-}
-
-fn parse_stack(root: &Path, v: &Value) -> Result<StackPlan, String> {
-    let name = string(v, "name", "a stack")?;
-    let region = string(v, "region", &format!("stack `{name}`"))?;
-    let eks_cluster = v
-        .get("eks_cluster")
-        .and_then(Value::as_str)
-        .map(str::to_owned);
-    let mut stages = Vec::new();
-    for s in v
-        .get("stages")
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-    {
-        let stage_name = string(s, "name", &format!("a stage of `{name}`"))?;
-        let what = format!("stage `{stage_name}`");
-        let kind = match string(s, "kind", &what)?.as_str() {
-            "cloudformation" => StageKind::CloudFormation {
-                stack_name: string(s, "stack_name", &what)?,
-                template: first_artifact(root, s, &stage_name)?,
-                capabilities: s
-                    .get("capabilities")
-                    .and_then(Value::as_array)
-                    .into_iter()
-                    .flatten()
-                    .filter_map(Value::as_str)
-                    .map(str::to_owned)
-                    .collect(),
-                parameters: s
-                    .get("parameters")
-                    .and_then(Value::as_array)
-                    .into_iter()
-                    .flatten()
-                    .map(|p| {
-                        Ok(ParameterSpec {
-                            name: string(p, "name", &format!("a parameter of {what}"))?,
-                            default: p.get("default").and_then(scalar),
-                        })
-                    })
-                    .collect::<Result<_, String>>()?,
-            },
-            "s3-upload" => {
-                let bucket = s
-                    .get("bucket")
-                    .ok_or_else(|| format!("{what} without `bucket`"))?;
-                StageKind::Upload {
-                    bucket_stage: string(bucket, "stage", &format!("the bucket of {what}"))?,
-                    bucket_output: string(bucket, "output", &format!("the bucket of {what}"))?,
-                    prefix: string(s, "prefix", &what)?,
-                    files: artifact_paths(root, s, &stage_name)?,
-                }
-            }
-            "helm" => {
-                let chart = s
-                    .get("chart")
-                    .ok_or_else(|| format!("{what} without `chart`"))?;
-                let chart_what = format!("the chart of {what}");
-                let chart = if chart.get("git").is_some() {
-                    Chart::Git {
-                        url: string(chart, "git", &chart_what)?,
-                        commit: string(chart, "commit", &chart_what)?,
-                        path: string(chart, "path", &chart_what)?,
-                    }
-                } else {
-                    Chart::Repository {
-                        repository: string(chart, "repository", &chart_what)?,
-                        name: string(chart, "name", &chart_what)?,
-                        version: string(chart, "version", &chart_what)?,
-                    }
-                };
-                StageKind::Helm {
-                    release: string(s, "release", &what)?,
-                    namespace: string(s, "namespace", &what)?,
-                    chart,
-                    values: first_artifact(root, s, &stage_name)?,
-                }
-            }
-            "kubernetes" => StageKind::Kubernetes {
-                manifest: first_artifact(root, s, &stage_name)?,
-            },
-            other => return Err(format!("{what} has unknown kind `{other}`")),
-        };
-        stages.push(Stage {
-            name: stage_name,
-            kind,
-        });
-    }
-    Ok(StackPlan {
-        name,
-        region,
-        eks_cluster,
-        stages,
-    })
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::assembly::manifest::Chart;
 
-    #[test]
-    fn reads_the_reference_manifest() {
-        let dir = std::env::temp_dir().join(format!("hf-manifest-{}", std::process::id()));
+    fn written(name: &str) -> (PathBuf, Manifest) {
+        let dir = std::env::temp_dir().join(format!("hf-manifest-{name}-{}", std::process::id()));
         let assembly = crate::reference::kimi_k3_hyperpod()
             .synth()
             .map_err(|e| e.to_string());
@@ -372,6 +217,12 @@ mod tests {
             panic!("reference synthesizes")
         };
         assert!(assembly.write_to(&dir).is_ok());
+        (dir, assembly.manifest().clone())
+    }
+
+    #[test]
+    fn reads_the_reference_manifest() {
+        let (dir, _) = written("reads");
         let loaded = AssemblyDir::load(&dir);
         let _ = std::fs::remove_dir_all(&dir);
         let loaded = loaded.map_err(|e| e.to_string());
@@ -380,7 +231,7 @@ mod tests {
         };
         let stack = loaded.stack("kimi-k3-hyperpod").map_err(|e| e.to_string());
         let Ok(stack) = stack else { panic!() };
-        let kinds: Vec<_> = stack.stages.iter().map(|s| s.kind.as_str()).collect();
+        let kinds: Vec<_> = stack.stages.iter().map(StageManifest::kind).collect();
         assert_eq!(
             kinds,
             [
@@ -396,18 +247,27 @@ mod tests {
             Some("kimi-k3-hyperpod-foundation")
         );
         assert!(matches!(
-            &stack.stages[1].kind,
-            StageKind::Upload { bucket_stage, bucket_output, prefix, files }
-                if bucket_stage == "foundation" && bucket_output == "LifecycleBucketName"
-                    && prefix == "lifecycle/" && files.len() == 1
+            &stack.stages[1],
+            StageManifest::S3Upload { bucket, prefix, artifacts, .. }
+                if bucket.stage.as_deref() == Some("foundation")
+                    && bucket.output == "LifecycleBucketName"
+                    && prefix == "lifecycle/" && artifacts.len() == 1
         ));
+        assert_eq!(
+            stack.files(&stack.stages[1]),
+            [dir.join("kimi-k3-hyperpod/02-lifecycle-scripts/on_create.sh")]
+        );
         assert!(matches!(
-            &stack.stages[2].kind,
-            StageKind::Helm {
+            &stack.stages[2],
+            StageManifest::Helm {
                 chart: Chart::Git { .. },
                 ..
             }
         ));
+        assert_eq!(
+            stack.file(&stack.stages[0]).ok(),
+            Some(dir.join("kimi-k3-hyperpod/01-foundation.template.json"))
+        );
         assert!(stack
             .parameter_names()
             .contains(&"HyperPodP6B300TrainingPlanArn"));
@@ -415,5 +275,47 @@ mod tests {
             loaded.stack("nope"),
             Err(DeployError::UnknownStack { .. })
         ));
+    }
+
+    #[test]
+    fn refuses_what_cannot_be_deployed() {
+        let (dir, manifest) = written("refuses");
+        let error = |text: &str| match parse(text).and_then(|m| AssemblyDir::from_manifest(&dir, m))
+        {
+            Ok(_) => String::new(),
+            Err(e) => e,
+        };
+        let with_path = |path: &str| {
+            let mut m = manifest.clone();
+            m.stacks[0].stages[0].artifacts_mut()[0].path = path.to_owned();
+            error(&m.to_json())
+        };
+        let escaping = with_path("../outside.template.json");
+        let absolute = with_path("/etc/hostname");
+        let missing = with_path("kimi-k3-hyperpod/missing.template.json");
+        let mut no_template = manifest.clone();
+        no_template.stacks[0].stages[0].artifacts_mut().clear();
+        let no_template = error(&no_template.to_json());
+        let fine = error(&manifest.to_json());
+        let _ = std::fs::remove_dir_all(&dir);
+
+        assert_eq!(fine, "");
+        assert!(
+            escaping.contains("not a relative path inside"),
+            "{escaping}"
+        );
+        assert!(
+            absolute.contains("not a relative path inside"),
+            "{absolute}"
+        );
+        assert!(missing.ends_with("does not exist"), "{missing}");
+        assert_eq!(no_template, "stage `foundation` lists no artifact");
+        assert!(error("{").starts_with("not JSON"));
+        assert_eq!(
+            error(r#"{"version": 2, "stacks": "anything"}"#),
+            "unsupported `version` (expected 1)"
+        );
+        let shape = error(r#"{"version": 1, "generator": "g", "stacks": [{"name": "s"}]}"#);
+        assert!(shape.contains("missing field `region`"), "{shape}");
     }
 }

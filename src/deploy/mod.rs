@@ -39,7 +39,7 @@ pub use changeset::{ChangeSetSummary, ResourceChange};
 pub use console::{Answers, Captured, Console, Prompt, StdinPrompt};
 pub use error::DeployError;
 pub use external::ExternalCommand;
-pub use manifest::{AssemblyDir, StackPlan, Stage, StageKind};
+pub use manifest::{AssemblyDir, StackPlan};
 pub use run::{
     deploy, destroy, diff, template_key, template_url, Report, StageOutcome, StageReport,
 };

@@ -2,7 +2,8 @@
 //! (a given value, the template default, or the stack's previous value).
 
 use super::error::DeployError;
-use super::manifest::{ParameterSpec, StackPlan};
+use super::manifest::StackPlan;
+use crate::assembly::manifest::Parameter;
 use serde_json::Value;
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -69,7 +70,7 @@ pub fn check_known(stack: &StackPlan, given: &BTreeMap<String, String>) -> Resul
 /// value; otherwise an error.
 pub fn resolve(
     stack_name: &str,
-    declared: &[ParameterSpec],
+    declared: &[Parameter],
     given: &BTreeMap<String, String>,
     deployed: &[String],
 ) -> Result<Vec<(String, ParameterValue)>, DeployError> {
@@ -95,8 +96,8 @@ pub fn resolve(
 mod tests {
     use super::*;
 
-    fn spec(name: &str, default: Option<&str>) -> ParameterSpec {
-        ParameterSpec {
+    fn spec(name: &str, default: Option<&str>) -> Parameter {
+        Parameter {
             name: name.into(),
             default: default.map(str::to_owned),
         }

@@ -7,12 +7,13 @@ use super::console::{Console, Prompt};
 use super::error::DeployError;
 use super::events::EventTracker;
 use super::external::{self, ExternalCommand};
-use super::manifest::{AssemblyDir, StackPlan, Stage, StageKind};
+use super::manifest::{AssemblyDir, StackPlan};
 use super::params;
 use super::plan::{
     deploy_step, destroy_step, explain_status, status_kind, DeployStep, DestroyStep, StatusKind,
 };
 use super::DeployOptions;
+use crate::assembly::manifest::StageManifest;
 use sha2::{Digest, Sha256};
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -198,14 +199,15 @@ pub async fn deploy(
         console.line(&format!(
             "\n[{}/{total}] {} ({})",
             i + 1,
-            stage.name,
-            stage.kind.as_str()
+            stage.name(),
+            stage.kind()
         ));
-        let outcome = match &stage.kind {
-            StageKind::CloudFormation { .. } => run.deploy_cloudformation(stage).await?,
-            StageKind::Upload { .. } => run.upload(stage).await?,
-            StageKind::Helm { .. } | StageKind::Kubernetes { .. } => {
-                let commands = external::deploy_commands(&stage.kind, &options.chart_checkouts);
+        let outcome = match stage {
+            StageManifest::CloudFormation { .. } => run.deploy_cloudformation(stage).await?,
+            StageManifest::S3Upload { .. } => run.upload(stage).await?,
+            StageManifest::Helm { .. } | StageManifest::Kubernetes { .. } => {
+                let commands =
+                    external::deploy_commands(stage, &plan.root, &options.chart_checkouts);
                 run.external(commands, plan.stages.get(i + 1), "")?
             }
         };
@@ -252,25 +254,24 @@ pub async fn diff(
             report.push(stage, StageOutcome::Skipped);
             continue;
         }
-        console.line(&format!("\n{} ({})", stage.name, stage.kind.as_str()));
-        let outcome = match &stage.kind {
-            StageKind::CloudFormation { .. } => run.diff_cloudformation(stage).await?,
-            StageKind::Upload {
-                bucket_stage,
-                bucket_output,
-                prefix,
-                files,
-            } => {
+        console.line(&format!("\n{} ({})", stage.name(), stage.kind()));
+        let outcome = match stage {
+            StageManifest::CloudFormation { .. } => run.diff_cloudformation(stage).await?,
+            StageManifest::S3Upload { bucket, prefix, .. } => {
+                let files = plan.files(stage);
                 let text = format!(
-                    "would upload {} file(s) under `{prefix}` of the bucket named by output `{bucket_output}` of stage `{bucket_stage}`: {}",
+                    "would upload {} file(s) under `{prefix}` of the bucket named by output `{}` of stage `{}`: {}",
                     files.len(),
-                    file_names(files).join(", ")
+                    bucket.output,
+                    bucket.stage.as_deref().unwrap_or_default(),
+                    file_names(&files).join(", ")
                 );
                 console.line(&format!("  {text}"));
                 StageOutcome::Planned(text)
             }
-            StageKind::Helm { .. } | StageKind::Kubernetes { .. } => {
-                let commands = external::deploy_commands(&stage.kind, &options.chart_checkouts);
+            StageManifest::Helm { .. } | StageManifest::Kubernetes { .. } => {
+                let commands =
+                    external::deploy_commands(stage, &plan.root, &options.chart_checkouts);
                 console.line("  would run:");
                 for c in &commands {
                     console.line(&format!("    {c}"));
@@ -311,23 +312,23 @@ pub async fn destroy(
         stack: plan.name.clone(),
         stages: Vec::new(),
     };
-    let order: Vec<&Stage> = plan.stages[..(first + 1).min(count)].iter().rev().collect();
+    let order: Vec<&StageManifest> = plan.stages[..(first + 1).min(count)].iter().rev().collect();
     console.line(&format!(
         "Destroying `{}` in {}; in this order:",
         plan.name, clients.region
     ));
     for stage in &order {
-        let what = match &stage.kind {
-            StageKind::CloudFormation { stack_name, .. } => {
+        let what = match stage {
+            StageManifest::CloudFormation { stack_name, .. } => {
                 format!("delete stack `{stack_name}` and every resource in it")
             }
-            StageKind::Upload { prefix, .. } => {
+            StageManifest::S3Upload { prefix, .. } => {
                 format!("delete the uploaded objects under `{prefix}` (every version)")
             }
-            StageKind::Helm { release, .. } => format!("uninstall Helm release `{release}`"),
-            StageKind::Kubernetes { .. } => "delete the Kubernetes objects".to_owned(),
+            StageManifest::Helm { release, .. } => format!("uninstall Helm release `{release}`"),
+            StageManifest::Kubernetes { .. } => "delete the Kubernetes objects".to_owned(),
         };
-        console.line(&format!("  {}: {what}", stage.name));
+        console.line(&format!("  {}: {what}", stage.name()));
     }
     console.line(CAPACITY_REMINDER);
     let mut run = Run {
@@ -340,25 +341,28 @@ pub async fn destroy(
     if !run.confirm(&format!("Destroy `{}`?", plan.name))? {
         console.line("Nothing was deleted.");
         report.stages.push(StageReport {
-            stage: order.first().map(|s| s.name.clone()).unwrap_or_default(),
+            stage: order
+                .first()
+                .map(|s| s.name().to_owned())
+                .unwrap_or_default(),
             outcome: StageOutcome::Declined,
         });
         return Ok(report);
     }
     for (n, stage) in order.iter().enumerate() {
-        console.line(&format!("\n{} ({})", stage.name, stage.kind.as_str()));
-        let outcome = match &stage.kind {
-            StageKind::CloudFormation { stack_name, .. } => {
+        console.line(&format!("\n{} ({})", stage.name(), stage.kind()));
+        let outcome = match stage {
+            StageManifest::CloudFormation { stack_name, .. } => {
                 run.destroy_cloudformation(stack_name).await?
             }
-            StageKind::Upload {
-                bucket_stage,
-                bucket_output,
-                prefix,
-                ..
-            } => {
+            StageManifest::S3Upload { bucket, prefix, .. } => {
                 match run
-                    .bucket_of(&stage.name, bucket_stage, bucket_output, false)
+                    .bucket_of(
+                        stage.name(),
+                        bucket.stage.as_deref().unwrap_or_default(),
+                        &bucket.output,
+                        false,
+                    )
                     .await?
                 {
                     None => {
@@ -374,8 +378,8 @@ pub async fn destroy(
                     }
                 }
             }
-            StageKind::Helm { .. } | StageKind::Kubernetes { .. } => {
-                let commands = external::destroy_commands(&stage.kind);
+            StageManifest::Helm { .. } | StageManifest::Kubernetes { .. } => {
+                let commands = external::destroy_commands(stage, &plan.root);
                 run.external(commands, order.get(n + 1).copied(), "--destroy ")?
             }
         };
@@ -391,9 +395,9 @@ pub async fn destroy(
 }
 
 impl Report {
-    fn push(&mut self, stage: &Stage, outcome: StageOutcome) {
+    fn push(&mut self, stage: &StageManifest, outcome: StageOutcome) {
         self.stages.push(StageReport {
-            stage: stage.name.clone(),
+            stage: stage.name().to_owned(),
             outcome,
         });
     }
@@ -599,7 +603,7 @@ impl Run<'_> {
     /// The stage's template, its parameter values and how the template reaches CloudFormation.
     async fn prepare_template(
         &self,
-        stage: &Stage,
+        stage: &StageManifest,
         deployed_parameters: &[String],
     ) -> Result<
         (
@@ -609,33 +613,34 @@ impl Run<'_> {
         ),
         DeployError,
     > {
-        let StageKind::CloudFormation {
+        let StageManifest::CloudFormation {
             stack_name,
-            template,
             parameters,
             ..
-        } = &stage.kind
+        } = stage
         else {
             return Err(DeployError::ChangeSetFailed {
-                stack_name: stage.name.clone(),
+                stack_name: stage.name().to_owned(),
                 reason: "not a CloudFormation stage".into(),
             });
         };
-        let body = read(template)?;
+        let body = read(&self.plan.file(stage)?)?;
         let values = params::resolve(
             stack_name,
             parameters,
             &self.options.parameters,
             deployed_parameters,
         )?;
-        let source = self.template_source(stack_name, &stage.name, &body).await?;
+        let source = self
+            .template_source(stack_name, stage.name(), &body)
+            .await?;
         Ok((body, values, source))
     }
 
     /// Creates an UPDATE change set and waits until CloudFormation has computed it.
     async fn prepare_change_set(
         &self,
-        stage: &Stage,
+        stage: &StageManifest,
         stack_name: &str,
         capabilities: &[String],
         deployed_parameters: &[String],
@@ -650,7 +655,7 @@ impl Run<'_> {
                 &source,
                 &values,
                 capabilities,
-                &format!("hyperforge {} stage {}", self.plan.name, stage.name),
+                &format!("hyperforge {} stage {}", self.plan.name, stage.name()),
             )
             .await?;
         let started = Instant::now();
@@ -674,12 +679,15 @@ impl Run<'_> {
         }
     }
 
-    async fn deploy_cloudformation(&mut self, stage: &Stage) -> Result<StageOutcome, DeployError> {
-        let StageKind::CloudFormation {
+    async fn deploy_cloudformation(
+        &mut self,
+        stage: &StageManifest,
+    ) -> Result<StageOutcome, DeployError> {
+        let StageManifest::CloudFormation {
             stack_name,
             capabilities,
             ..
-        } = &stage.kind
+        } = stage
         else {
             return Ok(StageOutcome::Skipped);
         };
@@ -725,7 +733,7 @@ impl Run<'_> {
     /// A stack that does not exist: list what its template adds, confirm, `CreateStack`.
     async fn create(
         &mut self,
-        stage: &Stage,
+        stage: &StageManifest,
         stack_name: &str,
         capabilities: &[String],
     ) -> Result<StageOutcome, DeployError> {
@@ -787,13 +795,15 @@ impl Run<'_> {
         })
     }
 
-    async fn diff_cloudformation(&mut self, stage: &Stage) -> Result<StageOutcome, DeployError> {
-        let StageKind::CloudFormation {
+    async fn diff_cloudformation(
+        &mut self,
+        stage: &StageManifest,
+    ) -> Result<StageOutcome, DeployError> {
+        let StageManifest::CloudFormation {
             stack_name,
-            template,
             capabilities,
             ..
-        } = &stage.kind
+        } = stage
         else {
             return Ok(StageOutcome::Skipped);
         };
@@ -801,7 +811,7 @@ impl Run<'_> {
         let step = deploy_step(stack_name, info.as_ref().map(|i| i.status.as_str()));
         match (info, step) {
             (None, _) | (_, DeployStep::Create | DeployStep::DiscardReview) => {
-                let resources = template_resources(&read(template)?);
+                let resources = template_resources(&read(&self.plan.file(stage)?)?);
                 self.console.line(&format!(
                     "`{stack_name}` does not exist: it would be created with {} resources:",
                     resources.len()
@@ -895,24 +905,23 @@ impl Run<'_> {
         }
     }
 
-    async fn upload(&self, stage: &Stage) -> Result<StageOutcome, DeployError> {
-        let StageKind::Upload {
-            bucket_stage,
-            bucket_output,
-            prefix,
-            files,
-        } = &stage.kind
-        else {
+    async fn upload(&self, stage: &StageManifest) -> Result<StageOutcome, DeployError> {
+        let StageManifest::S3Upload { bucket, prefix, .. } = stage else {
             return Ok(StageOutcome::Skipped);
         };
         let Some(bucket) = self
-            .bucket_of(&stage.name, bucket_stage, bucket_output, true)
+            .bucket_of(
+                stage.name(),
+                bucket.stage.as_deref().unwrap_or_default(),
+                &bucket.output,
+                true,
+            )
             .await?
         else {
             return Ok(StageOutcome::Skipped);
         };
         let mut keys = Vec::new();
-        for file in files {
+        for file in &self.plan.files(stage) {
             let name = file
                 .file_name()
                 .map(|n| n.to_string_lossy().into_owned())
@@ -930,7 +939,7 @@ impl Run<'_> {
     fn external(
         &self,
         commands: Vec<ExternalCommand>,
-        next: Option<&Stage>,
+        next: Option<&StageManifest>,
         mode: &str,
     ) -> Result<StageOutcome, DeployError> {
         if let Some(cluster) = &self.plan.eks_cluster {
@@ -953,7 +962,7 @@ impl Run<'_> {
         match next {
             Some(next) => self.console.line(&format!(
                 "  then continue with {mode}--from {} (or pass --run-external to let hyperforge run them).",
-                next.name
+                next.name()
             )),
             None => self
                 .console

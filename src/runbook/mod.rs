@@ -4,12 +4,12 @@
 //! escaping). The template only formats text; every value (paths, stack names, parameters,
 //! request bodies) is computed here.
 
-use crate::app::{Stack, StageId, StageKind};
+use crate::app::{Stack, StageId};
+use crate::assembly::manifest::{Artifact, Chart, StackManifest, StageManifest};
 use crate::catalog;
 use crate::constructs::{CapacityClaim, CapacitySource, Exposure, Launcher, Placements};
 use handlebars::Handlebars;
 use serde::Serialize;
-use serde_json::Value;
 use std::sync::OnceLock;
 
 /// The template, compiled once per process.
@@ -283,9 +283,8 @@ fn registry() -> Result<&'static Handlebars<'static>, RunbookError> {
         .map_err(|e| RunbookError(e.clone()))
 }
 
-/// Renders the runbook of `stack` from its manifest entry (`manifest` is the stack's object in
-/// `manifest.json`'s `stacks`).
-pub fn render(stack: &Stack, manifest: &Value) -> Result<String, RunbookError> {
+/// Renders the runbook of `stack` from its manifest entry.
+pub fn render(stack: &Stack, manifest: &StackManifest) -> Result<String, RunbookError> {
     render_data(&data(stack, manifest))
 }
 
@@ -296,18 +295,8 @@ pub fn render_data(data: &RunbookData) -> Result<String, RunbookError> {
         .map_err(|e| RunbookError(e.to_string()))
 }
 
-fn text(v: &Value, key: &str) -> String {
-    v.get(key)
-        .and_then(Value::as_str)
-        .unwrap_or_default()
-        .to_owned()
-}
-
-fn artifact_paths(v: &Value) -> Vec<String> {
-    v.get("artifacts")
-        .and_then(Value::as_array)
-        .map(|a| a.iter().map(|x| text(x, "path")).collect())
-        .unwrap_or_default()
+fn artifact_paths(artifacts: &[Artifact]) -> Vec<String> {
+    artifacts.iter().map(|a| a.path.clone()).collect()
 }
 
 fn checkout_dir(url: &str) -> String {
@@ -320,7 +309,7 @@ fn checkout_dir(url: &str) -> String {
 }
 
 /// The runbook's data for `stack` and its manifest entry.
-pub fn data(stack: &Stack, manifest: &Value) -> RunbookData {
+pub fn data(stack: &Stack, manifest: &StackManifest) -> RunbookData {
     let region = stack.region().to_owned();
     let mut eks_cluster = String::new();
     let mut kubernetes_version = String::new();
@@ -360,28 +349,22 @@ pub fn data(stack: &Stack, manifest: &Value) -> RunbookData {
     }
     capacity.extend(pools);
 
-    let stages_json = manifest
-        .get("stages")
-        .and_then(Value::as_array)
-        .cloned()
-        .unwrap_or_default();
-    let stack_name_of = |stage: &str| -> String {
-        stages_json
-            .iter()
-            .find(|s| text(s, "name") == stage)
-            .map(|s| text(s, "stack_name"))
+    let stack_name_of = |stage: Option<&str>| -> String {
+        stage
+            .and_then(|s| manifest.cloudformation_stack_name(s))
             .unwrap_or_default()
+            .to_owned()
     };
     let mut stages = Vec::new();
     let mut cluster_seen = false;
-    for (index, (stage, entry)) in stack.stages().iter().zip(&stages_json).enumerate() {
+    for (index, entry) in manifest.stages.iter().enumerate() {
         let id = StageId::from_index(index);
-        let paths = artifact_paths(entry);
+        let paths = artifact_paths(entry.artifacts());
         let first_path = paths.first().cloned().unwrap_or_default();
         let mut data = StageData {
             number: index + 1,
-            name: stage.name.clone(),
-            kind: stage.kind.as_str().to_owned(),
+            name: entry.name().to_owned(),
+            kind: entry.kind().to_owned(),
             region: region.clone(),
             first_cluster_access: false,
             eks_cluster: eks_cluster.clone(),
@@ -390,34 +373,21 @@ pub fn data(stack: &Stack, manifest: &Value) -> RunbookData {
             helm: Vec::new(),
             kubernetes: Vec::new(),
         };
-        match &stage.kind {
-            StageKind::CloudFormation => {
-                let parameters: Vec<ParameterData> = entry
-                    .get("parameters")
-                    .and_then(Value::as_array)
-                    .map(|ps| {
-                        ps.iter()
-                            .map(|p| ParameterData {
-                                name: text(p, "name"),
-                                default: match p.get("default") {
-                                    Some(Value::String(s)) => s.clone(),
-                                    Some(Value::Null) | None => String::new(),
-                                    Some(other) => other.to_string(),
-                                },
-                            })
-                            .collect()
+        match entry {
+            StageManifest::CloudFormation {
+                stack_name,
+                capabilities,
+                parameters,
+                ..
+            } => {
+                let parameters: Vec<ParameterData> = parameters
+                    .iter()
+                    .map(|p| ParameterData {
+                        name: p.name.clone(),
+                        default: p.default.clone().unwrap_or_default(),
                     })
-                    .unwrap_or_default();
-                let capabilities = entry
-                    .get("capabilities")
-                    .and_then(Value::as_array)
-                    .map(|c| {
-                        c.iter()
-                            .filter_map(Value::as_str)
-                            .collect::<Vec<_>>()
-                            .join(" ")
-                    })
-                    .unwrap_or_default();
+                    .collect();
+                let capabilities = capabilities.join(" ");
                 let mut creates_hyperpod = false;
                 let mut gpu_node_types = Vec::new();
                 for placed in placements.in_stage(id) {
@@ -432,7 +402,7 @@ pub fn data(stack: &Stack, manifest: &Value) -> RunbookData {
                     }
                 }
                 data.cloudformation.push(CloudFormationStage {
-                    stack_name: text(entry, "stack_name"),
+                    stack_name: stack_name.clone(),
                     template: first_path,
                     capabilities,
                     parameter_overrides: parameters
@@ -445,63 +415,66 @@ pub fn data(stack: &Stack, manifest: &Value) -> RunbookData {
                     gpu_node_types,
                 });
             }
-            StageKind::Upload(upload) => {
-                let bucket = entry.get("bucket").cloned().unwrap_or(Value::Null);
+            StageManifest::S3Upload { bucket, prefix, .. } => {
                 data.upload.push(UploadStage {
-                    bucket_stack: stack_name_of(&text(&bucket, "stage")),
-                    bucket_output: text(&bucket, "output"),
-                    prefix: upload.prefix.clone(),
+                    bucket_stack: stack_name_of(bucket.stage.as_deref()),
+                    bucket_output: bucket.output.clone(),
+                    prefix: prefix.clone(),
                     files: paths,
                 });
             }
-            StageKind::Helm(_) => {
+            StageManifest::Helm {
+                release,
+                namespace,
+                chart,
+                set_from_outputs,
+                ..
+            } => {
                 data.first_cluster_access = !cluster_seen;
                 cluster_seen = true;
-                let chart = entry.get("chart").cloned().unwrap_or(Value::Null);
                 let mut helm = HelmStage {
-                    release: text(entry, "release"),
-                    namespace: text(entry, "namespace"),
+                    release: release.clone(),
+                    namespace: namespace.clone(),
                     values: first_path,
                     git: Vec::new(),
                     repository: Vec::new(),
                     oci: Vec::new(),
-                    sets: entry
-                        .get("set_from_outputs")
-                        .and_then(Value::as_array)
-                        .map(|sets| {
-                            sets.iter()
-                                .map(|s| SetFromOutput {
-                                    key: text(s, "key"),
-                                    stack_name: stack_name_of(&text(s, "stage")),
-                                    output: text(s, "output"),
-                                })
-                                .collect()
+                    sets: set_from_outputs
+                        .iter()
+                        .map(|s| SetFromOutput {
+                            key: s.key.clone(),
+                            stack_name: stack_name_of(s.stage.as_deref()),
+                            output: s.output.clone(),
                         })
-                        .unwrap_or_default(),
+                        .collect(),
                 };
-                if chart.get("git").is_some() {
-                    let url = text(&chart, "git");
-                    helm.git.push(GitChart {
-                        checkout: checkout_dir(&url),
-                        url,
-                        commit: text(&chart, "commit"),
-                        path: text(&chart, "path"),
-                    });
-                } else {
-                    let repo = RepositoryChart {
-                        repository: text(&chart, "repository"),
-                        name: text(&chart, "name"),
-                        version: text(&chart, "version"),
-                    };
-                    if repo.repository.starts_with("oci://") {
-                        helm.oci.push(repo);
-                    } else {
-                        helm.repository.push(repo);
+                match chart {
+                    Chart::Git { url, commit, path } => helm.git.push(GitChart {
+                        checkout: checkout_dir(url),
+                        url: url.clone(),
+                        commit: commit.clone(),
+                        path: path.clone(),
+                    }),
+                    Chart::Repository {
+                        repository,
+                        name,
+                        version,
+                    } => {
+                        let repo = RepositoryChart {
+                            repository: repository.clone(),
+                            name: name.clone(),
+                            version: version.clone(),
+                        };
+                        if repo.repository.starts_with("oci://") {
+                            helm.oci.push(repo);
+                        } else {
+                            helm.repository.push(repo);
+                        }
                     }
                 }
                 data.helm.push(helm);
             }
-            StageKind::Kubernetes => {
+            StageManifest::Kubernetes { .. } => {
                 data.first_cluster_access = !cluster_seen;
                 cluster_seen = true;
                 let mut stage_endpoints = Vec::new();
@@ -526,11 +499,13 @@ pub fn data(stack: &Stack, manifest: &Value) -> RunbookData {
     }
 
     let terraform = manifest
-        .get("terraform")
+        .terraform
+        .as_ref()
         .map(|tf| {
-            let dir = artifact_paths(tf)
+            let dir = tf
+                .artifacts
                 .first()
-                .and_then(|p| p.rsplit_once('/').map(|(d, _)| d.to_owned()))
+                .and_then(|a| a.path.rsplit_once('/').map(|(d, _)| d.to_owned()))
                 .unwrap_or_else(|| format!("{}/terraform", stack.name()));
             let git_charts: Vec<GitChart> = stages
                 .iter()

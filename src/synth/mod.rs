@@ -8,10 +8,14 @@ pub mod kubernetes;
 pub mod terraform;
 
 use crate::app::{logical_id, App, Stack, StageId, StageKind};
+use crate::assembly::manifest::{
+    Artifact, ArtifactFormat, ArtifactList, Chart, Manifest, Parameter, SetFromOutput,
+    StackManifest, StageManifest, StageOutput,
+};
 use crate::assembly::Assembly;
 use crate::constructs::{ChartSource, Placements};
 use crate::diagnostics::{Code, Diagnostics};
-use serde_json::{json, Map, Value};
+use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet};
 
 impl App {
@@ -139,17 +143,18 @@ impl Formats {
         self.0 & (1 << format as u8) != 0
     }
 
-    /// Whether an artifact of manifest format `artifact` (`cloudformation`, `helm-values`,
-    /// `script`, `terraform`, `kubernetes`, `runbook`) is written. Helm values and uploaded
-    /// scripts are deployed by the CloudFormation path and read by the Terraform module, so
-    /// they come with either.
-    pub fn includes_artifact(self, artifact: &str) -> bool {
-        match artifact {
-            "cloudformation" => self.contains(Format::CloudFormation),
-            "terraform" => self.contains(Format::Terraform),
-            "kubernetes" => self.contains(Format::Kubernetes),
-            "runbook" => self.contains(Format::Runbook),
-            _ => self.contains(Format::CloudFormation) || self.contains(Format::Terraform),
+    /// Whether artifacts of `format` are written. Helm values and uploaded scripts are
+    /// deployed by the CloudFormation path and read by the Terraform module, so they come with
+    /// either.
+    pub fn includes(self, format: ArtifactFormat) -> bool {
+        match format {
+            ArtifactFormat::CloudFormation => self.contains(Format::CloudFormation),
+            ArtifactFormat::Terraform => self.contains(Format::Terraform),
+            ArtifactFormat::Kubernetes => self.contains(Format::Kubernetes),
+            ArtifactFormat::Runbook => self.contains(Format::Runbook),
+            ArtifactFormat::HelmValues | ArtifactFormat::Script => {
+                self.contains(Format::CloudFormation) || self.contains(Format::Terraform)
+            }
         }
     }
 }
@@ -188,57 +193,39 @@ pub fn synthesize_with(app: &App, options: &SynthOptions) -> Result<Assembly, Di
     if options.formats != Formats::all() {
         filter_formats(&mut files, &mut stacks, options.formats);
     }
-    let manifest = json!({
-        "version": 1,
-        "generator": concat!("hyperforge ", env!("CARGO_PKG_VERSION")),
-        "stacks": stacks,
-    });
-    Ok(Assembly::new(files, manifest, ds))
+    Ok(Assembly::new(files, Manifest::new(stacks), ds))
 }
 
 /// Drops the artifacts of formats not in `formats` from `files` and from the manifest's
 /// artifact lists. Stages stay; a stack-level entry (`terraform`, `runbook`) left without
 /// artifacts is removed.
-fn filter_formats(files: &mut BTreeMap<String, Vec<u8>>, stacks: &mut [Value], formats: Formats) {
-    fn keep(list: &mut Value, formats: Formats, files: &mut BTreeMap<String, Vec<u8>>) {
-        if let Some(artifacts) = list.as_array_mut() {
-            artifacts.retain(|a| {
-                let format = a.get("format").and_then(Value::as_str).unwrap_or_default();
-                let kept = formats.includes_artifact(format);
-                if !kept {
-                    if let Some(path) = a.get("path").and_then(Value::as_str) {
-                        files.remove(path);
-                    }
-                }
-                kept
-            });
+fn filter_formats(
+    files: &mut BTreeMap<String, Vec<u8>>,
+    stacks: &mut [StackManifest],
+    formats: Formats,
+) {
+    let mut keep = |artifacts: &mut Vec<Artifact>| {
+        artifacts.retain(|a| {
+            let kept = formats.includes(a.format);
+            if !kept {
+                files.remove(&a.path);
+            }
+            kept
+        });
+    };
+    for stack in stacks {
+        for stage in &mut stack.stages {
+            keep(stage.artifacts_mut());
         }
-    }
-    for stack in stacks.iter_mut().filter_map(Value::as_object_mut) {
-        if let Some(stages) = stack.get_mut("stages").and_then(Value::as_array_mut) {
-            for stage in stages.iter_mut() {
-                if let Some(list) = stage.get_mut("artifacts") {
-                    keep(list, formats, files);
+        for entry in [&mut stack.terraform, &mut stack.runbook] {
+            if let Some(list) = entry {
+                keep(&mut list.artifacts);
+                if list.artifacts.is_empty() {
+                    *entry = None;
                 }
             }
         }
-        for key in ["terraform", "runbook"] {
-            let empty = match stack.get_mut(key).and_then(|e| e.get_mut("artifacts")) {
-                Some(list) => {
-                    keep(list, formats, files);
-                    list.as_array().is_none_or(Vec::is_empty)
-                }
-                None => false,
-            };
-            if empty {
-                stack.remove(key);
-            }
-        }
     }
-}
-
-fn artifact(format: &str, path: &str) -> Value {
-    json!({"format": format, "path": path})
 }
 
 /// Lowers one stack into `files`; diagnostics found on the rendered artifacts (template
@@ -248,7 +235,7 @@ fn synthesize_stack(
     stack: &Stack,
     files: &mut BTreeMap<String, Vec<u8>>,
     ds: &mut Diagnostics,
-) -> Result<Value, Diagnostics> {
+) -> Result<StackManifest, Diagnostics> {
     let tags = stack.effective_tags(app.tags());
     let graph = crate::constructs::expand(stack);
     let mut problems = Diagnostics::new();
@@ -261,10 +248,8 @@ fn synthesize_stack(
     for (index, stage) in stack.stages().iter().enumerate() {
         let id = StageId::from_index(index);
         let base = format!("{}/{:02}-{}", stack.name(), index + 1, stage.name);
-        let mut entry = Map::new();
-        entry.insert("name".into(), json!(stage.name));
-        entry.insert("kind".into(), json!(stage.kind.as_str()));
-        match &stage.kind {
+        let name = stage.name.clone();
+        let entry = match &stage.kind {
             StageKind::CloudFormation => {
                 let template = templates.remove(&id).unwrap_or(Value::Null);
                 let path = format!("{base}.template.json");
@@ -285,32 +270,39 @@ fn synthesize_stack(
                 } else {
                     "CAPABILITY_IAM"
                 };
-                let parameters: Vec<Value> = template
+                // Every parameter is of type String, so a default is a string.
+                let parameters: Vec<Parameter> = template
                     .get("Parameters")
                     .and_then(Value::as_object)
                     .map(|p| {
                         p.iter()
-                            .map(|(name, spec)| json!({"name": name, "default": spec.get("Default")}))
+                            .map(|(name, spec)| Parameter {
+                                name: name.clone(),
+                                default: spec
+                                    .get("Default")
+                                    .and_then(Value::as_str)
+                                    .map(str::to_owned),
+                            })
                             .collect()
                     })
                     .unwrap_or_default();
-                let outputs: Vec<&String> = template
+                let outputs: Vec<String> = template
                     .get("Outputs")
                     .and_then(Value::as_object)
-                    .map(|o| o.keys().collect())
+                    .map(|o| o.keys().cloned().collect())
                     .unwrap_or_default();
-                entry.insert("stack_name".into(), json!(stack.stage_stack_name(id)));
-                entry.insert("capabilities".into(), json!([capability]));
-                entry.insert("parameters".into(), json!(parameters));
-                entry.insert("outputs".into(), json!(outputs));
                 let mut text = serde_json::to_string_pretty(&template).unwrap_or_default();
                 text.push('\n');
                 crate::validate::limits::check_template(&template, text.len(), &path, ds);
                 files.insert(path.clone(), text.into_bytes());
-                entry.insert(
-                    "artifacts".into(),
-                    json!([artifact("cloudformation", &path)]),
-                );
+                StageManifest::CloudFormation {
+                    name,
+                    stack_name: stack.stage_stack_name(id),
+                    capabilities: vec![capability.to_owned()],
+                    parameters,
+                    outputs,
+                    artifacts: vec![Artifact::new(ArtifactFormat::CloudFormation, path)],
+                }
             }
             StageKind::Helm(release) => {
                 let path = format!("{base}.values.yaml");
@@ -320,82 +312,88 @@ fn synthesize_stack(
                 }
                 text.push_str(&serde_yaml::to_string(&release.values).map_err(yaml_error(stack))?);
                 files.insert(path.clone(), text.into_bytes());
-                entry.insert("release".into(), json!(release.release));
-                entry.insert("namespace".into(), json!(release.namespace));
-                entry.insert(
-                    "chart".into(),
-                    match &release.chart {
-                        ChartSource::Repository {
-                            repo,
-                            chart,
-                            version,
-                        } => {
-                            json!({"repository": repo, "name": chart, "version": version})
-                        }
-                        ChartSource::Git { url, commit, path } => {
-                            json!({"git": url, "commit": commit, "path": path})
-                        }
+                let chart = match &release.chart {
+                    ChartSource::Repository {
+                        repo,
+                        chart,
+                        version,
+                    } => Chart::Repository {
+                        repository: repo.clone(),
+                        name: chart.clone(),
+                        version: version.clone(),
                     },
-                );
-                if !release.set_from_outputs.is_empty() {
-                    let sets: Vec<Value> = release
-                        .set_from_outputs
-                        .iter()
-                        .map(|(key, r)| {
-                            let stage = stack
-                                .stage_of(r.construct_id())
-                                .and_then(|s| stack.stage(s))
-                                .map(|s| s.name.clone());
-                            json!({
-                                "key": key,
-                                "stage": stage,
-                                "output": format!("{}{}", logical_id(&r.path), r.attr.as_str()),
-                            })
-                        })
-                        .collect();
-                    entry.insert("set_from_outputs".into(), Value::Array(sets));
+                    ChartSource::Git { url, commit, path } => Chart::Git {
+                        url: url.clone(),
+                        commit: commit.clone(),
+                        path: path.clone(),
+                    },
+                };
+                let set_from_outputs = release
+                    .set_from_outputs
+                    .iter()
+                    .map(|(key, r)| SetFromOutput {
+                        key: key.clone(),
+                        stage: stack
+                            .stage_of(r.construct_id())
+                            .and_then(|s| stack.stage(s))
+                            .map(|s| s.name.clone()),
+                        output: format!("{}{}", logical_id(&r.path), r.attr.as_str()),
+                    })
+                    .collect();
+                StageManifest::Helm {
+                    name,
+                    release: release.release.clone(),
+                    namespace: release.namespace.clone(),
+                    chart,
+                    set_from_outputs,
+                    artifacts: vec![Artifact::new(ArtifactFormat::HelmValues, path)],
                 }
-                entry.insert("artifacts".into(), json!([artifact("helm-values", &path)]));
             }
             StageKind::Upload(upload) => {
                 let bucket_stage = stack
                     .stage_of(upload.bucket.path().split('/').next().unwrap_or_default())
                     .and_then(|s| stack.stage(s))
                     .map(|s| s.name.clone());
-                entry.insert(
-                    "bucket".into(),
-                    json!({
-                        "stage": bucket_stage,
-                        "output": format!("{}Name", logical_id(upload.bucket.path())),
-                    }),
-                );
-                entry.insert("prefix".into(), json!(upload.prefix));
                 let mut artifacts = Vec::new();
                 for file in &upload.files {
                     let path = format!("{base}/{}", file.name);
                     files.insert(path.clone(), file.content.clone().into_bytes());
-                    artifacts.push(artifact("script", &path));
+                    artifacts.push(Artifact::new(ArtifactFormat::Script, path));
                 }
-                entry.insert("artifacts".into(), Value::Array(artifacts));
+                StageManifest::S3Upload {
+                    name,
+                    bucket: StageOutput {
+                        stage: bucket_stage,
+                        output: format!("{}Name", logical_id(upload.bucket.path())),
+                    },
+                    prefix: upload.prefix.clone(),
+                    artifacts,
+                }
             }
             StageKind::Kubernetes => {
                 let path = format!("{base}.yaml");
                 let text = kubernetes::stage_yaml(stack, id).map_err(yaml_error(stack))?;
                 files.insert(path.clone(), text.into_bytes());
-                entry.insert("artifacts".into(), json!([artifact("kubernetes", &path)]));
+                StageManifest::Kubernetes {
+                    name,
+                    artifacts: vec![Artifact::new(ArtifactFormat::Kubernetes, path)],
+                }
             }
-        }
-        stages.push(Value::Object(entry));
+        };
+        stages.push(entry);
     }
     let eks = Placements::new(stack)
         .all()
         .find_map(|p| p.facts().eks_cluster)
         .map(|c| c.name);
-    let mut manifest = Map::new();
-    manifest.insert("name".into(), json!(stack.name()));
-    manifest.insert("region".into(), json!(stack.region()));
-    manifest.insert("eks_cluster".into(), json!(eks));
-    manifest.insert("stages".into(), Value::Array(stages));
+    let mut manifest = StackManifest {
+        name: stack.name().to_owned(),
+        region: stack.region().to_owned(),
+        eks_cluster: eks,
+        stages,
+        terraform: None,
+        runbook: None,
+    };
     let module = terraform::root_module(stack, &graph, &tags, |index| {
         let Some(stage) = stack.stages().get(index) else {
             return String::new();
@@ -413,11 +411,11 @@ fn synthesize_stack(
             let mut text = serde_json::to_string_pretty(&content).unwrap_or_default();
             text.push('\n');
             files.insert(path.clone(), text.into_bytes());
-            artifacts.push(artifact("terraform", &path));
+            artifacts.push(Artifact::new(ArtifactFormat::Terraform, path));
         }
-        manifest.insert("terraform".into(), json!({ "artifacts": artifacts }));
+        manifest.terraform = Some(ArtifactList { artifacts });
     }
-    let runbook = crate::runbook::render(stack, &Value::Object(manifest.clone())).map_err(|e| {
+    let runbook = crate::runbook::render(stack, &manifest).map_err(|e| {
         let mut ds = Diagnostics::new();
         ds.report(
             Code::RenderFailed,
@@ -429,11 +427,10 @@ fn synthesize_stack(
     })?;
     let path = format!("{}/RUNBOOK.md", stack.name());
     files.insert(path.clone(), runbook.into_bytes());
-    manifest.insert(
-        "runbook".into(),
-        json!({ "artifacts": [artifact("runbook", &path)] }),
-    );
-    Ok(Value::Object(manifest))
+    manifest.runbook = Some(ArtifactList {
+        artifacts: vec![Artifact::new(ArtifactFormat::Runbook, path)],
+    });
+    Ok(manifest)
 }
 
 fn yaml_error(stack: &Stack) -> impl Fn(serde_yaml::Error) -> Diagnostics + '_ {

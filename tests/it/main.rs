@@ -16,6 +16,7 @@ mod diagnostics_doc;
 mod eks_path;
 mod external_validators;
 mod layers;
+mod manifest;
 mod parity;
 mod runbook;
 mod snapshots;

@@ -2,7 +2,6 @@
 //! CloudFormation stack name they mention exists, and they say how to reach the model.
 
 use hyperforge::reference;
-use serde_json::Value;
 use std::collections::BTreeSet;
 
 /// Tokens that look like assembly paths (`<stack>/...`) or stage stack names (`<stack>-...`).
@@ -27,20 +26,16 @@ fn mentions<'a>(text: &'a str, stack: &str) -> (BTreeSet<&'a str>, BTreeSet<&'a 
 fn runbooks_mention_only_what_exists() {
     for app in reference::all().into_iter().chain(reference::variants()) {
         let assembly = app.synth().unwrap_or_else(|d| panic!("{d}"));
-        for stack in assembly.manifest()["stacks"].as_array().unwrap() {
-            let name = stack["name"].as_str().unwrap();
+        for stack in &assembly.manifest().stacks {
+            let name = stack.name.as_str();
             let runbook_path = format!("{name}/RUNBOOK.md");
             assert_eq!(
-                stack["runbook"]["artifacts"][0]["path"].as_str(),
+                stack.runbook.as_ref().map(|r| r.artifacts[0].path.as_str()),
                 Some(runbook_path.as_str())
             );
             let text = assembly.text(&runbook_path).expect("runbook written");
-            let stack_names: BTreeSet<&str> = stack["stages"]
-                .as_array()
-                .unwrap()
-                .iter()
-                .filter_map(|s| s.get("stack_name").and_then(Value::as_str))
-                .collect();
+            let stack_names: BTreeSet<&str> =
+                stack.stages.iter().filter_map(|s| s.stack_name()).collect();
             let (paths, names) = mentions(text, name);
             assert!(!paths.is_empty() && !names.is_empty());
             for path in &paths {
@@ -63,9 +58,9 @@ fn runbooks_mention_only_what_exists() {
             for n in &stack_names {
                 assert!(text.contains(n), "{runbook_path} misses {n}");
             }
-            for stage in stack["stages"].as_array().unwrap() {
-                for a in stage["artifacts"].as_array().unwrap() {
-                    let p = a["path"].as_str().unwrap();
+            for stage in &stack.stages {
+                for a in stage.artifacts() {
+                    let p = a.path.as_str();
                     assert!(text.contains(p), "{runbook_path} misses {p}");
                 }
             }

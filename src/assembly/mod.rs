@@ -1,9 +1,12 @@
 //! The assembly: every synthesized artifact by relative path, plus `manifest.json` listing each
 //! stack's stages in deployment order. Written to a temporary directory and renamed into place,
-//! so a failed or interrupted run leaves the previous output as it was.
+//! so a failed or interrupted run leaves the previous output as it was. The manifest's types are
+//! in [`manifest`].
+
+pub mod manifest;
 
 use crate::diagnostics::Diagnostics;
-use serde_json::Value;
+use manifest::Manifest;
 use std::collections::BTreeMap;
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -12,7 +15,7 @@ use std::path::{Path, PathBuf};
 #[derive(Clone, Debug)]
 pub struct Assembly {
     files: BTreeMap<String, Vec<u8>>,
-    manifest: Value,
+    manifest: Manifest,
     warnings: Diagnostics,
 }
 
@@ -44,13 +47,11 @@ fn io(action: &'static str, path: &Path) -> impl FnOnce(std::io::Error) -> Assem
 impl Assembly {
     pub(crate) fn new(
         files: BTreeMap<String, Vec<u8>>,
-        manifest: Value,
+        manifest: Manifest,
         warnings: Diagnostics,
     ) -> Self {
         let mut files = files;
-        let mut text = serde_json::to_string_pretty(&manifest).unwrap_or_default();
-        text.push('\n');
-        files.insert("manifest.json".to_owned(), text.into_bytes());
+        files.insert("manifest.json".to_owned(), manifest.to_json().into_bytes());
         Assembly {
             files,
             manifest,
@@ -74,8 +75,13 @@ impl Assembly {
     }
 
     /// The manifest.
-    pub fn manifest(&self) -> &Value {
+    pub fn manifest(&self) -> &Manifest {
         &self.manifest
+    }
+
+    /// The text of `manifest.json` ([`Manifest::to_json`]).
+    pub fn manifest_json(&self) -> &str {
+        self.text("manifest.json").unwrap_or_default()
     }
 
     /// Warnings found during synthesis (errors stop synthesis).

@@ -1,0 +1,550 @@
+//! `manifest.json` as types: what synthesis writes, what the runbook and `hyperforge list` read
+//! and what deployment loads. Serializing a [`Manifest`] gives the file's exact text
+//! ([`Manifest::to_json`]); its JSON Schema ([`Manifest::json_schema`]) is committed as
+//! `docs/manifest.schema.json`.
+//!
+//! Artifact paths are relative to the assembly root and use `/`.
+
+use schemars::JsonSchema;
+use serde::ser::{SerializeStruct, Serializer};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+/// `manifest.json`: the stacks of an assembly, each with its stages in deployment order and
+/// the files each stage deploys.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct Manifest {
+    /// The format's version; this is version 1.
+    pub version: u32,
+    /// What wrote the manifest (`hyperforge 0.1.0`).
+    pub generator: String,
+    /// The stacks, in the app's order.
+    pub stacks: Vec<StackManifest>,
+}
+
+/// One stack: its stages in deployment order, and the artifacts that belong to the whole
+/// stack (the Terraform root module, the runbook).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct StackManifest {
+    /// The hyperforge stack name; it prefixes the CloudFormation stack names of its stages.
+    pub name: String,
+    /// The AWS region the stack is described for.
+    pub region: String,
+    /// The EKS cluster's name (for `aws eks update-kubeconfig`), or null when the stack has
+    /// none.
+    pub eks_cluster: Option<String>,
+    /// The stages, in deployment order.
+    pub stages: Vec<StageManifest>,
+    /// The Terraform root module, when it was written.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub terraform: Option<ArtifactList>,
+    /// The runbook, when it was written.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub runbook: Option<ArtifactList>,
+}
+
+/// One deployment stage; `kind` says which tool deploys it. Every kind lists the artifacts it
+/// deploys (only those written: `hyperforge synth --format` can leave the list empty).
+#[derive(Clone, Debug, PartialEq, Eq, Deserialize, JsonSchema)]
+#[serde(tag = "kind")]
+#[non_exhaustive]
+pub enum StageManifest {
+    /// A CloudFormation stack deployed from one template.
+    #[serde(rename = "cloudformation")]
+    CloudFormation {
+        /// The stage name, unique in its stack (`foundation`).
+        name: String,
+        /// The CloudFormation stack name (`<stack>-<stage>`).
+        stack_name: String,
+        /// The capabilities to acknowledge (`CAPABILITY_IAM` or `CAPABILITY_NAMED_IAM`).
+        capabilities: Vec<String>,
+        /// The template's parameters, in template order.
+        parameters: Vec<Parameter>,
+        /// The template's output names, in template order.
+        outputs: Vec<String>,
+        /// The template (format `cloudformation`).
+        artifacts: Vec<Artifact>,
+    },
+    /// A Helm release of a pinned chart.
+    #[serde(rename = "helm")]
+    Helm {
+        /// The stage name, unique in its stack.
+        name: String,
+        /// The release name.
+        release: String,
+        /// The release's namespace.
+        namespace: String,
+        /// Where the chart comes from.
+        chart: Chart,
+        /// Values set from outputs of earlier CloudFormation stages (`--set key=<output>`);
+        /// left out when there are none.
+        #[serde(default)]
+        set_from_outputs: Vec<SetFromOutput>,
+        /// The values file (format `helm-values`).
+        artifacts: Vec<Artifact>,
+    },
+    /// Files put under a prefix of a bucket created by an earlier CloudFormation stage.
+    #[serde(rename = "s3-upload")]
+    S3Upload {
+        /// The stage name, unique in its stack.
+        name: String,
+        /// The stage output that names the bucket.
+        bucket: StageOutput,
+        /// The key prefix (`lifecycle/`); each file goes to the prefix plus its file name.
+        prefix: String,
+        /// The files to upload (format `script`).
+        artifacts: Vec<Artifact>,
+    },
+    /// Kubernetes objects applied with `kubectl apply`.
+    #[serde(rename = "kubernetes")]
+    Kubernetes {
+        /// The stage name, unique in its stack.
+        name: String,
+        /// The multi-document YAML file (format `kubernetes`).
+        artifacts: Vec<Artifact>,
+    },
+}
+
+/// A CloudFormation template parameter.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct Parameter {
+    /// The parameter's name.
+    pub name: String,
+    /// Its default, or null when the template has none.
+    pub default: Option<String>,
+}
+
+/// Where a Helm chart comes from, pinned. The two forms are told apart by their fields.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(untagged)]
+#[non_exhaustive]
+pub enum Chart {
+    /// A chart in a Helm repository (`https://`) or an OCI registry (`oci://`).
+    Repository {
+        /// The repository URL.
+        repository: String,
+        /// The chart's name.
+        name: String,
+        /// The exact chart version.
+        version: String,
+    },
+    /// A chart directory in a git repository at a pinned commit.
+    Git {
+        /// The clone URL.
+        #[serde(rename = "git")]
+        url: String,
+        /// The full commit SHA.
+        commit: String,
+        /// The chart's directory inside the repository.
+        path: String,
+    },
+}
+
+/// A Helm value set from an output of an earlier CloudFormation stage.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct SetFromOutput {
+    /// The values key (`vpcId`).
+    pub key: String,
+    /// The CloudFormation stage whose stack has the output.
+    pub stage: Option<String>,
+    /// The output's name.
+    pub output: String,
+}
+
+/// An output of a CloudFormation stage of the same stack.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct StageOutput {
+    /// The CloudFormation stage whose stack has the output.
+    pub stage: Option<String>,
+    /// The output's name.
+    pub output: String,
+}
+
+/// Artifacts that belong to a stack rather than to one stage.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct ArtifactList {
+    /// The files.
+    pub artifacts: Vec<Artifact>,
+}
+
+/// One file of the assembly.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct Artifact {
+    /// What the file is.
+    pub format: ArtifactFormat,
+    /// Its path relative to the assembly root (`kimi-k3-eks/01-foundation.template.json`).
+    pub path: String,
+}
+
+/// What an artifact is.
+#[derive(
+    Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, JsonSchema,
+)]
+#[non_exhaustive]
+pub enum ArtifactFormat {
+    /// A CloudFormation template.
+    #[serde(rename = "cloudformation")]
+    CloudFormation,
+    /// A Helm values file.
+    #[serde(rename = "helm-values")]
+    HelmValues,
+    /// A file uploaded to S3 (a lifecycle script).
+    #[serde(rename = "script")]
+    Script,
+    /// A file of the Terraform root module.
+    #[serde(rename = "terraform")]
+    Terraform,
+    /// Kubernetes objects (multi-document YAML).
+    #[serde(rename = "kubernetes")]
+    Kubernetes,
+    /// The stack's `RUNBOOK.md`.
+    #[serde(rename = "runbook")]
+    Runbook,
+}
+
+impl ArtifactFormat {
+    /// The manifest's name for the format (`helm-values`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ArtifactFormat::CloudFormation => "cloudformation",
+            ArtifactFormat::HelmValues => "helm-values",
+            ArtifactFormat::Script => "script",
+            ArtifactFormat::Terraform => "terraform",
+            ArtifactFormat::Kubernetes => "kubernetes",
+            ArtifactFormat::Runbook => "runbook",
+        }
+    }
+}
+
+impl Artifact {
+    /// An artifact of `format` at `path`.
+    pub fn new(format: ArtifactFormat, path: impl Into<String>) -> Artifact {
+        Artifact {
+            format,
+            path: path.into(),
+        }
+    }
+}
+
+impl Manifest {
+    /// The format version this crate writes and reads.
+    pub const VERSION: u32 = 1;
+
+    /// A manifest of `stacks`, at [`Manifest::VERSION`], generated by this crate.
+    pub fn new(stacks: Vec<StackManifest>) -> Manifest {
+        Manifest {
+            version: Manifest::VERSION,
+            generator: concat!("hyperforge ", env!("CARGO_PKG_VERSION")).to_owned(),
+            stacks,
+        }
+    }
+
+    /// The stack named `name`.
+    pub fn stack(&self, name: &str) -> Option<&StackManifest> {
+        self.stacks.iter().find(|s| s.name == name)
+    }
+
+    /// The text of `manifest.json`: pretty-printed with two-space indents, ending in a newline.
+    pub fn to_json(&self) -> String {
+        // Infallible: every map key is a string and every value a string, number or list.
+        let mut text = serde_json::to_string_pretty(self).unwrap_or_default();
+        text.push('\n');
+        text
+    }
+
+    /// Parses the text of a `manifest.json`. The version is not checked.
+    pub fn from_json(text: &str) -> Result<Manifest, serde_json::Error> {
+        serde_json::from_str(text)
+    }
+
+    /// The JSON Schema (draft 2020-12) of `manifest.json`, as committed in
+    /// `docs/manifest.schema.json`.
+    pub fn json_schema() -> Value {
+        let generated = schemars::schema_for!(Manifest).to_value();
+        // The identifying keys first, as in `docs/stack-file.schema.json`.
+        let mut schema = serde_json::Map::new();
+        schema.insert(
+            "$schema".to_owned(),
+            Value::from("https://json-schema.org/draft/2020-12/schema"),
+        );
+        schema.insert(
+            "$id".to_owned(),
+            Value::from("https://hyperforge.dev/manifest.schema.json"),
+        );
+        schema.insert("title".to_owned(), Value::from("hyperforge manifest.json"));
+        if let Value::Object(generated) = generated {
+            for (key, value) in generated {
+                if !schema.contains_key(&key) {
+                    schema.insert(key, value);
+                }
+            }
+        }
+        Value::Object(schema)
+    }
+}
+
+impl StackManifest {
+    /// The stage named `name`.
+    pub fn stage(&self, name: &str) -> Option<&StageManifest> {
+        self.stages.iter().find(|s| s.name() == name)
+    }
+
+    /// The CloudFormation stack name of stage `stage`, if it is a CloudFormation stage.
+    pub fn cloudformation_stack_name(&self, stage: &str) -> Option<&str> {
+        self.stage(stage).and_then(StageManifest::stack_name)
+    }
+}
+
+impl StageManifest {
+    /// The stage name.
+    pub fn name(&self) -> &str {
+        match self {
+            StageManifest::CloudFormation { name, .. }
+            | StageManifest::Helm { name, .. }
+            | StageManifest::S3Upload { name, .. }
+            | StageManifest::Kubernetes { name, .. } => name,
+        }
+    }
+
+    /// The manifest's name for the stage's kind (`cloudformation`, `helm`, `s3-upload`,
+    /// `kubernetes`).
+    pub fn kind(&self) -> &'static str {
+        match self {
+            StageManifest::CloudFormation { .. } => "cloudformation",
+            StageManifest::Helm { .. } => "helm",
+            StageManifest::S3Upload { .. } => "s3-upload",
+            StageManifest::Kubernetes { .. } => "kubernetes",
+        }
+    }
+
+    /// The files the stage deploys.
+    pub fn artifacts(&self) -> &[Artifact] {
+        match self {
+            StageManifest::CloudFormation { artifacts, .. }
+            | StageManifest::Helm { artifacts, .. }
+            | StageManifest::S3Upload { artifacts, .. }
+            | StageManifest::Kubernetes { artifacts, .. } => artifacts,
+        }
+    }
+
+    /// The files the stage deploys, to change.
+    pub fn artifacts_mut(&mut self) -> &mut Vec<Artifact> {
+        match self {
+            StageManifest::CloudFormation { artifacts, .. }
+            | StageManifest::Helm { artifacts, .. }
+            | StageManifest::S3Upload { artifacts, .. }
+            | StageManifest::Kubernetes { artifacts, .. } => artifacts,
+        }
+    }
+
+    /// The CloudFormation stack name, for a CloudFormation stage.
+    pub fn stack_name(&self) -> Option<&str> {
+        match self {
+            StageManifest::CloudFormation { stack_name, .. } => Some(stack_name),
+            _ => None,
+        }
+    }
+}
+
+impl Serialize for StageManifest {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        // Written by hand for the key order of the file: `name`, then the `kind` tag (a derived
+        // internally tagged enum writes the tag first), then the kind's fields, `artifacts` last.
+        let fields = match self {
+            StageManifest::CloudFormation { .. } => 4,
+            StageManifest::Helm { .. } => 4,
+            StageManifest::S3Upload { .. } => 2,
+            StageManifest::Kubernetes { .. } => 0,
+        };
+        let mut s = serializer.serialize_struct("StageManifest", 3 + fields)?;
+        s.serialize_field("name", self.name())?;
+        s.serialize_field("kind", self.kind())?;
+        match self {
+            StageManifest::CloudFormation {
+                stack_name,
+                capabilities,
+                parameters,
+                outputs,
+                ..
+            } => {
+                s.serialize_field("stack_name", stack_name)?;
+                s.serialize_field("capabilities", capabilities)?;
+                s.serialize_field("parameters", parameters)?;
+                s.serialize_field("outputs", outputs)?;
+            }
+            StageManifest::Helm {
+                release,
+                namespace,
+                chart,
+                set_from_outputs,
+                ..
+            } => {
+                s.serialize_field("release", release)?;
+                s.serialize_field("namespace", namespace)?;
+                s.serialize_field("chart", chart)?;
+                if set_from_outputs.is_empty() {
+                    s.skip_field("set_from_outputs")?;
+                } else {
+                    s.serialize_field("set_from_outputs", set_from_outputs)?;
+                }
+            }
+            StageManifest::S3Upload { bucket, prefix, .. } => {
+                s.serialize_field("bucket", bucket)?;
+                s.serialize_field("prefix", prefix)?;
+            }
+            StageManifest::Kubernetes { .. } => {}
+        }
+        s.serialize_field("artifacts", self.artifacts())?;
+        s.end()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn stack() -> StackManifest {
+        StackManifest {
+            name: "s".into(),
+            region: "us-west-2".into(),
+            eks_cluster: None,
+            stages: vec![
+                StageManifest::CloudFormation {
+                    name: "foundation".into(),
+                    stack_name: "s-foundation".into(),
+                    capabilities: vec!["CAPABILITY_IAM".into()],
+                    parameters: vec![Parameter {
+                        name: "P".into(),
+                        default: None,
+                    }],
+                    outputs: vec!["BucketName".into()],
+                    artifacts: vec![Artifact::new(
+                        ArtifactFormat::CloudFormation,
+                        "s/01-foundation.template.json",
+                    )],
+                },
+                StageManifest::S3Upload {
+                    name: "scripts".into(),
+                    bucket: StageOutput {
+                        stage: Some("foundation".into()),
+                        output: "BucketName".into(),
+                    },
+                    prefix: "lifecycle/".into(),
+                    artifacts: vec![Artifact::new(ArtifactFormat::Script, "s/02-scripts/a.sh")],
+                },
+                StageManifest::Helm {
+                    name: "chart".into(),
+                    release: "r".into(),
+                    namespace: "ns".into(),
+                    chart: Chart::Git {
+                        url: "https://example.com/c.git".into(),
+                        commit: "abc".into(),
+                        path: "charts/c".into(),
+                    },
+                    set_from_outputs: vec![SetFromOutput {
+                        key: "bucket".into(),
+                        stage: None,
+                        output: "BucketName".into(),
+                    }],
+                    artifacts: Vec::new(),
+                },
+                StageManifest::Helm {
+                    name: "repo-chart".into(),
+                    release: "q".into(),
+                    namespace: "ns".into(),
+                    chart: Chart::Repository {
+                        repository: "oci://example.com/charts".into(),
+                        name: "q".into(),
+                        version: "1.0.0".into(),
+                    },
+                    set_from_outputs: Vec::new(),
+                    artifacts: vec![Artifact::new(
+                        ArtifactFormat::HelmValues,
+                        "s/04-repo-chart.values.yaml",
+                    )],
+                },
+                StageManifest::Kubernetes {
+                    name: "workload".into(),
+                    artifacts: vec![Artifact::new(
+                        ArtifactFormat::Kubernetes,
+                        "s/05-workload.yaml",
+                    )],
+                },
+            ],
+            terraform: None,
+            runbook: Some(ArtifactList {
+                artifacts: vec![Artifact::new(ArtifactFormat::Runbook, "s/RUNBOOK.md")],
+            }),
+        }
+    }
+
+    #[test]
+    fn stage_keys_in_file_order() {
+        let text = Manifest::new(vec![stack()]).to_json();
+        let order = |keys: &[&str]| {
+            let at: Vec<usize> = keys
+                .iter()
+                .map(|k| text.find(&format!("\"{k}\"")).unwrap_or(usize::MAX))
+                .collect();
+            assert!(at.windows(2).all(|w| w[0] < w[1]), "{keys:?} in\n{text}");
+        };
+        order(&["version", "generator", "stacks"]);
+        order(&["region", "eks_cluster", "stages", "runbook"]);
+        order(&["foundation", "kind", "stack_name", "capabilities"]);
+        order(&["parameters", "outputs", "artifacts"]);
+        assert!(text.contains("\"eks_cluster\": null"));
+        assert!(text.contains("\"default\": null"));
+        assert!(text.contains("\"stage\": null"));
+        assert!(!text.contains("terraform"));
+        // One `set_from_outputs`: the empty list of the repository chart is left out.
+        assert_eq!(text.matches("set_from_outputs").count(), 1);
+        assert!(text.contains("\"git\": \"https://example.com/c.git\""));
+        assert!(text.ends_with("}\n"));
+    }
+
+    #[test]
+    fn every_kind_reads_back() {
+        let manifest = Manifest::new(vec![stack()]);
+        let text = manifest.to_json();
+        let back = Manifest::from_json(&text).map_err(|e| e.to_string());
+        assert_eq!(back.as_ref(), Ok(&manifest));
+        assert_eq!(back.map(|m| m.to_json()), Ok(text));
+        assert_eq!(
+            manifest.stacks[0].cloudformation_stack_name("foundation"),
+            Some("s-foundation")
+        );
+        assert_eq!(
+            manifest.stacks[0].cloudformation_stack_name("scripts"),
+            None
+        );
+        let kinds: Vec<&str> = manifest.stacks[0].stages.iter().map(|s| s.kind()).collect();
+        assert_eq!(
+            kinds,
+            ["cloudformation", "s3-upload", "helm", "helm", "kubernetes"]
+        );
+    }
+
+    #[test]
+    fn unknown_kinds_and_formats_are_errors() {
+        let stage = r#"{"name": "x", "kind": "pulumi", "artifacts": []}"#;
+        assert!(serde_json::from_str::<StageManifest>(stage)
+            .is_err_and(|e| e.to_string().contains("pulumi")));
+        let artifact = r#"{"format": "pulumi", "path": "x"}"#;
+        assert!(serde_json::from_str::<Artifact>(artifact).is_err());
+        let formats = [
+            ArtifactFormat::CloudFormation,
+            ArtifactFormat::HelmValues,
+            ArtifactFormat::Script,
+            ArtifactFormat::Terraform,
+            ArtifactFormat::Kubernetes,
+            ArtifactFormat::Runbook,
+        ];
+        for f in formats {
+            assert_eq!(
+                serde_json::to_value(f).ok(),
+                Some(Value::from(f.as_str())),
+                "{f:?}"
+            );
+        }
+    }
+}
