@@ -460,6 +460,20 @@ impl Stack {
     }
 
     fn check_reference(&self, r: &AttrRef, from: StageId, path: &str, ds: &mut Diagnostics) {
+        if !r.kind.attrs().contains(&r.attr) {
+            ds.report(
+                Code::UnknownReference,
+                path,
+                format!(
+                    "refers to {:?} of `{}`, which a {:?} does not have",
+                    r.attr, r.path, r.kind
+                ),
+                format!(
+                    "read one of {:?}, through the handle's methods",
+                    r.kind.attrs()
+                ),
+            );
+        }
         if r.stack != self.name {
             ds.report(
                 Code::UnknownReference,
@@ -537,6 +551,21 @@ pub fn is_valid_stack_name(name: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_reference_to_an_attribute_the_kind_lacks_is_refused() {
+        use crate::constructs::{HelmRelease, Network};
+        let mut stack = Stack::new("demo", "us-west-2");
+        let f = stack.cloudformation_stage("foundation");
+        let network = stack.add(f, Network::new("Network"));
+        let mut release = HelmRelease::nvidia_device_plugin();
+        let mut vpc_arn = network.vpc.id();
+        vpc_arn.attr = Attr::Arn;
+        release.set_from_outputs.push(("vpc".to_owned(), vpc_arn));
+        stack.helm_stage("plugin", release);
+        let ds = App::new().stack(stack).validate();
+        assert!(ds.contains(Code::UnknownReference, "demo/plugin"), "{ds}");
+    }
 
     #[test]
     fn logical_ids_come_from_paths() {

@@ -186,28 +186,42 @@ impl<K: ResourceKind> fmt::Debug for Ref<K> {
     }
 }
 
+/// The attributes each kind of handle can read: the accessor methods on `Ref<kind::K>` and
+/// [`Kind::attrs`], from one table (backends test that they lower every listed pair).
 macro_rules! attrs {
-    ($kind:ident { $($(#[$doc:meta])* $method:ident => $attr:ident),* $(,)? }) => {
-        impl Ref<kind::$kind> {
+    ($( $kind:ident { $($(#[$doc:meta])* $method:ident => $attr:ident),* $(,)? } )*) => {
+        $( impl Ref<kind::$kind> {
             $( $(#[$doc])* pub fn $method(&self) -> AttrRef { self.attr(Attr::$attr) } )*
+        } )*
+
+        impl Kind {
+            /// The attributes a handle of this kind can read.
+            pub fn attrs(self) -> &'static [Attr] {
+                match self { $( Kind::$kind => &[$(Attr::$attr),*], )* }
+            }
+
+            /// Every kind.
+            pub const ALL: &'static [Kind] = &[$(Kind::$kind),*];
         }
     };
 }
 
-attrs!(Vpc { /** The VPC id. */ id => Id });
-attrs!(Subnet { /** The subnet id. */ id => Id });
-attrs!(SecurityGroup { /** The security group id. */ id => Id });
-attrs!(EksCluster {
-    /** The cluster name. */ name => Name,
-    /** The cluster ARN. */ arn => Arn,
-    /** The cluster's OIDC issuer URL. */ oidc_issuer_url => OidcIssuerUrl,
-    /** The security group EKS created for the cluster. */ cluster_security_group_id => ClusterSecurityGroupId,
-});
-attrs!(OidcProvider { /** The provider ARN. */ arn => Arn });
-attrs!(Role { /** The role ARN. */ arn => Arn, /** The role name. */ name => Name });
-attrs!(Bucket { /** The bucket name. */ name => Name, /** The bucket ARN. */ arn => Arn });
-attrs!(KmsKey { /** The key ARN. */ arn => Arn });
-attrs!(HyperPodCluster { /** The cluster ARN. */ arn => Arn });
+attrs! {
+    Vpc { /** The VPC id. */ id => Id }
+    Subnet { /** The subnet id. */ id => Id }
+    SecurityGroup { /** The security group id. */ id => Id }
+    EksCluster {
+        /** The cluster name. */ name => Name,
+        /** The cluster ARN. */ arn => Arn,
+        /** The cluster's OIDC issuer URL. */ oidc_issuer_url => OidcIssuerUrl,
+        /** The security group EKS created for the cluster. */ cluster_security_group_id => ClusterSecurityGroupId,
+    }
+    OidcProvider { /** The provider ARN. */ arn => Arn }
+    Role { /** The role ARN. */ arn => Arn, /** The role name. */ name => Name }
+    Bucket { /** The bucket name. */ name => Name, /** The bucket ARN. */ arn => Arn }
+    KmsKey { /** The key ARN. */ arn => Arn }
+    HyperPodCluster { /** The cluster ARN. */ arn => Arn }
+}
 
 #[cfg(test)]
 mod tests {

@@ -367,20 +367,57 @@ fn one_or_many(mut values: Vec<Value>) -> Value {
     }
 }
 
-/// The local intrinsic for an attribute of the resource `id` of kind `kind`.
+/// How CloudFormation reads an attribute of a resource of a kind.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Read {
+    /// `Ref` of the logical id.
+    Ref,
+    /// `Fn::GetAtt` of this attribute name (one of the type's generated `ATTRIBUTES`).
+    GetAtt(&'static str),
+}
+
+/// How `attr` of a `kind` resource is read; `None` for an attribute the kind does not have
+/// (`Kind::attrs` lists those it has).
+fn read(kind: Kind, attr: Attr) -> Option<Read> {
+    use Attr::*;
+    Some(match kind {
+        Kind::Vpc | Kind::Subnet => match attr {
+            Id => Read::Ref,
+            Arn | Name | OidcIssuerUrl | ClusterSecurityGroupId => return None,
+        },
+        Kind::SecurityGroup => match attr {
+            Id => Read::GetAtt("GroupId"),
+            Arn | Name | OidcIssuerUrl | ClusterSecurityGroupId => return None,
+        },
+        Kind::EksCluster => match attr {
+            Name => Read::Ref,
+            Arn => Read::GetAtt("Arn"),
+            OidcIssuerUrl => Read::GetAtt("OpenIdConnectIssuerUrl"),
+            ClusterSecurityGroupId => Read::GetAtt("ClusterSecurityGroupId"),
+            Id => return None,
+        },
+        Kind::Role | Kind::Bucket => match attr {
+            Name => Read::Ref,
+            Arn => Read::GetAtt("Arn"),
+            Id | OidcIssuerUrl | ClusterSecurityGroupId => return None,
+        },
+        Kind::OidcProvider | Kind::KmsKey => match attr {
+            Arn => Read::GetAtt("Arn"),
+            Id | Name | OidcIssuerUrl | ClusterSecurityGroupId => return None,
+        },
+        Kind::HyperPodCluster => match attr {
+            Arn => Read::GetAtt("ClusterArn"),
+            Id | Name | OidcIssuerUrl | ClusterSecurityGroupId => return None,
+        },
+    })
+}
+
+/// The local intrinsic for an attribute of the resource `id` of kind `kind`. An attribute the
+/// kind does not have (an `AttrRef` built by hand, refused by validation) reads as `Ref`.
 fn local_attr(id: &str, kind: Kind, attr: Attr) -> Expr {
-    match (kind, attr) {
-        (Kind::Vpc | Kind::Subnet, Attr::Id)
-        | (Kind::EksCluster | Kind::Role, Attr::Name)
-        | (Kind::Bucket, Attr::Name) => Expr::reference(id),
-        (Kind::SecurityGroup, Attr::Id) => Expr::get_att(id, "GroupId"),
-        (Kind::EksCluster, Attr::OidcIssuerUrl) => Expr::get_att(id, "OpenIdConnectIssuerUrl"),
-        (Kind::EksCluster, Attr::ClusterSecurityGroupId) => {
-            Expr::get_att(id, "ClusterSecurityGroupId")
-        }
-        (Kind::HyperPodCluster, Attr::Arn) => Expr::get_att(id, "ClusterArn"),
-        (_, Attr::Arn) => Expr::get_att(id, "Arn"),
-        (_, other) => Expr::get_att(id, other.as_str()),
+    match read(kind, attr) {
+        Some(Read::GetAtt(name)) => Expr::get_att(id, name),
+        Some(Read::Ref) | None => Expr::reference(id),
     }
 }
 
@@ -665,6 +702,39 @@ fn render(stack: &Stack, stage: StageId, t: StageTemplate) -> Value {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The generated `ATTRIBUTES` of the L1 type a kind of handle points at.
+    fn l1_attributes(kind: Kind) -> &'static [&'static str] {
+        use crate::synth::cloudformation::l1::*;
+        use crate::synth::cloudformation::l1_support::CfnResource;
+        match kind {
+            Kind::Vpc => ec2_vpc::Vpc::ATTRIBUTES,
+            Kind::Subnet => ec2_subnet::Subnet::ATTRIBUTES,
+            Kind::SecurityGroup => ec2_security_group::SecurityGroup::ATTRIBUTES,
+            Kind::EksCluster => eks_cluster::Cluster::ATTRIBUTES,
+            Kind::OidcProvider => iam_oidc_provider::OidcProvider::ATTRIBUTES,
+            Kind::Role => iam_role::Role::ATTRIBUTES,
+            Kind::Bucket => s3_bucket::Bucket::ATTRIBUTES,
+            Kind::KmsKey => kms_key::Key::ATTRIBUTES,
+            Kind::HyperPodCluster => sagemaker_cluster::Cluster::ATTRIBUTES,
+        }
+    }
+
+    #[test]
+    fn every_handle_attribute_reads_a_real_cloudformation_attribute() {
+        for &kind in Kind::ALL {
+            for &attr in kind.attrs() {
+                match read(kind, attr) {
+                    Some(Read::GetAtt(name)) => assert!(
+                        l1_attributes(kind).contains(&name),
+                        "{kind:?}.{attr:?} reads GetAtt {name}, not an attribute of the type"
+                    ),
+                    Some(Read::Ref) => {}
+                    None => panic!("{kind:?}.{attr:?} has no CloudFormation reading"),
+                }
+            }
+        }
+    }
 
     #[test]
     fn overrides_set_nested_and_indexed_properties() {

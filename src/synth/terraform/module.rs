@@ -113,18 +113,41 @@ pub(crate) fn resource_type(kind: Kind) -> &'static str {
     }
 }
 
-/// The attribute expression (after `type.name.`) that reads `attr` of a `kind` resource.
-fn attribute(kind: Kind, attr: Attr) -> &'static str {
-    match (kind, attr) {
-        (Kind::EksCluster, Attr::OidcIssuerUrl) => "identity[0].oidc[0].issuer",
-        (Kind::HyperPodCluster, Attr::Arn) => "cluster_arn",
-        (Kind::Bucket, Attr::Name) => "bucket",
-        (_, Attr::Id) => "id",
-        (_, Attr::Arn) => "arn",
-        (_, Attr::Name) => "name",
-        (_, Attr::OidcIssuerUrl) => "identity[0].oidc[0].issuer",
-        (_, Attr::ClusterSecurityGroupId) => "vpc_config[0].cluster_security_group_id",
-    }
+/// The attribute expression (after `type.name.`) that reads `attr` of a `kind` resource;
+/// `None` for an attribute the kind does not have (`Kind::attrs` lists those it has).
+fn attribute(kind: Kind, attr: Attr) -> Option<&'static str> {
+    use Attr::*;
+    Some(match kind {
+        Kind::Vpc | Kind::Subnet | Kind::SecurityGroup => match attr {
+            Id => "id",
+            Arn | Name | OidcIssuerUrl | ClusterSecurityGroupId => return None,
+        },
+        Kind::EksCluster => match attr {
+            Name => "name",
+            Arn => "arn",
+            OidcIssuerUrl => "identity[0].oidc[0].issuer",
+            ClusterSecurityGroupId => "vpc_config[0].cluster_security_group_id",
+            Id => return None,
+        },
+        Kind::Role => match attr {
+            Name => "name",
+            Arn => "arn",
+            Id | OidcIssuerUrl | ClusterSecurityGroupId => return None,
+        },
+        Kind::Bucket => match attr {
+            Name => "bucket",
+            Arn => "arn",
+            Id | OidcIssuerUrl | ClusterSecurityGroupId => return None,
+        },
+        Kind::OidcProvider | Kind::KmsKey => match attr {
+            Arn => "arn",
+            Id | Name | OidcIssuerUrl | ClusterSecurityGroupId => return None,
+        },
+        Kind::HyperPodCluster => match attr {
+            Arn => "cluster_arn",
+            Id | Name | OidcIssuerUrl | ClusterSecurityGroupId => return None,
+        },
+    })
 }
 
 /// A variable declaration.
@@ -259,7 +282,7 @@ impl<'a> RootModule<'a> {
             "{}.{}.{}",
             resource_type(r.kind),
             snake(&logical_id(&r.path)),
-            attribute(r.kind, r.attr)
+            attribute(r.kind, r.attr).unwrap_or("id")
         )
     }
 
@@ -504,6 +527,15 @@ fn one_or_many(mut values: Vec<Value>) -> Value {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn every_handle_attribute_has_a_terraform_reading() {
+        for &kind in Kind::ALL {
+            for &attr in kind.attrs() {
+                assert!(attribute(kind, attr).is_some(), "{kind:?}.{attr:?}");
+            }
+        }
+    }
 
     #[test]
     fn names_are_snake_case_of_logical_ids() {
