@@ -34,10 +34,10 @@
 #![cfg(feature = "deploy")]
 
 use hyperforge::app::Stack;
+use hyperforge::constructs::{ClusterSecurityGroup, LifecycleScripts, Network};
 use hyperforge::deploy::{
     self, Answers, AssemblyDir, AwsSettings, Console, DeployError, DeployOptions, StageOutcome,
 };
-use hyperforge::spec::{ClusterSecurityGroup, LifecycleScripts, Network};
 use hyperforge::App;
 use std::io::{Read, Write};
 use std::path::Path;

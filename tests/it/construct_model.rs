@@ -3,7 +3,7 @@
 
 use crate::fixtures::{add_hyperpod_stages, training_plan_group, TRAINING_PLAN};
 use hyperforge::app::Stack;
-use hyperforge::spec::{
+use hyperforge::constructs::{
     Capacity, ClusterSecurityGroup, EksCluster, HyperPodCluster, InstanceGroup, LifecycleScripts,
     Network,
 };

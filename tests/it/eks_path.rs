@@ -2,8 +2,8 @@
 //! mistakes that would otherwise surface only at apply time.
 
 use hyperforge::app::Stack;
+use hyperforge::constructs::*;
 use hyperforge::reference::{kimi_k3_server, CAPACITY_BLOCK_AZ_ID, CAPACITY_BLOCK_RESERVATION_ID};
-use hyperforge::spec::*;
 use hyperforge::{App, Code};
 use serde_json::{json, Value};
 

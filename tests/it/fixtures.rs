@@ -1,7 +1,7 @@
 //! Small stacks shared by the builder-level tests (`construct_model`, `validation`).
 
 use hyperforge::app::Stack;
-use hyperforge::spec::{
+use hyperforge::constructs::{
     Capacity, ClusterSecurityGroup, EksCluster, HelmRelease, HyperPodCluster, InstanceGroup,
     LifecycleScripts, Network,
 };

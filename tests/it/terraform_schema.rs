@@ -88,7 +88,7 @@ fn generated_root_modules_match_provider_schemas() {
 #[test]
 fn a_capacity_block_purchase_matches_the_provider_schema() {
     use hyperforge::app::Stack;
-    use hyperforge::spec::*;
+    use hyperforge::constructs::*;
     let mut stack = Stack::new("buy", "us-west-2");
     let f = stack.cloudformation_stage("foundation");
     let net = stack.add(f, Network::new("Network").gpu_subnet("usw2-az2"));

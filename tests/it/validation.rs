@@ -5,7 +5,7 @@
 use crate::fixtures::{add_hyperpod_stages, training_plan_group, TRAINING_PLAN};
 use hyperforge::app::Stack;
 use hyperforge::catalog::{AttentionKind, Experts, Model, Precision};
-use hyperforge::spec::{Capacity, InferenceEndpoint, InstanceGroup, Network, VllmServer};
+use hyperforge::constructs::{Capacity, InferenceEndpoint, InstanceGroup, Network, VllmServer};
 use hyperforge::{App, Code, Diagnostics, SynthOptions};
 
 const ENDPOINT: &str = "test/Model";
