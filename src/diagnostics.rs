@@ -287,6 +287,10 @@ pub struct Diagnostic {
     pub code: Code,
     /// The construct path (`kimi-k3-hyperpod/Network/Vpc`) the problem belongs to.
     pub path: String,
+    /// The field of the construct at fault, as the builder and stack files name it
+    /// (`max_model_len`, `capacity_block.az_id`), when one field is.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub field: Option<String>,
     /// What is wrong, with the offending values and numbers.
     pub message: String,
     /// What to do about it.
@@ -308,13 +312,20 @@ impl Diagnostic {
             severity: code.severity(),
             code,
             path: path.into(),
+            field: None,
             message: message.into(),
             help: help.into(),
             notes: Vec::new(),
         }
     }
 
-    /// Adds a supporting note (rendered as `= note: ...`).
+    /// The same diagnostic about one field of its construct (see [`Diagnostics::report_field`]).
+    pub fn at_field(mut self, field: &str) -> Self {
+        self.field = Some(field.to_owned());
+        self
+    }
+
+    /// Adds a supporting fact.
     pub fn note(mut self, note: impl Into<String>) -> Self {
         self.notes.push(note.into());
         self
@@ -361,6 +372,21 @@ impl Diagnostics {
         help: impl Into<String>,
     ) {
         self.push(Diagnostic::new(code, path, message, help));
+    }
+
+    /// [`Diagnostics::report`] about one field of the construct at `path` (so a stack file
+    /// points at the line that set it).
+    pub fn report_field(
+        &mut self,
+        code: Code,
+        path: impl Into<String>,
+        field: &str,
+        message: impl Into<String>,
+        help: impl Into<String>,
+    ) {
+        let mut d = Diagnostic::new(code, path, message, help);
+        d.field = Some(field.to_owned());
+        self.push(d);
     }
 
     /// Appends all of `other`.

@@ -221,9 +221,10 @@ impl EksCluster {
                 .chars()
                 .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_');
         if !name_ok {
-            ds.report(
+            ds.report_field(
                 Code::InvalidName,
                 path,
+                "name",
                 format!("EKS cluster name `{}` is not valid", self.name),
                 "EKS cluster names are 1-100 characters: a letter or digit, then letters, digits, `-` and `_`",
             );
@@ -233,17 +234,19 @@ impl EksCluster {
             .strip_prefix("1.")
             .and_then(|m| m.parse::<u32>().ok());
         if !matches!(minor, Some(30..=34)) {
-            ds.report(
+            ds.report_field(
                 Code::UnsupportedKubernetesVersion,
                 path,
+                "version",
                 format!("Kubernetes version `{}` is not supported", self.version),
                 "use 1.30 to 1.34 (HyperPod's supported range); 1.33 is the default",
             );
         }
         if self.subnets.len() < 2 {
-            ds.report(
+            ds.report_field(
                 Code::TooFewAvailabilityZones,
                 path,
+                "subnets",
                 format!(
                     "the control plane has {} subnet(s); EKS needs at least 2 in different zones",
                     self.subnets.len()
@@ -254,9 +257,10 @@ impl EksCluster {
         if let EndpointAccess::PublicAndPrivate { public_cidrs } = &self.endpoint_access {
             for cidr in public_cidrs {
                 if let Err(e) = cidr.parse::<super::Ipv4Cidr>() {
-                    ds.report(
+                    ds.report_field(
                         Code::InvalidCidr,
                         path,
+                        "public_access_cidrs",
                         format!("public endpoint CIDR `{cidr}` is not valid: {e}"),
                         "list the blocks allowed to reach the API, e.g. 203.0.113.0/24",
                     );
@@ -265,9 +269,10 @@ impl EksCluster {
         }
         for entry in &self.access_entries {
             if !is_iam_principal_arn(&entry.principal_arn) {
-                ds.report(
+                ds.report_field(
                     Code::InvalidAccessEntry,
                     path,
+                    "access_entries",
                     format!(
                         "access entry principal `{}` is not an IAM role or user ARN",
                         entry.principal_arn

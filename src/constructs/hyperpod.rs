@@ -509,17 +509,19 @@ impl HyperPodCluster {
 
     pub(crate) fn validate(&self, stack: &Stack, path: &str, ds: &mut Diagnostics) {
         if !is_valid_hyperpod_name(&self.name) {
-            ds.report(
+            ds.report_field(
                 Code::InvalidName,
                 path,
+                "name",
                 format!("HyperPod cluster name `{}` is not valid", self.name),
                 "use 1-63 letters and digits, with single hyphens between them",
             );
         }
         if self.groups.is_empty() {
-            ds.report(
+            ds.report_field(
                 Code::NoInstanceGroups,
                 path,
+                "instance_groups",
                 format!("HyperPod cluster `{}` has no instance groups", self.name),
                 "add one with `.instance_group(InstanceGroup::new(\"p6-b300\", \"ml.p6-b300.48xlarge\"))`",
             );
@@ -593,18 +595,20 @@ fn validate_group(
     ds: &mut Diagnostics,
 ) {
     if !is_valid_hyperpod_name(&group.name) {
-        ds.report(
+        ds.report_field(
             Code::InvalidName,
             path,
+            "name",
             format!("instance group name `{}` is not valid", group.name),
             "use 1-63 letters and digits, with single hyphens between them",
         );
     }
     // The region offer is checked over every capacity claim (`validate::region`).
     if catalog::instance(&group.instance_type).is_none() {
-        ds.report(
+        ds.report_field(
             Code::UnknownInstanceType,
             path,
+            "instance_type",
             format!(
                 "instance type `{}` is not in the catalog",
                 group.instance_type
@@ -620,41 +624,46 @@ fn validate_group(
         );
     }
     if !(1..=6758).contains(&group.count) {
-        ds.report(
+        ds.report_field(
             Code::InvalidInstanceCount,
             path,
+            "count",
             format!("instance count {} is out of range", group.count),
             "use 1 to 6758 instances",
         );
     }
     if !(1..=2).contains(&group.threads_per_core) {
-        ds.report(
+        ds.report_field(
             Code::InvalidThreadsPerCore,
             path,
+            "threads_per_core",
             format!("threads per core is {}", group.threads_per_core),
             "use 1 (multithreading off) or 2",
         );
     }
     if !(1..=16384).contains(&group.ebs_volume_gb) {
-        ds.report(
+        ds.report_field(
             Code::InvalidVolumeSize,
             path,
+            "ebs_volume_gb",
             format!("EBS volume of {} GB is out of range", group.ebs_volume_gb),
             "use 1 to 16384 GB; 500 GB holds several inference images",
         );
     }
     if let Capacity::TrainingPlan(plan) = &group.capacity {
         if !is_training_plan_arn(&plan.arn) {
-            ds.report(
+            ds.report_field(
                 Code::MalformedTrainingPlanArn,
                 path,
+                "training_plan.arn",
                 format!("`{}` is not a training plan ARN", plan.arn),
                 "training plan ARNs look like arn:aws:sagemaker:us-west-2:111122223333:training-plan/<name> (50-2048 characters)",
             );
         } else if plan.arn.split(':').nth(3) != Some(region) {
-            ds.report(
+            ds.report_field(
                 Code::TrainingPlanRegionMismatch,
                 path,
+                "training_plan.arn",
                 format!(
                     "training plan `{}` is in {}, the stack deploys to {region}",
                     plan.arn,
@@ -664,25 +673,28 @@ fn validate_group(
             );
         }
         match &plan.availability_zone_id {
-            None => ds.report(
+            None => ds.report_field(
                 Code::TrainingPlanWithoutAvailabilityZone,
                 path,
+                "training_plan",
                 format!("training plan `{}` is given without its availability zone id", plan.arn),
                 "pass the zone id of the plan's reserved capacity: `Capacity::training_plan(arn, \"usw2-az2\")` (aws sagemaker describe-training-plan lists it)",
             ),
             Some(az) => match AzId::parse(az) {
-                None => ds.report(
+                None => ds.report_field(
                     Code::InvalidAvailabilityZoneId,
                     path,
+                    "training_plan.az_id",
                     format!("`{az}` is not an availability zone id"),
                     "zone ids look like `usw2-az2`",
                 ),
                 Some(az) => {
                     if let Some(subnet_zone) = subnet_zone {
                         if &az != subnet_zone {
-                            ds.report(
+                            ds.report_field(
                                 Code::TrainingPlanZoneMismatch,
                                 path,
+                                "training_plan.az_id",
                                 format!("the training plan's capacity is in {az}, but the cluster's subnet is in {subnet_zone}"),
                                 format!("place the HyperPod subnet in {az}: `Network::hyperpod_subnet(\"{az}\")`"),
                             );

@@ -220,9 +220,10 @@ impl KarpenterNodePool {
 
     pub(crate) fn validate(&self, path: &str, ds: &mut Diagnostics) {
         if catalog::instance(&self.instance_type).is_none() {
-            ds.report(
+            ds.report_field(
                 Code::UnknownInstanceType,
                 path,
+                "instance_type",
                 format!(
                     "instance type `{}` is not in the catalog",
                     self.instance_type
@@ -231,18 +232,20 @@ impl KarpenterNodePool {
             );
         }
         if !super::vllm::is_dns_label(&self.name) {
-            ds.report(
+            ds.report_field(
                 Code::InvalidKubernetesName,
                 path,
+                "name",
                 format!("`{}` is not a valid Kubernetes object name", self.name),
                 "use 1-63 lowercase letters, digits and hyphens",
             );
         }
         if let ReservationSelector::Id(id) = &self.reservation {
             if !super::nodes::is_reservation_id(id) {
-                ds.report(
+                ds.report_field(
                     Code::MalformedCapacityReservationId,
                     path,
+                    "reservation_id",
                     format!("`{id}` is not a capacity reservation id"),
                     "Capacity Block reservation ids look like cr-0123456789abcdef0",
                 );

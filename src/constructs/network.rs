@@ -289,9 +289,10 @@ impl Network {
             }
         }
         if self.availability_zones < 2 {
-            ds.report(
+            ds.report_field(
                 Code::TooFewAvailabilityZones,
                 path,
+                "availability_zones",
                 format!(
                     "{} availability zone(s) requested; EKS needs subnets in at least 2",
                     self.availability_zones
@@ -371,9 +372,10 @@ impl Network {
                 | 3288
                 | 3653
         ) {
-            ds.report(
+            ds.report_field(
                 Code::InvalidLogRetention,
                 path,
+                "flow_log_retention_days",
                 format!("flow log retention of {} days is not a CloudWatch Logs retention period", self.flow_log_retention_days),
                 "use one of 1, 3, 5, 7, 14, 30, 60, 90, 120, 150, 180, 365, 400, 545, 731, 1096, 1827, 2192, 2557, 2922, 3288, 3653",
             );

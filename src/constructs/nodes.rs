@@ -382,9 +382,10 @@ impl ManagedNodeGroup {
             && (self.ami == AmiType::Al2023Nvidia
                 || matches!(self.capacity, NodeCapacity::CapacityBlock(_)))
         {
-            ds.report(
+            ds.report_field(
                 Code::UnknownInstanceType,
                 path,
+                "instance_type",
                 format!(
                     "instance type `{}` is not in the catalog",
                     self.instance_type
@@ -413,9 +414,10 @@ impl ManagedNodeGroup {
         }
         if !(self.min >= 0 && self.min <= self.desired && self.desired <= self.max && self.max >= 1)
         {
-            ds.report(
+            ds.report_field(
                 Code::InvalidScaling,
                 path,
+                "scaling",
                 format!("scaling min {} / desired {} / max {} is not ordered", self.min, self.desired, self.max),
                 "use 0 <= min <= desired <= max and max >= 1 (desired 0 is fine until a Capacity Block is active)",
             );
@@ -429,9 +431,10 @@ impl ManagedNodeGroup {
             );
         }
         if self.efa && instance.is_some_and(|i| i.efa_max == 0) {
-            ds.report(
+            ds.report_field(
                 Code::EfaUnsupported,
                 path,
+                "efa",
                 format!("{} has no EFA interfaces", self.instance_type),
                 "turn EFA off or choose an EFA-capable type",
             );
@@ -439,9 +442,10 @@ impl ManagedNodeGroup {
         if let NodeCapacity::CapacityBlock(block) = &self.capacity {
             if let Some(purchase) = &block.purchase {
                 if !purchase.acknowledged_non_refundable {
-                    ds.report(
+                    ds.report_field(
                         Code::CapacityBlockPurchaseWithoutOptIn,
                         path,
+                        "capacity_block.purchase",
                         format!(
                             "buying Capacity Block offering `{}` is not acknowledged as non-refundable",
                             purchase.offering_id
@@ -450,25 +454,28 @@ impl ManagedNodeGroup {
                     );
                 }
                 if !purchase.offering_id.starts_with("cb-") || purchase.offering_id.len() < 5 {
-                    ds.report(
+                    ds.report_field(
                         Code::MalformedCapacityReservationId,
                         path,
+                        "capacity_block.purchase.offering_id",
                         format!("`{}` is not a Capacity Block offering id", purchase.offering_id),
                         "offering ids look like cb-0123456789abcdef0 (aws ec2 describe-capacity-block-offerings)",
                     );
                 }
             } else if !is_reservation_id(&block.reservation_id) {
-                ds.report(
+                ds.report_field(
                     Code::MalformedCapacityReservationId,
                     path,
+                    "capacity_block.reservation_id",
                     format!("`{}` is not a capacity reservation id", block.reservation_id),
                     "Capacity Block reservation ids look like cr-0123456789abcdef0 (aws ec2 describe-capacity-reservations)",
                 );
             }
             match AzId::parse(&block.availability_zone_id) {
-                None => ds.report(
+                None => ds.report_field(
                     Code::InvalidAvailabilityZoneId,
                     path,
+                    "capacity_block.az_id",
                     format!(
                         "`{}` is not an availability zone id",
                         block.availability_zone_id
@@ -480,9 +487,10 @@ impl ManagedNodeGroup {
             if let Some(count) = block.instance_count {
                 crate::catalog::capacity::check_block_count(i64::from(count), path, ds);
                 if self.max > i64::from(count) {
-                    ds.report(
+                    ds.report_field(
                         Code::GroupLargerThanReservation,
                         path,
+                        "scaling.max",
                         format!(
                             "the group may grow to {} nodes but the block holds {count}",
                             self.max
@@ -501,15 +509,17 @@ impl ManagedNodeGroup {
             let subnet_zone = super::network::zone_of_subnet(stack, subnet);
             match subnet_zone {
                 Some(z) if z == zone.as_str() => {}
-                Some(z) => ds.report(
+                Some(z) => ds.report_field(
                     Code::CapacityBlockSubnetZone,
                     path,
+                    "subnets",
                     format!("subnet `{}` is in {z}, the Capacity Block is in {zone}", subnet.path()),
                     format!("use only a subnet in {zone}: `Network::gpu_subnet(\"{zone}\")`"),
                 ),
-                None => ds.report(
+                None => ds.report_field(
                     Code::CapacityBlockSubnetZone,
                     path,
+                    "subnets",
                     format!(
                         "subnet `{}` is not pinned to the Capacity Block's zone {zone}; EC2 rejects launches outside it (\"The following supplied instance types do not exist\")",
                         subnet.path()

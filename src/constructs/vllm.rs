@@ -380,17 +380,19 @@ impl VllmServer {
 
     pub(crate) fn validate(&self, gpus: Option<u32>, path: &str, ds: &mut Diagnostics) {
         if !is_hf_model_id(&self.model_id) {
-            ds.report(
+            ds.report_field(
                 Code::InvalidModelId,
                 path,
+                "model",
                 format!("`{}` is not a Hugging Face model id", self.model_id),
                 "model ids look like `moonshotai/Kimi-K3`",
             );
         }
         if !is_model_name(&self.served_model_name) {
-            ds.report(
+            ds.report_field(
                 Code::InvalidServedModelName,
                 path,
+                "served_model_name",
                 format!(
                     "served model name `{}` is not valid",
                     self.served_model_name
@@ -402,9 +404,10 @@ impl VllmServer {
         let pinned =
             self.image.contains('@') || matches!(tag, Some(t) if !t.contains('/') && t != "latest");
         if !pinned {
-            ds.report(
+            ds.report_field(
                 Code::UnpinnedImage,
                 path,
+                "image",
                 format!("image `{}` has no tag or is tagged latest", self.image),
                 "pin a tag or digest, e.g. vllm/vllm-openai:kimi-k3",
             );
@@ -412,18 +415,20 @@ impl VllmServer {
         if let Some(gpus) = gpus {
             let tp = self.tensor_parallel(gpus);
             if tp == 0 || !tp.is_power_of_two() || tp > gpus {
-                ds.report(
+                ds.report_field(
                     Code::InvalidTensorParallelSize,
                     path,
+                    "tensor_parallel_size",
                     format!("tensor parallel size {tp} does not fit an instance with {gpus} GPUs"),
                     format!("use a power of two up to {gpus}, or leave it unset to use every GPU"),
                 );
             }
         }
         if !(self.gpu_memory_utilization > 0.0 && self.gpu_memory_utilization <= 1.0) {
-            ds.report(
+            ds.report_field(
                 Code::InvalidGpuMemoryUtilization,
                 path,
+                "gpu_memory_utilization",
                 format!(
                     "GPU memory utilization {} is outside (0, 1]",
                     self.gpu_memory_utilization
@@ -434,9 +439,10 @@ impl VllmServer {
         for arg in &self.extra_args {
             let flag = arg.split('=').next().unwrap_or(arg);
             if OWNED_ARGS.contains(&flag) {
-                ds.report(
+                ds.report_field(
                     Code::ArgumentOwnedByBuilder,
                     path,
+                    "extra_args",
                     format!("extra argument `{arg}` repeats one set from a typed field"),
                     "use the typed setter on VllmServer instead",
                 );
@@ -444,9 +450,10 @@ impl VllmServer {
         }
         for (name, _) in &self.env {
             if !is_env_name(name) {
-                ds.report(
+                ds.report_field(
                     Code::InvalidEnvironmentName,
                     path,
+                    "env",
                     format!("`{name}` is not a valid environment variable name"),
                     "use letters, digits and `_`, not starting with a digit",
                 );
@@ -456,9 +463,10 @@ impl VllmServer {
                 || upper == "HUGGING_FACE_HUB_TOKEN"
                 || upper.ends_with("_SECRET")
             {
-                ds.report(
+                ds.report_field(
                     Code::SecretLiteralInEnvironment,
                     path,
+                    "env",
                     format!("`{name}` is set as a literal environment variable"),
                     "read it from a Secret: `.hf_token_secret(\"hf-token\", \"token\")`",
                 );
@@ -466,9 +474,10 @@ impl VllmServer {
         }
         let t = self.throughput;
         if !(t.download_bytes_per_sec > 0.0 && t.load_bytes_per_sec > 0.0 && t.warmup_secs >= 0.0) {
-            ds.report(
+            ds.report_field(
                 Code::InvalidThroughput,
                 path,
+                "storage_throughput",
                 "storage throughput must be positive",
                 "give download and load rates in bytes per second, e.g. 500e6",
             );
@@ -594,25 +603,28 @@ impl InferenceEndpoint {
 
     pub(crate) fn validate(&self, path: &str, ds: &mut Diagnostics) {
         if !is_dns_label(&self.name) {
-            ds.report(
+            ds.report_field(
                 Code::InvalidKubernetesName,
                 path,
+                "name",
                 format!("`{}` is not a valid Kubernetes object name", self.name),
                 "use 1-63 lowercase letters, digits and hyphens",
             );
         }
         if !is_dns_label(&self.namespace) {
-            ds.report(
+            ds.report_field(
                 Code::InvalidKubernetesName,
                 path,
+                "namespace",
                 format!("`{}` is not a valid namespace", self.namespace),
                 "use 1-63 lowercase letters, digits and hyphens",
             );
         }
         if catalog::instance(&self.instance_type).is_none() {
-            ds.report(
+            ds.report_field(
                 Code::UnknownInstanceType,
                 path,
+                "instance_type",
                 format!(
                     "instance type `{}` is not in the catalog",
                     self.instance_type
@@ -621,9 +633,10 @@ impl InferenceEndpoint {
             );
         }
         if self.replicas < 1 {
-            ds.report(
+            ds.report_field(
                 Code::InvalidInstanceCount,
                 path,
+                "replicas",
                 format!("{} replicas requested", self.replicas),
                 "use at least one replica",
             );
@@ -877,9 +890,10 @@ impl VllmDeployment {
         }
         let instance = catalog::instance(self.instance_type());
         match instance {
-            None => ds.report(
+            None => ds.report_field(
                 Code::UnknownInstanceType,
                 path,
+                "instance_type",
                 format!(
                     "instance type `{}` is not in the catalog",
                     self.instance_type
@@ -889,9 +903,10 @@ impl VllmDeployment {
             Some(it) => {
                 if let Some(gpus) = self.gpus {
                     if gpus > it.gpu_count || gpus == 0 {
-                        ds.report(
+                        ds.report_field(
                             Code::GpuRequestExceedsInstance,
                             path,
+                            "gpus",
                             format!(
                                 "the Deployment asks for {gpus} GPUs; {} has {}",
                                 it.name, it.gpu_count
@@ -903,9 +918,10 @@ impl VllmDeployment {
             }
         }
         if self.replicas < 1 {
-            ds.report(
+            ds.report_field(
                 Code::InvalidInstanceCount,
                 path,
+                "replicas",
                 format!("{} replicas requested", self.replicas),
                 "use at least one replica",
             );
@@ -915,9 +931,10 @@ impl VllmDeployment {
             .get(LB_SCHEME_ANNOTATION)
             .is_some_and(|v| v == "internet-facing");
         if raw_public && self.exposure != Exposure::InternetFacingLoadBalancer {
-            ds.report(
+            ds.report_field(
                 Code::PublicServiceWithoutOptIn,
                 path,
+                "service_annotations",
                 format!("the Service annotation `{LB_SCHEME_ANNOTATION}: internet-facing` exposes the model to the internet"),
                 "remove the annotation, or ask for it by name with `.internet_facing_load_balancer()`",
             );

@@ -596,7 +596,9 @@ struct Index {
     places: Vec<(String, Pos, Vec<Placed>)>,
 }
 
-/// Fields a diagnostic code is about, tried before the value match.
+/// Fields a diagnostic code is about, for the diagnostics that do not name their field
+/// (rules whose field depends on which value is at fault: the network's CIDR blocks and zones,
+/// stack-level names and tags), tried before the value match.
 fn fields_for(code: Code) -> &'static [&'static str] {
     match code {
         Code::InvalidCidr | Code::CidrOutOfRange | Code::CidrOverlap => {
@@ -605,62 +607,14 @@ fn fields_for(code: Code) -> &'static [&'static str] {
         Code::InvalidRegion => &["region"],
         Code::InvalidStackName => &["stack", "name"],
         Code::InvalidTag => &["tags", "app_tags"],
-        Code::TooFewAvailabilityZones => &["availability_zones"],
-        Code::InvalidLogRetention => &["flow_log_retention_days"],
-        Code::InvalidAvailabilityZoneId | Code::AvailabilityZoneIdWrongRegion => &[
-            "hyperpod_subnet.az_id",
-            "gpu_subnet.az_id",
-            "capacity_block.az_id",
-            "training_plan.az_id",
-        ],
-        Code::UnsupportedKubernetesVersion => &["version"],
-        Code::InvalidName => &["name"],
-        Code::MalformedTrainingPlanArn | Code::TrainingPlanRegionMismatch => &["training_plan.arn"],
-        Code::TrainingPlanWithoutAvailabilityZone | Code::TrainingPlanZoneMismatch => {
-            &["training_plan.az_id", "training_plan"]
+        Code::InvalidAvailabilityZoneId | Code::AvailabilityZoneIdWrongRegion => {
+            &["hyperpod_subnet.az_id", "gpu_subnet.az_id"]
         }
-        Code::UnknownInstanceType | Code::InstanceTypeNotInRegion => &["instance_type"],
-        Code::InvalidInstanceCount | Code::InstanceCountAboveReserved => &["count"],
-        Code::InvalidThreadsPerCore => &["threads_per_core"],
-        Code::InvalidVolumeSize => &["ebs_volume_gb"],
         Code::InvalidReservedInstanceCount => &[
             "training_plan.reserved_instances",
             "capacity_block.instances",
         ],
-        Code::NoInstanceGroups => &["instance_groups"],
-        Code::MalformedCapacityReservationId => &[
-            "capacity_block.reservation_id",
-            "capacity_block.purchase.offering_id",
-            "reservation_id",
-        ],
-        Code::CapacityBlockPurchaseWithoutOptIn => &[
-            "capacity_block.purchase.acknowledge_non_refundable",
-            "capacity_block.purchase",
-        ],
-        Code::CapacityBlockSubnetZone => &["subnets"],
-        Code::InvalidScaling | Code::GroupLargerThanReservation => &["scaling.max", "scaling"],
-        Code::EfaUnsupported => &["efa"],
-        Code::InvalidTensorParallelSize
-        | Code::AttentionHeadsNotDivisible
-        | Code::Mxfp4ShardGranularity => &["server.tensor_parallel_size", "instance_type"],
-        Code::InvalidDecodeContextParallelSize => &["server.decode_context_parallel_size"],
-        Code::InvalidModelId | Code::ModelNotInCatalog | Code::WeightsDownloadedPerPod => {
-            &["server.model"]
-        }
-        Code::InvalidServedModelName => &["server.served_model_name", "server.model"],
-        Code::UnpinnedImage => &["server.image"],
-        Code::ArgumentOwnedByBuilder => &["server.extra_args"],
-        Code::GpuRequestExceedsInstance => &["gpus", "instance_type"],
         Code::InvalidKubernetesName => &["name", "namespace"],
-        Code::SecretLiteralInEnvironment | Code::InvalidEnvironmentName => &["server.env"],
-        Code::PublicServiceWithoutOptIn => &["service_annotations", "exposure"],
-        Code::InvalidThroughput => &["server.storage_throughput"],
-        Code::InvalidGpuMemoryUtilization => &["server.gpu_memory_utilization"],
-        Code::ModelDoesNotFit | Code::OversizedInstance => &["instance_type"],
-        Code::ContextLengthExceedsModel | Code::ContextDoesNotFitKvCache => {
-            &["server.max_model_len"]
-        }
-        Code::InvalidAccessEntry => &["access_entries"],
         _ => &[],
     }
 }
@@ -698,6 +652,19 @@ impl Index {
         let Some((_, pos, values)) = best else {
             return self.stack_pos;
         };
+        // The field the builder names, below the construct (or the nested object the path
+        // reaches, e.g. `HyperPod/gpu` for an instance group): `server.max_model_len` is
+        // `max_model_len` of the server object.
+        if let Some(field) = &d.field {
+            let dotted = format!(".{field}");
+            let found = values
+                .iter()
+                .find(|(k, _, _)| k == field)
+                .or_else(|| values.iter().find(|(k, _, _)| k.ends_with(&dotted)));
+            if let Some((_, _, p)) = found {
+                return *p;
+            }
+        }
         // A value quoted in the message, under one of the code's fields.
         let quoted = |text: &str| !text.is_empty() && d.message.contains(&format!("`{text}`"));
         for field in fields_for(d.code) {

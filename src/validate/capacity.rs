@@ -26,9 +26,10 @@ pub fn claim(claim: &CapacityClaim, ds: &mut Diagnostics) {
     check_block_count(reserved, &claim.path, ds);
     if claim.max_count > reserved {
         let group = claim.path.rsplit('/').next().unwrap_or_default();
-        ds.report(
+        ds.report_field(
             Code::InstanceCountAboveReserved,
             &claim.path,
+            "count",
             format!(
                 "instance group `{group}` asks for {} instances, its training plan reserves {reserved}",
                 claim.max_count

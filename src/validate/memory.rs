@@ -71,9 +71,10 @@ pub fn check(
     let context = server.context_length();
     if let Some(len) = context {
         if model.max_context_tokens > 0 && len > model.max_context_tokens {
-            ds.report(
+            ds.report_field(
                 Code::ContextLengthExceedsModel,
                 path,
+                "max_model_len",
                 format!(
                     "max model length {len} exceeds {}'s context length of {} tokens",
                     model.display_name, model.max_context_tokens
@@ -127,6 +128,7 @@ pub fn check(
                 ),
                 help,
             )
+            .at_field("instance_type")
             .note(weights_note(model, &plan))
             .note("GiB = 2^30 bytes; GPU memory as EC2 reports it (MiB); weights split evenly over the tensor parallel ranks"),
         );
@@ -152,6 +154,7 @@ pub fn check(
                             plan.kv_tokens_in_headroom().unwrap_or(0)
                         ),
                     )
+                    .at_field("max_model_len")
                     .note(plan.summary())
                     .note(format!(
                         "KV cache {} bytes per token per GPU (BF16)",
@@ -227,6 +230,7 @@ fn oversized(
                 price(instance)
             ),
         )
+        .at_field("instance_type")
         .note(plan.summary()),
     );
 }

@@ -54,9 +54,10 @@ fn served_model(stack: &Stack, served: &ServedModel<'_>, path: &str, ds: &mut Di
     };
     let server = served.server;
     let Some(model) = server.model() else {
-        ds.report(
+        ds.report_field(
             Code::ModelNotInCatalog,
             path,
+            "model",
             format!(
                 "model `{}` is not in the catalog: memory fit and parallelism were not checked",
                 server.model_id()

@@ -30,9 +30,10 @@ pub fn check(served: &ServedModel<'_>, path: &str, ds: &mut Diagnostics) {
         return;
     }
     let replicas = served.replicas.max(1);
-    ds.report(
+    ds.report_field(
         Code::WeightsDownloadedPerPod,
         path,
+        "model",
         format!(
             "every new worker pod of `{}` downloads {:.1} GiB from the Hugging Face Hub (modelSourceType huggingface): about {} min at {:.0} MB/s before loading; {replicas} replica(s) download it {replicas} time(s), and again whenever a pod is recreated (node replacement, reschedule)",
             served.object_name,

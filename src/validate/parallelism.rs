@@ -24,9 +24,10 @@ fn dividing_sizes(heads: u32, max: u32) -> Vec<String> {
 pub fn check(model: &Model, server: &VllmServer, tp: u32, path: &str, ds: &mut Diagnostics) {
     let heads = model.attention_heads;
     if heads > 0 && !heads.is_multiple_of(tp) {
-        ds.report(
+        ds.report_field(
             Code::AttentionHeadsNotDivisible,
             path,
+            "tensor_parallel_size",
             format!(
                 "{} has {heads} attention heads, not divisible by tensor parallel size {tp} ({heads} / {tp} = {:.2})",
                 model.display_name,
@@ -40,9 +41,10 @@ pub fn check(model: &Model, server: &VllmServer, tp: u32, path: &str, ds: &mut D
     }
     let dcp = server.decode_context_parallel();
     if dcp == 0 || !tp.is_multiple_of(dcp) {
-        ds.report(
+        ds.report_field(
             Code::InvalidDecodeContextParallelSize,
             path,
+            "decode_context_parallel_size",
             format!(
                 "tensor parallel size {tp} is not a multiple of decode context parallel size {dcp}"
             ),
@@ -59,9 +61,10 @@ pub fn check(model: &Model, server: &VllmServer, tp: u32, path: &str, ds: &mut D
                 .filter(|t| inter.is_multiple_of(*t) && (inter / t).is_multiple_of(MXFP4_GROUP))
                 .map(|t| t.to_string())
                 .collect();
-            ds.report(
+            ds.report_field(
                 Code::Mxfp4ShardGranularity,
                 path,
+                "tensor_parallel_size",
                 format!(
                     "{}'s MXFP4 experts (moe_intermediate_size {inter}) split over TP {tp} give {:.1} values per rank, not a multiple of the {MXFP4_GROUP}-value scale group",
                     model.display_name,

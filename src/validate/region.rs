@@ -14,9 +14,10 @@ pub fn claim(region: &str, claim: &CapacityClaim, ds: &mut Diagnostics) {
         return;
     };
     match claim.launcher {
-        Launcher::HyperPod if !it.hyperpod_offered_in(region) => ds.report(
+        Launcher::HyperPod if !it.hyperpod_offered_in(region) => ds.report_field(
             Code::InstanceTypeNotInRegion,
             &claim.path,
+            "instance_type",
             format!("{} is not offered for HyperPod in {region}", it.ml_name()),
             if it.hyperpod_regions.is_empty() {
                 "the catalog lists no HyperPod region for this type".to_owned()

@@ -180,6 +180,25 @@ fn builder_rule_points_at_the_line_that_set_the_value() {
 }
 
 #[test]
+fn model_rule_on_the_eks_path_points_at_the_field_it_is_about() {
+    // The message does not quote the value; the diagnostic names its field.
+    let text = read("stacks/kimi-k3-eks.yaml").replace(
+        "          served_model_name: Kimi-K3\n",
+        "          served_model_name: Kimi-K3\n          max_model_len: 99000000\n",
+    );
+    let line = text
+        .lines()
+        .position(|l| l.contains("max_model_len: 99000000"))
+        .expect("inserted")
+        + 1;
+    let ds = match load_str(ORIGIN, &text) {
+        Ok(_) => panic!("a context beyond the model's is refused"),
+        Err(d) => d,
+    };
+    assert_has(&ds, Code::ContextLengthExceedsModel, line, 26);
+}
+
+#[test]
 fn stack_level_rule_points_at_the_region() {
     let ds = load_err(&MINIMAL.replace("us-west-2", "us-middle-9"));
     assert_has(&ds, Code::InvalidRegion, 2, 9);
