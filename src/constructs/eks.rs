@@ -45,6 +45,12 @@ pub enum AccessPolicy {
     View,
 }
 
+stack_file_names!(AccessPolicy {
+    ClusterAdmin => "cluster_admin",
+    Admin => "admin",
+    View => "view",
+});
+
 impl AccessPolicy {
     /// The policy's name.
     pub fn policy_name(self) -> &'static str {

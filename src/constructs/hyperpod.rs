@@ -21,6 +21,8 @@ pub enum NodeRecovery {
     None,
 }
 
+stack_file_names!(NodeRecovery { Automatic => "automatic", None => "none" });
+
 impl NodeRecovery {
     /// The API value.
     pub fn as_str(self) -> &'static str {
@@ -39,6 +41,11 @@ pub enum DeepHealthCheck {
     /// EFA and NCCL connectivity test.
     InstanceConnectivity,
 }
+
+stack_file_names!(DeepHealthCheck {
+    InstanceStress => "instance_stress",
+    InstanceConnectivity => "instance_connectivity",
+});
 
 impl DeepHealthCheck {
     /// The API value.
@@ -115,6 +122,12 @@ pub enum TaintEffect {
     /// `NoExecute`.
     NoExecute,
 }
+
+stack_file_names!(TaintEffect {
+    NoSchedule => "NoSchedule",
+    PreferNoSchedule => "PreferNoSchedule",
+    NoExecute => "NoExecute",
+});
 
 impl TaintEffect {
     /// The Kubernetes value.

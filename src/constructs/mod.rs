@@ -9,6 +9,28 @@
 //! compile error, never a silent gap. Layers above read [`Facts`] (capacity claimed, models
 //! served, clusters created) instead of matching on construct types.
 
+/// The names stack files (and their JSON Schema) use for an enum's values, from one table:
+/// `NAMES`, `from_name` and `name`. A variant missing from the table is a compile error.
+macro_rules! stack_file_names {
+    ($ty:ident { $($variant:ident => $name:literal),* $(,)? }) => {
+        impl $ty {
+            /// The names stack files use for the values, in declaration order.
+            pub const NAMES: &'static [&'static str] = &[$($name),*];
+
+            /// The value a stack file names.
+            pub fn from_name(name: &str) -> Option<$ty> {
+                $( if name == $name { return Some($ty::$variant); } )*
+                None
+            }
+
+            /// The name stack files use for this value.
+            pub fn name(self) -> &'static str {
+                match self { $( $ty::$variant => $name, )* }
+            }
+        }
+    };
+}
+
 pub mod cidr;
 /// Text with references, now part of the core model ([`crate::app::text`]).
 pub use crate::app::text;

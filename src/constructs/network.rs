@@ -19,6 +19,8 @@ pub enum NatGateways {
     PerAz,
 }
 
+stack_file_names!(NatGateways { One => "one", PerAz => "per_az" });
+
 /// A zonal subnet: a whole secondary CIDR block in one availability zone, where reserved
 /// capacity is. HyperPod places one ENI per pod in its subnet, and the VPC CNI gives every pod
 /// of a GPU node an address, so both are large.

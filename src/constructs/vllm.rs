@@ -728,6 +728,12 @@ pub enum Exposure {
     ClusterIp,
 }
 
+stack_file_names!(Exposure {
+    InternalLoadBalancer => "internal_load_balancer",
+    InternetFacingLoadBalancer => "internet_facing_load_balancer",
+    ClusterIp => "cluster_ip",
+});
+
 /// A vLLM server deployed as a Kubernetes Deployment behind a Service on port 8000, on nodes of
 /// one instance type (the EKS path).
 #[derive(Clone, Debug)]

@@ -1239,10 +1239,8 @@ impl Builder {
         if let Some(v) = u32_of(node, "availability_zones") {
             c = c.availability_zones(v);
         }
-        match text(node, "nat_gateways").as_deref() {
-            Some("per_az") => c = c.nat_gateways(NatGateways::PerAz),
-            Some("one") => c = c.nat_gateways(NatGateways::One),
-            _ => {}
+        if let Some(v) = text(node, "nat_gateways").and_then(|n| NatGateways::from_name(&n)) {
+            c = c.nat_gateways(v);
         }
         if let Some(z) = node.get("hyperpod_subnet") {
             if let Some(az) = text(z, "az_id") {
@@ -1300,11 +1298,8 @@ impl Builder {
             )));
         }
         for e in node.get("access_entries").map(items).unwrap_or_default() {
-            let policy = match text(e, "policy").as_deref() {
-                Some("cluster_admin") => AccessPolicy::ClusterAdmin,
-                Some("admin") => AccessPolicy::Admin,
-                Some("view") => AccessPolicy::View,
-                _ => continue,
+            let Some(policy) = text(e, "policy").and_then(|n| AccessPolicy::from_name(&n)) else {
+                continue;
             };
             if let Some(arn) = text(e, "principal_arn") {
                 c = c.access_entry(arn, policy);
@@ -1353,10 +1348,8 @@ impl Builder {
         for g in sgs.ok()?.unwrap_or_default() {
             c = c.security_group(&g);
         }
-        match text(node, "node_recovery").as_deref() {
-            Some("none") => c = c.node_recovery(NodeRecovery::None),
-            Some("automatic") => c = c.node_recovery(NodeRecovery::Automatic),
-            _ => {}
+        if let Some(v) = text(node, "node_recovery").and_then(|n| NodeRecovery::from_name(&n)) {
+            c = c.node_recovery(v);
         }
         for g in node.get("instance_groups").map(items).unwrap_or_default() {
             let (Some(name), Some(instance_type)) = (text(g, "name"), text(g, "instance_type"))
@@ -1378,11 +1371,7 @@ impl Builder {
             if g.get("deep_health_checks").is_some() {
                 let checks = str_list(g, "deep_health_checks")
                     .iter()
-                    .filter_map(|c| match c.as_str() {
-                        "instance_stress" => Some(DeepHealthCheck::InstanceStress),
-                        "instance_connectivity" => Some(DeepHealthCheck::InstanceConnectivity),
-                        _ => None,
-                    })
+                    .filter_map(|c| DeepHealthCheck::from_name(c))
                     .collect::<Vec<_>>();
                 group = group.deep_health_checks(checks);
             }
@@ -1402,11 +1391,9 @@ impl Builder {
                 group = group.label(k, v);
             }
             for t in g.get("taints").map(items).unwrap_or_default() {
-                let effect = match text(t, "effect").as_deref() {
-                    Some("NoSchedule") => TaintEffect::NoSchedule,
-                    Some("PreferNoSchedule") => TaintEffect::PreferNoSchedule,
-                    Some("NoExecute") => TaintEffect::NoExecute,
-                    _ => continue,
+                let Some(effect) = text(t, "effect").and_then(|n| TaintEffect::from_name(&n))
+                else {
+                    continue;
                 };
                 if let (Some(k), Some(v)) = (text(t, "key"), text(t, "value")) {
                     group = group.taint(k, v, effect);
@@ -1519,10 +1506,10 @@ impl Builder {
         if let Some(v) = u32_of(node, "gpus") {
             c = c.gpus(v);
         }
-        match text(node, "exposure").as_deref() {
-            Some("cluster_ip") => c = c.cluster_ip_service(),
-            Some("internet_facing_load_balancer") => c = c.internet_facing_load_balancer(),
-            _ => {}
+        match text(node, "exposure").and_then(|n| Exposure::from_name(&n)) {
+            Some(Exposure::ClusterIp) => c = c.cluster_ip_service(),
+            Some(Exposure::InternetFacingLoadBalancer) => c = c.internet_facing_load_balancer(),
+            Some(Exposure::InternalLoadBalancer) | None => {}
         }
         for (k, v) in str_map(node, "service_annotations") {
             c = c.service_annotation(k, v);

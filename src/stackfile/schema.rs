@@ -2,6 +2,9 @@
 //! structural check of a file (unknown fields, wrong types, missing fields) and the JSON
 //! Schema, so the two cannot drift apart.
 
+use crate::constructs::{
+    AccessPolicy, DeepHealthCheck, Exposure, NatGateways, NodeRecovery, TaintEffect,
+};
 use serde_json::{json, Map, Value};
 
 /// What a reference must point at.
@@ -238,7 +241,7 @@ static NETWORK: Shape = Shape {
         req("network", Ty::Str, "The construct id."),
         opt("cidr", Ty::Str, "The primary CIDR block, /16 to /20 (default `10.192.0.0/16`)."),
         opt("availability_zones", Ty::U32, "Zones with a public and a private subnet (default 2)."),
-        opt("nat_gateways", Ty::Enum(&["one", "per_az"]), "One NAT gateway, or one per zone (default `one`)."),
+        opt("nat_gateways", Ty::Enum(NatGateways::NAMES), "One NAT gateway, or one per zone (default `one`)."),
         opt("hyperpod_subnet", Ty::Obj(&ZONAL_SUBNET), "The HyperPod subnet, in the training plan's zone."),
         opt("gpu_subnet", Ty::Obj(&ZONAL_SUBNET), "The GPU node subnet, in the Capacity Block's zone."),
         opt("flow_log_retention_days", Ty::U32, "Flow log retention in days (default 365)."),
@@ -266,7 +269,7 @@ static ACCESS_ENTRY: Shape = Shape {
         req("principal_arn", Ty::Str, "The role or user ARN."),
         req(
             "policy",
-            Ty::Enum(&["cluster_admin", "admin", "view"]),
+            Ty::Enum(AccessPolicy::NAMES),
             "The access policy.",
         ),
     ],
@@ -359,11 +362,7 @@ static TAINT: Shape = Shape {
     fields: &[
         req("key", Ty::Str, "The key."),
         req("value", Ty::Str, "The value."),
-        req(
-            "effect",
-            Ty::Enum(&["NoSchedule", "PreferNoSchedule", "NoExecute"]),
-            "The effect.",
-        ),
+        req("effect", Ty::Enum(TaintEffect::NAMES), "The effect."),
     ],
 };
 
@@ -378,7 +377,7 @@ static INSTANCE_GROUP: Shape = Shape {
         opt("ebs_volume_gb", Ty::I64, "Instance storage volume in GB."),
         opt(
             "deep_health_checks",
-            Ty::EnumList(&["instance_stress", "instance_connectivity"]),
+            Ty::EnumList(DeepHealthCheck::NAMES),
             "Deep health checks on creation.",
         ),
         opt(
@@ -415,7 +414,7 @@ static HYPERPOD: Shape = Shape {
         ),
         opt(
             "node_recovery",
-            Ty::Enum(&["automatic", "none"]),
+            Ty::Enum(NodeRecovery::NAMES),
             "Node recovery (default `automatic`).",
         ),
         req(
@@ -596,11 +595,7 @@ static VLLM: Shape = Shape {
         ),
         opt(
             "exposure",
-            Ty::Enum(&[
-                "internal_load_balancer",
-                "internet_facing_load_balancer",
-                "cluster_ip",
-            ]),
+            Ty::Enum(Exposure::NAMES),
             "How the Service is exposed (default `internal_load_balancer`).",
         ),
         opt(
