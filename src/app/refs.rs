@@ -63,6 +63,16 @@ pub enum Kind {
     KmsKey,
     /// See [`kind::HyperPodCluster`].
     HyperPodCluster,
+    /// An internet gateway (referenced inside its network only).
+    InternetGateway,
+    /// A route table (referenced inside its network only).
+    RouteTable,
+    /// A NAT gateway (referenced inside its network only).
+    NatGateway,
+    /// An Elastic IP address (referenced inside its network only).
+    Eip,
+    /// A CloudWatch Logs log group.
+    LogGroup,
 }
 
 macro_rules! impl_kind {
@@ -94,6 +104,8 @@ pub enum Attr {
     OidcIssuerUrl,
     /// The security group EKS creates for a cluster (control plane and managed nodes).
     ClusterSecurityGroupId,
+    /// An Elastic IP address's allocation id (`eipalloc-...`).
+    AllocationId,
 }
 
 impl Attr {
@@ -105,6 +117,7 @@ impl Attr {
             Attr::Name => "Name",
             Attr::OidcIssuerUrl => "OidcIssuerUrl",
             Attr::ClusterSecurityGroupId => "ClusterSecurityGroupId",
+            Attr::AllocationId => "AllocationId",
         }
     }
 }

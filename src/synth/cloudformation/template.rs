@@ -373,6 +373,8 @@ fn local_attr(id: &str, kind: Kind, attr: Attr) -> Expr {
         (Kind::Vpc | Kind::Subnet, Attr::Id)
         | (Kind::EksCluster | Kind::Role, Attr::Name)
         | (Kind::Bucket, Attr::Name) => Expr::reference(id),
+        (Kind::InternetGateway | Kind::RouteTable | Kind::NatGateway, Attr::Id)
+        | (Kind::LogGroup, Attr::Name) => Expr::reference(id),
         (Kind::SecurityGroup, Attr::Id) => Expr::get_att(id, "GroupId"),
         (Kind::EksCluster, Attr::OidcIssuerUrl) => Expr::get_att(id, "OpenIdConnectIssuerUrl"),
         (Kind::EksCluster, Attr::ClusterSecurityGroupId) => {

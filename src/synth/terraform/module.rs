@@ -110,6 +110,11 @@ pub(crate) fn resource_type(kind: Kind) -> &'static str {
         Kind::Bucket => "aws_s3_bucket",
         Kind::KmsKey => "aws_kms_key",
         Kind::HyperPodCluster => "awscc_sagemaker_cluster",
+        Kind::InternetGateway => "aws_internet_gateway",
+        Kind::RouteTable => "aws_route_table",
+        Kind::NatGateway => "aws_nat_gateway",
+        Kind::Eip => "aws_eip",
+        Kind::LogGroup => "aws_cloudwatch_log_group",
     }
 }
 
@@ -124,6 +129,8 @@ fn attribute(kind: Kind, attr: Attr) -> &'static str {
         (_, Attr::Name) => "name",
         (_, Attr::OidcIssuerUrl) => "identity[0].oidc[0].issuer",
         (_, Attr::ClusterSecurityGroupId) => "vpc_config[0].cluster_security_group_id",
+        // An `aws_eip`'s id is its allocation id.
+        (_, Attr::AllocationId) => "id",
     }
 }
 
@@ -224,6 +231,16 @@ impl<'a> RootModule<'a> {
                 }
             }
         }
+    }
+
+    /// The address of the resource lowered for construct path `path` (the resource itself,
+    /// not a part Terraform states separately).
+    pub fn address_of(&self, path: &str) -> Option<String> {
+        let suffix = format!(".{}", snake(&logical_id(path)));
+        self.names
+            .iter()
+            .find(|(address, p)| *p == path && address.ends_with(&suffix))
+            .map(|(address, _)| address.clone())
     }
 
     /// Records the policy resources (inline policies, attachments) of the role at `path`.
