@@ -32,6 +32,16 @@ pub mod kind {
         KmsKey,
         /// A SageMaker HyperPod cluster.
         HyperPodCluster,
+        /// An internet gateway.
+        InternetGateway,
+        /// A route table.
+        RouteTable,
+        /// A NAT gateway.
+        NatGateway,
+        /// An Elastic IP address.
+        Eip,
+        /// A CloudWatch Logs log group.
+        LogGroup,
     }
 }
 
@@ -63,6 +73,16 @@ pub enum Kind {
     KmsKey,
     /// See [`kind::HyperPodCluster`].
     HyperPodCluster,
+    /// An internet gateway (referenced inside its network only).
+    InternetGateway,
+    /// A route table (referenced inside its network only).
+    RouteTable,
+    /// A NAT gateway (referenced inside its network only).
+    NatGateway,
+    /// An Elastic IP address (referenced inside its network only).
+    Eip,
+    /// A CloudWatch Logs log group.
+    LogGroup,
 }
 
 macro_rules! impl_kind {
@@ -77,7 +97,12 @@ impl_kind!(
     Role,
     Bucket,
     KmsKey,
-    HyperPodCluster
+    HyperPodCluster,
+    InternetGateway,
+    RouteTable,
+    NatGateway,
+    Eip,
+    LogGroup
 );
 
 /// An attribute of a referenced resource.
@@ -94,6 +119,8 @@ pub enum Attr {
     OidcIssuerUrl,
     /// The security group EKS creates for a cluster (control plane and managed nodes).
     ClusterSecurityGroupId,
+    /// An Elastic IP address's allocation id (`eipalloc-...`).
+    AllocationId,
 }
 
 impl Attr {
@@ -105,6 +132,7 @@ impl Attr {
             Attr::Name => "Name",
             Attr::OidcIssuerUrl => "OidcIssuerUrl",
             Attr::ClusterSecurityGroupId => "ClusterSecurityGroupId",
+            Attr::AllocationId => "AllocationId",
         }
     }
 }
@@ -221,6 +249,11 @@ attrs! {
     Bucket { /** The bucket name. */ name => Name, /** The bucket ARN. */ arn => Arn }
     KmsKey { /** The key ARN. */ arn => Arn }
     HyperPodCluster { /** The cluster ARN. */ arn => Arn }
+    InternetGateway { /** The gateway id. */ id => Id }
+    RouteTable { /** The route table id. */ id => Id }
+    NatGateway { /** The NAT gateway id. */ id => Id }
+    Eip { /** The address's allocation id. */ allocation_id => AllocationId }
+    LogGroup { /** The log group name. */ name => Name, /** The log group ARN. */ arn => Arn }
 }
 
 #[cfg(test)]

@@ -5,9 +5,18 @@
 
 use super::cidr::{CidrError, Ipv4Cidr};
 use super::{Construct, Context};
-use crate::app::{kind, Ref, Stack};
+use crate::app::text::{Pseudo, Text};
+use crate::app::{kind, logical_id, Attr, AttrRef, Kind, Ref, Stack};
 use crate::catalog::regions::AzId;
 use crate::diagnostics::{Code, Diagnostics};
+use crate::resources::iam::{
+    account_key_policy, service_trust, PolicyDocument, PrincipalKind, Statement,
+};
+use crate::resources::{
+    DefaultSecurityGroup, Eip, FlowLog, GatewayEndpoint, InternetGateway, KmsKey, LogGroup,
+    NatGateway, Role, Route, RouteTable, RouteTarget, Scope, StackInput, Subnet,
+    SubnetRouteTableAssociation, Vpc, VpcCidrBlock, Zone,
+};
 
 /// How many NAT gateways the VPC gets.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
@@ -423,6 +432,298 @@ impl Construct for Network {
 
     fn validate(&self, cx: &Context<'_>, ds: &mut Diagnostics) {
         Network::validate(self, cx.stack, cx.path, ds);
+    }
+
+    fn expand(&self, scope: &mut Scope<'_>) -> bool {
+        // A network without a plan has errors, and synthesis stops at validation.
+        let Some(plan) = self.plan() else { return true };
+        let stack_name = scope.stack().name().to_owned();
+        let handle = self.handle(&stack_name);
+        let at = |child: &str, kind: Kind, attr: Attr| AttrRef {
+            stack: stack_name.clone(),
+            path: format!("{}/{child}", self.id),
+            kind,
+            attr,
+        };
+        let vpc = handle.vpc.id();
+        let all = "0.0.0.0/0";
+        scope.add(
+            "Vpc",
+            Vpc {
+                cidr: plan.vpc_cidr.to_string(),
+                name_tag: format!("{stack_name}-vpc"),
+            },
+        );
+        scope.add(
+            "DefaultSecurityGroup",
+            DefaultSecurityGroup {
+                vpc: vpc.clone(),
+                name_tag: format!("{stack_name}-default-no-traffic"),
+            },
+        );
+        scope.add(
+            "InternetGateway",
+            InternetGateway {
+                vpc: vpc.clone(),
+                name_tag: format!("{stack_name}-igw"),
+            },
+        );
+        let igw = at("InternetGateway", Kind::InternetGateway, Attr::Id);
+        scope.add(
+            "PublicRouteTable",
+            RouteTable {
+                vpc: vpc.clone(),
+                name_tag: format!("{stack_name}-public"),
+            },
+        );
+        let public_rt = at("PublicRouteTable", Kind::RouteTable, Attr::Id);
+        scope.add(
+            "PublicDefaultRoute",
+            Route {
+                table: public_rt.clone(),
+                destination: all.to_owned(),
+                target: RouteTarget::InternetGateway(igw.clone()),
+            },
+        );
+        let subnet = |id: &str| at(id, Kind::Subnet, Attr::Id);
+        let mut nats = Vec::new();
+        for sp in &plan.public_subnets {
+            scope.add(
+                &sp.id,
+                Subnet {
+                    vpc: vpc.clone(),
+                    cidr: sp.cidr.to_string(),
+                    zone: Zone::Index(sp.az_index),
+                    tags: vec![
+                        (
+                            "Name".to_owned(),
+                            format!("{stack_name}-public-{}", sp.az_index + 1),
+                        ),
+                        ("kubernetes.io/role/elb".to_owned(), "1".to_owned()),
+                    ],
+                },
+            );
+            scope.add(
+                &format!("{}RouteTableAssociation", sp.id),
+                SubnetRouteTableAssociation {
+                    table: public_rt.clone(),
+                    subnet: subnet(&sp.id),
+                },
+            );
+            let wants_nat = match plan.nat_gateways {
+                NatGateways::One => sp.az_index == 0,
+                NatGateways::PerAz => true,
+            };
+            if wants_nat {
+                let n = sp.az_index + 1;
+                let eip = format!("NatEip{n}");
+                scope.add(
+                    &eip,
+                    Eip {
+                        internet_gateway: igw.clone(),
+                        name_tag: format!("{stack_name}-nat-{n}"),
+                    },
+                );
+                let nat = format!("NatGateway{n}");
+                scope.add(
+                    &nat,
+                    NatGateway {
+                        address: at(&eip, Kind::Eip, Attr::AllocationId),
+                        subnet: subnet(&sp.id),
+                        internet_gateway: igw.clone(),
+                        name_tag: format!("{stack_name}-nat-{n}"),
+                    },
+                );
+                nats.push(at(&nat, Kind::NatGateway, Attr::Id));
+            }
+        }
+        // Private subnets leave through the NAT gateway of their zone, or the last one.
+        let nat_for = |az_index: u32| -> Option<AttrRef> {
+            let i = (az_index as usize).min(nats.len().saturating_sub(1));
+            nats.get(i).cloned()
+        };
+        let mut private_route_tables = Vec::new();
+        let mut private_route =
+            |scope: &mut Scope<'_>, id: &str, tag: String, nat: Option<AttrRef>| {
+                let table = format!("{id}RouteTable");
+                scope.add(
+                    &table,
+                    RouteTable {
+                        vpc: vpc.clone(),
+                        name_tag: tag,
+                    },
+                );
+                let table = at(&table, Kind::RouteTable, Attr::Id);
+                if let Some(nat) = nat {
+                    scope.add(
+                        &format!("{id}DefaultRoute"),
+                        Route {
+                            table: table.clone(),
+                            destination: all.to_owned(),
+                            target: RouteTarget::NatGateway(nat),
+                        },
+                    );
+                }
+                scope.add(
+                    &format!("{id}RouteTableAssociation"),
+                    SubnetRouteTableAssociation {
+                        table: table.clone(),
+                        subnet: subnet(id),
+                    },
+                );
+                private_route_tables.push(table);
+            };
+        let internal_elb = || ("kubernetes.io/role/internal-elb".to_owned(), "1".to_owned());
+        for sp in &plan.private_subnets {
+            let name = format!("{stack_name}-private-{}", sp.az_index + 1);
+            scope.add(
+                &sp.id,
+                Subnet {
+                    vpc: vpc.clone(),
+                    cidr: sp.cidr.to_string(),
+                    zone: Zone::Index(sp.az_index),
+                    tags: vec![("Name".to_owned(), name.clone()), internal_elb()],
+                },
+            );
+            private_route(scope, &sp.id, name, nat_for(sp.az_index));
+        }
+        for (child, block, az_id) in &plan.zonal {
+            let short = child.trim_end_matches("Subnet");
+            let cidr_block = format!("{short}CidrBlock");
+            scope.add(
+                &cidr_block,
+                VpcCidrBlock {
+                    vpc: vpc.clone(),
+                    cidr: block.to_string(),
+                },
+            );
+            let name = format!("{stack_name}-{}", short.to_ascii_lowercase());
+            let zone = StackInput {
+                name: format!("{}AzId", logical_id(&scope.path(child))),
+                description: zone_input_description(child).to_owned(),
+                default: Some(az_id.to_string()),
+                pattern: Some(AZ_ID_PATTERN.to_owned()),
+                expected: "an Availability Zone id such as usw2-az2".to_owned(),
+            };
+            let cidr_block = scope.path(&cidr_block);
+            scope
+                .add(
+                    child,
+                    Subnet {
+                        vpc: vpc.clone(),
+                        cidr: block.to_string(),
+                        zone: Zone::IdInput(zone),
+                        tags: vec![
+                            ("Name".to_owned(), name.clone()),
+                            internal_elb(),
+                            ("hyperforge:subnet".to_owned(), short.to_ascii_lowercase()),
+                        ],
+                    },
+                )
+                .after([cidr_block]);
+            private_route(scope, child, name, nat_for(0));
+        }
+        scope.add(
+            "S3Endpoint",
+            GatewayEndpoint {
+                vpc: vpc.clone(),
+                service: Text::lit("com.amazonaws.")
+                    .push_pseudo(Pseudo::Region)
+                    .push_lit(".s3"),
+                route_tables: private_route_tables,
+            },
+        );
+        self.expand_flow_logs(scope, &stack_name, vpc, plan.flow_log_retention_days);
+        true
+    }
+}
+
+impl Network {
+    /// The VPC's flow logs: a KMS key, the log group it encrypts, the role that delivers and
+    /// the flow log itself.
+    fn expand_flow_logs(
+        &self,
+        scope: &mut Scope<'_>,
+        stack_name: &str,
+        vpc: AttrRef,
+        retention_days: u32,
+    ) {
+        let at = |child: &str, kind: Kind, attr: Attr| AttrRef {
+            stack: stack_name.to_owned(),
+            path: format!("{}/{child}", self.id),
+            kind,
+            attr,
+        };
+        let group_name = format!("/hyperforge/{stack_name}/vpc-flow-logs");
+        let log_group_arn = Text::arn(
+            "logs",
+            true,
+            true,
+            Text::lit(format!("log-group:{group_name}")),
+        );
+        let logs_service = Text::lit("logs.")
+            .push_pseudo(Pseudo::Region)
+            .push_lit(".amazonaws.com");
+        scope.add(
+            "FlowLogKey",
+            KmsKey {
+                description: format!("Encrypts the VPC flow logs of {stack_name}"),
+                policy: account_key_policy(Some(
+                    Statement::allow([
+                        "kms:Encrypt*",
+                        "kms:Decrypt*",
+                        "kms:ReEncrypt*",
+                        "kms:GenerateDataKey*",
+                        "kms:Describe*",
+                    ])
+                    .sid("CloudWatchLogsUse")
+                    .principal(PrincipalKind::Service, logs_service)
+                    .resource("*")
+                    .condition(
+                        "ArnLike",
+                        "kms:EncryptionContext:aws:logs:arn",
+                        vec![log_group_arn.clone()],
+                    ),
+                )),
+            },
+        );
+        scope.add(
+            "FlowLogGroup",
+            LogGroup {
+                name: group_name,
+                key: at("FlowLogKey", Kind::KmsKey, Attr::Arn),
+                retention_days,
+            },
+        );
+        scope.add(
+            "FlowLogRole",
+            Role {
+                description: "Lets VPC Flow Logs write to its log group".to_owned(),
+                trust: service_trust("vpc-flow-logs.amazonaws.com"),
+                managed: Vec::new(),
+                inline: vec![(
+                    "write-flow-logs".to_owned(),
+                    PolicyDocument::new().statement(
+                        Statement::allow([
+                            "logs:CreateLogStream",
+                            "logs:PutLogEvents",
+                            "logs:DescribeLogStreams",
+                        ])
+                        .resource(log_group_arn.clone())
+                        .resource(log_group_arn.push_lit(":*")),
+                    ),
+                )],
+                name: None,
+            },
+        );
+        scope.add(
+            "FlowLog",
+            FlowLog {
+                vpc,
+                log_group: at("FlowLogGroup", Kind::LogGroup, Attr::Arn),
+                role: at("FlowLogRole", Kind::Role, Attr::Arn),
+            },
+        );
     }
 }
 

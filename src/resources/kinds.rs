@@ -3,6 +3,7 @@
 //! variant here and one arm in each backend (the compiler lists them).
 
 use super::iam::PolicyDocument;
+use super::network::*;
 use crate::app::{AttrRef, Kind};
 
 /// Every kind of resource, as stored in a [`ResourceGraph`](super::ResourceGraph).
@@ -23,6 +24,32 @@ pub enum ResourceKind {
     KmsKey(KmsKey),
     /// See [`PodIdentityAssociation`].
     PodIdentityAssociation(PodIdentityAssociation),
+    /// See [`Vpc`].
+    Vpc(Vpc),
+    /// See [`DefaultSecurityGroup`].
+    DefaultSecurityGroup(DefaultSecurityGroup),
+    /// See [`InternetGateway`].
+    InternetGateway(InternetGateway),
+    /// See [`VpcCidrBlock`].
+    VpcCidrBlock(VpcCidrBlock),
+    /// See [`Subnet`].
+    Subnet(Subnet),
+    /// See [`Eip`].
+    Eip(Eip),
+    /// See [`NatGateway`].
+    NatGateway(NatGateway),
+    /// See [`RouteTable`].
+    RouteTable(RouteTable),
+    /// See [`Route`].
+    Route(Route),
+    /// See [`SubnetRouteTableAssociation`].
+    SubnetRouteTableAssociation(SubnetRouteTableAssociation),
+    /// See [`GatewayEndpoint`].
+    GatewayEndpoint(GatewayEndpoint),
+    /// See [`LogGroup`].
+    LogGroup(LogGroup),
+    /// See [`FlowLog`].
+    FlowLog(FlowLog),
 }
 
 impl ResourceKind {
@@ -36,6 +63,19 @@ impl ResourceKind {
             ResourceKind::SecurityGroupRule(_)
             | ResourceKind::StackOutput(_)
             | ResourceKind::PodIdentityAssociation(_) => None,
+            ResourceKind::Vpc(_) => Some(Kind::Vpc),
+            ResourceKind::InternetGateway(_) => Some(Kind::InternetGateway),
+            ResourceKind::Subnet(_) => Some(Kind::Subnet),
+            ResourceKind::Eip(_) => Some(Kind::Eip),
+            ResourceKind::NatGateway(_) => Some(Kind::NatGateway),
+            ResourceKind::RouteTable(_) => Some(Kind::RouteTable),
+            ResourceKind::LogGroup(_) => Some(Kind::LogGroup),
+            ResourceKind::DefaultSecurityGroup(_)
+            | ResourceKind::VpcCidrBlock(_)
+            | ResourceKind::Route(_)
+            | ResourceKind::SubnetRouteTableAssociation(_)
+            | ResourceKind::GatewayEndpoint(_)
+            | ResourceKind::FlowLog(_) => None,
         }
     }
 
@@ -58,6 +98,34 @@ impl ResourceKind {
             }
             ResourceKind::KmsKey(k) => k.policy.references(),
             ResourceKind::PodIdentityAssociation(a) => vec![a.cluster.clone(), a.role.clone()],
+            ResourceKind::Vpc(_) => Vec::new(),
+            ResourceKind::DefaultSecurityGroup(g) => vec![g.vpc.clone()],
+            ResourceKind::InternetGateway(g) => vec![g.vpc.clone()],
+            ResourceKind::VpcCidrBlock(b) => vec![b.vpc.clone()],
+            ResourceKind::Subnet(s) => vec![s.vpc.clone()],
+            ResourceKind::Eip(e) => vec![e.internet_gateway.clone()],
+            ResourceKind::NatGateway(n) => vec![
+                n.address.clone(),
+                n.subnet.clone(),
+                n.internet_gateway.clone(),
+            ],
+            ResourceKind::RouteTable(t) => vec![t.vpc.clone()],
+            ResourceKind::Route(r) => {
+                let (RouteTarget::InternetGateway(target) | RouteTarget::NatGateway(target)) =
+                    &r.target;
+                vec![r.table.clone(), target.clone()]
+            }
+            ResourceKind::SubnetRouteTableAssociation(a) => {
+                vec![a.table.clone(), a.subnet.clone()]
+            }
+            ResourceKind::GatewayEndpoint(e) => {
+                let mut out = vec![e.vpc.clone()];
+                out.extend(e.service.references().cloned());
+                out.extend(e.route_tables.iter().cloned());
+                out
+            }
+            ResourceKind::LogGroup(g) => vec![g.key.clone()],
+            ResourceKind::FlowLog(f) => vec![f.vpc.clone(), f.log_group.clone(), f.role.clone()],
         }
     }
 }
@@ -76,7 +144,20 @@ into_kind!(
     StackOutput,
     Role,
     KmsKey,
-    PodIdentityAssociation
+    PodIdentityAssociation,
+    Vpc,
+    DefaultSecurityGroup,
+    InternetGateway,
+    VpcCidrBlock,
+    Subnet,
+    Eip,
+    NatGateway,
+    RouteTable,
+    Route,
+    SubnetRouteTableAssociation,
+    GatewayEndpoint,
+    LogGroup,
+    FlowLog
 );
 
 /// An IP protocol of a security group rule (`-1` is every protocol).

@@ -12,8 +12,10 @@
 
 pub mod iam;
 mod kinds;
+mod network;
 
 pub use kinds::*;
+pub use network::*;
 
 use crate::app::{logical_id, Stack, StageId};
 use crate::diagnostics::{Code, Diagnostics};

@@ -12,6 +12,8 @@ use crate::resources::{
     SecurityGroup, SecurityGroupRule, StackOutput,
 };
 
+mod network;
+
 type Cx<'a, 'b> = &'a mut StackTemplates<'b>;
 
 fn s(v: impl Into<String>) -> Val<String> {
@@ -32,6 +34,21 @@ pub(crate) fn lower(cx: Cx, r: &Resource) {
         ResourceKind::Role(role) => role_resource(cx, r, role),
         ResourceKind::KmsKey(key) => kms(cx, r, key),
         ResourceKind::PodIdentityAssociation(a) => pod_identity_association(cx, r, a),
+        ResourceKind::Vpc(v) => network::vpc(cx, r, v),
+        ResourceKind::DefaultSecurityGroup(g) => network::default_security_group(cx, r, g),
+        ResourceKind::InternetGateway(g) => network::internet_gateway(cx, r, g),
+        ResourceKind::VpcCidrBlock(b) => network::vpc_cidr_block(cx, r, b),
+        ResourceKind::Subnet(sn) => network::subnet(cx, r, sn),
+        ResourceKind::Eip(a) => network::eip(cx, r, a),
+        ResourceKind::NatGateway(n) => network::nat_gateway(cx, r, n),
+        ResourceKind::RouteTable(t) => network::route_table(cx, r, t),
+        ResourceKind::Route(route) => network::route(cx, r, route),
+        ResourceKind::SubnetRouteTableAssociation(a) => {
+            network::subnet_route_table_association(cx, r, a)
+        }
+        ResourceKind::GatewayEndpoint(g) => network::gateway_endpoint(cx, r, g),
+        ResourceKind::LogGroup(g) => network::log_group(cx, r, g),
+        ResourceKind::FlowLog(f) => network::flow_log(cx, r, f),
     }
 }
 

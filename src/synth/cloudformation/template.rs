@@ -376,39 +376,33 @@ enum Read {
     GetAtt(&'static str),
 }
 
-/// How `attr` of a `kind` resource is read; `None` for an attribute the kind does not have
-/// (`Kind::attrs` lists those it has).
+/// How `attr` of a `kind` resource is read; `None` for an attribute the kind does not have.
+/// Every pair `Kind::attrs` lists has an arm (the unit test below checks it, and that each
+/// `GetAtt` name is one of the type's generated `ATTRIBUTES`); other pairs are refused by
+/// validation, never guessed.
 fn read(kind: Kind, attr: Attr) -> Option<Read> {
     use Attr::*;
-    Some(match kind {
-        Kind::Vpc | Kind::Subnet => match attr {
-            Id => Read::Ref,
-            Arn | Name | OidcIssuerUrl | ClusterSecurityGroupId => return None,
-        },
-        Kind::SecurityGroup => match attr {
-            Id => Read::GetAtt("GroupId"),
-            Arn | Name | OidcIssuerUrl | ClusterSecurityGroupId => return None,
-        },
-        Kind::EksCluster => match attr {
-            Name => Read::Ref,
-            Arn => Read::GetAtt("Arn"),
-            OidcIssuerUrl => Read::GetAtt("OpenIdConnectIssuerUrl"),
-            ClusterSecurityGroupId => Read::GetAtt("ClusterSecurityGroupId"),
-            Id => return None,
-        },
-        Kind::Role | Kind::Bucket => match attr {
-            Name => Read::Ref,
-            Arn => Read::GetAtt("Arn"),
-            Id | OidcIssuerUrl | ClusterSecurityGroupId => return None,
-        },
-        Kind::OidcProvider | Kind::KmsKey => match attr {
-            Arn => Read::GetAtt("Arn"),
-            Id | Name | OidcIssuerUrl | ClusterSecurityGroupId => return None,
-        },
-        Kind::HyperPodCluster => match attr {
-            Arn => Read::GetAtt("ClusterArn"),
-            Id | Name | OidcIssuerUrl | ClusterSecurityGroupId => return None,
-        },
+    Some(match (kind, attr) {
+        (
+            Kind::Vpc | Kind::Subnet | Kind::InternetGateway | Kind::RouteTable | Kind::NatGateway,
+            Id,
+        ) => Read::Ref,
+        (Kind::EksCluster | Kind::Role | Kind::Bucket | Kind::LogGroup, Name) => Read::Ref,
+        (Kind::SecurityGroup, Id) => Read::GetAtt("GroupId"),
+        (Kind::EksCluster, OidcIssuerUrl) => Read::GetAtt("OpenIdConnectIssuerUrl"),
+        (Kind::EksCluster, ClusterSecurityGroupId) => Read::GetAtt("ClusterSecurityGroupId"),
+        (Kind::HyperPodCluster, Arn) => Read::GetAtt("ClusterArn"),
+        (
+            Kind::EksCluster
+            | Kind::OidcProvider
+            | Kind::Role
+            | Kind::Bucket
+            | Kind::KmsKey
+            | Kind::LogGroup,
+            Arn,
+        ) => Read::GetAtt("Arn"),
+        (Kind::Eip, AllocationId) => Read::GetAtt("AllocationId"),
+        _ => return None,
     })
 }
 
@@ -717,6 +711,11 @@ mod tests {
             Kind::Bucket => s3_bucket::Bucket::ATTRIBUTES,
             Kind::KmsKey => kms_key::Key::ATTRIBUTES,
             Kind::HyperPodCluster => sagemaker_cluster::Cluster::ATTRIBUTES,
+            Kind::InternetGateway => ec2_internet_gateway::InternetGateway::ATTRIBUTES,
+            Kind::RouteTable => ec2_route_table::RouteTable::ATTRIBUTES,
+            Kind::NatGateway => ec2_nat_gateway::NatGateway::ATTRIBUTES,
+            Kind::Eip => ec2_eip::Eip::ATTRIBUTES,
+            Kind::LogGroup => logs_log_group::LogGroup::ATTRIBUTES,
         }
     }
 

@@ -13,11 +13,10 @@ use crate::constructs::iam::{
     Statement,
 };
 use crate::constructs::inference_operator::OPERATOR_NAMESPACE;
-use crate::constructs::network::NatGateways;
 use crate::constructs::text::{Pseudo, Text};
 use crate::constructs::{
     ChartSource, ConstructRef, EksCluster, EndpointAccess, HelmRelease, HyperPodCluster,
-    InferenceOperator, Network, Upload,
+    InferenceOperator, Upload,
 };
 use serde_json::{json, Map, Value};
 
@@ -29,8 +28,8 @@ pub(crate) fn lower(cx: Cx, stage: StageId, id: &str, construct: ConstructRef<'_
         // Expanded into the resource layer (`crate::resources`) and lowered from there.
         ConstructRef::SecurityGroup(_)
         | ConstructRef::Lifecycle(_)
-        | ConstructRef::LoadBalancerController(_) => {}
-        ConstructRef::Network(c) => network(cx, id, c),
+        | ConstructRef::LoadBalancerController(_)
+        | ConstructRef::Network(_) => {}
         ConstructRef::Eks(c) => eks(cx, id, c),
         ConstructRef::HyperPod(c) => hyperpod(cx, stage, id, c),
         ConstructRef::InferenceOperator(c) => inference_operator(cx, id, c),
@@ -161,192 +160,6 @@ pub(super) fn bucket(cx: Cx, path: &str) -> Addr {
     b
 }
 
-fn network(cx: Cx, id: &str, n: &Network) {
-    let Some(plan) = n.plan() else { return };
-    let p = |child: &str| format!("{id}/{child}");
-    let stack_name = cx.stack.name().to_owned();
-    let vpc = cx.add(
-        "aws_vpc",
-        &p("Vpc"),
-        json!({
-            "cidr_block": plan.vpc_cidr.to_string(),
-            "enable_dns_hostnames": true,
-            "enable_dns_support": true,
-            "tags": name_tag(format!("{stack_name}-vpc")),
-        }),
-    );
-    // Terraform can adopt the VPC's default security group (CloudFormation cannot): with no
-    // rules given, it removes the default group's allow-within-group rules, so nothing that
-    // lands in it by mistake can talk.
-    cx.add(
-        "aws_default_security_group",
-        &p("DefaultSecurityGroup"),
-        json!({"vpc_id": vpc.interp("id"), "tags": name_tag(format!("{stack_name}-default-no-traffic"))}),
-    );
-    // CloudFormation's VPCGatewayAttachment is the gateway's `vpc_id` here.
-    let igw = cx.add(
-        "aws_internet_gateway",
-        &p("InternetGateway"),
-        json!({"vpc_id": vpc.interp("id"), "tags": name_tag(format!("{stack_name}-igw"))}),
-    );
-    let public_rt = cx.add(
-        "aws_route_table",
-        &p("PublicRouteTable"),
-        json!({"vpc_id": vpc.interp("id"), "tags": name_tag(format!("{stack_name}-public"))}),
-    );
-    cx.add(
-        "aws_route",
-        &p("PublicDefaultRoute"),
-        json!({
-            "route_table_id": public_rt.interp("id"),
-            "destination_cidr_block": "0.0.0.0/0",
-            "gateway_id": igw.interp("id"),
-        }),
-    );
-    cx.data_source("aws_availability_zones", json!({"state": "available"}));
-    let az = |i: u32| format!("${{data.aws_availability_zones.current.names[{i}]}}");
-    let mut nats = Vec::new();
-    for sp in &plan.public_subnets {
-        let subnet = cx.add(
-            "aws_subnet",
-            &p(&sp.id),
-            json!({
-                "vpc_id": vpc.interp("id"),
-                "cidr_block": sp.cidr.to_string(),
-                "availability_zone": az(sp.az_index),
-                "map_public_ip_on_launch": false,
-                "tags": {
-                    "Name": format!("{stack_name}-public-{}", sp.az_index + 1),
-                    "kubernetes.io/role/elb": "1",
-                },
-            }),
-        );
-        cx.add(
-            "aws_route_table_association",
-            &p(&format!("{}RouteTableAssociation", sp.id)),
-            json!({"route_table_id": public_rt.interp("id"), "subnet_id": subnet.interp("id")}),
-        );
-        let wants_nat = match plan.nat_gateways {
-            NatGateways::One => sp.az_index == 0,
-            NatGateways::PerAz => true,
-        };
-        if wants_nat {
-            let n = sp.az_index + 1;
-            let eip = cx.add(
-                "aws_eip",
-                &p(&format!("NatEip{n}")),
-                json!({"domain": "vpc", "tags": name_tag(format!("{stack_name}-nat-{n}"))}),
-            );
-            cx.depends_on(&eip, &[igw.address()]);
-            let nat = cx.add(
-                "aws_nat_gateway",
-                &p(&format!("NatGateway{n}")),
-                json!({
-                    "allocation_id": eip.interp("id"),
-                    "subnet_id": subnet.interp("id"),
-                    "tags": name_tag(format!("{stack_name}-nat-{n}")),
-                }),
-            );
-            cx.depends_on(&nat, &[igw.address()]);
-            nats.push(nat);
-        }
-    }
-    let nat_for = |az_index: u32| -> Option<Addr> {
-        let i = (az_index as usize).min(nats.len().saturating_sub(1));
-        nats.get(i).cloned()
-    };
-    let mut private_route_tables = Vec::new();
-    let mut private_route = |cx: Cx, name: &str, tag: String, subnet: &Addr, nat: Option<Addr>| {
-        let rt = cx.add(
-            "aws_route_table",
-            &p(&format!("{name}RouteTable")),
-            json!({"vpc_id": vpc.interp("id"), "tags": name_tag(tag)}),
-        );
-        cx.add(
-            "aws_route",
-            &p(&format!("{name}DefaultRoute")),
-            json!({
-                "route_table_id": rt.interp("id"),
-                "destination_cidr_block": "0.0.0.0/0",
-                "nat_gateway_id": nat.map(|n| n.interp("id")),
-            }),
-        );
-        cx.add(
-            "aws_route_table_association",
-            &p(&format!("{name}RouteTableAssociation")),
-            json!({"route_table_id": rt.interp("id"), "subnet_id": subnet.interp("id")}),
-        );
-        private_route_tables.push(rt);
-    };
-    for sp in &plan.private_subnets {
-        let name = format!("{stack_name}-private-{}", sp.az_index + 1);
-        let subnet = cx.add(
-            "aws_subnet",
-            &p(&sp.id),
-            json!({
-                "vpc_id": vpc.interp("id"),
-                "cidr_block": sp.cidr.to_string(),
-                "availability_zone": az(sp.az_index),
-                "map_public_ip_on_launch": false,
-                "tags": {"Name": name, "kubernetes.io/role/internal-elb": "1"},
-            }),
-        );
-        private_route(cx, &sp.id, name, &subnet, nat_for(sp.az_index));
-    }
-    for (child, block, az_id) in &plan.zonal {
-        let short = child.trim_end_matches("Subnet");
-        let cidr = cx.add(
-            "aws_vpc_ipv4_cidr_block_association",
-            &p(&format!("{short}CidrBlock")),
-            json!({"vpc_id": vpc.interp("id"), "cidr_block": block.to_string()}),
-        );
-        let var = snake(&format!("{}AzId", logical_id(&p(child))));
-        let az_var = cx.variable(
-            &var,
-            Variable {
-                description: crate::constructs::network::zone_input_description(child).to_owned(),
-                default: Some(az_id.to_string()),
-                pattern: Some(crate::constructs::network::AZ_ID_PATTERN.to_owned()),
-                error_message: "Must be an Availability Zone id such as usw2-az2.".to_owned(),
-            },
-        );
-        let name = format!("{stack_name}-{}", short.to_ascii_lowercase());
-        let subnet = cx.add(
-            "aws_subnet",
-            &p(child),
-            json!({
-                "vpc_id": vpc.interp("id"),
-                "cidr_block": block.to_string(),
-                "availability_zone_id": az_var,
-                "map_public_ip_on_launch": false,
-                "tags": {
-                    "Name": name,
-                    "kubernetes.io/role/internal-elb": "1",
-                    "hyperforge:subnet": short.to_ascii_lowercase(),
-                },
-            }),
-        );
-        cx.depends_on(&subnet, &[cidr.address()]);
-        private_route(cx, child, name, &subnet, nat_for(0));
-    }
-    let service = cx.text(
-        &Text::lit("com.amazonaws.")
-            .push_pseudo(Pseudo::Region)
-            .push_lit(".s3"),
-    );
-    cx.add(
-        "aws_vpc_endpoint",
-        &p("S3Endpoint"),
-        json!({
-            "vpc_id": vpc.interp("id"),
-            "service_name": service,
-            "vpc_endpoint_type": "Gateway",
-            "route_table_ids": private_route_tables.iter().map(|rt| rt.interp("id")).collect::<Vec<_>>(),
-        }),
-    );
-    flow_logs(cx, id, &vpc, plan.flow_log_retention_days);
-}
-
 fn kms_key(cx: Cx, path: &str, description: String, extra: Option<Statement>) -> Addr {
     let local = format!("{}_policy", snake(&logical_id(path)));
     let policy = cx.policy(&local, &crate::constructs::iam::account_key_policy(extra));
@@ -355,86 +168,6 @@ fn kms_key(cx: Cx, path: &str, description: String, extra: Option<Statement>) ->
         path,
         json!({"description": description, "enable_key_rotation": true, "policy": policy}),
     )
-}
-
-fn flow_logs(cx: Cx, id: &str, vpc: &Addr, retention_days: u32) {
-    let p = |child: &str| format!("{id}/{child}");
-    let group_name = format!("/hyperforge/{}/vpc-flow-logs", cx.stack.name());
-    let log_group_arn = Text::arn(
-        "logs",
-        true,
-        true,
-        Text::lit(format!("log-group:{group_name}")),
-    );
-    let logs_service = Text::lit("logs.")
-        .push_pseudo(Pseudo::Region)
-        .push_lit(".amazonaws.com");
-    let key = kms_key(
-        cx,
-        &p("FlowLogKey"),
-        format!("Encrypts the VPC flow logs of {}", cx.stack.name()),
-        Some(
-            Statement::allow([
-                "kms:Encrypt*",
-                "kms:Decrypt*",
-                "kms:ReEncrypt*",
-                "kms:GenerateDataKey*",
-                "kms:Describe*",
-            ])
-            .sid("CloudWatchLogsUse")
-            .principal(PrincipalKind::Service, logs_service)
-            .resource("*")
-            .condition(
-                "ArnLike",
-                "kms:EncryptionContext:aws:logs:arn",
-                vec![log_group_arn.clone()],
-            ),
-        ),
-    );
-    let group = cx.add(
-        "aws_cloudwatch_log_group",
-        &p("FlowLogGroup"),
-        json!({
-            "name": escape_template(&group_name),
-            "kms_key_id": key.interp("arn"),
-            "retention_in_days": retention_days,
-        }),
-    );
-    let (role, role_policies) = role(
-        cx,
-        RoleSpec {
-            path: p("FlowLogRole"),
-            description: "Lets VPC Flow Logs write to its log group".to_owned(),
-            trust: service_trust("vpc-flow-logs.amazonaws.com"),
-            managed: &[],
-            inline: vec![(
-                "write-flow-logs",
-                PolicyDocument::new().statement(
-                    Statement::allow([
-                        "logs:CreateLogStream",
-                        "logs:PutLogEvents",
-                        "logs:DescribeLogStreams",
-                    ])
-                    .resource(log_group_arn.clone())
-                    .resource(log_group_arn.push_lit(":*")),
-                ),
-            )],
-            name: None,
-        },
-    );
-    let flow_log = cx.add(
-        "aws_flow_log",
-        &p("FlowLog"),
-        json!({
-            "vpc_id": vpc.interp("id"),
-            "traffic_type": "ALL",
-            "log_destination_type": "cloud-watch-logs",
-            "log_destination": group.interp("arn"),
-            "iam_role_arn": role.interp("arn"),
-        }),
-    );
-    // Delivery starts at once; the role must already hold its policy.
-    cx.depends_on(&flow_log, &role_policies);
 }
 
 const EKS_LOG_TYPES: &[&str] = &[

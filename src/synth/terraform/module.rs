@@ -110,43 +110,46 @@ pub(crate) fn resource_type(kind: Kind) -> &'static str {
         Kind::Bucket => "aws_s3_bucket",
         Kind::KmsKey => "aws_kms_key",
         Kind::HyperPodCluster => "awscc_sagemaker_cluster",
+        Kind::InternetGateway => "aws_internet_gateway",
+        Kind::RouteTable => "aws_route_table",
+        Kind::NatGateway => "aws_nat_gateway",
+        Kind::Eip => "aws_eip",
+        Kind::LogGroup => "aws_cloudwatch_log_group",
     }
 }
 
 /// The attribute expression (after `type.name.`) that reads `attr` of a `kind` resource;
-/// `None` for an attribute the kind does not have (`Kind::attrs` lists those it has).
+/// `None` for an attribute the kind does not have (every pair `Kind::attrs` lists has an arm:
+/// the unit test below checks it).
 fn attribute(kind: Kind, attr: Attr) -> Option<&'static str> {
     use Attr::*;
-    Some(match kind {
-        Kind::Vpc | Kind::Subnet | Kind::SecurityGroup => match attr {
-            Id => "id",
-            Arn | Name | OidcIssuerUrl | ClusterSecurityGroupId => return None,
-        },
-        Kind::EksCluster => match attr {
-            Name => "name",
-            Arn => "arn",
-            OidcIssuerUrl => "identity[0].oidc[0].issuer",
-            ClusterSecurityGroupId => "vpc_config[0].cluster_security_group_id",
-            Id => return None,
-        },
-        Kind::Role => match attr {
-            Name => "name",
-            Arn => "arn",
-            Id | OidcIssuerUrl | ClusterSecurityGroupId => return None,
-        },
-        Kind::Bucket => match attr {
-            Name => "bucket",
-            Arn => "arn",
-            Id | OidcIssuerUrl | ClusterSecurityGroupId => return None,
-        },
-        Kind::OidcProvider | Kind::KmsKey => match attr {
-            Arn => "arn",
-            Id | Name | OidcIssuerUrl | ClusterSecurityGroupId => return None,
-        },
-        Kind::HyperPodCluster => match attr {
-            Arn => "cluster_arn",
-            Id | Name | OidcIssuerUrl | ClusterSecurityGroupId => return None,
-        },
+    Some(match (kind, attr) {
+        (
+            Kind::Vpc
+            | Kind::Subnet
+            | Kind::SecurityGroup
+            | Kind::InternetGateway
+            | Kind::RouteTable
+            | Kind::NatGateway,
+            Id,
+        ) => "id",
+        // An `aws_eip`'s id is its allocation id.
+        (Kind::Eip, AllocationId) => "id",
+        (Kind::EksCluster | Kind::Role | Kind::LogGroup, Name) => "name",
+        (Kind::Bucket, Name) => "bucket",
+        (
+            Kind::EksCluster
+            | Kind::OidcProvider
+            | Kind::Role
+            | Kind::Bucket
+            | Kind::KmsKey
+            | Kind::LogGroup,
+            Arn,
+        ) => "arn",
+        (Kind::HyperPodCluster, Arn) => "cluster_arn",
+        (Kind::EksCluster, OidcIssuerUrl) => "identity[0].oidc[0].issuer",
+        (Kind::EksCluster, ClusterSecurityGroupId) => "vpc_config[0].cluster_security_group_id",
+        _ => return None,
     })
 }
 
@@ -247,6 +250,16 @@ impl<'a> RootModule<'a> {
                 }
             }
         }
+    }
+
+    /// The address of the resource lowered for construct path `path` (the resource itself,
+    /// not a part Terraform states separately).
+    pub fn address_of(&self, path: &str) -> Option<String> {
+        let suffix = format!(".{}", snake(&logical_id(path)));
+        self.names
+            .iter()
+            .find(|(address, p)| *p == path && address.ends_with(&suffix))
+            .map(|(address, _)| address.clone())
     }
 
     /// Records the policy resources (inline policies, attachments) of the role at `path`.

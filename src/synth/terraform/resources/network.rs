@@ -1,0 +1,188 @@
+//! The VPC kinds in Terraform. An internet gateway is attached through its own `vpc_id`;
+//! Elastic IPs and NAT gateways wait for it with `depends_on`, as the provider documents; the
+//! VPC's default security group is adopted and emptied; zone ids given at deployment are
+//! variables.
+
+use super::super::lower::name_tag;
+use super::super::module::{escape_template, resource_type, snake, Addr, Variable};
+use super::Cx;
+use crate::app::{logical_id, AttrRef};
+use crate::resources::{
+    DefaultSecurityGroup, Eip, FlowLog, GatewayEndpoint, InternetGateway, LogGroup, NatGateway,
+    Resource, Route, RouteTable, RouteTarget, StackInput, Subnet, SubnetRouteTableAssociation, Vpc,
+    VpcCidrBlock, Zone,
+};
+use serde_json::{json, Map, Value};
+
+/// The address (`aws_internet_gateway.network_internet_gateway`) of the resource `r` reads.
+fn address(r: &AttrRef) -> String {
+    format!("{}.{}", resource_type(r.kind), snake(&logical_id(&r.path)))
+}
+
+/// Makes `addr`, lowered from `r`, wait for the resources `r` depends on.
+fn after(cx: Cx, r: &Resource, addr: &Addr) {
+    let on: Vec<String> = r
+        .depends_on
+        .iter()
+        .filter_map(|p| cx.address_of(p))
+        .collect();
+    cx.depends_on(addr, &on);
+}
+
+/// A variable for `input` (named after its snake_case); returns `${var.<name>}`.
+pub(super) fn variable(cx: Cx, input: &StackInput) -> Value {
+    cx.variable(
+        &snake(&input.name),
+        Variable {
+            description: input.description.clone(),
+            default: input.default.clone(),
+            pattern: input.pattern.clone(),
+            error_message: format!("Must be {}.", input.expected),
+        },
+    )
+}
+
+pub(super) fn vpc(cx: Cx, r: &Resource, v: &Vpc) {
+    let vpc = cx.add(
+        "aws_vpc",
+        &r.path,
+        json!({
+            "cidr_block": v.cidr,
+            "enable_dns_hostnames": true,
+            "enable_dns_support": true,
+            "tags": name_tag(v.name_tag.clone()),
+        }),
+    );
+    after(cx, r, &vpc);
+}
+
+/// With no rules given, Terraform removes the default group's allow-within-group rules.
+pub(super) fn default_security_group(cx: Cx, r: &Resource, g: &DefaultSecurityGroup) {
+    let body = json!({"vpc_id": cx.attr(&g.vpc), "tags": name_tag(g.name_tag.clone())});
+    let group = cx.add("aws_default_security_group", &r.path, body);
+    after(cx, r, &group);
+}
+
+pub(super) fn internet_gateway(cx: Cx, r: &Resource, g: &InternetGateway) {
+    let body = json!({"vpc_id": cx.attr(&g.vpc), "tags": name_tag(g.name_tag.clone())});
+    let igw = cx.add("aws_internet_gateway", &r.path, body);
+    after(cx, r, &igw);
+}
+
+pub(super) fn vpc_cidr_block(cx: Cx, r: &Resource, b: &VpcCidrBlock) {
+    let body = json!({"vpc_id": cx.attr(&b.vpc), "cidr_block": b.cidr});
+    let block = cx.add("aws_vpc_ipv4_cidr_block_association", &r.path, body);
+    after(cx, r, &block);
+}
+
+pub(super) fn subnet(cx: Cx, r: &Resource, sn: &Subnet) {
+    let mut body = Map::new();
+    body.insert("vpc_id".into(), cx.attr(&sn.vpc));
+    body.insert("cidr_block".into(), json!(sn.cidr));
+    match &sn.zone {
+        Zone::Index(i) => {
+            cx.data_source("aws_availability_zones", json!({"state": "available"}));
+            body.insert(
+                "availability_zone".into(),
+                json!(format!(
+                    "${{data.aws_availability_zones.current.names[{i}]}}"
+                )),
+            );
+        }
+        Zone::IdInput(input) => {
+            body.insert("availability_zone_id".into(), variable(cx, input));
+        }
+    }
+    body.insert("map_public_ip_on_launch".into(), json!(false));
+    let tags: Map<String, Value> = sn.tags.iter().map(|(k, v)| (k.clone(), json!(v))).collect();
+    body.insert("tags".into(), Value::Object(tags));
+    let subnet = cx.add("aws_subnet", &r.path, Value::Object(body));
+    after(cx, r, &subnet);
+}
+
+pub(super) fn eip(cx: Cx, r: &Resource, a: &Eip) {
+    let eip = cx.add(
+        "aws_eip",
+        &r.path,
+        json!({"domain": "vpc", "tags": name_tag(a.name_tag.clone())}),
+    );
+    cx.depends_on(&eip, &[address(&a.internet_gateway)]);
+    after(cx, r, &eip);
+}
+
+pub(super) fn nat_gateway(cx: Cx, r: &Resource, n: &NatGateway) {
+    let body = json!({
+        "allocation_id": cx.attr(&n.address),
+        "subnet_id": cx.attr(&n.subnet),
+        "tags": name_tag(n.name_tag.clone()),
+    });
+    let nat = cx.add("aws_nat_gateway", &r.path, body);
+    cx.depends_on(&nat, &[address(&n.internet_gateway)]);
+    after(cx, r, &nat);
+}
+
+pub(super) fn route_table(cx: Cx, r: &Resource, t: &RouteTable) {
+    let body = json!({"vpc_id": cx.attr(&t.vpc), "tags": name_tag(t.name_tag.clone())});
+    let table = cx.add("aws_route_table", &r.path, body);
+    after(cx, r, &table);
+}
+
+pub(super) fn route(cx: Cx, r: &Resource, route: &Route) {
+    let (key, target) = match &route.target {
+        RouteTarget::InternetGateway(g) => ("gateway_id", g),
+        RouteTarget::NatGateway(n) => ("nat_gateway_id", n),
+    };
+    let mut body = Map::new();
+    body.insert("route_table_id".into(), cx.attr(&route.table));
+    body.insert("destination_cidr_block".into(), json!(route.destination));
+    body.insert(key.into(), cx.attr(target));
+    let route = cx.add("aws_route", &r.path, Value::Object(body));
+    after(cx, r, &route);
+}
+
+pub(super) fn subnet_route_table_association(
+    cx: Cx,
+    r: &Resource,
+    a: &SubnetRouteTableAssociation,
+) {
+    let body = json!({"route_table_id": cx.attr(&a.table), "subnet_id": cx.attr(&a.subnet)});
+    let association = cx.add("aws_route_table_association", &r.path, body);
+    after(cx, r, &association);
+}
+
+pub(super) fn gateway_endpoint(cx: Cx, r: &Resource, g: &GatewayEndpoint) {
+    let route_tables: Vec<Value> = g.route_tables.iter().map(|t| cx.attr(t)).collect();
+    let body = json!({
+        "vpc_id": cx.attr(&g.vpc),
+        "service_name": cx.text(&g.service),
+        "vpc_endpoint_type": "Gateway",
+        "route_table_ids": route_tables,
+    });
+    let endpoint = cx.add("aws_vpc_endpoint", &r.path, body);
+    after(cx, r, &endpoint);
+}
+
+pub(super) fn log_group(cx: Cx, r: &Resource, g: &LogGroup) {
+    let body = json!({
+        "name": escape_template(&g.name),
+        "kms_key_id": cx.attr(&g.key),
+        "retention_in_days": g.retention_days,
+    });
+    let group = cx.add("aws_cloudwatch_log_group", &r.path, body);
+    after(cx, r, &group);
+}
+
+/// The flow log waits for its role's policies.
+pub(super) fn flow_log(cx: Cx, r: &Resource, f: &FlowLog) {
+    let body = json!({
+        "vpc_id": cx.attr(&f.vpc),
+        "traffic_type": "ALL",
+        "log_destination_type": "cloud-watch-logs",
+        "log_destination": cx.attr(&f.log_group),
+        "iam_role_arn": cx.attr(&f.role),
+    });
+    let flow_log = cx.add("aws_flow_log", &r.path, body);
+    let policies = cx.role_policies(&f.role.path);
+    cx.depends_on(&flow_log, &policies);
+    after(cx, r, &flow_log);
+}
