@@ -12,6 +12,7 @@
 
 pub mod iam;
 mod kinds;
+pub mod kubernetes;
 
 pub use kinds::*;
 

@@ -2,9 +2,9 @@
 //! Inference Operator's `InferenceEndpointConfig` from generated CRD types) and multi-document
 //! YAML in a stable order.
 
-// Generated from the vendored CRDs; items without a schema description carry no doc comment.
-#[allow(missing_docs)]
-pub mod crd;
+/// The generated custom resource types, now part of the resource layer
+/// ([`crate::resources::kubernetes::crd`]).
+pub use crate::resources::kubernetes::crd;
 pub mod vllm;
 
 use crate::app::{Stack, StageId};
