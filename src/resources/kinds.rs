@@ -3,6 +3,7 @@
 //! variant here and one arm in each backend (the compiler lists them).
 
 use super::iam::PolicyDocument;
+use super::KubeObject;
 use crate::app::{AttrRef, Kind};
 
 /// Every kind of resource, as stored in a [`ResourceGraph`](super::ResourceGraph).
@@ -23,6 +24,8 @@ pub enum ResourceKind {
     KmsKey(KmsKey),
     /// See [`PodIdentityAssociation`].
     PodIdentityAssociation(PodIdentityAssociation),
+    /// See [`KubeObject`].
+    KubeObject(KubeObject),
 }
 
 impl ResourceKind {
@@ -36,6 +39,7 @@ impl ResourceKind {
             ResourceKind::SecurityGroupRule(_)
             | ResourceKind::StackOutput(_)
             | ResourceKind::PodIdentityAssociation(_) => None,
+            ResourceKind::KubeObject(_) => None,
         }
     }
 
@@ -58,6 +62,7 @@ impl ResourceKind {
             }
             ResourceKind::KmsKey(k) => k.policy.references(),
             ResourceKind::PodIdentityAssociation(a) => vec![a.cluster.clone(), a.role.clone()],
+            ResourceKind::KubeObject(_) => Vec::new(),
         }
     }
 }
@@ -78,6 +83,7 @@ into_kind!(
     KmsKey,
     PodIdentityAssociation
 );
+into_kind!(KubeObject);
 
 /// An IP protocol of a security group rule (`-1` is every protocol).
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -15,6 +15,7 @@ mod kinds;
 pub mod kubernetes;
 
 pub use kinds::*;
+pub use kubernetes::KubeObject;
 
 use crate::app::{logical_id, Stack, StageId};
 use crate::diagnostics::{Code, Diagnostics};

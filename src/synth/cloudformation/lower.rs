@@ -40,15 +40,14 @@ pub(crate) fn lower(cx: Cx, stage: StageId, id: &str, construct: ConstructRef<'_
         // Expanded into the resource layer (`crate::resources`) and lowered from there.
         ConstructRef::SecurityGroup(_)
         | ConstructRef::Lifecycle(_)
-        | ConstructRef::LoadBalancerController(_) => {}
+        | ConstructRef::LoadBalancerController(_)
+        | ConstructRef::KarpenterNodePool(_) => {}
         ConstructRef::Network(c) => network(cx, stage, id, c),
         ConstructRef::Eks(c) => eks(cx, stage, id, c),
         ConstructRef::HyperPod(c) => hyperpod(cx, stage, id, c),
         ConstructRef::InferenceOperator(c) => inference_operator(cx, stage, id, c),
         ConstructRef::NodeGroup(c) => node_group(cx, stage, id, c),
         ConstructRef::Karpenter(c) => karpenter(cx, stage, id, c),
-        // Node pools are Kubernetes objects.
-        ConstructRef::KarpenterNodePool(_) => {}
         // Workloads are Kubernetes objects; nothing to emit in CloudFormation.
         ConstructRef::InferenceEndpoint(_) | ConstructRef::VllmDeployment(_) => {}
     }

@@ -10,6 +10,7 @@ pub mod vllm;
 use crate::app::{Stack, StageId};
 use crate::constructs::vllm::VLLM_PORT;
 use crate::constructs::{ConstructRef, InferenceEndpoint};
+use crate::resources::{Resource, ResourceGraph, ResourceKind};
 use crd::inference_endpoint_config::*;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
@@ -144,9 +145,25 @@ fn probe_threshold(seconds: u64, period: u64) -> i32 {
 
 /// The multi-document YAML of a Kubernetes stage: objects in the order their constructs were
 /// added.
-pub fn stage_yaml(stack: &Stack, stage: StageId) -> Result<String, serde_yaml::Error> {
+pub fn stage_yaml(
+    stack: &Stack,
+    graph: &ResourceGraph,
+    stage: StageId,
+) -> Result<String, serde_yaml::Error> {
     let mut out = String::new();
-    for node in stack.nodes_in(stage) {
+    for (index, node) in stack.nodes().iter().enumerate() {
+        if node.stage != stage {
+            continue;
+        }
+        if let Some(expanded) = graph.of_node(index) {
+            for r in expanded {
+                if let Some(object) = object(r) {
+                    out.push_str("---\n");
+                    out.push_str(&serde_yaml::to_string(object)?);
+                }
+            }
+            continue;
+        }
         let Some(construct) = ConstructRef::of(node.construct.as_ref()) else {
             continue;
         };
@@ -167,11 +184,8 @@ pub fn stage_yaml(stack: &Stack, stage: StageId) -> Result<String, serde_yaml::E
                     serde_yaml::to_string(&o.network_policy)?,
                 ]
             }
-            ConstructRef::KarpenterNodePool(pool) => pool
-                .objects(stack.name())
-                .iter()
-                .map(serde_yaml::to_string)
-                .collect::<Result<_, _>>()?,
+            // Expanded into the resource layer (`crate::resources`) and rendered from there.
+            ConstructRef::KarpenterNodePool(_) => Vec::new(),
             // Constructs of CloudFormation stages emit no Kubernetes objects.
             ConstructRef::Network(_)
             | ConstructRef::SecurityGroup(_)
@@ -189,4 +203,19 @@ pub fn stage_yaml(stack: &Stack, stage: StageId) -> Result<String, serde_yaml::E
         }
     }
     Ok(out)
+}
+
+/// The Kubernetes object a resource is, if any.
+fn object(r: &Resource) -> Option<&serde_json::Value> {
+    match &r.kind {
+        ResourceKind::KubeObject(o) => Some(o.object()),
+        // AWS resources, deployed by the CloudFormation stages and the Terraform module.
+        ResourceKind::SecurityGroup(_)
+        | ResourceKind::SecurityGroupRule(_)
+        | ResourceKind::Bucket(_)
+        | ResourceKind::StackOutput(_)
+        | ResourceKind::Role(_)
+        | ResourceKind::KmsKey(_)
+        | ResourceKind::PodIdentityAssociation(_) => None,
+    }
 }

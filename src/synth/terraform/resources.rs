@@ -23,6 +23,8 @@ pub(crate) fn lower(cx: Cx, r: &Resource) {
         ResourceKind::Role(role) => role_resource(cx, r, role),
         ResourceKind::KmsKey(key) => kms(cx, r, key),
         ResourceKind::PodIdentityAssociation(a) => pod_identity_association(cx, r, a),
+        // Applied with kubectl from the Kubernetes stage's YAML.
+        ResourceKind::KubeObject(_) => {}
     }
 }
 
