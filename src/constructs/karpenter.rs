@@ -272,9 +272,7 @@ impl Construct for KarpenterNodePool {
     /// The EC2NodeClass and the NodePool, each a child named after its kind.
     fn expand(&self, scope: &mut Scope<'_>) -> bool {
         for object in self.objects(scope.stack().name()) {
-            let object = KubeObject::from_json(object);
-            let id = object.kind().to_owned();
-            scope.add(&id, object);
+            scope.add_object(KubeObject::from_json(object));
         }
         true
     }

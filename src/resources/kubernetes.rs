@@ -5,6 +5,7 @@
 #[allow(missing_docs)]
 pub mod crd;
 
+use super::{Resource, Scope};
 use serde::Serialize;
 use serde_json::Value;
 
@@ -77,5 +78,14 @@ impl KubeObject {
     /// The whole object as applied, keys in the order its type serializes them.
     pub fn object(&self) -> &Value {
         &self.object
+    }
+}
+
+impl Scope<'_> {
+    /// Adds `object` as the child named after its kind (`Deployment`): a construct creates at
+    /// most one object of each kind.
+    pub fn add_object(&mut self, object: KubeObject) -> &mut Resource {
+        let id = object.kind.clone();
+        self.add(&id, object)
     }
 }

@@ -5,7 +5,6 @@
 /// The generated custom resource types, now part of the resource layer
 /// ([`crate::resources::kubernetes::crd`]).
 pub use crate::resources::kubernetes::crd;
-pub mod vllm;
 
 use crate::app::{Stack, StageId};
 use crate::constructs::vllm::VLLM_PORT;
@@ -173,19 +172,8 @@ pub fn stage_yaml(
                     stack, ep,
                 ))?]
             }
-            ConstructRef::VllmDeployment(d) => {
-                let o = vllm::objects(stack, d);
-                vec![
-                    serde_yaml::to_string(&o.namespace)?,
-                    serde_yaml::to_string(&o.service_account)?,
-                    serde_yaml::to_string(&o.deployment)?,
-                    serde_yaml::to_string(&o.service)?,
-                    serde_yaml::to_string(&o.disruption_budget)?,
-                    serde_yaml::to_string(&o.network_policy)?,
-                ]
-            }
             // Expanded into the resource layer (`crate::resources`) and rendered from there.
-            ConstructRef::KarpenterNodePool(_) => Vec::new(),
+            ConstructRef::VllmDeployment(_) | ConstructRef::KarpenterNodePool(_) => Vec::new(),
             // Constructs of CloudFormation stages emit no Kubernetes objects.
             ConstructRef::Network(_)
             | ConstructRef::SecurityGroup(_)

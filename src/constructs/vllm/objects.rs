@@ -1,9 +1,10 @@
-//! Lowering of a [`VllmDeployment`] to core Kubernetes objects: Namespace, ServiceAccount,
-//! Deployment, Service (internal NLB by default), PodDisruptionBudget and NetworkPolicy.
+//! The Kubernetes objects of the vLLM constructs, from k8s-openapi types: a [`VllmDeployment`]'s
+//! Namespace, ServiceAccount, Deployment, Service (internal NLB by default),
+//! PodDisruptionBudget and NetworkPolicy.
 
+use super::{Exposure, VllmDeployment, LB_SCHEME_ANNOTATION, VLLM_PORT};
 use crate::app::Stack;
 use crate::constructs::nodes::GPU_TAINT;
-use crate::constructs::vllm::{Exposure, VllmDeployment, LB_SCHEME_ANNOTATION, VLLM_PORT};
 use k8s_openapi::api::apps::v1::{Deployment, DeploymentSpec, DeploymentStrategy};
 use k8s_openapi::api::core::v1::{
     Capabilities, Container, ContainerPort, EmptyDirVolumeSource, EnvVar, EnvVarSource,
@@ -54,8 +55,8 @@ const CHECKOV_SKIPS: &[(&str, &str)] = &[
     ("CKV_K8S_43", "the image is pinned by tag in the description; pin a digest with VllmServer's image to satisfy this"),
 ];
 
-/// Lowers `d` for stack `stack`.
-pub fn objects(stack: &Stack, d: &VllmDeployment) -> VllmObjects {
+/// The objects of `d` in stack `stack`.
+pub fn deployment(stack: &Stack, d: &VllmDeployment) -> VllmObjects {
     let name = d.object_name().to_owned();
     let ns = d.object_namespace().to_owned();
     let server = d.server();
