@@ -654,6 +654,13 @@ impl Construct for InferenceEndpoint {
         InferenceEndpoint::validate(self, cx.path, ds);
     }
 
+    /// The `InferenceEndpointConfig` the HyperPod Inference Operator serves it from.
+    fn expand(&self, scope: &mut Scope<'_>) -> bool {
+        let config = objects::inference_endpoint_config(scope.stack(), self);
+        scope.add_object(KubeObject::new(&config));
+        true
+    }
+
     fn facts(&self, _cx: &Context<'_>) -> Facts<'_> {
         let gpus = catalog::instance(self.instance_type()).map_or(0, |i| i.gpu_count);
         Facts {

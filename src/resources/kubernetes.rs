@@ -89,3 +89,27 @@ impl Scope<'_> {
         self.add(&id, object)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn an_untyped_object_is_read_from_its_json() {
+        let object = KubeObject::from_json(json!({
+            "apiVersion": "karpenter.sh/v1",
+            "kind": "NodePool",
+            "metadata": { "name": "gpu" },
+        }));
+        assert_eq!(
+            (
+                object.api_version(),
+                object.kind(),
+                object.name(),
+                object.namespace()
+            ),
+            ("karpenter.sh/v1", "NodePool", "gpu", None)
+        );
+    }
+}

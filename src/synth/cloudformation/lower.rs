@@ -42,15 +42,14 @@ pub(crate) fn lower(cx: Cx, stage: StageId, id: &str, construct: ConstructRef<'_
         | ConstructRef::Lifecycle(_)
         | ConstructRef::LoadBalancerController(_)
         | ConstructRef::KarpenterNodePool(_)
-        | ConstructRef::VllmDeployment(_) => {}
+        | ConstructRef::VllmDeployment(_)
+        | ConstructRef::InferenceEndpoint(_) => {}
         ConstructRef::Network(c) => network(cx, stage, id, c),
         ConstructRef::Eks(c) => eks(cx, stage, id, c),
         ConstructRef::HyperPod(c) => hyperpod(cx, stage, id, c),
         ConstructRef::InferenceOperator(c) => inference_operator(cx, stage, id, c),
         ConstructRef::NodeGroup(c) => node_group(cx, stage, id, c),
         ConstructRef::Karpenter(c) => karpenter(cx, stage, id, c),
-        // Workloads are Kubernetes objects; nothing to emit in CloudFormation.
-        ConstructRef::InferenceEndpoint(_) => {}
     }
 }
 
