@@ -44,7 +44,7 @@ pub const INFERENCE_CRD: &str =
 /// Output directory of the L1 modules.
 pub const L1_DIR: &str = "src/synth/cloudformation/l1";
 /// Output directory of the CRD modules.
-pub const CRD_DIR: &str = "src/synth/kubernetes/crd";
+pub const CRD_DIR: &str = "src/resources/kubernetes/crd";
 
 const REGENERATE: &str = "Do not edit; regenerate with `cargo run -p hyperforge-codegen`.";
 

@@ -8,6 +8,7 @@ use super::{CapacityClaim, CapacitySource, Construct, Context, Facts, Launcher};
 use crate::app::{kind, AttrRef, Ref};
 use crate::catalog;
 use crate::diagnostics::{Code, Diagnostics};
+use crate::resources::{KubeObject, Scope};
 use std::collections::BTreeMap;
 
 /// Karpenter's namespace and service account.
@@ -269,6 +270,14 @@ impl Construct for KarpenterNodePool {
 
     fn validate(&self, cx: &Context<'_>, ds: &mut Diagnostics) {
         KarpenterNodePool::validate(self, cx.path, ds);
+    }
+
+    /// The EC2NodeClass and the NodePool, each a child named after its kind.
+    fn expand(&self, scope: &mut Scope<'_>) -> bool {
+        for object in self.objects(scope.stack().name()) {
+            scope.add_object(KubeObject::from_json(object));
+        }
+        true
     }
 
     fn facts(&self, cx: &Context<'_>) -> Facts<'_> {

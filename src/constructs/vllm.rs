@@ -2,9 +2,12 @@
 //! parallelism, parsers, caching, environment) and where it runs. The HyperPod path lowers it
 //! to an `InferenceEndpointConfig`; the same description can lower to a plain Deployment.
 
+pub mod objects;
+
 use super::{Construct, Context, Facts, ServedModel};
 use crate::catalog::{self, Model};
 use crate::diagnostics::{Code, Diagnostics};
+use crate::resources::{KubeObject, Scope};
 
 /// A key of a Kubernetes Secret (the Hugging Face token is only ever read from one).
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -664,6 +667,13 @@ impl Construct for InferenceEndpoint {
         InferenceEndpoint::validate(self, cx.path, ds);
     }
 
+    /// The `InferenceEndpointConfig` the HyperPod Inference Operator serves it from.
+    fn expand(&self, scope: &mut Scope<'_>) -> bool {
+        let config = objects::inference_endpoint_config(scope.stack(), self);
+        scope.add_object(KubeObject::new(&config));
+        true
+    }
+
     fn facts(&self, _cx: &Context<'_>) -> Facts<'_> {
         let gpus = catalog::instance(self.instance_type()).map_or(0, |i| i.gpu_count);
         Facts {
@@ -966,6 +976,19 @@ impl Construct for VllmDeployment {
 
     fn validate(&self, cx: &Context<'_>, ds: &mut Diagnostics) {
         VllmDeployment::validate(self, cx.path, ds);
+    }
+
+    /// The Namespace, ServiceAccount, Deployment, Service, PodDisruptionBudget and
+    /// NetworkPolicy, in apply order.
+    fn expand(&self, scope: &mut Scope<'_>) -> bool {
+        let o = objects::deployment(scope.stack(), self);
+        scope.add_object(KubeObject::new(&o.namespace));
+        scope.add_object(KubeObject::new(&o.service_account));
+        scope.add_object(KubeObject::new(&o.deployment));
+        scope.add_object(KubeObject::new(&o.service));
+        scope.add_object(KubeObject::new(&o.disruption_budget));
+        scope.add_object(KubeObject::new(&o.network_policy));
+        true
     }
 
     fn facts(&self, _cx: &Context<'_>) -> Facts<'_> {

@@ -4,6 +4,7 @@
 
 use super::iam::PolicyDocument;
 use super::network::*;
+use super::KubeObject;
 use crate::app::{AttrRef, Kind};
 
 /// Every kind of resource, as stored in a [`ResourceGraph`](super::ResourceGraph).
@@ -50,6 +51,8 @@ pub enum ResourceKind {
     LogGroup(LogGroup),
     /// See [`FlowLog`].
     FlowLog(FlowLog),
+    /// See [`KubeObject`].
+    KubeObject(KubeObject),
 }
 
 impl ResourceKind {
@@ -76,6 +79,7 @@ impl ResourceKind {
             | ResourceKind::SubnetRouteTableAssociation(_)
             | ResourceKind::GatewayEndpoint(_)
             | ResourceKind::FlowLog(_) => None,
+            ResourceKind::KubeObject(_) => None,
         }
     }
 
@@ -126,6 +130,7 @@ impl ResourceKind {
             }
             ResourceKind::LogGroup(g) => vec![g.key.clone()],
             ResourceKind::FlowLog(f) => vec![f.vpc.clone(), f.log_group.clone(), f.role.clone()],
+            ResourceKind::KubeObject(_) => Vec::new(),
         }
     }
 }
@@ -159,6 +164,7 @@ into_kind!(
     LogGroup,
     FlowLog
 );
+into_kind!(KubeObject);
 
 /// An IP protocol of a security group rule (`-1` is every protocol).
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -12,9 +12,11 @@
 
 pub mod iam;
 mod kinds;
+pub mod kubernetes;
 mod network;
 
 pub use kinds::*;
+pub use kubernetes::KubeObject;
 pub use network::*;
 
 use crate::app::{logical_id, Stack, StageId};

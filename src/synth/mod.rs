@@ -372,7 +372,7 @@ fn synthesize_stack(
             }
             StageKind::Kubernetes => {
                 let path = format!("{base}.yaml");
-                let text = kubernetes::stage_yaml(stack, id).map_err(yaml_error(stack))?;
+                let text = kubernetes::stage_yaml(&graph, id).map_err(yaml_error(stack))?;
                 files.insert(path.clone(), text.into_bytes());
                 StageManifest::Kubernetes {
                     name,

@@ -40,16 +40,15 @@ pub(crate) fn lower(cx: Cx, stage: StageId, id: &str, construct: ConstructRef<'_
         ConstructRef::SecurityGroup(_)
         | ConstructRef::Lifecycle(_)
         | ConstructRef::LoadBalancerController(_)
-        | ConstructRef::Network(_) => {}
+        | ConstructRef::Network(_)
+        | ConstructRef::KarpenterNodePool(_)
+        | ConstructRef::VllmDeployment(_)
+        | ConstructRef::InferenceEndpoint(_) => {}
         ConstructRef::Eks(c) => eks(cx, stage, id, c),
         ConstructRef::HyperPod(c) => hyperpod(cx, stage, id, c),
         ConstructRef::InferenceOperator(c) => inference_operator(cx, stage, id, c),
         ConstructRef::NodeGroup(c) => node_group(cx, stage, id, c),
         ConstructRef::Karpenter(c) => karpenter(cx, stage, id, c),
-        // Node pools are Kubernetes objects.
-        ConstructRef::KarpenterNodePool(_) => {}
-        // Workloads are Kubernetes objects; nothing to emit in CloudFormation.
-        ConstructRef::InferenceEndpoint(_) | ConstructRef::VllmDeployment(_) => {}
     }
 }
 

@@ -49,6 +49,8 @@ pub(crate) fn lower(cx: Cx, r: &Resource) {
         ResourceKind::GatewayEndpoint(g) => network::gateway_endpoint(cx, r, g),
         ResourceKind::LogGroup(g) => network::log_group(cx, r, g),
         ResourceKind::FlowLog(f) => network::flow_log(cx, r, f),
+        // Applied with kubectl from the Kubernetes stage's YAML.
+        ResourceKind::KubeObject(_) => {}
     }
 }
 

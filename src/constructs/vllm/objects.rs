@@ -1,9 +1,12 @@
-//! Lowering of a [`VllmDeployment`] to core Kubernetes objects: Namespace, ServiceAccount,
-//! Deployment, Service (internal NLB by default), PodDisruptionBudget and NetworkPolicy.
+//! The Kubernetes objects of the vLLM constructs, from k8s-openapi types and the generated CRD
+//! types: an [`InferenceEndpoint`]'s `InferenceEndpointConfig` (HyperPod Inference Operator),
+//! and a [`VllmDeployment`]'s Namespace, ServiceAccount, Deployment, Service (internal NLB by
+//! default), PodDisruptionBudget and NetworkPolicy.
 
+use super::{Exposure, InferenceEndpoint, VllmDeployment, LB_SCHEME_ANNOTATION, VLLM_PORT};
 use crate::app::Stack;
 use crate::constructs::nodes::GPU_TAINT;
-use crate::constructs::vllm::{Exposure, VllmDeployment, LB_SCHEME_ANNOTATION, VLLM_PORT};
+use crate::resources::kubernetes::crd::inference_endpoint_config::*;
 use k8s_openapi::api::apps::v1::{Deployment, DeploymentSpec, DeploymentStrategy};
 use k8s_openapi::api::core::v1::{
     Capabilities, Container, ContainerPort, EmptyDirVolumeSource, EnvVar, EnvVarSource,
@@ -19,6 +22,133 @@ use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta};
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 use std::collections::BTreeMap;
+
+/// Where the operator mounts the downloaded weights in the worker container.
+pub const MODEL_MOUNT_PATH: &str = "/opt/ml/model";
+
+/// The labels of an endpoint's object.
+fn labels(stack: &Stack, name: &str) -> BTreeMap<String, String> {
+    BTreeMap::from([
+        (
+            "app.kubernetes.io/managed-by".to_owned(),
+            "hyperforge".to_owned(),
+        ),
+        ("app.kubernetes.io/name".to_owned(), name.to_owned()),
+        (
+            "app.kubernetes.io/part-of".to_owned(),
+            stack.name().to_owned(),
+        ),
+    ])
+}
+
+/// The `InferenceEndpointConfig` serving `ep` on HyperPod.
+///
+/// The operator's init container downloads the weights from Hugging Face into the model volume
+/// (with the token, when given, visible to that init container only); vLLM then serves the
+/// mounted copy, so the 1.4 TB are fetched once. The defaults the operator would otherwise
+/// apply are set to what vLLM needs: invocation path `v1/chat/completions`, load-balancer health
+/// check `/health`, metrics scraped from port 8000, and a deploy timeout sized from the weights.
+pub fn inference_endpoint_config(stack: &Stack, ep: &InferenceEndpoint) -> InferenceEndpointConfig {
+    let server = ep.server();
+    let gpus = ep.gpus().unwrap_or(1);
+    let budget = server.startup_budget();
+    let gpu_quantity =
+        BTreeMap::from([("nvidia.com/gpu".to_owned(), IntOrString::Int(gpus as i32))]);
+    let env: Vec<_> = server
+        .environment()
+        .iter()
+        .map(
+            |(name, value)| InferenceEndpointConfigWorkerEnvironmentVariables {
+                name: name.clone(),
+                value: Some(value.clone()),
+                value_from: None,
+            },
+        )
+        .collect();
+    let startup_probe = budget.map(|b| InferenceEndpointConfigWorkerProbesStartupProbe {
+        http_get: Some(InferenceEndpointConfigWorkerProbesStartupProbeHttpGet {
+            path: Some("/health".to_owned()),
+            port: IntOrString::Int(VLLM_PORT),
+            ..Default::default()
+        }),
+        period_seconds: Some(10),
+        // The weights are already on the volume when the worker starts: load plus warm-up.
+        failure_threshold: Some(probe_threshold((b.load_secs + b.warmup_secs) * 3 / 2, 10)),
+        ..Default::default()
+    });
+    let instance = crate::catalog::instance(ep.instance_type());
+    let spec = InferenceEndpointConfigSpec {
+        model_name: server.served_name().to_owned(),
+        instance_type: instance.map(|i| i.ml_name()),
+        invocation_endpoint: Some("v1/chat/completions".to_owned()),
+        replicas: Some(ep.replica_count()),
+        max_deploy_time_in_seconds: budget.map(|b| i32::try_from(b.total_secs).unwrap_or(i32::MAX)),
+        model_source_config: InferenceEndpointConfigModelSourceConfig {
+            model_source_type: "huggingface".to_owned(),
+            hugging_face_model: Some(InferenceEndpointConfigModelSourceConfigHuggingFaceModel {
+                model_id: server.model_id().to_owned(),
+                token_secret_ref: server.hf_token().map(|t| {
+                    InferenceEndpointConfigModelSourceConfigHuggingFaceModelTokenSecretRef {
+                        key: t.key.clone(),
+                        name: Some(t.name.clone()),
+                        optional: None,
+                    }
+                }),
+                commit_sha: None,
+            }),
+            ..Default::default()
+        },
+        worker: InferenceEndpointConfigWorker {
+            image: server.image().to_owned(),
+            args: Some(server.args(MODEL_MOUNT_PATH, gpus)),
+            environment_variables: (!env.is_empty()).then_some(env),
+            model_invocation_port: InferenceEndpointConfigWorkerModelInvocationPort {
+                container_port: VLLM_PORT,
+                name: Some("http".to_owned()),
+            },
+            model_volume_mount: InferenceEndpointConfigWorkerModelVolumeMount {
+                name: "model-weights".to_owned(),
+                mount_path: Some(MODEL_MOUNT_PATH.to_owned()),
+            },
+            resources: InferenceEndpointConfigWorkerResources {
+                requests: Some(gpu_quantity.clone()),
+                limits: Some(gpu_quantity),
+                claims: None,
+            },
+            probes: startup_probe.map(|p| InferenceEndpointConfigWorkerProbes {
+                startup_probe: Some(p),
+                ..Default::default()
+            }),
+            ..Default::default()
+        },
+        load_balancer: Some(InferenceEndpointConfigLoadBalancer {
+            health_check_path: Some("/health".to_owned()),
+            routing_algorithm: None,
+        }),
+        metrics: Some(InferenceEndpointConfigMetrics {
+            enabled: Some(true),
+            metrics_scrape_interval_seconds: None,
+            model_metrics: Some(InferenceEndpointConfigMetricsModelMetrics {
+                path: Some("/metrics".to_owned()),
+                port: Some(VLLM_PORT),
+            }),
+        }),
+        ..Default::default()
+    };
+    InferenceEndpointConfig {
+        metadata: ObjectMeta {
+            name: Some(ep.object_name().to_owned()),
+            namespace: Some(ep.object_namespace().to_owned()),
+            labels: Some(labels(stack, ep.object_name())),
+            ..Default::default()
+        },
+        spec,
+    }
+}
+
+fn probe_threshold(seconds: u64, period: u64) -> i32 {
+    i32::try_from(seconds.div_ceil(period).max(1)).unwrap_or(i32::MAX)
+}
 
 /// Where the Hugging Face cache (the downloaded weights) lives in the container.
 pub const HF_CACHE: &str = "/root/.cache/huggingface";
@@ -54,8 +184,8 @@ const CHECKOV_SKIPS: &[(&str, &str)] = &[
     ("CKV_K8S_43", "the image is pinned by tag in the description; pin a digest with VllmServer's image to satisfy this"),
 ];
 
-/// Lowers `d` for stack `stack`.
-pub fn objects(stack: &Stack, d: &VllmDeployment) -> VllmObjects {
+/// The objects of `d` in stack `stack`.
+pub fn deployment(stack: &Stack, d: &VllmDeployment) -> VllmObjects {
     let name = d.object_name().to_owned();
     let ns = d.object_namespace().to_owned();
     let server = d.server();
@@ -386,5 +516,54 @@ pub fn objects(stack: &Stack, d: &VllmDeployment) -> VllmObjects {
                 ..Default::default()
             }),
         },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::constructs::VllmServer;
+    use crate::resources::KubeObject;
+
+    /// The YAML of an object serialized once to a `Value` (what the graph holds) is the YAML
+    /// of the typed object, key order included.
+    fn same_yaml<K>(object: &K)
+    where
+        K: kube::Resource<DynamicType = ()> + serde::Serialize,
+    {
+        let typed = serde_yaml::to_string(object).unwrap();
+        let kube_object = KubeObject::new(object);
+        assert_eq!(serde_yaml::to_string(kube_object.object()).unwrap(), typed);
+        assert_eq!(kube_object.name(), object.meta().name.as_deref().unwrap());
+    }
+
+    #[test]
+    fn objects_render_the_same_through_the_resource_layer() {
+        let stack = Stack::new("demo", "us-east-1");
+        let server = VllmServer::new("moonshotai/Kimi-K3", "vllm/vllm-openai:kimi-k3")
+            .hf_token_secret("hf", "token")
+            .env("VLLM_USE_V1", "1");
+        let d = VllmDeployment::new("Kimi", server.clone(), "p6-b300.48xlarge")
+            .efa(true)
+            .service_annotation("a", "b");
+        let o = deployment(&stack, &d);
+        same_yaml(&o.namespace);
+        same_yaml(&o.service_account);
+        same_yaml(&o.deployment);
+        same_yaml(&o.service);
+        same_yaml(&o.disruption_budget);
+        same_yaml(&o.network_policy);
+        let ep = InferenceEndpoint::new("Kimi", server, "ml.p6-b300.48xlarge");
+        let config = inference_endpoint_config(&stack, &ep);
+        same_yaml(&config);
+        let object = KubeObject::new(&config);
+        assert_eq!(
+            (object.api_version(), object.kind(), object.namespace()),
+            (
+                "inference.sagemaker.aws.amazon.com/v1",
+                "InferenceEndpointConfig",
+                Some("default")
+            )
+        );
     }
 }

@@ -1,0 +1,115 @@
+//! Kubernetes objects: [`KubeObject`], one object of a Kubernetes stage, and the custom resource
+//! types generated from vendored CRDs ([`crd`]).
+
+// Generated from the vendored CRDs; items without a schema description carry no doc comment.
+#[allow(missing_docs)]
+pub mod crd;
+
+use super::{Resource, Scope};
+use serde::Serialize;
+use serde_json::Value;
+
+/// One Kubernetes object, applied with `kubectl apply`: built from its typed form (k8s-openapi
+/// or [`crd`] types) and serialized once, when its construct expands. The Kubernetes backend
+/// writes it as one document of its stage's YAML; the CloudFormation and Terraform backends
+/// emit nothing for it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct KubeObject {
+    api_version: String,
+    kind: String,
+    name: String,
+    namespace: Option<String>,
+    object: Value,
+}
+
+impl KubeObject {
+    /// The object `object`, with its `apiVersion`, `kind`, name and namespace read from its
+    /// type and metadata.
+    pub fn new<K>(object: &K) -> Self
+    where
+        K: kube::Resource<DynamicType = ()> + Serialize,
+    {
+        let meta = object.meta();
+        KubeObject {
+            api_version: K::api_version(&()).into_owned(),
+            kind: K::kind(&()).into_owned(),
+            name: meta.name.clone().unwrap_or_default(),
+            namespace: meta.namespace.clone(),
+            // Serializing to a `Value` fails only for maps with non-string keys, which
+            // Kubernetes objects do not have.
+            object: serde_json::to_value(object).unwrap_or(Value::Null),
+        }
+    }
+
+    /// An object of a type hyperforge has no Rust type for (Karpenter's `NodePool`), given as
+    /// JSON; `apiVersion`, `kind`, `metadata.name` and `metadata.namespace` are read from it.
+    pub fn from_json(object: Value) -> Self {
+        let text = |v: &Value| v.as_str().map(str::to_owned);
+        let meta = &object["metadata"];
+        KubeObject {
+            api_version: text(&object["apiVersion"]).unwrap_or_default(),
+            kind: text(&object["kind"]).unwrap_or_default(),
+            name: text(&meta["name"]).unwrap_or_default(),
+            namespace: text(&meta["namespace"]),
+            object,
+        }
+    }
+
+    /// `apiVersion` (`apps/v1`).
+    pub fn api_version(&self) -> &str {
+        &self.api_version
+    }
+
+    /// `kind` (`Deployment`).
+    pub fn kind(&self) -> &str {
+        &self.kind
+    }
+
+    /// `metadata.name`.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// `metadata.namespace`, for namespaced objects.
+    pub fn namespace(&self) -> Option<&str> {
+        self.namespace.as_deref()
+    }
+
+    /// The whole object as applied, keys in the order its type serializes them.
+    pub fn object(&self) -> &Value {
+        &self.object
+    }
+}
+
+impl Scope<'_> {
+    /// Adds `object` as the child named after its kind (`Deployment`): a construct creates at
+    /// most one object of each kind.
+    pub fn add_object(&mut self, object: KubeObject) -> &mut Resource {
+        let id = object.kind.clone();
+        self.add(&id, object)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn an_untyped_object_is_read_from_its_json() {
+        let object = KubeObject::from_json(json!({
+            "apiVersion": "karpenter.sh/v1",
+            "kind": "NodePool",
+            "metadata": { "name": "gpu" },
+        }));
+        assert_eq!(
+            (
+                object.api_version(),
+                object.kind(),
+                object.name(),
+                object.namespace()
+            ),
+            ("karpenter.sh/v1", "NodePool", "gpu", None)
+        );
+    }
+}
