@@ -2,6 +2,7 @@
 //! [`ResourceKind`], the closed set the backends match exhaustively. Adding a kind adds a
 //! variant here and one arm in each backend (the compiler lists them).
 
+use super::eks::{AccessEntry, EksAddon, EksCluster, OidcProvider};
 use super::iam::PolicyDocument;
 use crate::app::{AttrRef, Kind};
 
@@ -23,6 +24,14 @@ pub enum ResourceKind {
     KmsKey(KmsKey),
     /// See [`PodIdentityAssociation`].
     PodIdentityAssociation(PodIdentityAssociation),
+    /// See [`EksCluster`].
+    EksCluster(EksCluster),
+    /// See [`OidcProvider`].
+    OidcProvider(OidcProvider),
+    /// See [`EksAddon`].
+    EksAddon(EksAddon),
+    /// See [`AccessEntry`].
+    AccessEntry(AccessEntry),
 }
 
 impl ResourceKind {
@@ -36,6 +45,9 @@ impl ResourceKind {
             ResourceKind::SecurityGroupRule(_)
             | ResourceKind::StackOutput(_)
             | ResourceKind::PodIdentityAssociation(_) => None,
+            ResourceKind::EksCluster(_) => Some(Kind::EksCluster),
+            ResourceKind::OidcProvider(_) => Some(Kind::OidcProvider),
+            ResourceKind::EksAddon(_) | ResourceKind::AccessEntry(_) => None,
         }
     }
 
@@ -58,6 +70,20 @@ impl ResourceKind {
             }
             ResourceKind::KmsKey(k) => k.policy.references(),
             ResourceKind::PodIdentityAssociation(a) => vec![a.cluster.clone(), a.role.clone()],
+            ResourceKind::EksCluster(c) => {
+                let mut out = vec![c.role.clone()];
+                out.extend(c.subnets.iter().cloned());
+                out.extend(c.security_groups.iter().cloned());
+                out.push(c.secrets_key.clone());
+                out
+            }
+            ResourceKind::OidcProvider(p) => vec![p.issuer_url.clone()],
+            ResourceKind::EksAddon(a) => a.references(),
+            ResourceKind::AccessEntry(e) => {
+                let mut out = vec![e.cluster.clone()];
+                out.extend(e.principal.references().cloned());
+                out
+            }
         }
     }
 }
@@ -76,7 +102,11 @@ into_kind!(
     StackOutput,
     Role,
     KmsKey,
-    PodIdentityAssociation
+    PodIdentityAssociation,
+    EksCluster,
+    OidcProvider,
+    EksAddon,
+    AccessEntry
 );
 
 /// An IP protocol of a security group rule (`-1` is every protocol).

@@ -14,9 +14,7 @@ use crate::constructs::inference_operator::OPERATOR_NAMESPACE;
 use crate::constructs::network::NatGateways;
 use crate::constructs::nodes::{ManagedNodeGroup, NodeCapacity};
 use crate::constructs::text::{Pseudo, Text};
-use crate::constructs::{
-    ConstructRef, EksCluster, EndpointAccess, HyperPodCluster, InferenceOperator, Network,
-};
+use crate::constructs::{ConstructRef, HyperPodCluster, InferenceOperator, Network};
 
 type Cx<'a, 'b> = &'a mut StackTemplates<'b>;
 
@@ -40,9 +38,9 @@ pub(crate) fn lower(cx: Cx, stage: StageId, id: &str, construct: ConstructRef<'_
         // Expanded into the resource layer (`crate::resources`) and lowered from there.
         ConstructRef::SecurityGroup(_)
         | ConstructRef::Lifecycle(_)
-        | ConstructRef::LoadBalancerController(_) => {}
+        | ConstructRef::LoadBalancerController(_)
+        | ConstructRef::Eks(_) => {}
         ConstructRef::Network(c) => network(cx, stage, id, c),
-        ConstructRef::Eks(c) => eks(cx, stage, id, c),
         ConstructRef::HyperPod(c) => hyperpod(cx, stage, id, c),
         ConstructRef::InferenceOperator(c) => inference_operator(cx, stage, id, c),
         ConstructRef::NodeGroup(c) => node_group(cx, stage, id, c),
@@ -471,144 +469,6 @@ fn flow_logs(cx: Cx, stage: StageId, id: &str, vpc_id: &str, retention_days: u32
             deliver_logs_permission_arn: Some(e(Expr::get_att(&role, "Arn"))),
             ..Default::default()
         },
-    );
-}
-
-const EKS_LOG_TYPES: &[&str] = &[
-    "api",
-    "audit",
-    "authenticator",
-    "controllerManager",
-    "scheduler",
-];
-
-fn eks(cx: Cx, stage: StageId, id: &str, c: &EksCluster) {
-    let p = |child: &str| format!("{id}/{child}");
-    let trust = cx.policy(stage, &service_trust("eks.amazonaws.com"));
-    let role = cx.add(
-        stage,
-        &p("ClusterRole"),
-        &iam_role::Role {
-            assume_role_policy_document: trust,
-            description: Some(s(format!("EKS control plane role of {}", c.name()))),
-            managed_policy_arns: Some(vec![managed_policy("AmazonEKSClusterPolicy")]),
-            ..Default::default()
-        },
-    );
-    let key = kms_key(
-        cx,
-        stage,
-        &p("SecretsKey"),
-        format!(
-            "Envelope encryption of Kubernetes secrets in EKS cluster {}",
-            c.name()
-        ),
-        None,
-    );
-    let subnets = c
-        .subnet_refs()
-        .iter()
-        .map(|r| e(cx.attr(stage, &r.id())))
-        .collect();
-    let groups: Vec<Val<String>> = c
-        .security_group_refs()
-        .iter()
-        .map(|r| e(cx.attr(stage, &r.id())))
-        .collect();
-    let (public, cidrs) = match c.endpoint() {
-        EndpointAccess::Private => (false, None),
-        EndpointAccess::PublicAndPrivate { public_cidrs } => {
-            (true, Some(public_cidrs.iter().map(s).collect()))
-        }
-    };
-    let cluster = cx.add(
-        stage,
-        &p("Cluster"),
-        &eks_cluster::Cluster {
-            name: Some(s(c.name())),
-            version: Some(s(c.kubernetes_version())),
-            role_arn: e(Expr::get_att(&role, "Arn")),
-            resources_vpc_config: eks_cluster::ResourcesVpcConfig {
-                subnet_ids: subnets,
-                security_group_ids: (!groups.is_empty()).then_some(groups),
-                endpoint_private_access: Some(true.into()),
-                endpoint_public_access: Some(public.into()),
-                public_access_cidrs: cidrs,
-                ..Default::default()
-            },
-            access_config: Some(eks_cluster::AccessConfig {
-                authentication_mode: Some(s("API_AND_CONFIG_MAP")),
-                bootstrap_cluster_creator_admin_permissions: Some(true.into()),
-            }),
-            logging: Some(eks_cluster::Logging {
-                cluster_logging: Some(eks_cluster::ClusterLogging {
-                    enabled_types: Some(
-                        EKS_LOG_TYPES
-                            .iter()
-                            .map(|t| eks_cluster::LoggingTypeConfig {
-                                r#type: Some(s(*t)),
-                            })
-                            .collect(),
-                    ),
-                }),
-            }),
-            encryption_config: Some(vec![eks_cluster::EncryptionConfig {
-                provider: Some(eks_cluster::Provider {
-                    key_arn: Some(e(Expr::get_att(&key, "Arn"))),
-                }),
-                resources: Some(vec![s("secrets")]),
-            }]),
-            ..Default::default()
-        },
-    );
-    cx.add(
-        stage,
-        &p("OidcProvider"),
-        &iam_oidc_provider::OidcProvider {
-            url: Some(e(Expr::get_att(&cluster, "OpenIdConnectIssuerUrl"))),
-            client_id_list: Some(vec![s("sts.amazonaws.com")]),
-            ..Default::default()
-        },
-    );
-    for addon in c.addons() {
-        cx.add(
-            stage,
-            &p(&format!("{}Addon", crate::app::pascal_id(&addon.name))),
-            &eks_addon::Addon {
-                addon_name: s(&addon.name),
-                addon_version: addon.version.as_ref().map(s),
-                cluster_name: e(Expr::reference(&cluster)),
-                resolve_conflicts: Some(s("OVERWRITE")),
-                ..Default::default()
-            },
-        );
-    }
-    for (i, entry) in c.access_entries().iter().enumerate() {
-        cx.add(
-            stage,
-            &p(&format!("AccessEntry{}", i + 1)),
-            &eks_access_entry::AccessEntry {
-                cluster_name: e(Expr::reference(&cluster)),
-                principal_arn: s(&entry.principal_arn),
-                access_policies: Some(vec![eks_access_entry::AccessPolicy {
-                    policy_arn: e(Expr::sub(format!(
-                        "arn:${{AWS::Partition}}:eks::aws:cluster-access-policy/{}",
-                        entry.policy.policy_name()
-                    ))),
-                    access_scope: eks_access_entry::AccessScope {
-                        r#type: s("cluster"),
-                        namespaces: None,
-                    },
-                }]),
-                ..Default::default()
-            },
-        );
-    }
-    cx.output(
-        stage,
-        &format!("{}Name", logical_id(&p("Cluster"))),
-        "EKS cluster name (aws eks update-kubeconfig --name)",
-        Expr::reference(&cluster),
     );
 }
 

@@ -16,9 +16,10 @@ use crate::constructs::inference_operator::OPERATOR_NAMESPACE;
 use crate::constructs::network::NatGateways;
 use crate::constructs::text::{Pseudo, Text};
 use crate::constructs::{
-    ChartSource, ConstructRef, EksCluster, EndpointAccess, HelmRelease, HyperPodCluster,
-    InferenceOperator, Network, Upload,
+    ChartSource, ConstructRef, EksCluster, HelmRelease, HyperPodCluster, InferenceOperator,
+    Network, Upload,
 };
+use crate::resources::ADDONS_NEEDING_NODES;
 use serde_json::{json, Map, Value};
 
 type Cx<'a, 'b> = &'a mut RootModule<'b>;
@@ -29,9 +30,9 @@ pub(crate) fn lower(cx: Cx, stage: StageId, id: &str, construct: ConstructRef<'_
         // Expanded into the resource layer (`crate::resources`) and lowered from there.
         ConstructRef::SecurityGroup(_)
         | ConstructRef::Lifecycle(_)
-        | ConstructRef::LoadBalancerController(_) => {}
+        | ConstructRef::LoadBalancerController(_)
+        | ConstructRef::Eks(_) => {}
         ConstructRef::Network(c) => network(cx, id, c),
-        ConstructRef::Eks(c) => eks(cx, id, c),
         ConstructRef::HyperPod(c) => hyperpod(cx, stage, id, c),
         ConstructRef::InferenceOperator(c) => inference_operator(cx, id, c),
         ConstructRef::NodeGroup(c) => node_group(cx, stage, id, c),
@@ -435,137 +436,6 @@ fn flow_logs(cx: Cx, id: &str, vpc: &Addr, retention_days: u32) {
     );
     // Delivery starts at once; the role must already hold its policy.
     cx.depends_on(&flow_log, &role_policies);
-}
-
-const EKS_LOG_TYPES: &[&str] = &[
-    "api",
-    "audit",
-    "authenticator",
-    "controllerManager",
-    "scheduler",
-];
-
-/// EKS add-ons whose pods are a Deployment: they stay DEGRADED, and `aws_eks_addon` waits for
-/// ACTIVE, until some node runs them, so they wait for the HyperPod cluster's nodes.
-const ADDONS_NEEDING_NODES: &[&str] = &["coredns"];
-
-fn eks(cx: Cx, id: &str, c: &EksCluster) {
-    let p = |child: &str| format!("{id}/{child}");
-    let (role, role_policies) = role(
-        cx,
-        RoleSpec {
-            path: p("ClusterRole"),
-            description: format!("EKS control plane role of {}", c.name()),
-            trust: service_trust("eks.amazonaws.com"),
-            managed: &["AmazonEKSClusterPolicy"],
-            inline: Vec::new(),
-            name: None,
-        },
-    );
-    let key = kms_key(
-        cx,
-        &p("SecretsKey"),
-        format!(
-            "Envelope encryption of Kubernetes secrets in EKS cluster {}",
-            c.name()
-        ),
-        None,
-    );
-    let subnets: Vec<Value> = c.subnet_refs().iter().map(|r| cx.attr(&r.id())).collect();
-    let groups: Vec<Value> = c
-        .security_group_refs()
-        .iter()
-        .map(|r| cx.attr(&r.id()))
-        .collect();
-    let mut vpc_config = Map::new();
-    vpc_config.insert("subnet_ids".into(), json!(subnets));
-    if !groups.is_empty() {
-        vpc_config.insert("security_group_ids".into(), json!(groups));
-    }
-    vpc_config.insert("endpoint_private_access".into(), json!(true));
-    match c.endpoint() {
-        EndpointAccess::Private => {
-            vpc_config.insert("endpoint_public_access".into(), json!(false));
-        }
-        EndpointAccess::PublicAndPrivate { public_cidrs } => {
-            vpc_config.insert("endpoint_public_access".into(), json!(true));
-            vpc_config.insert("public_access_cidrs".into(), json!(public_cidrs));
-        }
-    }
-    let cluster = cx.add(
-        "aws_eks_cluster",
-        &p("Cluster"),
-        json!({
-            "name": c.name(),
-            "version": c.kubernetes_version(),
-            "role_arn": role.interp("arn"),
-            "vpc_config": vpc_config,
-            "access_config": {
-                "authentication_mode": "API_AND_CONFIG_MAP",
-                "bootstrap_cluster_creator_admin_permissions": true,
-            },
-            "enabled_cluster_log_types": EKS_LOG_TYPES,
-            "encryption_config": {
-                "provider": {"key_arn": key.interp("arn")},
-                "resources": ["secrets"],
-            },
-        }),
-    );
-    // The control plane needs its policy while it is created and deleted.
-    cx.depends_on(&cluster, &role_policies);
-    cx.add(
-        "aws_iam_openid_connect_provider",
-        &p("OidcProvider"),
-        json!({
-            "url": cluster.interp("identity[0].oidc[0].issuer"),
-            "client_id_list": ["sts.amazonaws.com"],
-        }),
-    );
-    for addon in c.addons() {
-        let mut body = Map::new();
-        body.insert("cluster_name".into(), json!(cluster.interp("name")));
-        body.insert("addon_name".into(), json!(addon.name));
-        if let Some(v) = &addon.version {
-            body.insert("addon_version".into(), json!(v));
-        }
-        body.insert("resolve_conflicts_on_create".into(), json!("OVERWRITE"));
-        body.insert("resolve_conflicts_on_update".into(), json!("OVERWRITE"));
-        cx.add(
-            "aws_eks_addon",
-            &p(&format!("{}Addon", crate::app::pascal_id(&addon.name))),
-            Value::Object(body),
-        );
-    }
-    for (i, entry) in c.access_entries().iter().enumerate() {
-        let path = p(&format!("AccessEntry{}", i + 1));
-        let e = cx.add(
-            "aws_eks_access_entry",
-            &path,
-            json!({"cluster_name": cluster.interp("name"), "principal_arn": escape_template(&entry.principal_arn)}),
-        );
-        let policy_arn = cx.text(&Text::lit("arn:").push_pseudo(Pseudo::Partition).push_lit(
-            format!(
-                ":eks::aws:cluster-access-policy/{}",
-                entry.policy.policy_name()
-            ),
-        ));
-        cx.add_named(
-            "aws_eks_access_policy_association",
-            format!("{}_policy", e.name),
-            &path,
-            json!({
-                "cluster_name": cluster.interp("name"),
-                "principal_arn": e.interp("principal_arn"),
-                "policy_arn": policy_arn,
-                "access_scope": {"type": "cluster"},
-            }),
-        );
-    }
-    cx.output(
-        &snake(&format!("{}Name", logical_id(&p("Cluster")))),
-        "EKS cluster name (aws eks update-kubeconfig --name)",
-        json!(cluster.interp("name")),
-    );
 }
 
 /// The upload stage: one `aws_s3_object` per file, read from the stage's artifact next to the

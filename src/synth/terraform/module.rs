@@ -226,6 +226,16 @@ impl<'a> RootModule<'a> {
         }
     }
 
+    /// The address of the resource lowered for construct path `path` (not of the parts named
+    /// after it), once it has been added.
+    pub fn address_of(&self, path: &str) -> Option<String> {
+        let name = format!(".{}", snake(&logical_id(path)));
+        self.names
+            .iter()
+            .find(|(address, p)| p.as_str() == path && address.ends_with(&name))
+            .map(|(address, _)| address.clone())
+    }
+
     /// Records the policy resources (inline policies, attachments) of the role at `path`.
     pub fn record_role_policies(&mut self, path: &str, policies: Vec<String>) {
         self.role_policies.insert(path.to_owned(), policies);

@@ -2,6 +2,8 @@
 //! exhaustive match. Where Terraform models part of a resource as a resource of its own (a
 //! bucket's encryption, a group's egress rule), that resource is named after its owner.
 
+mod eks;
+
 use super::lower::{bucket, managed_policy, name_tag};
 use super::module::{snake, RootModule};
 use crate::app::logical_id;
@@ -23,6 +25,10 @@ pub(crate) fn lower(cx: Cx, r: &Resource) {
         ResourceKind::Role(role) => role_resource(cx, r, role),
         ResourceKind::KmsKey(key) => kms(cx, r, key),
         ResourceKind::PodIdentityAssociation(a) => pod_identity_association(cx, r, a),
+        ResourceKind::EksCluster(c) => eks::cluster(cx, r, c),
+        ResourceKind::OidcProvider(p) => eks::oidc_provider(cx, r, p),
+        ResourceKind::EksAddon(a) => eks::addon(cx, r, a),
+        ResourceKind::AccessEntry(a) => eks::access_entry(cx, r, a),
     }
 }
 
