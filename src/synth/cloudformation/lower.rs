@@ -4,17 +4,15 @@ use super::expr::{Expr, Val};
 use super::l1::*;
 use super::template::{Parameter, StackTemplates};
 use crate::app::{kind, Ref};
-use crate::app::{logical_id, AttrRef, StageId};
+use crate::app::{logical_id, StageId};
 use crate::constructs::hyperpod::Capacity;
 use crate::constructs::iam::{
-    deny_insecure_transport, irsa_trust_statement, service_trust, PolicyDocument, PrincipalKind,
-    Statement,
+    deny_insecure_transport, service_trust, PolicyDocument, PrincipalKind, Statement,
 };
-use crate::constructs::inference_operator::OPERATOR_NAMESPACE;
 use crate::constructs::network::NatGateways;
 use crate::constructs::nodes::{ManagedNodeGroup, NodeCapacity};
 use crate::constructs::text::{Pseudo, Text};
-use crate::constructs::{ConstructRef, HyperPodCluster, InferenceOperator, Network};
+use crate::constructs::{ConstructRef, HyperPodCluster, Network};
 
 type Cx<'a, 'b> = &'a mut StackTemplates<'b>;
 
@@ -39,10 +37,10 @@ pub(crate) fn lower(cx: Cx, stage: StageId, id: &str, construct: ConstructRef<'_
         ConstructRef::SecurityGroup(_)
         | ConstructRef::Lifecycle(_)
         | ConstructRef::LoadBalancerController(_)
-        | ConstructRef::Eks(_) => {}
+        | ConstructRef::Eks(_)
+        | ConstructRef::InferenceOperator(_) => {}
         ConstructRef::Network(c) => network(cx, stage, id, c),
         ConstructRef::HyperPod(c) => hyperpod(cx, stage, id, c),
-        ConstructRef::InferenceOperator(c) => inference_operator(cx, stage, id, c),
         ConstructRef::NodeGroup(c) => node_group(cx, stage, id, c),
         ConstructRef::Karpenter(c) => karpenter(cx, stage, id, c),
         // Node pools are Kubernetes objects.
@@ -606,188 +604,6 @@ fn hyperpod(cx: Cx, stage: StageId, id: &str, h: &HyperPodCluster) {
         "HyperPod cluster ARN",
         Expr::get_att(&cluster, "ClusterArn"),
     );
-}
-
-/// A role assumed by a Kubernetes service account through the cluster's OIDC provider.
-struct IrsaRole<'a> {
-    path: String,
-    subject: &'a str,
-    description: &'a str,
-    managed: &'a [&'a str],
-    inline: Option<(&'a str, PolicyDocument)>,
-    /// A fixed name; such roles are also trusted by SageMaker (the operator's execution role).
-    role_name: Option<String>,
-}
-
-fn irsa_role(cx: Cx, stage: StageId, op: &InferenceOperator, role: IrsaRole) -> String {
-    let mut trust = PolicyDocument::new().statement(irsa_trust_statement(
-        op.eks().oidc_provider.arn(),
-        op.eks().cluster.oidc_issuer_url(),
-        role.subject,
-    ));
-    if role.role_name.is_some() {
-        trust = trust.statement(
-            Statement::allow(["sts:AssumeRole"])
-                .principal(PrincipalKind::Service, "sagemaker.amazonaws.com"),
-        );
-    }
-    let trust_doc = cx.policy(stage, &trust);
-    let policies = role.inline.map(|(name, doc)| {
-        let doc = cx.policy(stage, &doc);
-        vec![iam_role::Policy {
-            policy_name: s(name),
-            policy_document: doc,
-        }]
-    });
-    cx.add(
-        stage,
-        &role.path,
-        &iam_role::Role {
-            assume_role_policy_document: trust_doc,
-            description: Some(s(role.description)),
-            managed_policy_arns: (!role.managed.is_empty())
-                .then(|| role.managed.iter().map(|m| managed_policy(m)).collect()),
-            policies,
-            role_name: role.role_name.map(s),
-            ..Default::default()
-        },
-    )
-}
-
-fn inference_operator(cx: Cx, stage: StageId, id: &str, op: &InferenceOperator) {
-    let p = |child: &str| format!("{id}/{child}");
-    let tls_path = p("TlsBucket");
-    bucket(
-        cx,
-        stage,
-        &tls_path,
-        "Receives the TLS certificates the inference operator generates; the operator is its only writer",
-    );
-    let tls: Ref<kind::Bucket> = Ref::new(cx.stack.name(), tls_path.as_str());
-    let ns = OPERATOR_NAMESPACE;
-    let region = cx.stack.region().to_owned();
-    let exec = irsa_role(
-        cx,
-        stage,
-        op,
-        IrsaRole {
-            path: p("ExecutionRole"),
-            subject: &format!("system:serviceaccount:{ns}:hyperpod-inference-controller-manager"),
-            description: "Execution role of the HyperPod inference operator",
-            managed: &["AmazonSageMakerHyperPodInferenceAccess"],
-            inline: Some((
-                "tls-certificates",
-                crate::constructs::inference_operator::tls_certificates_policy(&tls),
-            )),
-            role_name: Some(op.execution_role_name(&region)),
-        },
-    );
-    let keda = irsa_role(
-        cx,
-        stage,
-        op,
-        IrsaRole {
-            path: p("KedaRole"),
-            subject: &format!("system:serviceaccount:{ns}:keda-operator"),
-            description: "Lets KEDA read the metrics that scale inference endpoints",
-            managed: &[],
-            inline: Some((
-                "read-metrics",
-                crate::constructs::inference_operator::keda_metrics_policy(),
-            )),
-            role_name: None,
-        },
-    );
-    let gated = irsa_role(
-        cx,
-        stage,
-        op,
-        IrsaRole {
-            path: p("GatedModelRole"),
-            subject: "system:serviceaccount:*:hyperpod-inference-service-account*",
-            description: "Lets endpoint pods download gated JumpStart models",
-            managed: &["AmazonSageMakerHyperPodGatedModelAccess"],
-            inline: None,
-            role_name: None,
-        },
-    );
-    let alb = irsa_role(
-        cx,
-        stage,
-        op,
-        IrsaRole {
-            path: p("LoadBalancerControllerRole"),
-            subject: &format!("system:serviceaccount:{ns}:aws-load-balancer-controller"),
-            description: "AWS Load Balancer Controller of the inference operator",
-            managed: &[],
-            inline: Some((
-                "load-balancer-controller",
-                crate::constructs::iam::load_balancer_controller_policy(),
-            )),
-            role_name: None,
-        },
-    );
-    cx.suppress(stage, "CKV_AWS_111", "the load balancer controller creates load balancers and security groups whose ARNs exist only after it runs; changes to existing ones are conditioned on its elbv2.k8s.aws/cluster tag");
-    let s3_policy = op.model_buckets_policy().map(|doc| ("read-models", doc));
-    let s3csi = irsa_role(
-        cx,
-        stage,
-        op,
-        IrsaRole {
-            path: p("S3CsiDriverRole"),
-            subject: "system:serviceaccount:kube-system:s3-csi-driver-sa",
-            description:
-                "Mountpoint for Amazon S3 CSI driver: mounts model buckets into endpoint pods",
-            managed: &[],
-            inline: s3_policy,
-            role_name: None,
-        },
-    );
-    let cluster_name = cx.attr(stage, &op.eks().cluster.name());
-    let addon = |name: &str| eks_addon::Addon {
-        addon_name: s(name),
-        cluster_name: e(cluster_name.clone()),
-        resolve_conflicts: Some(s("OVERWRITE")),
-        ..Default::default()
-    };
-    let cert_manager = cx.add(stage, &p("CertManagerAddon"), &addon("cert-manager"));
-    let metrics = cx.add(stage, &p("MetricsServerAddon"), &addon("metrics-server"));
-    let s3csi_addon = cx.add(
-        stage,
-        &p("S3CsiDriverAddon"),
-        &eks_addon::Addon {
-            service_account_role_arn: Some(e(Expr::get_att(&s3csi, "Arn"))),
-            ..addon("aws-mountpoint-s3-csi-driver")
-        },
-    );
-    let role_ref = |logical: &str| -> AttrRef {
-        let r: Ref<kind::Role> = Ref::new(cx.stack.name(), format!("{id}/{logical}"));
-        r.arn()
-    };
-    let config = Text::lit("{\"executionRoleArn\":\"")
-        .push_ref(role_ref("ExecutionRole"))
-        .push_lit("\",\"tlsCertificateS3Bucket\":\"")
-        .push_ref(tls.name())
-        .push_lit("\",\"hyperpodClusterArn\":\"")
-        .push_ref(op.hyperpod().cluster.arn())
-        .push_lit("\",\"jumpstartGatedModelDownloadRoleArn\":\"")
-        .push_ref(role_ref("GatedModelRole"))
-        .push_lit("\",\"alb\":{\"enabled\":true,\"serviceAccount\":{\"create\":true,\"roleArn\":\"")
-        .push_ref(role_ref("LoadBalancerControllerRole"))
-        .push_lit("\"}},\"keda\":{\"enabled\":true,\"auth\":{\"aws\":{\"irsa\":{\"enabled\":true,\"roleArn\":\"")
-        .push_ref(role_ref("KedaRole"))
-        .push_lit("\"}}}}}");
-    let _ = (exec, keda, gated, alb);
-    let config = cx.text(stage, &config);
-    cx.add(
-        stage,
-        &p("Addon"),
-        &eks_addon::Addon {
-            configuration_values: Some(e(config)),
-            ..addon("amazon-sagemaker-hyperpod-inference")
-        },
-    );
-    cx.depends_on(stage, &[&cert_manager, &metrics, &s3csi_addon]);
 }
 
 fn node_group(cx: Cx, stage: StageId, id: &str, g: &ManagedNodeGroup) {

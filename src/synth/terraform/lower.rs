@@ -7,17 +7,13 @@
 use super::module::{escape_template, hcl_string_body, snake, Addr, RootModule, Variable};
 use crate::app::{kind, logical_id, Ref, StageId};
 use crate::constructs::hyperpod::Capacity;
-use crate::constructs::iam::load_balancer_controller_policy;
 use crate::constructs::iam::{
-    deny_insecure_transport, irsa_trust_statement, service_trust, PolicyDocument, PrincipalKind,
-    Statement,
+    deny_insecure_transport, service_trust, PolicyDocument, PrincipalKind, Statement,
 };
-use crate::constructs::inference_operator::OPERATOR_NAMESPACE;
 use crate::constructs::network::NatGateways;
 use crate::constructs::text::{Pseudo, Text};
 use crate::constructs::{
-    ChartSource, ConstructRef, EksCluster, HelmRelease, HyperPodCluster, InferenceOperator,
-    Network, Upload,
+    ChartSource, ConstructRef, EksCluster, HelmRelease, HyperPodCluster, Network, Upload,
 };
 use crate::resources::ADDONS_NEEDING_NODES;
 use serde_json::{json, Map, Value};
@@ -31,10 +27,10 @@ pub(crate) fn lower(cx: Cx, stage: StageId, id: &str, construct: ConstructRef<'_
         ConstructRef::SecurityGroup(_)
         | ConstructRef::Lifecycle(_)
         | ConstructRef::LoadBalancerController(_)
-        | ConstructRef::Eks(_) => {}
+        | ConstructRef::Eks(_)
+        | ConstructRef::InferenceOperator(_) => {}
         ConstructRef::Network(c) => network(cx, id, c),
         ConstructRef::HyperPod(c) => hyperpod(cx, stage, id, c),
-        ConstructRef::InferenceOperator(c) => inference_operator(cx, id, c),
         ConstructRef::NodeGroup(c) => node_group(cx, stage, id, c),
         ConstructRef::Karpenter(c) => karpenter(cx, stage, id, c),
         // Workloads and node pools are Kubernetes objects, applied with kubectl after
@@ -705,181 +701,6 @@ fn hyperpod(cx: Cx, stage: StageId, id: &str, h: &HyperPodCluster) {
         &snake(&format!("{}Arn", logical_id(&p("Cluster")))),
         "HyperPod cluster ARN",
         json!(cluster.interp("cluster_arn")),
-    );
-}
-
-/// A role assumed by a Kubernetes service account through the cluster's OIDC provider.
-struct IrsaRole<'a> {
-    path: String,
-    subject: &'a str,
-    description: &'a str,
-    managed: &'a [&'a str],
-    inline: Option<(&'a str, PolicyDocument)>,
-    role_name: Option<String>,
-}
-
-fn irsa_role(cx: Cx, op: &InferenceOperator, r: IrsaRole) -> Addr {
-    let mut trust = PolicyDocument::new().statement(irsa_trust_statement(
-        op.eks().oidc_provider.arn(),
-        op.eks().cluster.oidc_issuer_url(),
-        r.subject,
-    ));
-    if r.role_name.is_some() {
-        trust = trust.statement(
-            Statement::allow(["sts:AssumeRole"])
-                .principal(PrincipalKind::Service, "sagemaker.amazonaws.com"),
-        );
-    }
-    role(
-        cx,
-        RoleSpec {
-            path: r.path,
-            description: r.description.to_owned(),
-            trust,
-            managed: r.managed,
-            inline: r.inline.into_iter().collect(),
-            name: r.role_name,
-        },
-    )
-    .0
-}
-
-fn inference_operator(cx: Cx, id: &str, op: &InferenceOperator) {
-    let p = |child: &str| format!("{id}/{child}");
-    let tls_path = p("TlsBucket");
-    let tls_bucket = bucket(cx, &tls_path);
-    let tls: Ref<kind::Bucket> = Ref::new(cx.stack.name(), tls_path.as_str());
-    let ns = OPERATOR_NAMESPACE;
-    let region = cx.stack.region().to_owned();
-    let exec = irsa_role(
-        cx,
-        op,
-        IrsaRole {
-            path: p("ExecutionRole"),
-            subject: &format!("system:serviceaccount:{ns}:hyperpod-inference-controller-manager"),
-            description: "Execution role of the HyperPod inference operator",
-            managed: &["AmazonSageMakerHyperPodInferenceAccess"],
-            inline: Some((
-                "tls-certificates",
-                crate::constructs::inference_operator::tls_certificates_policy(&tls),
-            )),
-            role_name: Some(op.execution_role_name(&region)),
-        },
-    );
-    let keda = irsa_role(
-        cx,
-        op,
-        IrsaRole {
-            path: p("KedaRole"),
-            subject: &format!("system:serviceaccount:{ns}:keda-operator"),
-            description: "Lets KEDA read the metrics that scale inference endpoints",
-            managed: &[],
-            inline: Some((
-                "read-metrics",
-                crate::constructs::inference_operator::keda_metrics_policy(),
-            )),
-            role_name: None,
-        },
-    );
-    let gated = irsa_role(
-        cx,
-        op,
-        IrsaRole {
-            path: p("GatedModelRole"),
-            subject: "system:serviceaccount:*:hyperpod-inference-service-account*",
-            description: "Lets endpoint pods download gated JumpStart models",
-            managed: &["AmazonSageMakerHyperPodGatedModelAccess"],
-            inline: None,
-            role_name: None,
-        },
-    );
-    let alb = irsa_role(
-        cx,
-        op,
-        IrsaRole {
-            path: p("LoadBalancerControllerRole"),
-            subject: &format!("system:serviceaccount:{ns}:aws-load-balancer-controller"),
-            description: "AWS Load Balancer Controller of the inference operator",
-            managed: &[],
-            inline: Some((
-                "load-balancer-controller",
-                load_balancer_controller_policy(),
-            )),
-            role_name: None,
-        },
-    );
-    let s3_policy = op.model_buckets_policy().map(|doc| ("read-models", doc));
-    let s3csi = irsa_role(
-        cx,
-        op,
-        IrsaRole {
-            path: p("S3CsiDriverRole"),
-            subject: "system:serviceaccount:kube-system:s3-csi-driver-sa",
-            description:
-                "Mountpoint for Amazon S3 CSI driver: mounts model buckets into endpoint pods",
-            managed: &[],
-            inline: s3_policy,
-            role_name: None,
-        },
-    );
-    let cluster_name = cx.attr(&op.eks().cluster.name());
-    // The add-ons' pods need the HyperPod cluster's nodes (see ADDONS_NEEDING_NODES).
-    let hyperpod = Addr {
-        ty: "awscc_sagemaker_cluster",
-        name: snake(&logical_id(op.hyperpod().cluster.path())),
-    };
-    let addon = |name: &str| {
-        let mut m = Map::new();
-        m.insert("cluster_name".into(), cluster_name.clone());
-        m.insert("addon_name".into(), json!(name));
-        m.insert("resolve_conflicts_on_create".into(), json!("OVERWRITE"));
-        m.insert("resolve_conflicts_on_update".into(), json!("OVERWRITE"));
-        m
-    };
-    let cert_manager = cx.add(
-        "aws_eks_addon",
-        &p("CertManagerAddon"),
-        Value::Object(addon("cert-manager")),
-    );
-    let metrics = cx.add(
-        "aws_eks_addon",
-        &p("MetricsServerAddon"),
-        Value::Object(addon("metrics-server")),
-    );
-    let mut s3csi_body = addon("aws-mountpoint-s3-csi-driver");
-    s3csi_body.insert(
-        "service_account_role_arn".into(),
-        json!(s3csi.interp("arn")),
-    );
-    let s3csi_addon = cx.add(
-        "aws_eks_addon",
-        &p("S3CsiDriverAddon"),
-        Value::Object(s3csi_body),
-    );
-    for a in [&cert_manager, &metrics, &s3csi_addon] {
-        cx.depends_on(a, &[hyperpod.address()]);
-    }
-    // The add-on's configuration: an object of references, encoded when applied.
-    let config_local = format!("{}_configuration", snake(&logical_id(&p("Addon"))));
-    let config = json!({
-        "executionRoleArn": exec.interp("arn"),
-        "tlsCertificateS3Bucket": tls_bucket.interp("bucket"),
-        "hyperpodClusterArn": cx.attr(&op.hyperpod().cluster.arn()),
-        "jumpstartGatedModelDownloadRoleArn": gated.interp("arn"),
-        "alb": {"enabled": true, "serviceAccount": {"create": true, "roleArn": alb.interp("arn")}},
-        "keda": {"enabled": true, "auth": {"aws": {"irsa": {"enabled": true, "roleArn": keda.interp("arn")}}}},
-    });
-    let config = cx.local(&config_local, config);
-    let mut main = addon("amazon-sagemaker-hyperpod-inference");
-    main.insert("configuration_values".into(), config);
-    let main = cx.add("aws_eks_addon", &p("Addon"), Value::Object(main));
-    cx.depends_on(
-        &main,
-        &[
-            cert_manager.address(),
-            metrics.address(),
-            s3csi_addon.address(),
-        ],
     );
 }
 
