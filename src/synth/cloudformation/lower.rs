@@ -38,11 +38,11 @@ pub(crate) fn lower(cx: Cx, stage: StageId, id: &str, construct: ConstructRef<'_
         | ConstructRef::Lifecycle(_)
         | ConstructRef::LoadBalancerController(_)
         | ConstructRef::Eks(_)
-        | ConstructRef::InferenceOperator(_) => {}
+        | ConstructRef::InferenceOperator(_)
+        | ConstructRef::Karpenter(_) => {}
         ConstructRef::Network(c) => network(cx, stage, id, c),
         ConstructRef::HyperPod(c) => hyperpod(cx, stage, id, c),
         ConstructRef::NodeGroup(c) => node_group(cx, stage, id, c),
-        ConstructRef::Karpenter(c) => karpenter(cx, stage, id, c),
         // Node pools are Kubernetes objects.
         ConstructRef::KarpenterNodePool(_) => {}
         // Workloads are Kubernetes objects; nothing to emit in CloudFormation.
@@ -778,76 +778,6 @@ fn node_group(cx: Cx, stage: StageId, id: &str, g: &ManagedNodeGroup) {
                     })
                     .collect()
             }),
-            ..Default::default()
-        },
-    );
-}
-
-fn karpenter(cx: Cx, stage: StageId, id: &str, k: &crate::constructs::Karpenter) {
-    let p = |child: &str| format!("{id}/{child}");
-    let node_trust = cx.policy(stage, &service_trust("ec2.amazonaws.com"));
-    let node_role = cx.add(
-        stage,
-        &p("NodeRole"),
-        &iam_role::Role {
-            assume_role_policy_document: node_trust,
-            description: Some(s("Nodes launched by Karpenter")),
-            role_name: Some(s(k.node_role_name())),
-            managed_policy_arns: Some(vec![
-                managed_policy("AmazonEKSWorkerNodePolicy"),
-                managed_policy("AmazonEC2ContainerRegistryReadOnly"),
-                managed_policy("AmazonEKS_CNI_Policy"),
-                managed_policy("AmazonSSMManagedInstanceCore"),
-            ]),
-            ..Default::default()
-        },
-    );
-    let cluster_name = cx.attr(stage, &k.cluster().name());
-    cx.add(
-        stage,
-        &p("NodeAccessEntry"),
-        &eks_access_entry::AccessEntry {
-            cluster_name: e(cluster_name.clone()),
-            principal_arn: e(Expr::get_att(&node_role, "Arn")),
-            r#type: Some(s("EC2_LINUX")),
-            ..Default::default()
-        },
-    );
-    let handle = crate::constructs::Construct::handle(k, cx.stack.name());
-    let trust = cx.policy(
-        stage,
-        &PolicyDocument::new().statement(
-            Statement::allow(["sts:AssumeRole", "sts:TagSession"])
-                .principal(PrincipalKind::Service, "pods.eks.amazonaws.com"),
-        ),
-    );
-    let policy = crate::constructs::karpenter::controller_policy(
-        &handle.cluster_name,
-        k.cluster().arn(),
-        handle.node_role.arn(),
-    );
-    let policy = cx.policy(stage, &policy);
-    let role = cx.add(
-        stage,
-        &p("ControllerRole"),
-        &iam_role::Role {
-            assume_role_policy_document: trust,
-            description: Some(s("Karpenter controller (EKS Pod Identity)")),
-            policies: Some(vec![iam_role::Policy {
-                policy_name: s("karpenter-controller"),
-                policy_document: policy,
-            }]),
-            ..Default::default()
-        },
-    );
-    cx.add(
-        stage,
-        &p("PodIdentityAssociation"),
-        &eks_pod_identity_association::PodIdentityAssociation {
-            cluster_name: e(cluster_name),
-            namespace: s(crate::constructs::karpenter::KARPENTER_NAMESPACE),
-            service_account: s(crate::constructs::karpenter::KARPENTER_SERVICE_ACCOUNT),
-            role_arn: e(Expr::get_att(&role, "Arn")),
             ..Default::default()
         },
     );

@@ -28,11 +28,11 @@ pub(crate) fn lower(cx: Cx, stage: StageId, id: &str, construct: ConstructRef<'_
         | ConstructRef::Lifecycle(_)
         | ConstructRef::LoadBalancerController(_)
         | ConstructRef::Eks(_)
-        | ConstructRef::InferenceOperator(_) => {}
+        | ConstructRef::InferenceOperator(_)
+        | ConstructRef::Karpenter(_) => {}
         ConstructRef::Network(c) => network(cx, id, c),
         ConstructRef::HyperPod(c) => hyperpod(cx, stage, id, c),
         ConstructRef::NodeGroup(c) => node_group(cx, stage, id, c),
-        ConstructRef::Karpenter(c) => karpenter(cx, stage, id, c),
         // Workloads and node pools are Kubernetes objects, applied with kubectl after
         // `terraform apply`.
         ConstructRef::InferenceEndpoint(_)
@@ -855,105 +855,4 @@ fn node_group(cx: Cx, stage: StageId, id: &str, g: &crate::constructs::ManagedNo
     // Nodes need their policies to join; the group must be deleted before them.
     cx.depends_on(&group, &role_policies);
     cx.record_stage(stage, &group);
-}
-
-/// A role that EKS Pod Identity hands to one service account.
-struct PodIdentityRole<'a> {
-    path: String,
-    description: &'a str,
-    cluster: &'a Ref<kind::EksCluster>,
-    namespace: &'a str,
-    service_account: &'a str,
-    policy: (&'a str, PolicyDocument),
-}
-
-/// The role and its Pod Identity association.
-fn pod_identity_role(cx: Cx, stage: StageId, spec: PodIdentityRole) -> Addr {
-    let PodIdentityRole {
-        path,
-        description,
-        cluster,
-        namespace,
-        service_account,
-        policy,
-    } = spec;
-    let (role, policies) = role(
-        cx,
-        RoleSpec {
-            path: path.clone(),
-            description: description.to_owned(),
-            trust: PolicyDocument::new().statement(
-                Statement::allow(["sts:AssumeRole", "sts:TagSession"])
-                    .principal(PrincipalKind::Service, "pods.eks.amazonaws.com"),
-            ),
-            managed: &[],
-            inline: vec![policy],
-            name: None,
-        },
-    );
-    let parent = path
-        .rsplit_once('/')
-        .map_or(path.as_str(), |(p, _)| p)
-        .to_owned();
-    let association = cx.add(
-        "aws_eks_pod_identity_association",
-        &format!("{parent}/PodIdentityAssociation"),
-        json!({
-            "cluster_name": cx.attr(&cluster.name()),
-            "namespace": namespace,
-            "service_account": service_account,
-            "role_arn": role.interp("arn"),
-        }),
-    );
-    cx.depends_on(&association, &policies);
-    cx.record_stage(stage, &association);
-    role
-}
-
-fn karpenter(cx: Cx, stage: StageId, id: &str, k: &crate::constructs::Karpenter) {
-    let p = |child: &str| format!("{id}/{child}");
-    let (node_role, _) = role(
-        cx,
-        RoleSpec {
-            path: p("NodeRole"),
-            description: "Nodes launched by Karpenter".to_owned(),
-            trust: service_trust("ec2.amazonaws.com"),
-            managed: &[
-                "AmazonEKSWorkerNodePolicy",
-                "AmazonEC2ContainerRegistryReadOnly",
-                "AmazonEKS_CNI_Policy",
-                "AmazonSSMManagedInstanceCore",
-            ],
-            inline: Vec::new(),
-            name: Some(k.node_role_name()),
-        },
-    );
-    let entry = cx.add(
-        "aws_eks_access_entry",
-        &p("NodeAccessEntry"),
-        json!({
-            "cluster_name": cx.attr(&k.cluster().name()),
-            "principal_arn": node_role.interp("arn"),
-            "type": "EC2_LINUX",
-        }),
-    );
-    cx.record_stage(stage, &entry);
-    let handle = crate::constructs::Construct::handle(k, cx.stack.name());
-    let policy = crate::constructs::karpenter::controller_policy(
-        &handle.cluster_name,
-        k.cluster().arn(),
-        handle.node_role.arn(),
-    );
-    pod_identity_role(
-        cx,
-        stage,
-        PodIdentityRole {
-            path: p("ControllerRole"),
-            description: "Karpenter controller (EKS Pod Identity)",
-            cluster: k.cluster(),
-            namespace: crate::constructs::karpenter::KARPENTER_NAMESPACE,
-            service_account: crate::constructs::karpenter::KARPENTER_SERVICE_ACCOUNT,
-            policy: ("karpenter-controller", policy),
-        },
-    );
 }
