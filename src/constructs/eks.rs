@@ -4,8 +4,11 @@
 //! IAM OIDC provider for service-account roles.
 
 use super::{Construct, Context, EksClusterFacts, Facts};
-use crate::app::{kind, AttrRef, Ref};
+use crate::app::text::Text;
+use crate::app::{kind, pascal_id, AttrRef, Ref};
 use crate::diagnostics::{Code, Diagnostics};
+use crate::resources::iam::{account_key_policy, service_trust};
+use crate::resources::{self as res, Access, KmsKey, OidcProvider, Role, Scope, StackOutput};
 
 /// Who can reach the Kubernetes API endpoint.
 #[derive(Clone, Debug, PartialEq, Eq, Default)]
@@ -107,6 +110,15 @@ pub struct EksClusterHandle {
 }
 
 const CORE_ADDONS: &[&str] = &["vpc-cni", "kube-proxy", "coredns", "eks-pod-identity-agent"];
+
+/// Every control-plane log type.
+const LOG_TYPES: &[&str] = &[
+    "api",
+    "audit",
+    "authenticator",
+    "controllerManager",
+    "scheduler",
+];
 
 impl EksCluster {
     /// A cluster named `name` running Kubernetes 1.33 with the core add-ons.
@@ -336,5 +348,88 @@ impl Construct for EksCluster {
             }),
             ..Facts::default()
         }
+    }
+
+    fn expand(&self, scope: &mut Scope<'_>) -> bool {
+        let handle = self.handle(scope.stack().name());
+        let role: Ref<kind::Role> = Ref::new(scope.stack().name(), scope.path("ClusterRole"));
+        scope.add(
+            "ClusterRole",
+            Role {
+                description: format!("EKS control plane role of {}", self.name),
+                trust: service_trust("eks.amazonaws.com"),
+                managed: vec!["AmazonEKSClusterPolicy".to_owned()],
+                inline: Vec::new(),
+                name: None,
+            },
+        );
+        scope.add(
+            "SecretsKey",
+            KmsKey {
+                description: format!(
+                    "Envelope encryption of Kubernetes secrets in EKS cluster {}",
+                    self.name
+                ),
+                policy: account_key_policy(None),
+            },
+        );
+        scope.add(
+            "Cluster",
+            res::EksCluster {
+                name: self.name.clone(),
+                version: self.version.clone(),
+                role: role.arn(),
+                subnets: self.subnets.iter().map(|s| s.id()).collect(),
+                security_groups: self.security_groups.iter().map(|g| g.id()).collect(),
+                public_access_cidrs: match &self.endpoint_access {
+                    EndpointAccess::Private => None,
+                    EndpointAccess::PublicAndPrivate { public_cidrs } => Some(public_cidrs.clone()),
+                },
+                // HyperPod requires API access entries.
+                authentication_mode: "API_AND_CONFIG_MAP".to_owned(),
+                log_types: LOG_TYPES.iter().map(|t| (*t).to_owned()).collect(),
+                secrets_key: handle.secrets_key.arn(),
+            },
+        );
+        scope.add(
+            "OidcProvider",
+            OidcProvider {
+                issuer_url: handle.cluster.oidc_issuer_url(),
+                client_ids: vec!["sts.amazonaws.com".to_owned()],
+            },
+        );
+        for addon in &self.addons {
+            scope.add(
+                &format!("{}Addon", pascal_id(&addon.name)),
+                res::EksAddon {
+                    cluster: handle.cluster.name(),
+                    name: addon.name.clone(),
+                    version: addon.version.clone(),
+                    service_account_role: None,
+                    configuration: None,
+                    // The nodes come later: the HyperPod cluster makes the add-ons needing
+                    // them (`ADDONS_NEEDING_NODES`) wait for it.
+                    nodes: None,
+                },
+            );
+        }
+        for (i, entry) in self.access_entries.iter().enumerate() {
+            scope.add(
+                &format!("AccessEntry{}", i + 1),
+                res::AccessEntry {
+                    cluster: handle.cluster.name(),
+                    principal: Text::lit(&entry.principal_arn),
+                    access: Access::ClusterPolicy(entry.policy.policy_name().to_owned()),
+                },
+            );
+        }
+        scope.add(
+            "ClusterNameOutput",
+            StackOutput {
+                description: "EKS cluster name (aws eks update-kubeconfig --name)".to_owned(),
+                value: handle.cluster.name(),
+            },
+        );
+        true
     }
 }

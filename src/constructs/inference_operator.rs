@@ -9,7 +9,10 @@ use super::hyperpod::HyperPodHandle;
 use super::Construct;
 use crate::app::text::{Pseudo, Text};
 use crate::app::{kind, AttrRef, Ref};
-use crate::resources::iam::{PolicyDocument, Statement};
+use crate::resources::iam::{
+    irsa_trust_statement, load_balancer_controller_policy, PolicyDocument, PrincipalKind, Statement,
+};
+use crate::resources::{AddonConfiguration as Config, Bucket, EksAddon, Role, Scope};
 
 /// Namespace of the operator's service accounts.
 pub const OPERATOR_NAMESPACE: &str = "hyperpod-inference-system";
@@ -106,6 +109,51 @@ impl InferenceOperator {
         name
     }
 
+    /// A role assumed by service account `subject` through the cluster's OIDC provider. A named
+    /// role (the execution role) is also trusted by SageMaker.
+    fn irsa_role(
+        &self,
+        subject: &str,
+        description: &str,
+        managed: &[&str],
+        inline: Option<(&str, PolicyDocument)>,
+        name: Option<String>,
+    ) -> Role {
+        let mut trust = PolicyDocument::new().statement(irsa_trust_statement(
+            self.eks.oidc_provider.arn(),
+            self.eks.cluster.oidc_issuer_url(),
+            subject,
+        ));
+        if name.is_some() {
+            trust = trust.statement(
+                Statement::allow(["sts:AssumeRole"])
+                    .principal(PrincipalKind::Service, "sagemaker.amazonaws.com"),
+            );
+        }
+        Role {
+            description: description.to_owned(),
+            trust,
+            managed: managed.iter().map(|m| (*m).to_owned()).collect(),
+            inline: inline
+                .into_iter()
+                .map(|(n, doc)| (n.to_owned(), doc))
+                .collect(),
+            name,
+        }
+    }
+
+    /// An add-on of the operator's cluster.
+    fn addon(&self, name: &str) -> EksAddon {
+        EksAddon {
+            cluster: self.eks.cluster.name(),
+            name: name.to_owned(),
+            version: None,
+            service_account_role: None,
+            configuration: None,
+            nodes: None,
+        }
+    }
+
     pub(crate) fn references(&self) -> Vec<AttrRef> {
         vec![
             self.eks.cluster.name(),
@@ -134,6 +182,162 @@ impl Construct for InferenceOperator {
 
     fn references(&self) -> Vec<AttrRef> {
         InferenceOperator::references(self)
+    }
+
+    fn expand(&self, scope: &mut Scope<'_>) -> bool {
+        let stack = scope.stack();
+        let handle = self.handle(stack.name());
+        let role =
+            |id: &str| -> Ref<kind::Role> { Ref::new(stack.name(), format!("{}/{id}", self.id)) };
+        let ns = OPERATOR_NAMESPACE;
+        scope.add(
+            "TlsBucket",
+            Bucket {
+                no_access_log_reason: "Receives the TLS certificates the inference operator generates; the operator is its only writer",
+            },
+        );
+        scope.add(
+            "ExecutionRole",
+            self.irsa_role(
+                &format!("system:serviceaccount:{ns}:hyperpod-inference-controller-manager"),
+                "Execution role of the HyperPod inference operator",
+                &["AmazonSageMakerHyperPodInferenceAccess"],
+                Some((
+                    "tls-certificates",
+                    tls_certificates_policy(&handle.tls_bucket),
+                )),
+                Some(self.execution_role_name(stack.region())),
+            ),
+        );
+        scope.add(
+            "KedaRole",
+            self.irsa_role(
+                &format!("system:serviceaccount:{ns}:keda-operator"),
+                "Lets KEDA read the metrics that scale inference endpoints",
+                &[],
+                Some(("read-metrics", keda_metrics_policy())),
+                None,
+            ),
+        );
+        scope.add(
+            "GatedModelRole",
+            self.irsa_role(
+                "system:serviceaccount:*:hyperpod-inference-service-account*",
+                "Lets endpoint pods download gated JumpStart models",
+                &["AmazonSageMakerHyperPodGatedModelAccess"],
+                None,
+                None,
+            ),
+        );
+        scope
+            .add(
+                "LoadBalancerControllerRole",
+                self.irsa_role(
+                    &format!("system:serviceaccount:{ns}:aws-load-balancer-controller"),
+                    "AWS Load Balancer Controller of the inference operator",
+                    &[],
+                    Some(("load-balancer-controller", load_balancer_controller_policy())),
+                    None,
+                ),
+            )
+            .suppress("CKV_AWS_111", "the load balancer controller creates load balancers and security groups whose ARNs exist only after it runs; changes to existing ones are conditioned on its elbv2.k8s.aws/cluster tag");
+        scope.add(
+            "S3CsiDriverRole",
+            self.irsa_role(
+                "system:serviceaccount:kube-system:s3-csi-driver-sa",
+                "Mountpoint for Amazon S3 CSI driver: mounts model buckets into endpoint pods",
+                &[],
+                self.model_buckets_policy().map(|doc| ("read-models", doc)),
+                None,
+            ),
+        );
+        // The add-ons' pods run on the HyperPod cluster's nodes.
+        let nodes = Some(self.hyperpod.cluster.arn());
+        let dependencies = ["CertManagerAddon", "MetricsServerAddon", "S3CsiDriverAddon"];
+        scope.add(
+            dependencies[0],
+            EksAddon {
+                nodes: nodes.clone(),
+                ..self.addon("cert-manager")
+            },
+        );
+        scope.add(
+            dependencies[1],
+            EksAddon {
+                nodes: nodes.clone(),
+                ..self.addon("metrics-server")
+            },
+        );
+        scope.add(
+            dependencies[2],
+            EksAddon {
+                service_account_role: Some(role("S3CsiDriverRole").arn()),
+                nodes,
+                ..self.addon("aws-mountpoint-s3-csi-driver")
+            },
+        );
+        let configuration = Config::object([
+            ("executionRoleArn", Config::Ref(handle.execution_role.arn())),
+            (
+                "tlsCertificateS3Bucket",
+                Config::Ref(handle.tls_bucket.name()),
+            ),
+            (
+                "hyperpodClusterArn",
+                Config::Ref(self.hyperpod.cluster.arn()),
+            ),
+            (
+                "jumpstartGatedModelDownloadRoleArn",
+                Config::Ref(role("GatedModelRole").arn()),
+            ),
+            (
+                "alb",
+                Config::object([
+                    ("enabled", Config::Bool(true)),
+                    (
+                        "serviceAccount",
+                        Config::object([
+                            ("create", Config::Bool(true)),
+                            (
+                                "roleArn",
+                                Config::Ref(role("LoadBalancerControllerRole").arn()),
+                            ),
+                        ]),
+                    ),
+                ]),
+            ),
+            (
+                "keda",
+                Config::object([
+                    ("enabled", Config::Bool(true)),
+                    (
+                        "auth",
+                        Config::object([(
+                            "aws",
+                            Config::object([(
+                                "irsa",
+                                Config::object([
+                                    ("enabled", Config::Bool(true)),
+                                    ("roleArn", Config::Ref(role("KedaRole").arn())),
+                                ]),
+                            )]),
+                        )]),
+                    ),
+                ]),
+            ),
+        ]);
+        let after = dependencies.map(|id| scope.path(id));
+        // It waits for the add-ons above (and so for the nodes).
+        scope
+            .add(
+                "Addon",
+                EksAddon {
+                    configuration: Some(configuration),
+                    ..self.addon("amazon-sagemaker-hyperpod-inference")
+                },
+            )
+            .after(after);
+        true
     }
 }
 

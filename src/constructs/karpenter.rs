@@ -5,10 +5,12 @@
 
 use super::nodes::{GPU_PRESENT_LABEL, GPU_TAINT};
 use super::{CapacityClaim, CapacitySource, Construct, Context, Facts, Launcher};
+use crate::app::text::Text;
 use crate::app::{kind, AttrRef, Ref};
 use crate::catalog;
 use crate::diagnostics::{Code, Diagnostics};
-use crate::resources::{KubeObject, Scope};
+use crate::resources::iam::{pod_identity_trust, service_trust};
+use crate::resources::{Access, AccessEntry, KubeObject, PodIdentityAssociation, Role, Scope};
 use std::collections::BTreeMap;
 
 /// Karpenter's namespace and service account.
@@ -87,6 +89,62 @@ impl Construct for Karpenter {
 
     fn references(&self) -> Vec<AttrRef> {
         Karpenter::references(self)
+    }
+
+    fn expand(&self, scope: &mut Scope<'_>) -> bool {
+        let handle = self.handle(scope.stack().name());
+        scope.add(
+            "NodeRole",
+            Role {
+                description: "Nodes launched by Karpenter".to_owned(),
+                trust: service_trust("ec2.amazonaws.com"),
+                managed: [
+                    "AmazonEKSWorkerNodePolicy",
+                    "AmazonEC2ContainerRegistryReadOnly",
+                    "AmazonEKS_CNI_Policy",
+                    "AmazonSSMManagedInstanceCore",
+                ]
+                .map(str::to_owned)
+                .to_vec(),
+                inline: Vec::new(),
+                name: Some(handle.node_role_name.clone()),
+            },
+        );
+        scope.add(
+            "NodeAccessEntry",
+            AccessEntry {
+                cluster: self.cluster.name(),
+                principal: Text::attr(handle.node_role.arn()),
+                access: Access::LinuxNodes,
+            },
+        );
+        scope.add(
+            "ControllerRole",
+            Role {
+                description: "Karpenter controller (EKS Pod Identity)".to_owned(),
+                trust: pod_identity_trust(),
+                managed: Vec::new(),
+                inline: vec![(
+                    "karpenter-controller".to_owned(),
+                    controller_policy(
+                        &self.cluster_name,
+                        self.cluster.arn(),
+                        handle.node_role.arn(),
+                    ),
+                )],
+                name: None,
+            },
+        );
+        scope.add(
+            "PodIdentityAssociation",
+            PodIdentityAssociation {
+                cluster: self.cluster.name(),
+                namespace: KARPENTER_NAMESPACE.to_owned(),
+                service_account: KARPENTER_SERVICE_ACCOUNT.to_owned(),
+                role: handle.controller_role.arn(),
+            },
+        );
+        true
     }
 }
 

@@ -2,6 +2,7 @@
 //! [`ResourceKind`], the closed set the backends match exhaustively. Adding a kind adds a
 //! variant here and one arm in each backend (the compiler lists them).
 
+use super::eks::{AccessEntry, EksAddon, EksCluster, OidcProvider};
 use super::iam::PolicyDocument;
 use super::network::*;
 use super::KubeObject;
@@ -53,6 +54,14 @@ pub enum ResourceKind {
     FlowLog(FlowLog),
     /// See [`KubeObject`].
     KubeObject(KubeObject),
+    /// See [`EksCluster`].
+    EksCluster(EksCluster),
+    /// See [`OidcProvider`].
+    OidcProvider(OidcProvider),
+    /// See [`EksAddon`].
+    EksAddon(EksAddon),
+    /// See [`AccessEntry`].
+    AccessEntry(AccessEntry),
 }
 
 impl ResourceKind {
@@ -80,6 +89,9 @@ impl ResourceKind {
             | ResourceKind::GatewayEndpoint(_)
             | ResourceKind::FlowLog(_) => None,
             ResourceKind::KubeObject(_) => None,
+            ResourceKind::EksCluster(_) => Some(Kind::EksCluster),
+            ResourceKind::OidcProvider(_) => Some(Kind::OidcProvider),
+            ResourceKind::EksAddon(_) | ResourceKind::AccessEntry(_) => None,
         }
     }
 
@@ -131,6 +143,20 @@ impl ResourceKind {
             ResourceKind::LogGroup(g) => vec![g.key.clone()],
             ResourceKind::FlowLog(f) => vec![f.vpc.clone(), f.log_group.clone(), f.role.clone()],
             ResourceKind::KubeObject(_) => Vec::new(),
+            ResourceKind::EksCluster(c) => {
+                let mut out = vec![c.role.clone()];
+                out.extend(c.subnets.iter().cloned());
+                out.extend(c.security_groups.iter().cloned());
+                out.push(c.secrets_key.clone());
+                out
+            }
+            ResourceKind::OidcProvider(p) => vec![p.issuer_url.clone()],
+            ResourceKind::EksAddon(a) => a.references(),
+            ResourceKind::AccessEntry(e) => {
+                let mut out = vec![e.cluster.clone()];
+                out.extend(e.principal.references().cloned());
+                out
+            }
         }
     }
 }
@@ -162,7 +188,11 @@ into_kind!(
     SubnetRouteTableAssociation,
     GatewayEndpoint,
     LogGroup,
-    FlowLog
+    FlowLog,
+    EksCluster,
+    OidcProvider,
+    EksAddon,
+    AccessEntry
 );
 into_kind!(KubeObject);
 

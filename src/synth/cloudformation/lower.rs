@@ -4,18 +4,12 @@ use super::expr::{Expr, Val};
 use super::l1::*;
 use super::template::{Parameter, StackTemplates};
 use crate::app::{kind, Ref};
-use crate::app::{logical_id, AttrRef, StageId};
+use crate::app::{logical_id, StageId};
 use crate::constructs::hyperpod::Capacity;
-use crate::constructs::iam::{
-    deny_insecure_transport, irsa_trust_statement, service_trust, PolicyDocument, PrincipalKind,
-    Statement,
-};
-use crate::constructs::inference_operator::OPERATOR_NAMESPACE;
+use crate::constructs::iam::{deny_insecure_transport, service_trust, PolicyDocument};
 use crate::constructs::nodes::{ManagedNodeGroup, NodeCapacity};
 use crate::constructs::text::Text;
-use crate::constructs::{
-    ConstructRef, EksCluster, EndpointAccess, HyperPodCluster, InferenceOperator,
-};
+use crate::constructs::{ConstructRef, HyperPodCluster};
 
 type Cx<'a, 'b> = &'a mut StackTemplates<'b>;
 
@@ -43,12 +37,12 @@ pub(crate) fn lower(cx: Cx, stage: StageId, id: &str, construct: ConstructRef<'_
         | ConstructRef::Network(_)
         | ConstructRef::KarpenterNodePool(_)
         | ConstructRef::VllmDeployment(_)
-        | ConstructRef::InferenceEndpoint(_) => {}
-        ConstructRef::Eks(c) => eks(cx, stage, id, c),
+        | ConstructRef::InferenceEndpoint(_)
+        | ConstructRef::Eks(_)
+        | ConstructRef::InferenceOperator(_)
+        | ConstructRef::Karpenter(_) => {}
         ConstructRef::HyperPod(c) => hyperpod(cx, stage, id, c),
-        ConstructRef::InferenceOperator(c) => inference_operator(cx, stage, id, c),
         ConstructRef::NodeGroup(c) => node_group(cx, stage, id, c),
-        ConstructRef::Karpenter(c) => karpenter(cx, stage, id, c),
     }
 }
 
@@ -114,164 +108,6 @@ pub(super) fn bucket(cx: Cx, stage: StageId, path: &str, purpose: &'static str) 
             bucket: e(bucket_name),
             policy_document: doc,
         },
-    );
-}
-
-fn kms_key(
-    cx: Cx,
-    stage: StageId,
-    path: &str,
-    description: String,
-    extra: Option<Statement>,
-) -> String {
-    let policy = cx.policy(stage, &crate::constructs::iam::account_key_policy(extra));
-    cx.add(
-        stage,
-        path,
-        &kms_key::Key {
-            description: Some(s(description)),
-            enable_key_rotation: Some(true.into()),
-            key_policy: Some(policy),
-            ..Default::default()
-        },
-    )
-}
-
-const EKS_LOG_TYPES: &[&str] = &[
-    "api",
-    "audit",
-    "authenticator",
-    "controllerManager",
-    "scheduler",
-];
-
-fn eks(cx: Cx, stage: StageId, id: &str, c: &EksCluster) {
-    let p = |child: &str| format!("{id}/{child}");
-    let trust = cx.policy(stage, &service_trust("eks.amazonaws.com"));
-    let role = cx.add(
-        stage,
-        &p("ClusterRole"),
-        &iam_role::Role {
-            assume_role_policy_document: trust,
-            description: Some(s(format!("EKS control plane role of {}", c.name()))),
-            managed_policy_arns: Some(vec![managed_policy("AmazonEKSClusterPolicy")]),
-            ..Default::default()
-        },
-    );
-    let key = kms_key(
-        cx,
-        stage,
-        &p("SecretsKey"),
-        format!(
-            "Envelope encryption of Kubernetes secrets in EKS cluster {}",
-            c.name()
-        ),
-        None,
-    );
-    let subnets = c
-        .subnet_refs()
-        .iter()
-        .map(|r| e(cx.attr(stage, &r.id())))
-        .collect();
-    let groups: Vec<Val<String>> = c
-        .security_group_refs()
-        .iter()
-        .map(|r| e(cx.attr(stage, &r.id())))
-        .collect();
-    let (public, cidrs) = match c.endpoint() {
-        EndpointAccess::Private => (false, None),
-        EndpointAccess::PublicAndPrivate { public_cidrs } => {
-            (true, Some(public_cidrs.iter().map(s).collect()))
-        }
-    };
-    let cluster = cx.add(
-        stage,
-        &p("Cluster"),
-        &eks_cluster::Cluster {
-            name: Some(s(c.name())),
-            version: Some(s(c.kubernetes_version())),
-            role_arn: e(Expr::get_att(&role, "Arn")),
-            resources_vpc_config: eks_cluster::ResourcesVpcConfig {
-                subnet_ids: subnets,
-                security_group_ids: (!groups.is_empty()).then_some(groups),
-                endpoint_private_access: Some(true.into()),
-                endpoint_public_access: Some(public.into()),
-                public_access_cidrs: cidrs,
-                ..Default::default()
-            },
-            access_config: Some(eks_cluster::AccessConfig {
-                authentication_mode: Some(s("API_AND_CONFIG_MAP")),
-                bootstrap_cluster_creator_admin_permissions: Some(true.into()),
-            }),
-            logging: Some(eks_cluster::Logging {
-                cluster_logging: Some(eks_cluster::ClusterLogging {
-                    enabled_types: Some(
-                        EKS_LOG_TYPES
-                            .iter()
-                            .map(|t| eks_cluster::LoggingTypeConfig {
-                                r#type: Some(s(*t)),
-                            })
-                            .collect(),
-                    ),
-                }),
-            }),
-            encryption_config: Some(vec![eks_cluster::EncryptionConfig {
-                provider: Some(eks_cluster::Provider {
-                    key_arn: Some(e(Expr::get_att(&key, "Arn"))),
-                }),
-                resources: Some(vec![s("secrets")]),
-            }]),
-            ..Default::default()
-        },
-    );
-    cx.add(
-        stage,
-        &p("OidcProvider"),
-        &iam_oidc_provider::OidcProvider {
-            url: Some(e(Expr::get_att(&cluster, "OpenIdConnectIssuerUrl"))),
-            client_id_list: Some(vec![s("sts.amazonaws.com")]),
-            ..Default::default()
-        },
-    );
-    for addon in c.addons() {
-        cx.add(
-            stage,
-            &p(&format!("{}Addon", crate::app::pascal_id(&addon.name))),
-            &eks_addon::Addon {
-                addon_name: s(&addon.name),
-                addon_version: addon.version.as_ref().map(s),
-                cluster_name: e(Expr::reference(&cluster)),
-                resolve_conflicts: Some(s("OVERWRITE")),
-                ..Default::default()
-            },
-        );
-    }
-    for (i, entry) in c.access_entries().iter().enumerate() {
-        cx.add(
-            stage,
-            &p(&format!("AccessEntry{}", i + 1)),
-            &eks_access_entry::AccessEntry {
-                cluster_name: e(Expr::reference(&cluster)),
-                principal_arn: s(&entry.principal_arn),
-                access_policies: Some(vec![eks_access_entry::AccessPolicy {
-                    policy_arn: e(Expr::sub(format!(
-                        "arn:${{AWS::Partition}}:eks::aws:cluster-access-policy/{}",
-                        entry.policy.policy_name()
-                    ))),
-                    access_scope: eks_access_entry::AccessScope {
-                        r#type: s("cluster"),
-                        namespaces: None,
-                    },
-                }]),
-                ..Default::default()
-            },
-        );
-    }
-    cx.output(
-        stage,
-        &format!("{}Name", logical_id(&p("Cluster"))),
-        "EKS cluster name (aws eks update-kubeconfig --name)",
-        Expr::reference(&cluster),
     );
 }
 
@@ -409,188 +245,6 @@ fn hyperpod(cx: Cx, stage: StageId, id: &str, h: &HyperPodCluster) {
         "HyperPod cluster ARN",
         Expr::get_att(&cluster, "ClusterArn"),
     );
-}
-
-/// A role assumed by a Kubernetes service account through the cluster's OIDC provider.
-struct IrsaRole<'a> {
-    path: String,
-    subject: &'a str,
-    description: &'a str,
-    managed: &'a [&'a str],
-    inline: Option<(&'a str, PolicyDocument)>,
-    /// A fixed name; such roles are also trusted by SageMaker (the operator's execution role).
-    role_name: Option<String>,
-}
-
-fn irsa_role(cx: Cx, stage: StageId, op: &InferenceOperator, role: IrsaRole) -> String {
-    let mut trust = PolicyDocument::new().statement(irsa_trust_statement(
-        op.eks().oidc_provider.arn(),
-        op.eks().cluster.oidc_issuer_url(),
-        role.subject,
-    ));
-    if role.role_name.is_some() {
-        trust = trust.statement(
-            Statement::allow(["sts:AssumeRole"])
-                .principal(PrincipalKind::Service, "sagemaker.amazonaws.com"),
-        );
-    }
-    let trust_doc = cx.policy(stage, &trust);
-    let policies = role.inline.map(|(name, doc)| {
-        let doc = cx.policy(stage, &doc);
-        vec![iam_role::Policy {
-            policy_name: s(name),
-            policy_document: doc,
-        }]
-    });
-    cx.add(
-        stage,
-        &role.path,
-        &iam_role::Role {
-            assume_role_policy_document: trust_doc,
-            description: Some(s(role.description)),
-            managed_policy_arns: (!role.managed.is_empty())
-                .then(|| role.managed.iter().map(|m| managed_policy(m)).collect()),
-            policies,
-            role_name: role.role_name.map(s),
-            ..Default::default()
-        },
-    )
-}
-
-fn inference_operator(cx: Cx, stage: StageId, id: &str, op: &InferenceOperator) {
-    let p = |child: &str| format!("{id}/{child}");
-    let tls_path = p("TlsBucket");
-    bucket(
-        cx,
-        stage,
-        &tls_path,
-        "Receives the TLS certificates the inference operator generates; the operator is its only writer",
-    );
-    let tls: Ref<kind::Bucket> = Ref::new(cx.stack.name(), tls_path.as_str());
-    let ns = OPERATOR_NAMESPACE;
-    let region = cx.stack.region().to_owned();
-    let exec = irsa_role(
-        cx,
-        stage,
-        op,
-        IrsaRole {
-            path: p("ExecutionRole"),
-            subject: &format!("system:serviceaccount:{ns}:hyperpod-inference-controller-manager"),
-            description: "Execution role of the HyperPod inference operator",
-            managed: &["AmazonSageMakerHyperPodInferenceAccess"],
-            inline: Some((
-                "tls-certificates",
-                crate::constructs::inference_operator::tls_certificates_policy(&tls),
-            )),
-            role_name: Some(op.execution_role_name(&region)),
-        },
-    );
-    let keda = irsa_role(
-        cx,
-        stage,
-        op,
-        IrsaRole {
-            path: p("KedaRole"),
-            subject: &format!("system:serviceaccount:{ns}:keda-operator"),
-            description: "Lets KEDA read the metrics that scale inference endpoints",
-            managed: &[],
-            inline: Some((
-                "read-metrics",
-                crate::constructs::inference_operator::keda_metrics_policy(),
-            )),
-            role_name: None,
-        },
-    );
-    let gated = irsa_role(
-        cx,
-        stage,
-        op,
-        IrsaRole {
-            path: p("GatedModelRole"),
-            subject: "system:serviceaccount:*:hyperpod-inference-service-account*",
-            description: "Lets endpoint pods download gated JumpStart models",
-            managed: &["AmazonSageMakerHyperPodGatedModelAccess"],
-            inline: None,
-            role_name: None,
-        },
-    );
-    let alb = irsa_role(
-        cx,
-        stage,
-        op,
-        IrsaRole {
-            path: p("LoadBalancerControllerRole"),
-            subject: &format!("system:serviceaccount:{ns}:aws-load-balancer-controller"),
-            description: "AWS Load Balancer Controller of the inference operator",
-            managed: &[],
-            inline: Some((
-                "load-balancer-controller",
-                crate::constructs::iam::load_balancer_controller_policy(),
-            )),
-            role_name: None,
-        },
-    );
-    cx.suppress(stage, "CKV_AWS_111", "the load balancer controller creates load balancers and security groups whose ARNs exist only after it runs; changes to existing ones are conditioned on its elbv2.k8s.aws/cluster tag");
-    let s3_policy = op.model_buckets_policy().map(|doc| ("read-models", doc));
-    let s3csi = irsa_role(
-        cx,
-        stage,
-        op,
-        IrsaRole {
-            path: p("S3CsiDriverRole"),
-            subject: "system:serviceaccount:kube-system:s3-csi-driver-sa",
-            description:
-                "Mountpoint for Amazon S3 CSI driver: mounts model buckets into endpoint pods",
-            managed: &[],
-            inline: s3_policy,
-            role_name: None,
-        },
-    );
-    let cluster_name = cx.attr(stage, &op.eks().cluster.name());
-    let addon = |name: &str| eks_addon::Addon {
-        addon_name: s(name),
-        cluster_name: e(cluster_name.clone()),
-        resolve_conflicts: Some(s("OVERWRITE")),
-        ..Default::default()
-    };
-    let cert_manager = cx.add(stage, &p("CertManagerAddon"), &addon("cert-manager"));
-    let metrics = cx.add(stage, &p("MetricsServerAddon"), &addon("metrics-server"));
-    let s3csi_addon = cx.add(
-        stage,
-        &p("S3CsiDriverAddon"),
-        &eks_addon::Addon {
-            service_account_role_arn: Some(e(Expr::get_att(&s3csi, "Arn"))),
-            ..addon("aws-mountpoint-s3-csi-driver")
-        },
-    );
-    let role_ref = |logical: &str| -> AttrRef {
-        let r: Ref<kind::Role> = Ref::new(cx.stack.name(), format!("{id}/{logical}"));
-        r.arn()
-    };
-    let config = Text::lit("{\"executionRoleArn\":\"")
-        .push_ref(role_ref("ExecutionRole"))
-        .push_lit("\",\"tlsCertificateS3Bucket\":\"")
-        .push_ref(tls.name())
-        .push_lit("\",\"hyperpodClusterArn\":\"")
-        .push_ref(op.hyperpod().cluster.arn())
-        .push_lit("\",\"jumpstartGatedModelDownloadRoleArn\":\"")
-        .push_ref(role_ref("GatedModelRole"))
-        .push_lit("\",\"alb\":{\"enabled\":true,\"serviceAccount\":{\"create\":true,\"roleArn\":\"")
-        .push_ref(role_ref("LoadBalancerControllerRole"))
-        .push_lit("\"}},\"keda\":{\"enabled\":true,\"auth\":{\"aws\":{\"irsa\":{\"enabled\":true,\"roleArn\":\"")
-        .push_ref(role_ref("KedaRole"))
-        .push_lit("\"}}}}}");
-    let _ = (exec, keda, gated, alb);
-    let config = cx.text(stage, &config);
-    cx.add(
-        stage,
-        &p("Addon"),
-        &eks_addon::Addon {
-            configuration_values: Some(e(config)),
-            ..addon("amazon-sagemaker-hyperpod-inference")
-        },
-    );
-    cx.depends_on(stage, &[&cert_manager, &metrics, &s3csi_addon]);
 }
 
 fn node_group(cx: Cx, stage: StageId, id: &str, g: &ManagedNodeGroup) {
@@ -765,76 +419,6 @@ fn node_group(cx: Cx, stage: StageId, id: &str, g: &ManagedNodeGroup) {
                     })
                     .collect()
             }),
-            ..Default::default()
-        },
-    );
-}
-
-fn karpenter(cx: Cx, stage: StageId, id: &str, k: &crate::constructs::Karpenter) {
-    let p = |child: &str| format!("{id}/{child}");
-    let node_trust = cx.policy(stage, &service_trust("ec2.amazonaws.com"));
-    let node_role = cx.add(
-        stage,
-        &p("NodeRole"),
-        &iam_role::Role {
-            assume_role_policy_document: node_trust,
-            description: Some(s("Nodes launched by Karpenter")),
-            role_name: Some(s(k.node_role_name())),
-            managed_policy_arns: Some(vec![
-                managed_policy("AmazonEKSWorkerNodePolicy"),
-                managed_policy("AmazonEC2ContainerRegistryReadOnly"),
-                managed_policy("AmazonEKS_CNI_Policy"),
-                managed_policy("AmazonSSMManagedInstanceCore"),
-            ]),
-            ..Default::default()
-        },
-    );
-    let cluster_name = cx.attr(stage, &k.cluster().name());
-    cx.add(
-        stage,
-        &p("NodeAccessEntry"),
-        &eks_access_entry::AccessEntry {
-            cluster_name: e(cluster_name.clone()),
-            principal_arn: e(Expr::get_att(&node_role, "Arn")),
-            r#type: Some(s("EC2_LINUX")),
-            ..Default::default()
-        },
-    );
-    let handle = crate::constructs::Construct::handle(k, cx.stack.name());
-    let trust = cx.policy(
-        stage,
-        &PolicyDocument::new().statement(
-            Statement::allow(["sts:AssumeRole", "sts:TagSession"])
-                .principal(PrincipalKind::Service, "pods.eks.amazonaws.com"),
-        ),
-    );
-    let policy = crate::constructs::karpenter::controller_policy(
-        &handle.cluster_name,
-        k.cluster().arn(),
-        handle.node_role.arn(),
-    );
-    let policy = cx.policy(stage, &policy);
-    let role = cx.add(
-        stage,
-        &p("ControllerRole"),
-        &iam_role::Role {
-            assume_role_policy_document: trust,
-            description: Some(s("Karpenter controller (EKS Pod Identity)")),
-            policies: Some(vec![iam_role::Policy {
-                policy_name: s("karpenter-controller"),
-                policy_document: policy,
-            }]),
-            ..Default::default()
-        },
-    );
-    cx.add(
-        stage,
-        &p("PodIdentityAssociation"),
-        &eks_pod_identity_association::PodIdentityAssociation {
-            cluster_name: e(cluster_name),
-            namespace: s(crate::constructs::karpenter::KARPENTER_NAMESPACE),
-            service_account: s(crate::constructs::karpenter::KARPENTER_SERVICE_ACCOUNT),
-            role_arn: e(Expr::get_att(&role, "Arn")),
             ..Default::default()
         },
     );

@@ -2,6 +2,8 @@
 //! an exhaustive match. CloudFormation's own spelling lives here (inline egress rules, a
 //! bucket's policy as a resource of its own, outputs).
 
+mod eks;
+
 use super::expr::{Expr, Val};
 use super::l1::*;
 use super::lower::{bucket, managed_policy, name_tag};
@@ -51,6 +53,10 @@ pub(crate) fn lower(cx: Cx, r: &Resource) {
         ResourceKind::FlowLog(f) => network::flow_log(cx, r, f),
         // Applied with kubectl from the Kubernetes stage's YAML.
         ResourceKind::KubeObject(_) => {}
+        ResourceKind::EksCluster(c) => eks::cluster(cx, r, c),
+        ResourceKind::OidcProvider(p) => eks::oidc_provider(cx, r, p),
+        ResourceKind::EksAddon(a) => eks::addon(cx, r, a),
+        ResourceKind::AccessEntry(a) => eks::access_entry(cx, r, a),
     }
 }
 

@@ -46,6 +46,10 @@ fn object(r: &Resource) -> Option<&serde_json::Value> {
         | ResourceKind::SubnetRouteTableAssociation(_)
         | ResourceKind::GatewayEndpoint(_)
         | ResourceKind::LogGroup(_)
-        | ResourceKind::FlowLog(_) => None,
+        | ResourceKind::FlowLog(_)
+        | ResourceKind::EksCluster(_)
+        | ResourceKind::OidcProvider(_)
+        | ResourceKind::EksAddon(_)
+        | ResourceKind::AccessEntry(_) => None,
     }
 }

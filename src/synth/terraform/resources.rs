@@ -2,6 +2,8 @@
 //! exhaustive match. Where Terraform models part of a resource as a resource of its own (a
 //! bucket's encryption, a group's egress rule), that resource is named after its owner.
 
+mod eks;
+
 use super::lower::{bucket, managed_policy, name_tag};
 use super::module::{snake, RootModule};
 use crate::app::logical_id;
@@ -42,6 +44,10 @@ pub(crate) fn lower(cx: Cx, r: &Resource) {
         ResourceKind::FlowLog(f) => network::flow_log(cx, r, f),
         // Applied with kubectl from the Kubernetes stage's YAML.
         ResourceKind::KubeObject(_) => {}
+        ResourceKind::EksCluster(c) => eks::cluster(cx, r, c),
+        ResourceKind::OidcProvider(p) => eks::oidc_provider(cx, r, p),
+        ResourceKind::EksAddon(a) => eks::addon(cx, r, a),
+        ResourceKind::AccessEntry(a) => eks::access_entry(cx, r, a),
     }
 }
 
