@@ -2,6 +2,7 @@
 //! [`ResourceKind`], the closed set the backends match exhaustively. Adding a kind adds a
 //! variant here and one arm in each backend (the compiler lists them).
 
+use super::compute::HyperPodCluster;
 use super::iam::PolicyDocument;
 use crate::app::{AttrRef, Kind};
 
@@ -23,6 +24,8 @@ pub enum ResourceKind {
     KmsKey(KmsKey),
     /// See [`PodIdentityAssociation`].
     PodIdentityAssociation(PodIdentityAssociation),
+    /// See [`HyperPodCluster`].
+    HyperPodCluster(HyperPodCluster),
 }
 
 impl ResourceKind {
@@ -36,6 +39,7 @@ impl ResourceKind {
             ResourceKind::SecurityGroupRule(_)
             | ResourceKind::StackOutput(_)
             | ResourceKind::PodIdentityAssociation(_) => None,
+            ResourceKind::HyperPodCluster(_) => Some(Kind::HyperPodCluster),
         }
     }
 
@@ -58,6 +62,16 @@ impl ResourceKind {
             }
             ResourceKind::KmsKey(k) => k.policy.references(),
             ResourceKind::PodIdentityAssociation(a) => vec![a.cluster.clone(), a.role.clone()],
+            ResourceKind::HyperPodCluster(c) => {
+                let mut out = vec![c.eks_cluster.clone()];
+                out.extend(c.security_groups.iter().cloned());
+                out.extend(c.subnets.iter().cloned());
+                for g in &c.instance_groups {
+                    out.push(g.execution_role.clone());
+                    out.extend(g.lifecycle.source_s3_uri.references().cloned());
+                }
+                out
+            }
         }
     }
 }
@@ -76,7 +90,8 @@ into_kind!(
     StackOutput,
     Role,
     KmsKey,
-    PodIdentityAssociation
+    PodIdentityAssociation,
+    HyperPodCluster
 );
 
 /// An IP protocol of a security group rule (`-1` is every protocol).

@@ -12,6 +12,8 @@ use crate::resources::{
     SecurityGroup, SecurityGroupRule, StackOutput,
 };
 
+mod compute;
+
 type Cx<'a, 'b> = &'a mut StackTemplates<'b>;
 
 fn s(v: impl Into<String>) -> Val<String> {
@@ -32,6 +34,7 @@ pub(crate) fn lower(cx: Cx, r: &Resource) {
         ResourceKind::Role(role) => role_resource(cx, r, role),
         ResourceKind::KmsKey(key) => kms(cx, r, key),
         ResourceKind::PodIdentityAssociation(a) => pod_identity_association(cx, r, a),
+        ResourceKind::HyperPodCluster(c) => compute::hyperpod_cluster(cx, r, c),
     }
 }
 

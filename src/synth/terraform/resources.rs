@@ -11,6 +11,8 @@ use crate::resources::{
 };
 use serde_json::{json, Map, Value};
 
+mod compute;
+
 type Cx<'a, 'b> = &'a mut RootModule<'b>;
 
 /// Lowers one resource into the root module.
@@ -23,6 +25,7 @@ pub(crate) fn lower(cx: Cx, r: &Resource) {
         ResourceKind::Role(role) => role_resource(cx, r, role),
         ResourceKind::KmsKey(key) => kms(cx, r, key),
         ResourceKind::PodIdentityAssociation(a) => pod_identity_association(cx, r, a),
+        ResourceKind::HyperPodCluster(c) => compute::hyperpod_cluster(cx, r, c),
     }
 }
 
