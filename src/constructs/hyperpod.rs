@@ -8,7 +8,10 @@ use crate::app::text::{Pseudo, Text};
 use crate::app::{kind, AttrRef, Ref, Stack, StageKind};
 use crate::catalog::{self, regions::AzId};
 use crate::diagnostics::{Code, Diagnostics};
-use crate::resources::iam::{PolicyDocument, Statement};
+use crate::resources::iam::{service_trust, PolicyDocument, Statement};
+use crate::resources::{
+    self, ClusterInstanceGroup, LifecycleConfig, Role, Scope, StackInput, StackOutput,
+};
 use std::collections::{BTreeMap, BTreeSet};
 
 /// What HyperPod does when a node fails its health checks.
@@ -741,6 +744,93 @@ impl Construct for HyperPodCluster {
 
     fn validate(&self, cx: &Context<'_>, ds: &mut Diagnostics) {
         HyperPodCluster::validate(self, cx.stack, cx.path, ds);
+    }
+
+    fn expand(&self, scope: &mut Scope<'_>) -> bool {
+        let handle = self.handle(scope.stack().name());
+        scope.add(
+            "ExecutionRole",
+            Role {
+                description: format!("Instance role of HyperPod cluster {}", self.name),
+                trust: service_trust("sagemaker.amazonaws.com"),
+                managed: vec![
+                    "AmazonSageMakerClusterInstanceRolePolicy".to_owned(),
+                    "AmazonEKS_CNI_Policy".to_owned(),
+                ],
+                inline: vec![("hyperpod-nodes".to_owned(), self.execution_role_policy())],
+                name: None,
+            },
+        );
+        let lifecycle = LifecycleConfig {
+            source_s3_uri: Text::lit("s3://")
+                .push_ref(self.lifecycle.bucket.name())
+                .push_lit(format!("/{}", self.lifecycle.prefix)),
+            on_create: self.lifecycle.on_create.clone(),
+        };
+        let instance_groups = self
+            .groups
+            .iter()
+            .map(|g| ClusterInstanceGroup {
+                name: g.name.clone(),
+                instance_type: g.ml_instance_type(),
+                count: g.count,
+                threads_per_core: g.threads_per_core,
+                execution_role: handle.execution_role.arn(),
+                ebs_volume_gb: g.ebs_volume_gb,
+                lifecycle: lifecycle.clone(),
+                deep_health_checks: g
+                    .deep_health_checks
+                    .iter()
+                    .map(|c| c.as_str().to_owned())
+                    .collect(),
+                training_plan: match &g.capacity {
+                    Capacity::OnDemand => None,
+                    Capacity::TrainingPlan(plan) => Some(StackInput {
+                        name: format!(
+                            "{}{}TrainingPlanArn",
+                            crate::app::logical_id(&self.id),
+                            crate::app::pascal_id(&g.name)
+                        ),
+                        description: format!(
+                            "ARN of the training plan feeding instance group {}",
+                            g.name
+                        ),
+                        default: Some(plan.arn.clone()),
+                        pattern: Some(TRAINING_PLAN_ARN_PATTERN.to_owned()),
+                        expected: "a SageMaker training plan ARN".to_owned(),
+                    }),
+                },
+                labels: g.labels.clone(),
+                taints: g
+                    .taints
+                    .iter()
+                    .map(|t| resources::Taint {
+                        key: t.key.clone(),
+                        value: (!t.value.is_empty()).then(|| t.value.clone()),
+                        effect: t.effect.as_str().to_owned(),
+                    })
+                    .collect(),
+            })
+            .collect();
+        scope.add(
+            "Cluster",
+            resources::HyperPodCluster {
+                name: self.name.clone(),
+                eks_cluster: self.eks.arn(),
+                security_groups: self.security_groups.iter().map(|g| g.id()).collect(),
+                subnets: self.subnets.iter().map(|s| s.id()).collect(),
+                node_recovery: self.node_recovery.as_str().to_owned(),
+                instance_groups,
+            },
+        );
+        scope.add(
+            "ClusterArnOutput",
+            StackOutput {
+                description: "HyperPod cluster ARN".to_owned(),
+                value: handle.cluster.arn(),
+            },
+        );
+        true
     }
 
     fn facts(&self, cx: &Context<'_>) -> Facts<'_> {

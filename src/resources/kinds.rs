@@ -2,6 +2,7 @@
 //! [`ResourceKind`], the closed set the backends match exhaustively. Adding a kind adds a
 //! variant here and one arm in each backend (the compiler lists them).
 
+use super::compute::HyperPodCluster;
 use super::eks::{AccessEntry, EksAddon, EksCluster, OidcProvider};
 use super::iam::PolicyDocument;
 use super::network::*;
@@ -62,6 +63,8 @@ pub enum ResourceKind {
     EksAddon(EksAddon),
     /// See [`AccessEntry`].
     AccessEntry(AccessEntry),
+    /// See [`HyperPodCluster`].
+    HyperPodCluster(HyperPodCluster),
 }
 
 impl ResourceKind {
@@ -92,6 +95,7 @@ impl ResourceKind {
             ResourceKind::EksCluster(_) => Some(Kind::EksCluster),
             ResourceKind::OidcProvider(_) => Some(Kind::OidcProvider),
             ResourceKind::EksAddon(_) | ResourceKind::AccessEntry(_) => None,
+            ResourceKind::HyperPodCluster(_) => Some(Kind::HyperPodCluster),
         }
     }
 
@@ -157,6 +161,16 @@ impl ResourceKind {
                 out.extend(e.principal.references().cloned());
                 out
             }
+            ResourceKind::HyperPodCluster(c) => {
+                let mut out = vec![c.eks_cluster.clone()];
+                out.extend(c.security_groups.iter().cloned());
+                out.extend(c.subnets.iter().cloned());
+                for g in &c.instance_groups {
+                    out.push(g.execution_role.clone());
+                    out.extend(g.lifecycle.source_s3_uri.references().cloned());
+                }
+                out
+            }
         }
     }
 }
@@ -192,7 +206,8 @@ into_kind!(
     EksCluster,
     OidcProvider,
     EksAddon,
-    AccessEntry
+    AccessEntry,
+    HyperPodCluster
 );
 into_kind!(KubeObject);
 
@@ -318,4 +333,21 @@ pub struct PodIdentityAssociation {
     pub service_account: String,
     /// The role's ARN.
     pub role: AttrRef,
+}
+
+/// A string chosen when the stack is deployed, with a default: a template parameter in
+/// CloudFormation, a variable in Terraform.
+#[derive(Clone, Debug, PartialEq)]
+pub struct StackInput {
+    /// The input's name, PascalCase (`NetworkGpuSubnetAzId`); Terraform uses its snake_case.
+    pub name: String,
+    /// What the value is and where to find it.
+    pub description: String,
+    /// The value used when none is given.
+    pub default: Option<String>,
+    /// The pattern a value must match (RE2 and CloudFormation `AllowedPattern` alike).
+    pub pattern: Option<String>,
+    /// What a valid value is, completing "must be" (`an Availability Zone id such as
+    /// usw2-az2`).
+    pub expected: String,
 }

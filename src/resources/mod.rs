@@ -10,12 +10,14 @@
 //! References between resources are [`AttrRef`]s, resolved by the backends (`Ref`/`Fn::GetAtt`
 //! or `${type.name.attr}`); mixed strings are [`Text`](crate::app::text::Text).
 
+mod compute;
 mod eks;
 pub mod iam;
 mod kinds;
 pub mod kubernetes;
 mod network;
 
+pub use compute::*;
 pub use eks::*;
 pub use kinds::*;
 pub use kubernetes::KubeObject;

@@ -2,25 +2,9 @@
 //! gateway endpoints and flow logs; and [`StackInput`], a value chosen when a stack is
 //! deployed (a CloudFormation parameter, a Terraform variable).
 
+use super::StackInput;
 use crate::app::text::Text;
 use crate::app::AttrRef;
-
-/// A string chosen when the stack is deployed, with a default: a template parameter in
-/// CloudFormation, a variable in Terraform.
-#[derive(Clone, Debug, PartialEq)]
-pub struct StackInput {
-    /// The input's name, PascalCase (`NetworkGpuSubnetAzId`); Terraform uses its snake_case.
-    pub name: String,
-    /// What the value is and where to find it.
-    pub description: String,
-    /// The value used when none is given.
-    pub default: Option<String>,
-    /// The pattern a value must match (RE2 and CloudFormation `AllowedPattern` alike).
-    pub pattern: Option<String>,
-    /// What a valid value is, completing "must be" (`an Availability Zone id such as
-    /// usw2-az2`).
-    pub expected: String,
-}
 
 /// A VPC with DNS support and DNS hostnames on.
 #[derive(Clone, Debug, PartialEq)]

@@ -5,11 +5,9 @@ use super::l1::*;
 use super::template::{Parameter, StackTemplates};
 use crate::app::{kind, Ref};
 use crate::app::{logical_id, StageId};
-use crate::constructs::hyperpod::Capacity;
 use crate::constructs::iam::{deny_insecure_transport, service_trust, PolicyDocument};
 use crate::constructs::nodes::{ManagedNodeGroup, NodeCapacity};
-use crate::constructs::text::Text;
-use crate::constructs::{ConstructRef, HyperPodCluster};
+use crate::constructs::ConstructRef;
 
 type Cx<'a, 'b> = &'a mut StackTemplates<'b>;
 
@@ -40,8 +38,8 @@ pub(crate) fn lower(cx: Cx, stage: StageId, id: &str, construct: ConstructRef<'_
         | ConstructRef::InferenceEndpoint(_)
         | ConstructRef::Eks(_)
         | ConstructRef::InferenceOperator(_)
-        | ConstructRef::Karpenter(_) => {}
-        ConstructRef::HyperPod(c) => hyperpod(cx, stage, id, c),
+        | ConstructRef::Karpenter(_)
+        | ConstructRef::HyperPod(_) => {}
         ConstructRef::NodeGroup(c) => node_group(cx, stage, id, c),
     }
 }
@@ -108,142 +106,6 @@ pub(super) fn bucket(cx: Cx, stage: StageId, path: &str, purpose: &'static str) 
             bucket: e(bucket_name),
             policy_document: doc,
         },
-    );
-}
-
-fn hyperpod(cx: Cx, stage: StageId, id: &str, h: &HyperPodCluster) {
-    let p = |child: &str| format!("{id}/{child}");
-    let lifecycle_bucket = &h.lifecycle().bucket;
-    let policy = h.execution_role_policy();
-    let trust = cx.policy(stage, &service_trust("sagemaker.amazonaws.com"));
-    let inline = cx.policy(stage, &policy);
-    let role = cx.add(
-        stage,
-        &p("ExecutionRole"),
-        &iam_role::Role {
-            assume_role_policy_document: trust,
-            description: Some(s(format!("Instance role of HyperPod cluster {}", h.name()))),
-            managed_policy_arns: Some(vec![
-                managed_policy("AmazonSageMakerClusterInstanceRolePolicy"),
-                managed_policy("AmazonEKS_CNI_Policy"),
-            ]),
-            policies: Some(vec![iam_role::Policy {
-                policy_name: s("hyperpod-nodes"),
-                policy_document: inline,
-            }]),
-            ..Default::default()
-        },
-    );
-    let source_uri = cx.text(
-        stage,
-        &Text::lit("s3://")
-            .push_ref(lifecycle_bucket.name())
-            .push_lit(format!("/{}", h.lifecycle().prefix)),
-    );
-    let mut groups = Vec::new();
-    for g in h.groups() {
-        let training_plan_arn = match g.capacity_source() {
-            Capacity::OnDemand => None,
-            Capacity::TrainingPlan(plan) => {
-                let name = format!(
-                    "{}{}TrainingPlanArn",
-                    logical_id(id),
-                    crate::app::pascal_id(g.name())
-                );
-                Some(e(cx.parameter(
-                    stage,
-                    &name,
-                    Parameter {
-                        description: format!(
-                            "ARN of the training plan feeding instance group {}",
-                            g.name()
-                        ),
-                        default: Some(plan.arn.clone()),
-                        allowed_pattern: Some(
-                            crate::constructs::hyperpod::TRAINING_PLAN_ARN_PATTERN.to_owned(),
-                        ),
-                        constraint: Some("a SageMaker training plan ARN".to_owned()),
-                    },
-                )))
-            }
-        };
-        let kubernetes_config = (!g.labels().is_empty() || !g.taints().is_empty()).then(|| {
-            sagemaker_cluster::ClusterKubernetesConfig {
-                labels: (!g.labels().is_empty())
-                    .then(|| g.labels().iter().map(|(k, v)| (k.clone(), s(v))).collect()),
-                taints: (!g.taints().is_empty()).then(|| {
-                    g.taints()
-                        .iter()
-                        .map(|t| sagemaker_cluster::ClusterKubernetesTaint {
-                            key: s(&t.key),
-                            value: (!t.value.is_empty()).then(|| s(&t.value)),
-                            effect: s(t.effect.as_str()),
-                        })
-                        .collect()
-                }),
-            }
-        });
-        groups.push(sagemaker_cluster::ClusterInstanceGroup {
-            execution_role: e(Expr::get_att(&role, "Arn")),
-            instance_count: g.instance_count().into(),
-            instance_group_name: s(g.name()),
-            instance_type: Some(s(g.ml_instance_type())),
-            threads_per_core: Some(g.threads().into()),
-            instance_storage_configs: Some(vec![sagemaker_cluster::ClusterInstanceStorageConfig {
-                ebs_volume_config: Some(sagemaker_cluster::ClusterEbsVolumeConfig {
-                    volume_size_in_gb: Some(g.volume_gb().into()),
-                    ..Default::default()
-                }),
-                ..Default::default()
-            }]),
-            life_cycle_config: Some(sagemaker_cluster::ClusterLifeCycleConfig {
-                on_create: Some(s(&h.lifecycle().on_create)),
-                source_s3_uri: Some(e(source_uri.clone())),
-                on_init_complete: None,
-            }),
-            on_start_deep_health_checks: (!g.health_checks().is_empty())
-                .then(|| g.health_checks().iter().map(|c| s(c.as_str())).collect()),
-            training_plan_arn,
-            kubernetes_config,
-            ..Default::default()
-        });
-    }
-    let eks_arn = cx.attr(stage, &h.eks().arn());
-    let subnets = h
-        .subnet_refs()
-        .iter()
-        .map(|r| e(cx.attr(stage, &r.id())))
-        .collect();
-    let groups_sg = h
-        .security_group_refs()
-        .iter()
-        .map(|r| e(cx.attr(stage, &r.id())))
-        .collect();
-    let cluster = cx.add(
-        stage,
-        &p("Cluster"),
-        &sagemaker_cluster::Cluster {
-            cluster_name: Some(s(h.name())),
-            orchestrator: Some(sagemaker_cluster::Orchestrator {
-                eks: Some(sagemaker_cluster::ClusterOrchestratorEksConfig {
-                    cluster_arn: e(eks_arn),
-                }),
-                slurm: None,
-            }),
-            vpc_config: Some(sagemaker_cluster::VpcConfig {
-                security_group_ids: groups_sg,
-                subnets,
-            }),
-            node_recovery: Some(s(h.recovery().as_str())),
-            instance_groups: Some(groups),
-            ..Default::default()
-        },
-    );
-    cx.output(
-        stage,
-        &format!("{}Arn", logical_id(&p("Cluster"))),
-        "HyperPod cluster ARN",
-        Expr::get_att(&cluster, "ClusterArn"),
     );
 }
 

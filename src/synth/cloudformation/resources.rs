@@ -14,6 +14,7 @@ use crate::resources::{
     SecurityGroup, SecurityGroupRule, StackOutput,
 };
 
+mod compute;
 mod network;
 
 type Cx<'a, 'b> = &'a mut StackTemplates<'b>;
@@ -57,6 +58,7 @@ pub(crate) fn lower(cx: Cx, r: &Resource) {
         ResourceKind::OidcProvider(p) => eks::oidc_provider(cx, r, p),
         ResourceKind::EksAddon(a) => eks::addon(cx, r, a),
         ResourceKind::AccessEntry(a) => eks::access_entry(cx, r, a),
+        ResourceKind::HyperPodCluster(c) => compute::hyperpod_cluster(cx, r, c),
     }
 }
 

@@ -50,6 +50,7 @@ fn object(r: &Resource) -> Option<&serde_json::Value> {
         | ResourceKind::EksCluster(_)
         | ResourceKind::OidcProvider(_)
         | ResourceKind::EksAddon(_)
-        | ResourceKind::AccessEntry(_) => None,
+        | ResourceKind::AccessEntry(_)
+        | ResourceKind::HyperPodCluster(_) => None,
     }
 }

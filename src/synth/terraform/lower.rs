@@ -6,13 +6,9 @@
 
 use super::module::{escape_template, hcl_string_body, snake, Addr, RootModule, Variable};
 use crate::app::{kind, logical_id, Ref, StageId};
-use crate::constructs::hyperpod::Capacity;
 use crate::constructs::iam::{deny_insecure_transport, service_trust, PolicyDocument};
 use crate::constructs::text::{Pseudo, Text};
-use crate::constructs::{
-    ChartSource, ConstructRef, EksCluster, HelmRelease, HyperPodCluster, Upload,
-};
-use crate::resources::ADDONS_NEEDING_NODES;
+use crate::constructs::{ChartSource, ConstructRef, EksCluster, HelmRelease, Upload};
 use serde_json::{json, Map, Value};
 
 type Cx<'a, 'b> = &'a mut RootModule<'b>;
@@ -30,8 +26,8 @@ pub(crate) fn lower(cx: Cx, stage: StageId, id: &str, construct: ConstructRef<'_
         | ConstructRef::InferenceEndpoint(_)
         | ConstructRef::Eks(_)
         | ConstructRef::InferenceOperator(_)
-        | ConstructRef::Karpenter(_) => {}
-        ConstructRef::HyperPod(c) => hyperpod(cx, stage, id, c),
+        | ConstructRef::Karpenter(_)
+        | ConstructRef::HyperPod(_) => {}
         ConstructRef::NodeGroup(c) => node_group(cx, stage, id, c),
     }
 }
@@ -267,160 +263,6 @@ pub(crate) fn eks_cluster_of(cx: &RootModule) -> Option<Addr> {
             name: snake(&logical_id(&format!("{}/Cluster", n.id))),
         })
     })
-}
-
-fn hyperpod(cx: Cx, stage: StageId, id: &str, h: &HyperPodCluster) {
-    let p = |child: &str| format!("{id}/{child}");
-    let lifecycle_bucket = &h.lifecycle().bucket;
-    let policy = h.execution_role_policy();
-    let (role, role_policies) = role(
-        cx,
-        RoleSpec {
-            path: p("ExecutionRole"),
-            description: format!("Instance role of HyperPod cluster {}", h.name()),
-            trust: service_trust("sagemaker.amazonaws.com"),
-            managed: &[
-                "AmazonSageMakerClusterInstanceRolePolicy",
-                "AmazonEKS_CNI_Policy",
-            ],
-            inline: vec![("hyperpod-nodes", policy)],
-            name: None,
-        },
-    );
-    let source_uri = cx.text(
-        &Text::lit("s3://")
-            .push_ref(lifecycle_bucket.name())
-            .push_lit(format!("/{}", h.lifecycle().prefix)),
-    );
-    let mut groups = Vec::new();
-    for g in h.groups() {
-        let mut group = Map::new();
-        group.insert("instance_group_name".into(), json!(g.name()));
-        group.insert("instance_type".into(), json!(g.ml_instance_type()));
-        group.insert("instance_count".into(), json!(g.instance_count()));
-        group.insert("threads_per_core".into(), json!(g.threads()));
-        group.insert("execution_role".into(), json!(role.interp("arn")));
-        group.insert(
-            "instance_storage_configs".into(),
-            json!([{"ebs_volume_config": {"volume_size_in_gb": g.volume_gb()}}]),
-        );
-        group.insert(
-            "life_cycle_config".into(),
-            json!({"on_create": escape_template(&h.lifecycle().on_create), "source_s3_uri": source_uri}),
-        );
-        if !g.health_checks().is_empty() {
-            group.insert(
-                "on_start_deep_health_checks".into(),
-                json!(g
-                    .health_checks()
-                    .iter()
-                    .map(|c| c.as_str())
-                    .collect::<Vec<_>>()),
-            );
-        }
-        if let Capacity::TrainingPlan(plan) = g.capacity_source() {
-            let name = snake(&format!(
-                "{}{}TrainingPlanArn",
-                logical_id(id),
-                crate::app::pascal_id(g.name())
-            ));
-            let var = cx.variable(
-                &name,
-                Variable {
-                    description: format!(
-                        "ARN of the training plan feeding instance group {}",
-                        g.name()
-                    ),
-                    default: Some(plan.arn.clone()),
-                    pattern: Some(
-                        crate::constructs::hyperpod::TRAINING_PLAN_ARN_PATTERN.to_owned(),
-                    ),
-                    error_message: "Must be a SageMaker training plan ARN.".to_owned(),
-                },
-            );
-            group.insert("training_plan_arn".into(), var);
-        }
-        if !g.labels().is_empty() || !g.taints().is_empty() {
-            let mut k8s = Map::new();
-            if !g.labels().is_empty() {
-                let labels: Map<String, Value> = g
-                    .labels()
-                    .iter()
-                    .map(|(k, v)| (escape_template(k), json!(escape_template(v))))
-                    .collect();
-                k8s.insert("labels".into(), Value::Object(labels));
-            }
-            if !g.taints().is_empty() {
-                let taints: Vec<Value> = g
-                    .taints()
-                    .iter()
-                    .map(|t| {
-                        let mut m = Map::new();
-                        m.insert("key".into(), json!(escape_template(&t.key)));
-                        if !t.value.is_empty() {
-                            m.insert("value".into(), json!(escape_template(&t.value)));
-                        }
-                        m.insert("effect".into(), json!(t.effect.as_str()));
-                        Value::Object(m)
-                    })
-                    .collect();
-                k8s.insert("taints".into(), json!(taints));
-            }
-            group.insert("kubernetes_config".into(), Value::Object(k8s));
-        }
-        groups.push(Value::Object(group));
-    }
-    let subnets: Vec<Value> = h.subnet_refs().iter().map(|r| cx.attr(&r.id())).collect();
-    let sgs: Vec<Value> = h
-        .security_group_refs()
-        .iter()
-        .map(|r| cx.attr(&r.id()))
-        .collect();
-    // awscc has no provider-level default tags.
-    let tags: Vec<Value> = cx
-        .tags()
-        .iter()
-        .map(|(k, v)| json!({"key": escape_template(k), "value": escape_template(v)}))
-        .collect();
-    let cluster = cx.add(
-        "awscc_sagemaker_cluster",
-        &p("Cluster"),
-        json!({
-            "cluster_name": h.name(),
-            "orchestrator": {"eks": {"cluster_arn": cx.attr(&h.eks().arn())}},
-            "vpc_config": {"security_group_ids": sgs, "subnets": subnets},
-            "node_recovery": h.recovery().as_str(),
-            "instance_groups": groups,
-            "tags": tags,
-        }),
-    );
-    // CreateCluster needs the uploaded lifecycle scripts and the Helm chart (the earlier
-    // stages), and a role that already holds its policies.
-    let mut waits = cx.earlier_stages(stage);
-    waits.extend(role_policies);
-    cx.depends_on(&cluster, &waits);
-    let eks_id = h
-        .eks()
-        .path()
-        .split('/')
-        .next()
-        .unwrap_or_default()
-        .to_owned();
-    for addon in ADDONS_NEEDING_NODES {
-        let addon = Addr {
-            ty: "aws_eks_addon",
-            name: snake(&logical_id(&format!(
-                "{eks_id}/{}Addon",
-                crate::app::pascal_id(addon)
-            ))),
-        };
-        cx.depends_on(&addon, &[cluster.address()]);
-    }
-    cx.output(
-        &snake(&format!("{}Arn", logical_id(&p("Cluster")))),
-        "HyperPod cluster ARN",
-        json!(cluster.interp("cluster_arn")),
-    );
 }
 
 fn node_group(cx: Cx, stage: StageId, id: &str, g: &crate::constructs::ManagedNodeGroup) {

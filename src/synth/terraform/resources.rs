@@ -13,6 +13,7 @@ use crate::resources::{
 };
 use serde_json::{json, Map, Value};
 
+mod compute;
 mod network;
 
 type Cx<'a, 'b> = &'a mut RootModule<'b>;
@@ -48,6 +49,7 @@ pub(crate) fn lower(cx: Cx, r: &Resource) {
         ResourceKind::OidcProvider(p) => eks::oidc_provider(cx, r, p),
         ResourceKind::EksAddon(a) => eks::addon(cx, r, a),
         ResourceKind::AccessEntry(a) => eks::access_entry(cx, r, a),
+        ResourceKind::HyperPodCluster(c) => compute::hyperpod_cluster(cx, r, c),
     }
 }
 
