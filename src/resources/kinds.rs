@@ -2,7 +2,7 @@
 //! [`ResourceKind`], the closed set the backends match exhaustively. Adding a kind adds a
 //! variant here and one arm in each backend (the compiler lists them).
 
-use super::compute::HyperPodCluster;
+use super::compute::{CapacityBlockPurchase, HyperPodCluster, LaunchTemplate, NodeGroup};
 use super::iam::PolicyDocument;
 use crate::app::{AttrRef, Kind};
 
@@ -26,6 +26,12 @@ pub enum ResourceKind {
     PodIdentityAssociation(PodIdentityAssociation),
     /// See [`HyperPodCluster`].
     HyperPodCluster(HyperPodCluster),
+    /// See [`CapacityBlockPurchase`].
+    CapacityBlockPurchase(CapacityBlockPurchase),
+    /// See [`LaunchTemplate`].
+    LaunchTemplate(LaunchTemplate),
+    /// See [`NodeGroup`].
+    NodeGroup(NodeGroup),
 }
 
 impl ResourceKind {
@@ -40,6 +46,9 @@ impl ResourceKind {
             | ResourceKind::StackOutput(_)
             | ResourceKind::PodIdentityAssociation(_) => None,
             ResourceKind::HyperPodCluster(_) => Some(Kind::HyperPodCluster),
+            ResourceKind::CapacityBlockPurchase(_)
+            | ResourceKind::LaunchTemplate(_)
+            | ResourceKind::NodeGroup(_) => None,
         }
     }
 
@@ -72,6 +81,19 @@ impl ResourceKind {
                 }
                 out
             }
+            ResourceKind::CapacityBlockPurchase(_) => Vec::new(),
+            ResourceKind::LaunchTemplate(t) => {
+                let mut out = t.security_groups.clone();
+                for i in &t.network_interfaces {
+                    out.extend(i.security_groups.iter().cloned());
+                }
+                out
+            }
+            ResourceKind::NodeGroup(g) => {
+                let mut out = vec![g.cluster.clone(), g.node_role.clone()];
+                out.extend(g.subnets.iter().cloned());
+                out
+            }
         }
     }
 }
@@ -91,7 +113,10 @@ into_kind!(
     Role,
     KmsKey,
     PodIdentityAssociation,
-    HyperPodCluster
+    HyperPodCluster,
+    CapacityBlockPurchase,
+    LaunchTemplate,
+    NodeGroup
 );
 
 /// An IP protocol of a security group rule (`-1` is every protocol).

@@ -35,6 +35,9 @@ pub(crate) fn lower(cx: Cx, r: &Resource) {
         ResourceKind::KmsKey(key) => kms(cx, r, key),
         ResourceKind::PodIdentityAssociation(a) => pod_identity_association(cx, r, a),
         ResourceKind::HyperPodCluster(c) => compute::hyperpod_cluster(cx, r, c),
+        ResourceKind::CapacityBlockPurchase(p) => compute::capacity_block_purchase(cx, r, p),
+        ResourceKind::LaunchTemplate(t) => compute::launch_template(cx, r, t),
+        ResourceKind::NodeGroup(g) => compute::node_group(cx, r, g),
     }
 }
 

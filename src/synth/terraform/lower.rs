@@ -29,11 +29,11 @@ pub(crate) fn lower(cx: Cx, stage: StageId, id: &str, construct: ConstructRef<'_
         ConstructRef::SecurityGroup(_)
         | ConstructRef::Lifecycle(_)
         | ConstructRef::LoadBalancerController(_)
-        | ConstructRef::HyperPod(_) => {}
+        | ConstructRef::HyperPod(_)
+        | ConstructRef::NodeGroup(_) => {}
         ConstructRef::Network(c) => network(cx, id, c),
         ConstructRef::Eks(c) => eks(cx, id, c),
         ConstructRef::InferenceOperator(c) => inference_operator(cx, id, c),
-        ConstructRef::NodeGroup(c) => node_group(cx, stage, id, c),
         ConstructRef::Karpenter(c) => karpenter(cx, stage, id, c),
         // Workloads and node pools are Kubernetes objects, applied with kubectl after
         // `terraform apply`.
@@ -856,159 +856,6 @@ fn inference_operator(cx: Cx, id: &str, op: &InferenceOperator) {
             s3csi_addon.address(),
         ],
     );
-}
-
-fn node_group(cx: Cx, stage: StageId, id: &str, g: &crate::constructs::ManagedNodeGroup) {
-    use crate::constructs::NodeCapacity;
-    let p = |child: &str| format!("{id}/{child}");
-    let (role, role_policies) = role(
-        cx,
-        RoleSpec {
-            path: p("NodeRole"),
-            description: format!("Nodes of EKS node group {id}"),
-            trust: service_trust("ec2.amazonaws.com"),
-            managed: &[
-                "AmazonEKSWorkerNodePolicy",
-                "AmazonEC2ContainerRegistryReadOnly",
-                "AmazonEKS_CNI_Policy",
-                "AmazonSSMManagedInstanceCore",
-            ],
-            inline: Vec::new(),
-            name: None,
-        },
-    );
-    let mut groups: Vec<Value> = g
-        .security_group_refs()
-        .iter()
-        .map(|r| cx.attr(&r.id()))
-        .collect();
-    if !groups.is_empty() {
-        groups.push(cx.attr(&g.cluster().cluster_security_group_id()));
-    }
-    let layout = g.efa_layout();
-    let with_interfaces = g.efa_enabled() && layout.len() > 1;
-    let stack_name = cx.stack.name().to_owned();
-    let tags = json!({"Name": format!("{stack_name}-{}", id.to_ascii_lowercase()), "hyperforge:stack": stack_name});
-    let mut data = Map::new();
-    data.insert("instance_type".into(), json!(g.instance_type()));
-    data.insert(
-        "metadata_options".into(),
-        json!({"http_endpoint": "enabled", "http_tokens": "required", "http_put_response_hop_limit": 1}),
-    );
-    data.insert(
-        "block_device_mappings".into(),
-        json!([{
-            "device_name": "/dev/xvda",
-            "ebs": {"volume_size": g.root_volume(), "volume_type": "gp3", "encrypted": "true", "delete_on_termination": "true"},
-        }]),
-    );
-    if let NodeCapacity::CapacityBlock(block) = g.capacity_source() {
-        let reservation = match &block.purchase {
-            // Bought here: charged in full at purchase, never refunded; `terraform destroy`
-            // only removes it from state (validation demands the explicit acknowledgement).
-            Some(purchase) => {
-                let r = cx.add(
-                    "aws_ec2_capacity_block_reservation",
-                    &p("CapacityBlock"),
-                    json!({
-                        "capacity_block_offering_id": escape_template(&purchase.offering_id),
-                        "instance_platform": "Linux/UNIX",
-                        "tags": {"Name": format!("{stack_name}-{}", id.to_ascii_lowercase())},
-                    }),
-                );
-                json!(r.interp("id"))
-            }
-            None => cx.variable(
-            &snake(&format!("{}CapacityReservationId", logical_id(id))),
-            Variable {
-                description: format!("Capacity Block reservation feeding node group {id} (aws ec2 describe-capacity-reservations)."),
-                default: Some(block.reservation_id.clone()),
-                pattern: Some(crate::constructs::nodes::RESERVATION_ID_PATTERN.to_owned()),
-                error_message: "Must be a capacity reservation id such as cr-0123456789abcdef0.".to_owned(),
-            },
-            ),
-        };
-        data.insert(
-            "instance_market_options".into(),
-            json!({"market_type": "capacity-block"}),
-        );
-        data.insert(
-            "capacity_reservation_specification".into(),
-            json!({"capacity_reservation_target": {"capacity_reservation_id": reservation}}),
-        );
-    }
-    if with_interfaces {
-        let interfaces: Vec<Value> = layout
-            .iter()
-            .map(|(card, device, kind)| {
-                json!({
-                    "network_card_index": card,
-                    "device_index": device,
-                    "interface_type": kind,
-                    "security_groups": groups,
-                    "delete_on_termination": "true",
-                })
-            })
-            .collect();
-        data.insert("network_interfaces".into(), Value::Array(interfaces));
-    } else if !groups.is_empty() {
-        data.insert("vpc_security_group_ids".into(), json!(groups));
-    }
-    if g.local_nvme_raid0() {
-        data.insert(
-            "user_data".into(),
-            json!(format!(
-                "${{base64encode({})}}",
-                super::module::hcl_string(crate::constructs::nodes::RAID0_NODE_CONFIG)
-            )),
-        );
-    }
-    data.insert(
-        "tag_specifications".into(),
-        json!([{"resource_type": "instance", "tags": tags}, {"resource_type": "volume", "tags": tags}]),
-    );
-    let template = cx.add(
-        "aws_launch_template",
-        &p("LaunchTemplate"),
-        Value::Object(data),
-    );
-    let (min, desired, max) = g.sizes();
-    let subnets: Vec<Value> = g.subnet_refs().iter().map(|r| cx.attr(&r.id())).collect();
-    let mut body = Map::new();
-    body.insert("cluster_name".into(), cx.attr(&g.cluster().name()));
-    body.insert("node_role_arn".into(), json!(role.interp("arn")));
-    body.insert("subnet_ids".into(), json!(subnets));
-    body.insert("ami_type".into(), json!(g.ami().as_str()));
-    body.insert(
-        "capacity_type".into(),
-        json!(match g.capacity_source() {
-            NodeCapacity::OnDemand => "ON_DEMAND",
-            NodeCapacity::CapacityBlock(_) => "CAPACITY_BLOCK",
-        }),
-    );
-    body.insert(
-        "launch_template".into(),
-        json!({"id": template.interp("id"), "version": template.interp("latest_version")}),
-    );
-    body.insert(
-        "scaling_config".into(),
-        json!({"min_size": min, "desired_size": desired, "max_size": max}),
-    );
-    if !g.labels().is_empty() {
-        body.insert("labels".into(), json!(g.labels()));
-    }
-    if !g.taints().is_empty() {
-        let taints: Vec<Value> = g
-            .taints()
-            .iter()
-            .map(|t| json!({"key": t.key, "value": t.value, "effect": "NO_SCHEDULE"}))
-            .collect();
-        body.insert("taint".into(), Value::Array(taints));
-    }
-    let group = cx.add("aws_eks_node_group", &p("NodeGroup"), Value::Object(body));
-    // Nodes need their policies to join; the group must be deleted before them.
-    cx.depends_on(&group, &role_policies);
-    cx.record_stage(stage, &group);
 }
 
 /// A role that EKS Pod Identity hands to one service account.
