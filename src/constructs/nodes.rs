@@ -8,6 +8,11 @@ use super::{CapacityClaim, CapacitySource, Construct, Context, Facts, Launcher};
 use crate::app::{kind, AttrRef, Ref, Stack};
 use crate::catalog::{self, regions::AzId};
 use crate::diagnostics::{Code, Diagnostics};
+use crate::resources::iam::service_trust;
+use crate::resources::{
+    self, CapacityBlockTarget, LaunchTemplate, MetadataOptions, NetworkInterface, NodeGroup, Role,
+    RootVolume, Scope, StackInput,
+};
 use std::collections::BTreeMap;
 
 /// An EC2 Capacity Block for ML, bought in advance (it cannot be cancelled or refunded).
@@ -565,6 +570,143 @@ impl Construct for ManagedNodeGroup {
 
     fn validate(&self, cx: &Context<'_>, ds: &mut Diagnostics) {
         ManagedNodeGroup::validate(self, cx.stack, cx.path, ds);
+    }
+
+    /// The node role, the Capacity Block purchase (when the block is bought), the launch
+    /// template (IMDSv2 only, an encrypted gp3 root volume, EFA interfaces, local NVMe as
+    /// RAID 0, the Capacity Block) and the node group.
+    fn expand(&self, scope: &mut Scope<'_>) -> bool {
+        let id = self.id.as_str();
+        let role = self.handle(scope.stack().name()).role;
+        scope.add(
+            "NodeRole",
+            Role {
+                description: format!("Nodes of EKS node group {id}"),
+                trust: service_trust("ec2.amazonaws.com"),
+                managed: [
+                    "AmazonEKSWorkerNodePolicy",
+                    "AmazonEC2ContainerRegistryReadOnly",
+                    "AmazonEKS_CNI_Policy",
+                    "AmazonSSMManagedInstanceCore",
+                ]
+                .map(str::to_owned)
+                .to_vec(),
+                inline: Vec::new(),
+                name: None,
+            },
+        );
+        let stack_name = scope.stack().name().to_owned();
+        let name_tag = format!("{stack_name}-{}", id.to_ascii_lowercase());
+        let capacity_block = match &self.capacity {
+            NodeCapacity::OnDemand => None,
+            NodeCapacity::CapacityBlock(block) => {
+                let purchase = block.purchase.as_ref().map(|purchase| {
+                    scope.add(
+                        "CapacityBlock",
+                        resources::CapacityBlockPurchase {
+                            offering_id: purchase.offering_id.clone(),
+                            instance_platform: "Linux/UNIX".to_owned(),
+                            name_tag: name_tag.clone(),
+                        },
+                    );
+                    scope.path("CapacityBlock")
+                });
+                Some(CapacityBlockTarget {
+                    reservation: StackInput {
+                        name: format!("{}CapacityReservationId", crate::app::logical_id(id)),
+                        description: format!("Capacity Block reservation feeding node group {id} (aws ec2 describe-capacity-reservations)"),
+                        // A block bought by the Terraform module has no id before it is bought.
+                        default: (!block.reservation_id.is_empty())
+                            .then(|| block.reservation_id.clone()),
+                        pattern: Some(RESERVATION_ID_PATTERN.to_owned()),
+                        expected: "a capacity reservation id such as cr-0123456789abcdef0"
+                            .to_owned(),
+                    },
+                    purchase,
+                })
+            }
+        };
+        let mut groups: Vec<AttrRef> = self.security_groups.iter().map(|g| g.id()).collect();
+        if !groups.is_empty() {
+            // Security groups set in a launch template replace the ones EKS would attach, so
+            // the cluster's own group (control plane and other nodes) is added explicitly.
+            groups.push(self.cluster.cluster_security_group_id());
+        }
+        let layout = self.efa_layout();
+        let network_interfaces = if self.efa && layout.len() > 1 {
+            // Interfaces carry the groups themselves.
+            let groups = std::mem::take(&mut groups);
+            layout
+                .into_iter()
+                .map(|(card, device, kind)| NetworkInterface {
+                    network_card_index: card,
+                    device_index: device,
+                    interface_type: kind.to_owned(),
+                    security_groups: groups.clone(),
+                    delete_on_termination: true,
+                })
+                .collect()
+        } else {
+            Vec::new()
+        };
+        scope.add(
+            "LaunchTemplate",
+            LaunchTemplate {
+                instance_type: self.instance_type().to_owned(),
+                capacity_block,
+                metadata: MetadataOptions {
+                    endpoint_enabled: true,
+                    tokens_required: true,
+                    hop_limit: 1,
+                },
+                root_volume: RootVolume {
+                    device_name: "/dev/xvda".to_owned(),
+                    size_gb: self.root_volume_gb,
+                    volume_type: "gp3".to_owned(),
+                    encrypted: true,
+                    delete_on_termination: true,
+                },
+                security_groups: groups,
+                network_interfaces,
+                user_data: self
+                    .local_nvme_raid0()
+                    .then(|| RAID0_NODE_CONFIG.to_owned()),
+                tagged: vec!["instance".to_owned(), "volume".to_owned()],
+                tags: vec![
+                    ("Name".to_owned(), name_tag),
+                    ("hyperforge:stack".to_owned(), stack_name),
+                ],
+            },
+        );
+        scope.add(
+            "NodeGroup",
+            NodeGroup {
+                cluster: self.cluster.name(),
+                node_role: role.arn(),
+                subnets: self.subnets.iter().map(|s| s.id()).collect(),
+                ami_type: self.ami.as_str().to_owned(),
+                capacity_type: match self.capacity {
+                    NodeCapacity::OnDemand => "ON_DEMAND",
+                    NodeCapacity::CapacityBlock(_) => "CAPACITY_BLOCK",
+                }
+                .to_owned(),
+                launch_template: scope.path("LaunchTemplate"),
+                min_size: self.min,
+                desired_size: self.desired,
+                max_size: self.max,
+                labels: self.labels.clone(),
+                taints: self
+                    .taints
+                    .iter()
+                    .map(|t| resources::Taint {
+                        key: t.key.clone(),
+                        value: Some(t.value.clone()),
+                        effect: "NO_SCHEDULE".to_owned(),
+                    })
+                    .collect(),
+            },
+        );
+        true
     }
 
     fn facts(&self, cx: &Context<'_>) -> Facts<'_> {

@@ -1,5 +1,6 @@
-//! Compute: SageMaker HyperPod clusters. Values chosen at deploy time (a training plan) are
-//! [`Input`]s, which each format declares its own way.
+//! Compute: SageMaker HyperPod clusters, and EKS managed node groups with their launch
+//! templates and Capacity Block purchases. Values chosen at deploy time (a training plan, a
+//! reservation) are [`StackInput`]s, which each format declares its own way.
 
 use super::StackInput;
 use crate::app::text::Text;
@@ -7,7 +8,7 @@ use crate::app::AttrRef;
 use std::collections::BTreeMap;
 
 /// A Kubernetes taint on a group's nodes, with the effect spelled as the service wants it
-/// (`NoSchedule` for HyperPod).
+/// (`NoSchedule` for HyperPod, `NO_SCHEDULE` for EKS).
 #[derive(Clone, Debug, PartialEq)]
 pub struct Taint {
     /// Key.
@@ -71,4 +72,121 @@ pub struct LifecycleConfig {
     pub source_s3_uri: Text,
     /// The script run on creation (`on_create.sh`).
     pub on_create: String,
+}
+
+/// Buying an EC2 Capacity Block from an offering. Charged in full at purchase, never refunded;
+/// removing the resource does not cancel the block. Only Terraform can buy one: CloudFormation
+/// has no resource type for it, so there the reservation stays an [`StackInput`] of the launch
+/// template.
+#[derive(Clone, Debug, PartialEq)]
+pub struct CapacityBlockPurchase {
+    /// The offering (`cb-0123456789abcdef0`).
+    pub offering_id: String,
+    /// The platform of the instances (`Linux/UNIX`).
+    pub instance_platform: String,
+    /// The `Name` tag.
+    pub name_tag: String,
+}
+
+/// An EC2 launch template for the nodes of a managed node group.
+#[derive(Clone, Debug, PartialEq)]
+pub struct LaunchTemplate {
+    /// The instance type.
+    pub instance_type: String,
+    /// The Capacity Block the instances launch into (market type `capacity-block`).
+    pub capacity_block: Option<CapacityBlockTarget>,
+    /// The instance metadata service settings.
+    pub metadata: MetadataOptions,
+    /// The root volume.
+    pub root_volume: RootVolume,
+    /// Security groups of the primary interface when no interfaces are listed.
+    pub security_groups: Vec<AttrRef>,
+    /// The network interfaces, each with its security groups; EC2's default when empty.
+    pub network_interfaces: Vec<NetworkInterface>,
+    /// User data (plain text; base64-encoded by each format).
+    pub user_data: Option<String>,
+    /// Resource types created with the instance that receive [`LaunchTemplate::tags`]
+    /// (`instance`, `volume`).
+    pub tagged: Vec<String>,
+    /// Tags of those resources, in this order.
+    pub tags: Vec<(String, String)>,
+}
+
+/// The Capacity Block reservation a launch template targets.
+#[derive(Clone, Debug, PartialEq)]
+pub struct CapacityBlockTarget {
+    /// The reservation id as chosen at deploy time (no default when the block is bought).
+    pub reservation: StackInput,
+    /// The path of the [`CapacityBlockPurchase`] buying the block, where the format can buy it
+    /// (its reservation is targeted instead of [`CapacityBlockTarget::reservation`]).
+    pub purchase: Option<String>,
+}
+
+/// Instance metadata service settings.
+#[derive(Clone, Debug, PartialEq)]
+pub struct MetadataOptions {
+    /// Whether the endpoint is enabled.
+    pub endpoint_enabled: bool,
+    /// Whether session tokens are required (IMDSv2 only).
+    pub tokens_required: bool,
+    /// The PUT response hop limit (1: not reachable from containers with their own network).
+    pub hop_limit: i64,
+}
+
+/// The root EBS volume of an instance.
+#[derive(Clone, Debug, PartialEq)]
+pub struct RootVolume {
+    /// The device name (`/dev/xvda`).
+    pub device_name: String,
+    /// Size in GiB.
+    pub size_gb: i64,
+    /// Volume type (`gp3`).
+    pub volume_type: String,
+    /// Whether it is encrypted.
+    pub encrypted: bool,
+    /// Whether it is deleted with the instance.
+    pub delete_on_termination: bool,
+}
+
+/// A network interface of a launch template.
+#[derive(Clone, Debug, PartialEq)]
+pub struct NetworkInterface {
+    /// The network card.
+    pub network_card_index: i64,
+    /// The device index on the card.
+    pub device_index: i64,
+    /// `interface` (ENA) or `efa-only`.
+    pub interface_type: String,
+    /// Its security groups.
+    pub security_groups: Vec<AttrRef>,
+    /// Whether it is deleted with the instance.
+    pub delete_on_termination: bool,
+}
+
+/// An EKS managed node group launched from a [`LaunchTemplate`] of the same construct. Its
+/// nodes need their role's policies to join the cluster.
+#[derive(Clone, Debug, PartialEq)]
+pub struct NodeGroup {
+    /// The cluster's name.
+    pub cluster: AttrRef,
+    /// The nodes' role (its ARN).
+    pub node_role: AttrRef,
+    /// Subnets.
+    pub subnets: Vec<AttrRef>,
+    /// The AMI family (`AL2023_x86_64_NVIDIA`).
+    pub ami_type: String,
+    /// `ON_DEMAND` or `CAPACITY_BLOCK`.
+    pub capacity_type: String,
+    /// The path of the launch template (its latest version is used).
+    pub launch_template: String,
+    /// Minimum size.
+    pub min_size: i64,
+    /// Desired size.
+    pub desired_size: i64,
+    /// Maximum size.
+    pub max_size: i64,
+    /// Kubernetes labels of the nodes.
+    pub labels: BTreeMap<String, String>,
+    /// Kubernetes taints of the nodes.
+    pub taints: Vec<Taint>,
 }

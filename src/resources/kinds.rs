@@ -2,7 +2,7 @@
 //! [`ResourceKind`], the closed set the backends match exhaustively. Adding a kind adds a
 //! variant here and one arm in each backend (the compiler lists them).
 
-use super::compute::HyperPodCluster;
+use super::compute::{CapacityBlockPurchase, HyperPodCluster, LaunchTemplate, NodeGroup};
 use super::eks::{AccessEntry, EksAddon, EksCluster, OidcProvider};
 use super::iam::PolicyDocument;
 use super::network::*;
@@ -65,6 +65,12 @@ pub enum ResourceKind {
     AccessEntry(AccessEntry),
     /// See [`HyperPodCluster`].
     HyperPodCluster(HyperPodCluster),
+    /// See [`CapacityBlockPurchase`].
+    CapacityBlockPurchase(CapacityBlockPurchase),
+    /// See [`LaunchTemplate`].
+    LaunchTemplate(LaunchTemplate),
+    /// See [`NodeGroup`].
+    NodeGroup(NodeGroup),
 }
 
 impl ResourceKind {
@@ -96,6 +102,9 @@ impl ResourceKind {
             ResourceKind::OidcProvider(_) => Some(Kind::OidcProvider),
             ResourceKind::EksAddon(_) | ResourceKind::AccessEntry(_) => None,
             ResourceKind::HyperPodCluster(_) => Some(Kind::HyperPodCluster),
+            ResourceKind::CapacityBlockPurchase(_)
+            | ResourceKind::LaunchTemplate(_)
+            | ResourceKind::NodeGroup(_) => None,
         }
     }
 
@@ -171,6 +180,19 @@ impl ResourceKind {
                 }
                 out
             }
+            ResourceKind::CapacityBlockPurchase(_) => Vec::new(),
+            ResourceKind::LaunchTemplate(t) => {
+                let mut out = t.security_groups.clone();
+                for i in &t.network_interfaces {
+                    out.extend(i.security_groups.iter().cloned());
+                }
+                out
+            }
+            ResourceKind::NodeGroup(g) => {
+                let mut out = vec![g.cluster.clone(), g.node_role.clone()];
+                out.extend(g.subnets.iter().cloned());
+                out
+            }
         }
     }
 }
@@ -207,7 +229,10 @@ into_kind!(
     OidcProvider,
     EksAddon,
     AccessEntry,
-    HyperPodCluster
+    HyperPodCluster,
+    CapacityBlockPurchase,
+    LaunchTemplate,
+    NodeGroup
 );
 into_kind!(KubeObject);
 

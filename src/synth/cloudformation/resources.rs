@@ -59,6 +59,9 @@ pub(crate) fn lower(cx: Cx, r: &Resource) {
         ResourceKind::EksAddon(a) => eks::addon(cx, r, a),
         ResourceKind::AccessEntry(a) => eks::access_entry(cx, r, a),
         ResourceKind::HyperPodCluster(c) => compute::hyperpod_cluster(cx, r, c),
+        ResourceKind::CapacityBlockPurchase(p) => compute::capacity_block_purchase(cx, r, p),
+        ResourceKind::LaunchTemplate(t) => compute::launch_template(cx, r, t),
+        ResourceKind::NodeGroup(g) => compute::node_group(cx, r, g),
     }
 }
 

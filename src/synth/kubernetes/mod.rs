@@ -51,6 +51,9 @@ fn object(r: &Resource) -> Option<&serde_json::Value> {
         | ResourceKind::OidcProvider(_)
         | ResourceKind::EksAddon(_)
         | ResourceKind::AccessEntry(_)
-        | ResourceKind::HyperPodCluster(_) => None,
+        | ResourceKind::HyperPodCluster(_)
+        | ResourceKind::CapacityBlockPurchase(_)
+        | ResourceKind::LaunchTemplate(_)
+        | ResourceKind::NodeGroup(_) => None,
     }
 }

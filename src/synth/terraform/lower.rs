@@ -6,7 +6,7 @@
 
 use super::module::{escape_template, hcl_string_body, snake, Addr, RootModule, Variable};
 use crate::app::{kind, logical_id, Ref, StageId};
-use crate::constructs::iam::{deny_insecure_transport, service_trust, PolicyDocument};
+use crate::constructs::iam::{deny_insecure_transport, PolicyDocument};
 use crate::constructs::text::{Pseudo, Text};
 use crate::constructs::{ChartSource, ConstructRef, EksCluster, HelmRelease, Upload};
 use serde_json::{json, Map, Value};
@@ -14,7 +14,7 @@ use serde_json::{json, Map, Value};
 type Cx<'a, 'b> = &'a mut RootModule<'b>;
 
 /// Lowers one construct placed in a CloudFormation stage.
-pub(crate) fn lower(cx: Cx, stage: StageId, id: &str, construct: ConstructRef<'_>) {
+pub(crate) fn lower(_cx: Cx, _stage: StageId, _id: &str, construct: ConstructRef<'_>) {
     match construct {
         // Expanded into the resource layer (`crate::resources`) and lowered from there.
         ConstructRef::SecurityGroup(_)
@@ -27,8 +27,8 @@ pub(crate) fn lower(cx: Cx, stage: StageId, id: &str, construct: ConstructRef<'_
         | ConstructRef::Eks(_)
         | ConstructRef::InferenceOperator(_)
         | ConstructRef::Karpenter(_)
-        | ConstructRef::HyperPod(_) => {}
-        ConstructRef::NodeGroup(c) => node_group(cx, stage, id, c),
+        | ConstructRef::HyperPod(_)
+        | ConstructRef::NodeGroup(_) => {}
     }
 }
 
@@ -43,55 +43,6 @@ pub(super) fn managed_policy(cx: Cx, name: &str) -> Value {
             .push_pseudo(Pseudo::Partition)
             .push_lit(format!(":iam::aws:policy/{name}")),
     )
-}
-
-/// An IAM role and its policies: `aws_iam_role` with the trust policy, one
-/// `aws_iam_role_policy` per inline policy and one `aws_iam_role_policy_attachment` per
-/// managed policy (the role's own `inline_policy`/`managed_policy_arns` arguments are
-/// deprecated in hashicorp/aws 6).
-struct RoleSpec<'a> {
-    path: String,
-    description: String,
-    trust: PolicyDocument,
-    managed: &'a [&'a str],
-    inline: Vec<(&'a str, PolicyDocument)>,
-    name: Option<String>,
-}
-
-/// Returns the role and the addresses of its policies (for `depends_on`).
-fn role(cx: Cx, spec: RoleSpec) -> (Addr, Vec<String>) {
-    let base = snake(&logical_id(&spec.path));
-    let trust = cx.policy(&format!("{base}_trust"), &spec.trust);
-    let mut body = Map::new();
-    if let Some(name) = &spec.name {
-        body.insert("name".into(), json!(name));
-    }
-    body.insert("description".into(), json!(spec.description));
-    body.insert("assume_role_policy".into(), trust);
-    let role = cx.add("aws_iam_role", &spec.path, Value::Object(body));
-    let mut policies = Vec::new();
-    for (name, doc) in &spec.inline {
-        let local = format!("{base}_{}", snake(name));
-        let policy = cx.policy(&local, doc);
-        let p = cx.add_named(
-            "aws_iam_role_policy",
-            local,
-            &spec.path,
-            json!({"name": name, "role": role.interp("name"), "policy": policy}),
-        );
-        policies.push(p.address());
-    }
-    for m in spec.managed {
-        let arn = managed_policy(cx, m);
-        let a = cx.add_named(
-            "aws_iam_role_policy_attachment",
-            format!("{base}_{}", snake(m)),
-            &spec.path,
-            json!({"role": role.interp("name"), "policy_arn": arn}),
-        );
-        policies.push(a.address());
-    }
-    (role, policies)
 }
 
 /// A bucket as CloudFormation's `bucket` builds it: KMS-encrypted, versioned, owner-enforced,
@@ -263,157 +214,4 @@ pub(crate) fn eks_cluster_of(cx: &RootModule) -> Option<Addr> {
             name: snake(&logical_id(&format!("{}/Cluster", n.id))),
         })
     })
-}
-
-fn node_group(cx: Cx, stage: StageId, id: &str, g: &crate::constructs::ManagedNodeGroup) {
-    use crate::constructs::NodeCapacity;
-    let p = |child: &str| format!("{id}/{child}");
-    let (role, role_policies) = role(
-        cx,
-        RoleSpec {
-            path: p("NodeRole"),
-            description: format!("Nodes of EKS node group {id}"),
-            trust: service_trust("ec2.amazonaws.com"),
-            managed: &[
-                "AmazonEKSWorkerNodePolicy",
-                "AmazonEC2ContainerRegistryReadOnly",
-                "AmazonEKS_CNI_Policy",
-                "AmazonSSMManagedInstanceCore",
-            ],
-            inline: Vec::new(),
-            name: None,
-        },
-    );
-    let mut groups: Vec<Value> = g
-        .security_group_refs()
-        .iter()
-        .map(|r| cx.attr(&r.id()))
-        .collect();
-    if !groups.is_empty() {
-        groups.push(cx.attr(&g.cluster().cluster_security_group_id()));
-    }
-    let layout = g.efa_layout();
-    let with_interfaces = g.efa_enabled() && layout.len() > 1;
-    let stack_name = cx.stack.name().to_owned();
-    let tags = json!({"Name": format!("{stack_name}-{}", id.to_ascii_lowercase()), "hyperforge:stack": stack_name});
-    let mut data = Map::new();
-    data.insert("instance_type".into(), json!(g.instance_type()));
-    data.insert(
-        "metadata_options".into(),
-        json!({"http_endpoint": "enabled", "http_tokens": "required", "http_put_response_hop_limit": 1}),
-    );
-    data.insert(
-        "block_device_mappings".into(),
-        json!([{
-            "device_name": "/dev/xvda",
-            "ebs": {"volume_size": g.root_volume(), "volume_type": "gp3", "encrypted": "true", "delete_on_termination": "true"},
-        }]),
-    );
-    if let NodeCapacity::CapacityBlock(block) = g.capacity_source() {
-        let reservation = match &block.purchase {
-            // Bought here: charged in full at purchase, never refunded; `terraform destroy`
-            // only removes it from state (validation demands the explicit acknowledgement).
-            Some(purchase) => {
-                let r = cx.add(
-                    "aws_ec2_capacity_block_reservation",
-                    &p("CapacityBlock"),
-                    json!({
-                        "capacity_block_offering_id": escape_template(&purchase.offering_id),
-                        "instance_platform": "Linux/UNIX",
-                        "tags": {"Name": format!("{stack_name}-{}", id.to_ascii_lowercase())},
-                    }),
-                );
-                json!(r.interp("id"))
-            }
-            None => cx.variable(
-            &snake(&format!("{}CapacityReservationId", logical_id(id))),
-            Variable {
-                description: format!("Capacity Block reservation feeding node group {id} (aws ec2 describe-capacity-reservations)."),
-                default: Some(block.reservation_id.clone()),
-                pattern: Some(crate::constructs::nodes::RESERVATION_ID_PATTERN.to_owned()),
-                error_message: "Must be a capacity reservation id such as cr-0123456789abcdef0.".to_owned(),
-            },
-            ),
-        };
-        data.insert(
-            "instance_market_options".into(),
-            json!({"market_type": "capacity-block"}),
-        );
-        data.insert(
-            "capacity_reservation_specification".into(),
-            json!({"capacity_reservation_target": {"capacity_reservation_id": reservation}}),
-        );
-    }
-    if with_interfaces {
-        let interfaces: Vec<Value> = layout
-            .iter()
-            .map(|(card, device, kind)| {
-                json!({
-                    "network_card_index": card,
-                    "device_index": device,
-                    "interface_type": kind,
-                    "security_groups": groups,
-                    "delete_on_termination": "true",
-                })
-            })
-            .collect();
-        data.insert("network_interfaces".into(), Value::Array(interfaces));
-    } else if !groups.is_empty() {
-        data.insert("vpc_security_group_ids".into(), json!(groups));
-    }
-    if g.local_nvme_raid0() {
-        data.insert(
-            "user_data".into(),
-            json!(format!(
-                "${{base64encode({})}}",
-                super::module::hcl_string(crate::constructs::nodes::RAID0_NODE_CONFIG)
-            )),
-        );
-    }
-    data.insert(
-        "tag_specifications".into(),
-        json!([{"resource_type": "instance", "tags": tags}, {"resource_type": "volume", "tags": tags}]),
-    );
-    let template = cx.add(
-        "aws_launch_template",
-        &p("LaunchTemplate"),
-        Value::Object(data),
-    );
-    let (min, desired, max) = g.sizes();
-    let subnets: Vec<Value> = g.subnet_refs().iter().map(|r| cx.attr(&r.id())).collect();
-    let mut body = Map::new();
-    body.insert("cluster_name".into(), cx.attr(&g.cluster().name()));
-    body.insert("node_role_arn".into(), json!(role.interp("arn")));
-    body.insert("subnet_ids".into(), json!(subnets));
-    body.insert("ami_type".into(), json!(g.ami().as_str()));
-    body.insert(
-        "capacity_type".into(),
-        json!(match g.capacity_source() {
-            NodeCapacity::OnDemand => "ON_DEMAND",
-            NodeCapacity::CapacityBlock(_) => "CAPACITY_BLOCK",
-        }),
-    );
-    body.insert(
-        "launch_template".into(),
-        json!({"id": template.interp("id"), "version": template.interp("latest_version")}),
-    );
-    body.insert(
-        "scaling_config".into(),
-        json!({"min_size": min, "desired_size": desired, "max_size": max}),
-    );
-    if !g.labels().is_empty() {
-        body.insert("labels".into(), json!(g.labels()));
-    }
-    if !g.taints().is_empty() {
-        let taints: Vec<Value> = g
-            .taints()
-            .iter()
-            .map(|t| json!({"key": t.key, "value": t.value, "effect": "NO_SCHEDULE"}))
-            .collect();
-        body.insert("taint".into(), Value::Array(taints));
-    }
-    let group = cx.add("aws_eks_node_group", &p("NodeGroup"), Value::Object(body));
-    // Nodes need their policies to join; the group must be deleted before them.
-    cx.depends_on(&group, &role_policies);
-    cx.record_stage(stage, &group);
 }

@@ -1,9 +1,13 @@
-//! CloudFormation lowering of the compute kinds: `AWS::SageMaker::Cluster`; inputs are
-//! template parameters.
+//! CloudFormation lowering of the compute kinds: `AWS::SageMaker::Cluster`,
+//! `AWS::EC2::LaunchTemplate` and `AWS::EKS::Nodegroup`; inputs are template parameters.
 
 use super::network::parameter;
 use super::{e, meta, s, Cx};
-use crate::resources::{HyperPodCluster, Resource};
+use crate::app::logical_id;
+use crate::resources::{
+    CapacityBlockPurchase, HyperPodCluster, LaunchTemplate, NodeGroup, Resource,
+};
+use crate::synth::cloudformation::expr::{Expr, Val};
 use crate::synth::cloudformation::l1::*;
 
 pub(super) fn hyperpod_cluster(cx: Cx, r: &Resource, c: &HyperPodCluster) {
@@ -80,6 +84,157 @@ pub(super) fn hyperpod_cluster(cx: Cx, r: &Resource, c: &HyperPodCluster) {
             }),
             node_recovery: Some(s(&c.node_recovery)),
             instance_groups: Some(groups),
+            ..Default::default()
+        },
+    );
+    meta(cx, r);
+}
+
+/// CloudFormation cannot buy a Capacity Block: the launch template's reservation parameter
+/// stands for the block.
+pub(super) fn capacity_block_purchase(_cx: Cx, _r: &Resource, _p: &CapacityBlockPurchase) {}
+
+pub(super) fn launch_template(cx: Cx, r: &Resource, t: &LaunchTemplate) {
+    let (market, reservation) = match &t.capacity_block {
+        None => (None, None),
+        Some(block) => {
+            let id = parameter(cx, r.stage, &block.reservation);
+            (
+                Some(ec2_launch_template::InstanceMarketOptions {
+                    market_type: Some(s("capacity-block")),
+                    spot_options: None,
+                }),
+                Some(ec2_launch_template::CapacityReservationSpecification {
+                    capacity_reservation_preference: None,
+                    capacity_reservation_target: Some(
+                        ec2_launch_template::CapacityReservationTarget {
+                            capacity_reservation_id: Some(e(id)),
+                            capacity_reservation_resource_group_arn: None,
+                        },
+                    ),
+                }),
+            )
+        }
+    };
+    let mut network_interfaces = Vec::new();
+    for i in &t.network_interfaces {
+        let groups = i
+            .security_groups
+            .iter()
+            .map(|a| e(cx.attr(r.stage, a)))
+            .collect();
+        network_interfaces.push(ec2_launch_template::NetworkInterface {
+            network_card_index: Some(i.network_card_index.into()),
+            device_index: Some(i.device_index.into()),
+            interface_type: Some(s(&i.interface_type)),
+            groups: Some(groups),
+            delete_on_termination: Some(i.delete_on_termination.into()),
+            ..Default::default()
+        });
+    }
+    let groups: Vec<Val<String>> = t
+        .security_groups
+        .iter()
+        .map(|a| e(cx.attr(r.stage, a)))
+        .collect();
+    let tag_spec = |resource: &String| ec2_launch_template::TagSpecification {
+        resource_type: Some(s(resource)),
+        tags: Some(
+            t.tags
+                .iter()
+                .map(|(k, v)| ec2_launch_template::Tag {
+                    key: s(k),
+                    value: s(v),
+                })
+                .collect(),
+        ),
+    };
+    let m = &t.metadata;
+    let v = &t.root_volume;
+    cx.add(
+        r.stage,
+        &r.path,
+        &ec2_launch_template::LaunchTemplate {
+            launch_template_data: ec2_launch_template::LaunchTemplateData {
+                instance_type: Some(s(&t.instance_type)),
+                instance_market_options: market,
+                capacity_reservation_specification: reservation,
+                metadata_options: Some(ec2_launch_template::MetadataOptions {
+                    http_tokens: Some(s(if m.tokens_required {
+                        "required"
+                    } else {
+                        "optional"
+                    })),
+                    http_put_response_hop_limit: Some(m.hop_limit.into()),
+                    http_endpoint: Some(s(if m.endpoint_enabled {
+                        "enabled"
+                    } else {
+                        "disabled"
+                    })),
+                    ..Default::default()
+                }),
+                block_device_mappings: Some(vec![ec2_launch_template::BlockDeviceMapping {
+                    device_name: Some(s(&v.device_name)),
+                    ebs: Some(ec2_launch_template::Ebs {
+                        volume_size: Some(v.size_gb.into()),
+                        volume_type: Some(s(&v.volume_type)),
+                        encrypted: Some(v.encrypted.into()),
+                        delete_on_termination: Some(v.delete_on_termination.into()),
+                        ..Default::default()
+                    }),
+                    ..Default::default()
+                }]),
+                security_group_ids: (!groups.is_empty()).then_some(groups),
+                network_interfaces: (!network_interfaces.is_empty()).then_some(network_interfaces),
+                user_data: t
+                    .user_data
+                    .as_ref()
+                    .map(|text| e(Expr::Base64(Box::new(Expr::str(text))))),
+                tag_specifications: Some(t.tagged.iter().map(tag_spec).collect()),
+                ..Default::default()
+            },
+            ..Default::default()
+        },
+    );
+    meta(cx, r);
+}
+
+pub(super) fn node_group(cx: Cx, r: &Resource, g: &NodeGroup) {
+    let cluster_name = cx.attr(r.stage, &g.cluster);
+    let node_role = cx.attr(r.stage, &g.node_role);
+    let subnets = g.subnets.iter().map(|a| e(cx.attr(r.stage, a))).collect();
+    let template = logical_id(&g.launch_template);
+    cx.add(
+        r.stage,
+        &r.path,
+        &eks_nodegroup::Nodegroup {
+            cluster_name: e(cluster_name),
+            node_role: e(node_role),
+            subnets,
+            ami_type: Some(s(&g.ami_type)),
+            capacity_type: Some(s(&g.capacity_type)),
+            launch_template: Some(eks_nodegroup::LaunchTemplateSpecification {
+                id: Some(e(Expr::reference(&template))),
+                version: Some(e(Expr::get_att(&template, "LatestVersionNumber"))),
+                name: None,
+            }),
+            scaling_config: Some(eks_nodegroup::ScalingConfig {
+                min_size: Some(g.min_size.into()),
+                desired_size: Some(g.desired_size.into()),
+                max_size: Some(g.max_size.into()),
+            }),
+            labels: (!g.labels.is_empty())
+                .then(|| g.labels.iter().map(|(k, v)| (k.clone(), s(v))).collect()),
+            taints: (!g.taints.is_empty()).then(|| {
+                g.taints
+                    .iter()
+                    .map(|t| eks_nodegroup::Taint {
+                        key: Some(s(&t.key)),
+                        value: t.value.as_ref().map(s),
+                        effect: Some(s(&t.effect)),
+                    })
+                    .collect()
+            }),
             ..Default::default()
         },
     );

@@ -1,12 +1,15 @@
 //! Terraform lowering of the compute kinds: `awscc_sagemaker_cluster` (hashicorp/aws has
-//! none); inputs are variables.
+//! none), `aws_ec2_capacity_block_reservation`, `aws_launch_template` and
+//! `aws_eks_node_group`; inputs are variables.
 
 use super::network::variable;
 use super::Cx;
 use crate::app::logical_id;
 use crate::resources::ADDONS_NEEDING_NODES;
-use crate::resources::{HyperPodCluster, Resource};
-use crate::synth::terraform::module::{escape_template, snake, Addr};
+use crate::resources::{
+    CapacityBlockPurchase, HyperPodCluster, LaunchTemplate, NodeGroup, Resource,
+};
+use crate::synth::terraform::module::{escape_template, hcl_string, snake, Addr};
 use serde_json::{json, Map, Value};
 
 /// The address of the resource lowered from `path` as `ty`.
@@ -110,4 +113,138 @@ pub(super) fn hyperpod_cluster(cx: Cx, r: &Resource, c: &HyperPodCluster) {
         );
         cx.depends_on(&addon, &[cluster.address()]);
     }
+}
+
+/// Charged in full at purchase, never refunded; `terraform destroy` only removes it from state.
+pub(super) fn capacity_block_purchase(cx: Cx, r: &Resource, p: &CapacityBlockPurchase) {
+    cx.add(
+        "aws_ec2_capacity_block_reservation",
+        &r.path,
+        json!({
+            "capacity_block_offering_id": escape_template(&p.offering_id),
+            "instance_platform": p.instance_platform,
+            "tags": {"Name": p.name_tag},
+        }),
+    );
+}
+
+/// Booleans of nested blocks are strings in hashicorp/aws's launch template schema.
+pub(super) fn launch_template(cx: Cx, r: &Resource, t: &LaunchTemplate) {
+    let m = &t.metadata;
+    let v = &t.root_volume;
+    let mut data = Map::new();
+    data.insert("instance_type".into(), json!(t.instance_type));
+    data.insert(
+        "metadata_options".into(),
+        json!({
+            "http_endpoint": if m.endpoint_enabled { "enabled" } else { "disabled" },
+            "http_tokens": if m.tokens_required { "required" } else { "optional" },
+            "http_put_response_hop_limit": m.hop_limit,
+        }),
+    );
+    data.insert(
+        "block_device_mappings".into(),
+        json!([{
+            "device_name": v.device_name,
+            "ebs": {
+                "volume_size": v.size_gb,
+                "volume_type": v.volume_type,
+                "encrypted": v.encrypted.to_string(),
+                "delete_on_termination": v.delete_on_termination.to_string(),
+            },
+        }]),
+    );
+    if let Some(block) = &t.capacity_block {
+        let reservation = match &block.purchase {
+            Some(path) => json!(addr("aws_ec2_capacity_block_reservation", path).interp("id")),
+            None => variable(cx, &block.reservation),
+        };
+        data.insert(
+            "instance_market_options".into(),
+            json!({"market_type": "capacity-block"}),
+        );
+        data.insert(
+            "capacity_reservation_specification".into(),
+            json!({"capacity_reservation_target": {"capacity_reservation_id": reservation}}),
+        );
+    }
+    if !t.network_interfaces.is_empty() {
+        let interfaces: Vec<Value> = t
+            .network_interfaces
+            .iter()
+            .map(|i| {
+                let groups: Vec<Value> = i.security_groups.iter().map(|a| cx.attr(a)).collect();
+                json!({
+                    "network_card_index": i.network_card_index,
+                    "device_index": i.device_index,
+                    "interface_type": i.interface_type,
+                    "security_groups": groups,
+                    "delete_on_termination": i.delete_on_termination.to_string(),
+                })
+            })
+            .collect();
+        data.insert("network_interfaces".into(), Value::Array(interfaces));
+    }
+    if !t.security_groups.is_empty() {
+        let groups: Vec<Value> = t.security_groups.iter().map(|a| cx.attr(a)).collect();
+        data.insert("vpc_security_group_ids".into(), json!(groups));
+    }
+    if let Some(text) = &t.user_data {
+        data.insert(
+            "user_data".into(),
+            json!(format!("${{base64encode({})}}", hcl_string(text))),
+        );
+    }
+    let tags: Map<String, Value> = t.tags.iter().map(|(k, v)| (k.clone(), json!(v))).collect();
+    let specs: Vec<Value> = t
+        .tagged
+        .iter()
+        .map(|ty| json!({"resource_type": ty, "tags": tags}))
+        .collect();
+    data.insert("tag_specifications".into(), json!(specs));
+    cx.add("aws_launch_template", &r.path, Value::Object(data));
+}
+
+/// The group waits for its role's policies (nodes need them to join; the group must be
+/// deleted before them), and later stages wait for the group.
+pub(super) fn node_group(cx: Cx, r: &Resource, g: &NodeGroup) {
+    let template = addr("aws_launch_template", &g.launch_template);
+    let subnets: Vec<Value> = g.subnets.iter().map(|a| cx.attr(a)).collect();
+    let mut body = Map::new();
+    body.insert("cluster_name".into(), cx.attr(&g.cluster));
+    body.insert("node_role_arn".into(), cx.attr(&g.node_role));
+    body.insert("subnet_ids".into(), json!(subnets));
+    body.insert("ami_type".into(), json!(g.ami_type));
+    body.insert("capacity_type".into(), json!(g.capacity_type));
+    body.insert(
+        "launch_template".into(),
+        json!({"id": template.interp("id"), "version": template.interp("latest_version")}),
+    );
+    body.insert(
+        "scaling_config".into(),
+        json!({"min_size": g.min_size, "desired_size": g.desired_size, "max_size": g.max_size}),
+    );
+    if !g.labels.is_empty() {
+        body.insert("labels".into(), json!(g.labels));
+    }
+    if !g.taints.is_empty() {
+        let taints: Vec<Value> = g
+            .taints
+            .iter()
+            .map(|t| {
+                let mut m = Map::new();
+                m.insert("key".into(), json!(t.key));
+                if let Some(value) = &t.value {
+                    m.insert("value".into(), json!(value));
+                }
+                m.insert("effect".into(), json!(t.effect));
+                Value::Object(m)
+            })
+            .collect();
+        body.insert("taint".into(), Value::Array(taints));
+    }
+    let group = cx.add("aws_eks_node_group", &r.path, Value::Object(body));
+    let policies = cx.role_policies(&g.node_role.path);
+    cx.depends_on(&group, &policies);
+    cx.record_stage(r.stage, &group);
 }
