@@ -32,6 +32,8 @@ pub mod kind {
         KmsKey,
         /// A SageMaker HyperPod cluster.
         HyperPodCluster,
+        /// An FSx for Lustre file system.
+        FsxFileSystem,
     }
 }
 
@@ -63,6 +65,8 @@ pub enum Kind {
     KmsKey,
     /// See [`kind::HyperPodCluster`].
     HyperPodCluster,
+    /// See [`kind::FsxFileSystem`].
+    FsxFileSystem,
 }
 
 macro_rules! impl_kind {
@@ -77,7 +81,8 @@ impl_kind!(
     Role,
     Bucket,
     KmsKey,
-    HyperPodCluster
+    HyperPodCluster,
+    FsxFileSystem
 );
 
 /// An attribute of a referenced resource.
@@ -94,6 +99,10 @@ pub enum Attr {
     OidcIssuerUrl,
     /// The security group EKS creates for a cluster (control plane and managed nodes).
     ClusterSecurityGroupId,
+    /// A file system's DNS name.
+    DnsName,
+    /// An FSx for Lustre file system's mount name (the Lustre file system name clients mount).
+    MountName,
 }
 
 impl Attr {
@@ -105,6 +114,8 @@ impl Attr {
             Attr::Name => "Name",
             Attr::OidcIssuerUrl => "OidcIssuerUrl",
             Attr::ClusterSecurityGroupId => "ClusterSecurityGroupId",
+            Attr::DnsName => "DnsName",
+            Attr::MountName => "MountName",
         }
     }
 }
@@ -221,6 +232,11 @@ attrs! {
     Bucket { /** The bucket name. */ name => Name, /** The bucket ARN. */ arn => Arn }
     KmsKey { /** The key ARN. */ arn => Arn }
     HyperPodCluster { /** The cluster ARN. */ arn => Arn }
+    FsxFileSystem {
+        /** The file system id (`fs-...`). */ id => Id,
+        /** The file system's DNS name. */ dns_name => DnsName,
+        /** The Lustre mount name (`mount -t lustre <dns>@tcp:/<mount name>`). */ mount_name => MountName,
+    }
 }
 
 #[cfg(test)]

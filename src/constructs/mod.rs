@@ -16,6 +16,7 @@ pub use crate::app::text;
 pub use crate::resources::iam;
 pub mod controllers;
 pub mod eks;
+pub mod fsx_lustre;
 pub mod helm;
 pub mod hyperpod;
 pub mod inference_operator;
@@ -29,6 +30,9 @@ pub mod vllm;
 pub use cidr::Ipv4Cidr;
 pub use controllers::{LoadBalancerController, LoadBalancerControllerHandle};
 pub use eks::{AccessEntry, AccessPolicy, EksAddon, EksCluster, EksClusterHandle, EndpointAccess};
+pub use fsx_lustre::{
+    DataRepository, FsxLustre, FsxLustreHandle, LustreCompression, LustreDeployment,
+};
 pub use helm::{ChartSource, HelmRelease, Upload, UploadFile};
 pub use hyperpod::{
     Capacity, DeepHealthCheck, HyperPodCluster, HyperPodHandle, InstanceGroup, NodeRecovery, Taint,
@@ -308,6 +312,7 @@ constructs! {
     VllmDeployment(VllmDeployment),
     Karpenter(Karpenter),
     KarpenterNodePool(KarpenterNodePool),
+    FsxLustre(FsxLustre),
 }
 
 /// A stored construct with its typed view, stack and display path.

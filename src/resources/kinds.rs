@@ -3,6 +3,7 @@
 //! variant here and one arm in each backend (the compiler lists them).
 
 use super::iam::PolicyDocument;
+use super::{DataRepositoryAssociation, LustreFileSystem};
 use crate::app::{AttrRef, Kind};
 
 /// Every kind of resource, as stored in a [`ResourceGraph`](super::ResourceGraph).
@@ -23,6 +24,10 @@ pub enum ResourceKind {
     KmsKey(KmsKey),
     /// See [`PodIdentityAssociation`].
     PodIdentityAssociation(PodIdentityAssociation),
+    /// See [`LustreFileSystem`].
+    LustreFileSystem(LustreFileSystem),
+    /// See [`DataRepositoryAssociation`].
+    DataRepositoryAssociation(DataRepositoryAssociation),
 }
 
 impl ResourceKind {
@@ -33,9 +38,11 @@ impl ResourceKind {
             ResourceKind::Bucket(_) => Some(Kind::Bucket),
             ResourceKind::Role(_) => Some(Kind::Role),
             ResourceKind::KmsKey(_) => Some(Kind::KmsKey),
+            ResourceKind::LustreFileSystem(_) => Some(Kind::FsxFileSystem),
             ResourceKind::SecurityGroupRule(_)
             | ResourceKind::StackOutput(_)
-            | ResourceKind::PodIdentityAssociation(_) => None,
+            | ResourceKind::PodIdentityAssociation(_)
+            | ResourceKind::DataRepositoryAssociation(_) => None,
         }
     }
 
@@ -58,6 +65,16 @@ impl ResourceKind {
             }
             ResourceKind::KmsKey(k) => k.policy.references(),
             ResourceKind::PodIdentityAssociation(a) => vec![a.cluster.clone(), a.role.clone()],
+            ResourceKind::LustreFileSystem(f) => {
+                let mut out = vec![f.subnet.clone(), f.security_group.clone()];
+                out.extend(f.kms_key.clone());
+                out
+            }
+            ResourceKind::DataRepositoryAssociation(a) => {
+                let mut out = vec![a.file_system.clone()];
+                out.extend(a.data_repository_path.references().cloned());
+                out
+            }
         }
     }
 }
@@ -76,7 +93,9 @@ into_kind!(
     StackOutput,
     Role,
     KmsKey,
-    PodIdentityAssociation
+    PodIdentityAssociation,
+    LustreFileSystem,
+    DataRepositoryAssociation
 );
 
 /// An IP protocol of a security group rule (`-1` is every protocol).

@@ -10,9 +10,11 @@
 //! References between resources are [`AttrRef`]s, resolved by the backends (`Ref`/`Fn::GetAtt`
 //! or `${type.name.attr}`); mixed strings are [`Text`](crate::app::text::Text).
 
+mod fsx;
 pub mod iam;
 mod kinds;
 
+pub use fsx::*;
 pub use kinds::*;
 
 use crate::app::{logical_id, Stack, StageId};

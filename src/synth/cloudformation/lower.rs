@@ -40,7 +40,8 @@ pub(crate) fn lower(cx: Cx, stage: StageId, id: &str, construct: ConstructRef<'_
         // Expanded into the resource layer (`crate::resources`) and lowered from there.
         ConstructRef::SecurityGroup(_)
         | ConstructRef::Lifecycle(_)
-        | ConstructRef::LoadBalancerController(_) => {}
+        | ConstructRef::LoadBalancerController(_)
+        | ConstructRef::FsxLustre(_) => {}
         ConstructRef::Network(c) => network(cx, stage, id, c),
         ConstructRef::Eks(c) => eks(cx, stage, id, c),
         ConstructRef::HyperPod(c) => hyperpod(cx, stage, id, c),

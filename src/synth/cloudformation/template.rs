@@ -383,31 +383,45 @@ fn read(kind: Kind, attr: Attr) -> Option<Read> {
     Some(match kind {
         Kind::Vpc | Kind::Subnet => match attr {
             Id => Read::Ref,
-            Arn | Name | OidcIssuerUrl | ClusterSecurityGroupId => return None,
+            Arn | Name | OidcIssuerUrl | ClusterSecurityGroupId | DnsName | MountName => {
+                return None
+            }
         },
         Kind::SecurityGroup => match attr {
             Id => Read::GetAtt("GroupId"),
-            Arn | Name | OidcIssuerUrl | ClusterSecurityGroupId => return None,
+            Arn | Name | OidcIssuerUrl | ClusterSecurityGroupId | DnsName | MountName => {
+                return None
+            }
         },
         Kind::EksCluster => match attr {
             Name => Read::Ref,
             Arn => Read::GetAtt("Arn"),
             OidcIssuerUrl => Read::GetAtt("OpenIdConnectIssuerUrl"),
             ClusterSecurityGroupId => Read::GetAtt("ClusterSecurityGroupId"),
-            Id => return None,
+            Id | DnsName | MountName => return None,
         },
         Kind::Role | Kind::Bucket => match attr {
             Name => Read::Ref,
             Arn => Read::GetAtt("Arn"),
-            Id | OidcIssuerUrl | ClusterSecurityGroupId => return None,
+            Id | OidcIssuerUrl | ClusterSecurityGroupId | DnsName | MountName => return None,
         },
         Kind::OidcProvider | Kind::KmsKey => match attr {
             Arn => Read::GetAtt("Arn"),
-            Id | Name | OidcIssuerUrl | ClusterSecurityGroupId => return None,
+            Id | Name | OidcIssuerUrl | ClusterSecurityGroupId | DnsName | MountName => {
+                return None
+            }
         },
         Kind::HyperPodCluster => match attr {
             Arn => Read::GetAtt("ClusterArn"),
-            Id | Name | OidcIssuerUrl | ClusterSecurityGroupId => return None,
+            Id | Name | OidcIssuerUrl | ClusterSecurityGroupId | DnsName | MountName => {
+                return None
+            }
+        },
+        Kind::FsxFileSystem => match attr {
+            Id => Read::Ref,
+            DnsName => Read::GetAtt("DNSName"),
+            MountName => Read::GetAtt("LustreMountName"),
+            Arn | Name | OidcIssuerUrl | ClusterSecurityGroupId => return None,
         },
     })
 }
@@ -717,6 +731,7 @@ mod tests {
             Kind::Bucket => s3_bucket::Bucket::ATTRIBUTES,
             Kind::KmsKey => kms_key::Key::ATTRIBUTES,
             Kind::HyperPodCluster => sagemaker_cluster::Cluster::ATTRIBUTES,
+            Kind::FsxFileSystem => fsx_file_system::FileSystem::ATTRIBUTES,
         }
     }
 

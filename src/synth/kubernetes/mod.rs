@@ -181,7 +181,8 @@ pub fn stage_yaml(stack: &Stack, stage: StageId) -> Result<String, serde_yaml::E
             | ConstructRef::InferenceOperator(_)
             | ConstructRef::NodeGroup(_)
             | ConstructRef::LoadBalancerController(_)
-            | ConstructRef::Karpenter(_) => Vec::new(),
+            | ConstructRef::Karpenter(_)
+            | ConstructRef::FsxLustre(_) => Vec::new(),
         };
         for doc in docs {
             out.push_str("---\n");

@@ -29,7 +29,8 @@ pub(crate) fn lower(cx: Cx, stage: StageId, id: &str, construct: ConstructRef<'_
         // Expanded into the resource layer (`crate::resources`) and lowered from there.
         ConstructRef::SecurityGroup(_)
         | ConstructRef::Lifecycle(_)
-        | ConstructRef::LoadBalancerController(_) => {}
+        | ConstructRef::LoadBalancerController(_)
+        | ConstructRef::FsxLustre(_) => {}
         ConstructRef::Network(c) => network(cx, id, c),
         ConstructRef::Eks(c) => eks(cx, id, c),
         ConstructRef::HyperPod(c) => hyperpod(cx, stage, id, c),

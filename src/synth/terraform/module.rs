@@ -110,6 +110,7 @@ pub(crate) fn resource_type(kind: Kind) -> &'static str {
         Kind::Bucket => "aws_s3_bucket",
         Kind::KmsKey => "aws_kms_key",
         Kind::HyperPodCluster => "awscc_sagemaker_cluster",
+        Kind::FsxFileSystem => "aws_fsx_lustre_file_system",
     }
 }
 
@@ -120,32 +121,44 @@ fn attribute(kind: Kind, attr: Attr) -> Option<&'static str> {
     Some(match kind {
         Kind::Vpc | Kind::Subnet | Kind::SecurityGroup => match attr {
             Id => "id",
-            Arn | Name | OidcIssuerUrl | ClusterSecurityGroupId => return None,
+            Arn | Name | OidcIssuerUrl | ClusterSecurityGroupId | DnsName | MountName => {
+                return None
+            }
         },
         Kind::EksCluster => match attr {
             Name => "name",
             Arn => "arn",
             OidcIssuerUrl => "identity[0].oidc[0].issuer",
             ClusterSecurityGroupId => "vpc_config[0].cluster_security_group_id",
-            Id => return None,
+            Id | DnsName | MountName => return None,
         },
         Kind::Role => match attr {
             Name => "name",
             Arn => "arn",
-            Id | OidcIssuerUrl | ClusterSecurityGroupId => return None,
+            Id | OidcIssuerUrl | ClusterSecurityGroupId | DnsName | MountName => return None,
         },
         Kind::Bucket => match attr {
             Name => "bucket",
             Arn => "arn",
-            Id | OidcIssuerUrl | ClusterSecurityGroupId => return None,
+            Id | OidcIssuerUrl | ClusterSecurityGroupId | DnsName | MountName => return None,
         },
         Kind::OidcProvider | Kind::KmsKey => match attr {
             Arn => "arn",
-            Id | Name | OidcIssuerUrl | ClusterSecurityGroupId => return None,
+            Id | Name | OidcIssuerUrl | ClusterSecurityGroupId | DnsName | MountName => {
+                return None
+            }
         },
         Kind::HyperPodCluster => match attr {
             Arn => "cluster_arn",
-            Id | Name | OidcIssuerUrl | ClusterSecurityGroupId => return None,
+            Id | Name | OidcIssuerUrl | ClusterSecurityGroupId | DnsName | MountName => {
+                return None
+            }
+        },
+        Kind::FsxFileSystem => match attr {
+            Id => "id",
+            DnsName => "dns_name",
+            MountName => "mount_name",
+            Arn | Name | OidcIssuerUrl | ClusterSecurityGroupId => return None,
         },
     })
 }
