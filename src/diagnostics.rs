@@ -217,6 +217,14 @@ codes! {
         "The field takes one of a fixed set of values (a stage kind, a Helm preset, `nat_gateways: one | per_az`, ...), or the combination of fields is not allowed. The help line lists the values or suggests the closest one.";
     StackFileUnreadable = "HF0710", Error, "stack file cannot be read",
         "The file does not exist or cannot be read (permissions, a directory). The message carries the operating system's error.";
+    InvalidFsxStorageCapacity = "HF0801", Error, "FSx for Lustre storage capacity is not a size the deployment type offers",
+        "Persistent SSD file systems (`PERSISTENT_2`) are 1200 GiB or a multiple of 2400 GiB (2400, 4800, 7200, ...). Round the capacity up to the next valid size.";
+    InvalidFsxThroughput = "HF0802", Error, "FSx for Lustre throughput per TiB is not one the deployment type offers",
+        "`PERSISTENT_2` file systems offer 125, 250, 500 or 1000 MB/s per TiB of storage; the file system's throughput is this value times its capacity in TiB.";
+    InvalidFsxFileSystemPath = "HF0803", Error, "FSx for Lustre file system path is malformed",
+        "A data repository association's file system path is a directory of the file system: it starts with `/` (`/weights`), at most 4096 characters, without control characters. `/` alone links the whole file system.";
+    InvalidFsxS3Prefix = "HF0804", Error, "S3 prefix of a data repository association is malformed",
+        "The prefix is the key prefix inside the bucket that the file system directory mirrors: empty for the whole bucket, or like `models/` (no leading `/`, ending in `/`, no empty segments, no `s3://` scheme, no control characters).";
     RenderFailed = "HF0901", Error, "an artifact could not be rendered",
         "Serializing a synthesized document failed. This is a defect in hyperforge, not in the description; please report it with the description that triggers it.";
 }

@@ -42,6 +42,8 @@ pub mod kind {
         Eip,
         /// A CloudWatch Logs log group.
         LogGroup,
+        /// An FSx for Lustre file system.
+        FsxFileSystem,
     }
 }
 
@@ -83,6 +85,8 @@ pub enum Kind {
     Eip,
     /// A CloudWatch Logs log group.
     LogGroup,
+    /// See [`kind::FsxFileSystem`].
+    FsxFileSystem,
 }
 
 macro_rules! impl_kind {
@@ -102,7 +106,8 @@ impl_kind!(
     RouteTable,
     NatGateway,
     Eip,
-    LogGroup
+    LogGroup,
+    FsxFileSystem
 );
 
 /// An attribute of a referenced resource.
@@ -121,6 +126,10 @@ pub enum Attr {
     ClusterSecurityGroupId,
     /// An Elastic IP address's allocation id (`eipalloc-...`).
     AllocationId,
+    /// A file system's DNS name.
+    DnsName,
+    /// An FSx for Lustre file system's mount name (the Lustre file system name clients mount).
+    MountName,
 }
 
 impl Attr {
@@ -133,6 +142,8 @@ impl Attr {
             Attr::OidcIssuerUrl => "OidcIssuerUrl",
             Attr::ClusterSecurityGroupId => "ClusterSecurityGroupId",
             Attr::AllocationId => "AllocationId",
+            Attr::DnsName => "DnsName",
+            Attr::MountName => "MountName",
         }
     }
 }
@@ -254,6 +265,11 @@ attrs! {
     NatGateway { /** The NAT gateway id. */ id => Id }
     Eip { /** The address's allocation id. */ allocation_id => AllocationId }
     LogGroup { /** The log group name. */ name => Name, /** The log group ARN. */ arn => Arn }
+    FsxFileSystem {
+        /** The file system id (`fs-...`). */ id => Id,
+        /** The file system's DNS name. */ dns_name => DnsName,
+        /** The Lustre mount name (`mount -t lustre <dns>@tcp:/<mount name>`). */ mount_name => MountName,
+    }
 }
 
 #[cfg(test)]

@@ -61,7 +61,7 @@ impl Construct for LoadBalancerController {
         LoadBalancerController::references(self)
     }
 
-    fn expand(&self, scope: &mut Scope<'_>) -> bool {
+    fn expand(&self, scope: &mut Scope<'_>) {
         let role = self.handle(scope.stack().name()).role;
         scope
             .add(
@@ -87,6 +87,5 @@ impl Construct for LoadBalancerController {
                 role: role.arn(),
             },
         );
-        true
     }
 }

@@ -350,7 +350,7 @@ impl Construct for EksCluster {
         }
     }
 
-    fn expand(&self, scope: &mut Scope<'_>) -> bool {
+    fn expand(&self, scope: &mut Scope<'_>) {
         let handle = self.handle(scope.stack().name());
         let role: Ref<kind::Role> = Ref::new(scope.stack().name(), scope.path("ClusterRole"));
         scope.add(
@@ -430,6 +430,5 @@ impl Construct for EksCluster {
                 value: handle.cluster.name(),
             },
         );
-        true
     }
 }

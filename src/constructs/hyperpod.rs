@@ -746,7 +746,7 @@ impl Construct for HyperPodCluster {
         HyperPodCluster::validate(self, cx.stack, cx.path, ds);
     }
 
-    fn expand(&self, scope: &mut Scope<'_>) -> bool {
+    fn expand(&self, scope: &mut Scope<'_>) {
         let handle = self.handle(scope.stack().name());
         scope.add(
             "ExecutionRole",
@@ -830,7 +830,6 @@ impl Construct for HyperPodCluster {
                 value: handle.cluster.arn(),
             },
         );
-        true
     }
 
     fn facts(&self, cx: &Context<'_>) -> Facts<'_> {

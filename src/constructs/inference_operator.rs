@@ -184,7 +184,7 @@ impl Construct for InferenceOperator {
         InferenceOperator::references(self)
     }
 
-    fn expand(&self, scope: &mut Scope<'_>) -> bool {
+    fn expand(&self, scope: &mut Scope<'_>) {
         let stack = scope.stack();
         let handle = self.handle(stack.name());
         let role =
@@ -337,7 +337,6 @@ impl Construct for InferenceOperator {
                 },
             )
             .after(after);
-        true
     }
 }
 

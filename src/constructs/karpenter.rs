@@ -91,7 +91,7 @@ impl Construct for Karpenter {
         Karpenter::references(self)
     }
 
-    fn expand(&self, scope: &mut Scope<'_>) -> bool {
+    fn expand(&self, scope: &mut Scope<'_>) {
         let handle = self.handle(scope.stack().name());
         scope.add(
             "NodeRole",
@@ -144,7 +144,6 @@ impl Construct for Karpenter {
                 role: handle.controller_role.arn(),
             },
         );
-        true
     }
 }
 
@@ -331,11 +330,10 @@ impl Construct for KarpenterNodePool {
     }
 
     /// The EC2NodeClass and the NodePool, each a child named after its kind.
-    fn expand(&self, scope: &mut Scope<'_>) -> bool {
+    fn expand(&self, scope: &mut Scope<'_>) {
         for object in self.objects(scope.stack().name()) {
             scope.add_object(KubeObject::from_json(object));
         }
-        true
     }
 
     fn facts(&self, cx: &Context<'_>) -> Facts<'_> {

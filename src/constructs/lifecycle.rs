@@ -92,7 +92,7 @@ impl Construct for LifecycleScripts {
         }
     }
 
-    fn expand(&self, scope: &mut Scope<'_>) -> bool {
+    fn expand(&self, scope: &mut Scope<'_>) {
         scope.add(
             "Bucket",
             Bucket {
@@ -107,6 +107,5 @@ impl Construct for LifecycleScripts {
                 value: bucket,
             },
         );
-        true
     }
 }

@@ -38,6 +38,7 @@ pub use crate::app::text;
 pub use crate::resources::iam;
 pub mod controllers;
 pub mod eks;
+pub mod fsx_lustre;
 pub mod helm;
 pub mod hyperpod;
 pub mod inference_operator;
@@ -51,6 +52,9 @@ pub mod vllm;
 pub use cidr::Ipv4Cidr;
 pub use controllers::{LoadBalancerController, LoadBalancerControllerHandle};
 pub use eks::{AccessEntry, AccessPolicy, EksAddon, EksCluster, EksClusterHandle, EndpointAccess};
+pub use fsx_lustre::{
+    DataRepository, FsxLustre, FsxLustreHandle, LustreCompression, LustreDeployment,
+};
 pub use helm::{ChartSource, HelmRelease, Upload, UploadFile};
 pub use hyperpod::{
     Capacity, DeepHealthCheck, HyperPodCluster, HyperPodHandle, InstanceGroup, NodeRecovery, Taint,
@@ -106,12 +110,9 @@ pub trait Construct: sealed::Registered + Clone + fmt::Debug + 'static {
     fn facts(&self, _cx: &Context<'_>) -> Facts<'_> {
         Facts::default()
     }
-    /// Adds the construct's resources to `scope`, in the order they are emitted. Returns
-    /// `false` for a construct whose CloudFormation and Terraform are still written by each
-    /// backend directly (`synth::*::lower`), which the graph then leaves out.
-    fn expand(&self, _scope: &mut Scope<'_>) -> bool {
-        false
-    }
+    /// Adds the construct's resources to `scope`, in the order they are emitted: the one
+    /// decomposition every backend lowers.
+    fn expand(&self, scope: &mut Scope<'_>);
 }
 
 /// Expands every construct of `stack` into the resource layer, once.
@@ -307,7 +308,7 @@ macro_rules! constructs {
             }
 
             /// Expands the construct into `scope`.
-            pub fn expand(self, scope: &mut Scope<'_>) -> bool {
+            pub fn expand(self, scope: &mut Scope<'_>) {
                 match self { $( ConstructRef::$variant(c) => Construct::expand(c, scope), )* }
             }
         }
@@ -330,6 +331,7 @@ constructs! {
     VllmDeployment(VllmDeployment),
     Karpenter(Karpenter),
     KarpenterNodePool(KarpenterNodePool),
+    FsxLustre(FsxLustre),
 }
 
 /// A stored construct with its typed view, stack and display path.

@@ -434,9 +434,9 @@ impl Construct for Network {
         Network::validate(self, cx.stack, cx.path, ds);
     }
 
-    fn expand(&self, scope: &mut Scope<'_>) -> bool {
+    fn expand(&self, scope: &mut Scope<'_>) {
         // A network without a plan has errors, and synthesis stops at validation.
-        let Some(plan) = self.plan() else { return true };
+        let Some(plan) = self.plan() else { return };
         let stack_name = scope.stack().name().to_owned();
         let handle = self.handle(&stack_name);
         let at = |child: &str, kind: Kind, attr: Attr| AttrRef {
@@ -634,7 +634,6 @@ impl Construct for Network {
             },
         );
         self.expand_flow_logs(scope, &stack_name, vpc, plan.flow_log_retention_days);
-        true
     }
 }
 

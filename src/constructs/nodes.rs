@@ -575,7 +575,7 @@ impl Construct for ManagedNodeGroup {
     /// The node role, the Capacity Block purchase (when the block is bought), the launch
     /// template (IMDSv2 only, an encrypted gp3 root volume, EFA interfaces, local NVMe as
     /// RAID 0, the Capacity Block) and the node group.
-    fn expand(&self, scope: &mut Scope<'_>) -> bool {
+    fn expand(&self, scope: &mut Scope<'_>) {
         let id = self.id.as_str();
         let role = self.handle(scope.stack().name()).role;
         scope.add(
@@ -706,7 +706,6 @@ impl Construct for ManagedNodeGroup {
                     .collect(),
             },
         );
-        true
     }
 
     fn facts(&self, cx: &Context<'_>) -> Facts<'_> {

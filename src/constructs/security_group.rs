@@ -72,7 +72,7 @@ impl Construct for ClusterSecurityGroup {
         ClusterSecurityGroup::references(self)
     }
 
-    fn expand(&self, scope: &mut Scope<'_>) -> bool {
+    fn expand(&self, scope: &mut Scope<'_>) {
         let stack_name = scope.stack().name().to_owned();
         let group = self.handle(&stack_name).group.id();
         scope.add(
@@ -126,6 +126,5 @@ impl Construct for ClusterSecurityGroup {
                 );
             }
         }
-        true
     }
 }

@@ -668,10 +668,9 @@ impl Construct for InferenceEndpoint {
     }
 
     /// The `InferenceEndpointConfig` the HyperPod Inference Operator serves it from.
-    fn expand(&self, scope: &mut Scope<'_>) -> bool {
+    fn expand(&self, scope: &mut Scope<'_>) {
         let config = objects::inference_endpoint_config(scope.stack(), self);
         scope.add_object(KubeObject::new(&config));
-        true
     }
 
     fn facts(&self, _cx: &Context<'_>) -> Facts<'_> {
@@ -980,7 +979,7 @@ impl Construct for VllmDeployment {
 
     /// The Namespace, ServiceAccount, Deployment, Service, PodDisruptionBudget and
     /// NetworkPolicy, in apply order.
-    fn expand(&self, scope: &mut Scope<'_>) -> bool {
+    fn expand(&self, scope: &mut Scope<'_>) {
         let o = objects::deployment(scope.stack(), self);
         scope.add_object(KubeObject::new(&o.namespace));
         scope.add_object(KubeObject::new(&o.service_account));
@@ -988,7 +987,6 @@ impl Construct for VllmDeployment {
         scope.add_object(KubeObject::new(&o.service));
         scope.add_object(KubeObject::new(&o.disruption_budget));
         scope.add_object(KubeObject::new(&o.network_policy));
-        true
     }
 
     fn facts(&self, _cx: &Context<'_>) -> Facts<'_> {

@@ -7,6 +7,7 @@ use super::eks::{AccessEntry, EksAddon, EksCluster, OidcProvider};
 use super::iam::PolicyDocument;
 use super::network::*;
 use super::KubeObject;
+use super::{DataRepositoryAssociation, LustreFileSystem};
 use crate::app::{AttrRef, Kind};
 
 /// Every kind of resource, as stored in a [`ResourceGraph`](super::ResourceGraph).
@@ -71,6 +72,10 @@ pub enum ResourceKind {
     LaunchTemplate(LaunchTemplate),
     /// See [`NodeGroup`].
     NodeGroup(NodeGroup),
+    /// See [`LustreFileSystem`].
+    LustreFileSystem(LustreFileSystem),
+    /// See [`DataRepositoryAssociation`].
+    DataRepositoryAssociation(DataRepositoryAssociation),
 }
 
 impl ResourceKind {
@@ -81,6 +86,7 @@ impl ResourceKind {
             ResourceKind::Bucket(_) => Some(Kind::Bucket),
             ResourceKind::Role(_) => Some(Kind::Role),
             ResourceKind::KmsKey(_) => Some(Kind::KmsKey),
+            ResourceKind::LustreFileSystem(_) => Some(Kind::FsxFileSystem),
             ResourceKind::SecurityGroupRule(_)
             | ResourceKind::StackOutput(_)
             | ResourceKind::PodIdentityAssociation(_) => None,
@@ -105,6 +111,7 @@ impl ResourceKind {
             ResourceKind::CapacityBlockPurchase(_)
             | ResourceKind::LaunchTemplate(_)
             | ResourceKind::NodeGroup(_) => None,
+            ResourceKind::DataRepositoryAssociation(_) => None,
         }
     }
 
@@ -193,6 +200,16 @@ impl ResourceKind {
                 out.extend(g.subnets.iter().cloned());
                 out
             }
+            ResourceKind::LustreFileSystem(f) => {
+                let mut out = vec![f.subnet.clone(), f.security_group.clone()];
+                out.extend(f.kms_key.clone());
+                out
+            }
+            ResourceKind::DataRepositoryAssociation(a) => {
+                let mut out = vec![a.file_system.clone()];
+                out.extend(a.data_repository_path.references().cloned());
+                out
+            }
         }
     }
 }
@@ -232,7 +249,9 @@ into_kind!(
     HyperPodCluster,
     CapacityBlockPurchase,
     LaunchTemplate,
-    NodeGroup
+    NodeGroup,
+    LustreFileSystem,
+    DataRepositoryAssociation
 );
 into_kind!(KubeObject);
 

@@ -12,6 +12,7 @@
 
 mod compute;
 mod eks;
+mod fsx;
 pub mod iam;
 mod kinds;
 pub mod kubernetes;
@@ -19,6 +20,7 @@ mod network;
 
 pub use compute::*;
 pub use eks::*;
+pub use fsx::*;
 pub use kinds::*;
 pub use kubernetes::KubeObject;
 pub use network::*;
@@ -103,61 +105,41 @@ impl Resource {
 pub struct ResourceGraph {
     /// The resources.
     pub resources: Vec<Resource>,
-    /// For each construct (by its index in the stack), the range of its resources, when it
-    /// has been expanded.
-    expanded: BTreeMap<usize, std::ops::Range<usize>>,
 }
 
 impl ResourceGraph {
-    /// Expands construct `index` of `stack` with `expand`; `expand` returns whether the
-    /// construct expands into this layer.
+    /// Expands construct `index` of `stack` with `expand`, below the construct's id and in its
+    /// stage.
     pub fn expand_node(
         &mut self,
         stack: &Stack,
         index: usize,
-        expand: impl FnOnce(&mut Scope<'_>) -> bool,
+        expand: impl FnOnce(&mut Scope<'_>),
     ) {
         let Some(node) = stack.nodes().get(index) else {
             return;
         };
-        let start = self.resources.len();
         let mut scope = Scope {
             stack,
             stage: node.stage,
             prefix: node.id.clone(),
             resources: &mut self.resources,
         };
-        if expand(&mut scope) {
-            self.expanded.insert(index, start..self.resources.len());
-        } else {
-            self.resources.truncate(start);
-        }
+        expand(&mut scope);
     }
 
-    /// The resources of construct `index`, when it expands into this layer.
-    pub fn of_node(&self, index: usize) -> Option<&[Resource]> {
-        self.expanded
-            .get(&index)
-            .and_then(|r| self.resources.get(r.clone()))
-    }
-
-    /// Checks every reference of the graph's resources that points into an expanded
-    /// construct: it must name a resource of that construct of the kind it claims
-    /// (`HF0003` otherwise, so a handle and an expansion cannot drift apart silently).
+    /// Checks every reference the graph's resources make: it must name a resource of the kind
+    /// it claims (`HF0003` otherwise, so a handle and an expansion cannot drift apart silently).
+    /// References to another stack are reported by the stack's structural checks.
     pub fn check_references(&self, stack: &Stack, ds: &mut Diagnostics) {
         let by_path: BTreeMap<&str, &Resource> = self
             .resources
             .iter()
             .map(|r| (r.path.as_str(), r))
             .collect();
-        let expanded_ids: Vec<&str> = self
-            .expanded
-            .keys()
-            .filter_map(|i| stack.nodes().get(*i).map(|n| n.id.as_str()))
-            .collect();
         for r in &self.resources {
             for target in r.kind.references() {
-                if !expanded_ids.contains(&target.construct_id()) {
+                if target.stack != stack.name() {
                     continue;
                 }
                 let ok = by_path
@@ -168,7 +150,7 @@ impl ResourceGraph {
                         Code::UnknownReference,
                         stack.display_path(&r.path),
                         format!(
-                            "refers to {:?} `{}` ({}), which its construct does not create",
+                            "refers to {:?} `{}` ({}), which no construct creates",
                             target.kind,
                             target.path,
                             logical_id(&target.path)

@@ -615,6 +615,10 @@ fn fields_for(code: Code) -> &'static [&'static str] {
             "capacity_block.instances",
         ],
         Code::InvalidKubernetesName => &["name", "namespace"],
+        Code::InvalidFsxStorageCapacity => &["storage_gib"],
+        Code::InvalidFsxThroughput => &["throughput_per_tib"],
+        Code::InvalidFsxFileSystemPath => &["data_repository.file_system_path"],
+        Code::InvalidFsxS3Prefix => &["data_repository.prefix"],
         _ => &[],
     }
 }
@@ -1130,6 +1134,40 @@ impl Builder {
         }
     }
 
+    /// One subnet: a reference naming exactly one.
+    fn subnet(&mut self, node: &Node, context: &str) -> Option<Ref<kind::Subnet>> {
+        let mut subnets = self.subnets_one(node, context)?;
+        if subnets.len() == 1 {
+            return subnets.pop();
+        }
+        let text = parse_text(node).unwrap_or_default().to_owned();
+        self.cx.report(
+            Code::StackFileWrongReferenceKind,
+            node.pos,
+            context,
+            format!(
+                "`{text}` names {} subnets, but this field wants {}",
+                subnets.len(),
+                Want::Subnet.describe()
+            ),
+            "refer to a zonal subnet of the network, such as `<network>.gpu_subnet`",
+        );
+        None
+    }
+
+    fn bucket(&mut self, node: &Node, context: &str) -> Option<Ref<kind::Bucket>> {
+        match self.lookup(node, context)? {
+            (Handle::Lifecycle(h), None) => Some(h.bucket),
+            (Handle::Lifecycle(h), Some(a)) if a == "bucket" => Some(h.bucket),
+            (Handle::Failed("lifecycle_scripts"), _) => None,
+            (h, attr) => {
+                let found = describe(&h, attr.as_deref());
+                self.wrong_kind(node, context, &found, Want::Bucket);
+                None
+            }
+        }
+    }
+
     /// Resolves the optional reference field `key` with `f`; `Err` when present but invalid.
     fn opt_ref<T>(
         &mut self,
@@ -1223,6 +1261,10 @@ impl Builder {
             "karpenter_node_pool" => self.node_pool(node, &id, &context).map(|c| {
                 stack.add(stage, c);
                 Handle::Other("karpenter_node_pool")
+            }),
+            "fsx_lustre" => self.fsx_lustre(node, &id, &context).map(|c| {
+                stack.add(stage, c);
+                Handle::Other("fsx_lustre")
             }),
             _ => None,
         };
@@ -1651,6 +1693,50 @@ impl Builder {
         );
         if let Some(v) = u32_of(node, "max_nodes") {
             c = c.max_nodes(v);
+        }
+        Some(c)
+    }
+}
+
+impl Builder {
+    fn fsx_lustre(&mut self, node: &Node, id: &str, context: &str) -> Option<FsxLustre> {
+        let subnet = node
+            .get("subnet")
+            .and_then(|n| self.subnet(n, &child(context, "subnet")));
+        let group = node
+            .get("security_group")
+            .and_then(|n| self.security_groups(n, &child(context, "security_group")))
+            .and_then(|mut g| g.pop());
+        let repo = match node.get("data_repository") {
+            None => Ok(None),
+            Some(r) => {
+                let ctx = child(context, "data_repository");
+                match r
+                    .get("bucket")
+                    .and_then(|b| self.bucket(b, &child(&ctx, "bucket")))
+                {
+                    Some(bucket) => Ok(Some((bucket, r))),
+                    None => Err(()),
+                }
+            }
+        };
+        let mut c = FsxLustre::new(id, &subnet?, &group?);
+        if let Some(v) = u32_of(node, "storage_gib") {
+            c = c.storage_gib(v);
+        }
+        if let Some(v) = u32_of(node, "throughput_per_tib") {
+            c = c.throughput_per_tib(v);
+        }
+        if text(node, "deployment_type").as_deref() == Some("PERSISTENT_2") {
+            c = c.deployment(LustreDeployment::Persistent2);
+        }
+        match text(node, "compression").as_deref() {
+            Some("none") => c = c.compression(LustreCompression::None),
+            Some("lz4") => c = c.compression(LustreCompression::Lz4),
+            _ => {}
+        }
+        if let Some((bucket, r)) = repo.ok()? {
+            c = c.data_repository(&bucket, text(r, "prefix")?, text(r, "file_system_path")?);
         }
         Some(c)
     }

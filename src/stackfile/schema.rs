@@ -24,6 +24,10 @@ pub enum Want {
     Lifecycle,
     /// Karpenter: `Karpenter`.
     Karpenter,
+    /// One subnet: `Network.gpu_subnet`, `Network.hyperpod_subnet`.
+    Subnet,
+    /// An S3 bucket: `Lifecycle` or `Lifecycle.bucket`.
+    Bucket,
 }
 
 impl Want {
@@ -37,6 +41,8 @@ impl Want {
             Want::HyperPod => "a HyperPod cluster (a `hyperpod_cluster` construct)",
             Want::Lifecycle => "lifecycle scripts (a `lifecycle_scripts` construct)",
             Want::Karpenter => "Karpenter (a `karpenter` construct)",
+            Want::Subnet => "one subnet (`<network>.gpu_subnet` or `.hyperpod_subnet`)",
+            Want::Bucket => "a bucket (a `lifecycle_scripts` construct, or `<lifecycle>.bucket`)",
         }
     }
 }
@@ -728,6 +734,63 @@ static NODE_POOL: Shape = Shape {
     ],
 };
 
+static DATA_REPOSITORY: Shape = Shape {
+    name: "DataRepository",
+    doc: "A link between a directory of the file system and a bucket prefix, importing new, changed and deleted objects.",
+    fields: &[
+        req("bucket", Ty::Ref(Want::Bucket), "The bucket."),
+        req(
+            "prefix",
+            Ty::Str,
+            "The key prefix in the bucket (`models/`; empty for the whole bucket).",
+        ),
+        req(
+            "file_system_path",
+            Ty::Str,
+            "The directory on the file system (`/models`).",
+        ),
+    ],
+};
+
+static FSX_LUSTRE: Shape = Shape {
+    name: "fsx_lustre",
+    doc: "An FSx for Lustre file system (PERSISTENT_2, LZ4, Lustre 2.15, encrypted), optionally linked to a bucket.",
+    fields: &[
+        req("fsx_lustre", Ty::Str, "The construct id."),
+        req("subnet", Ty::Ref(Want::Subnet), "The file system's subnet."),
+        req(
+            "security_group",
+            Ty::Ref(Want::SecurityGroup),
+            "The security group of its network interfaces (Lustre ports open within it).",
+        ),
+        opt(
+            "deployment_type",
+            Ty::Enum(&["PERSISTENT_2"]),
+            "The deployment type (default `PERSISTENT_2`).",
+        ),
+        opt(
+            "storage_gib",
+            Ty::U32,
+            "Storage capacity in GiB: 1200 or a multiple of 2400 (default 1200).",
+        ),
+        opt(
+            "throughput_per_tib",
+            Ty::U32,
+            "MB/s per TiB of storage: 125, 250, 500 or 1000 (default 125).",
+        ),
+        opt(
+            "compression",
+            Ty::Enum(&["lz4", "none"]),
+            "Data compression (default `lz4`).",
+        ),
+        opt(
+            "data_repository",
+            Ty::Obj(&DATA_REPOSITORY),
+            "The link to S3.",
+        ),
+    ],
+};
+
 /// Every construct shape; the construct's kind is the key holding its id.
 pub const CONSTRUCTS: &[&Shape] = &[
     &NETWORK,
@@ -742,6 +805,7 @@ pub const CONSTRUCTS: &[&Shape] = &[
     &LBC,
     &KARPENTER,
     &NODE_POOL,
+    &FSX_LUSTRE,
 ];
 
 /// Every shape reachable from the top, for `$defs`.

@@ -26,7 +26,7 @@ const IEC_KIND: &str = "InferenceEndpointConfig";
 // ---------------------------------------------------------------------------------
 
 /// cfn-lint with every rule on: errors, warnings and informational findings all fail.
-fn cfn_lint(templates: &[PathBuf]) -> Result<(), String> {
+pub(crate) fn cfn_lint(templates: &[PathBuf]) -> Result<(), String> {
     assert!(!templates.is_empty(), "cfn_lint called without templates");
     let mut args: Vec<String> = vec!["--format".into(), "parseable".into(), "--regions".into()];
     args.extend(LINT_REGIONS.iter().map(|r| r.to_string()));
@@ -44,7 +44,7 @@ fn cfn_lint(templates: &[PathBuf]) -> Result<(), String> {
 
 /// checkov's CloudFormation checks on the given templates, judged by checkov_gate.py
 /// (the same gate CI uses). Returns the gate's report.
-fn checkov_cloudformation(templates: &[PathBuf]) -> Result<String, String> {
+pub(crate) fn checkov_cloudformation(templates: &[PathBuf]) -> Result<String, String> {
     assert!(
         !templates.is_empty(),
         "checkov_cloudformation called without templates"
@@ -84,14 +84,14 @@ fn checkov_cloudformation(templates: &[PathBuf]) -> Result<String, String> {
 }
 
 /// One accepted checkov finding on the generated Terraform: `check` on any of `resources`.
-struct TerraformSkip {
-    check: String,
-    resources: Vec<String>,
-    reason: String,
+pub(crate) struct TerraformSkip {
+    pub(crate) check: String,
+    pub(crate) resources: Vec<String>,
+    pub(crate) reason: String,
 }
 
 /// tests/tools/checkov-terraform-skips.txt: `CHECK_ID  RESOURCES  reason` per line.
-fn terraform_skips() -> Vec<TerraformSkip> {
+pub(crate) fn terraform_skips() -> Vec<TerraformSkip> {
     let path = common::script("checkov-terraform-skips.txt");
     let text = std::fs::read_to_string(&path).expect("read the skip file");
     text.lines()
@@ -124,7 +124,7 @@ fn terraform_skips() -> Vec<TerraformSkip> {
 /// checkov's Terraform JSON checks on the given root-module files, judged by checkov_gate.py
 /// after moving the failed checks that `skips` accepts (check and resource both listed) to
 /// the skipped checks with their reasons. Marks in `used` the skips that matched.
-fn checkov_terraform(
+pub(crate) fn checkov_terraform(
     files: &[PathBuf],
     skips: &[TerraformSkip],
     used: &std::cell::RefCell<Vec<bool>>,

@@ -15,6 +15,7 @@ mod crd_inference_endpoint_config;
 mod diagnostics_doc;
 mod eks_path;
 mod external_validators;
+mod fsx;
 mod layers;
 mod manifest;
 mod parity;

@@ -1,4 +1,5 @@
-//! Lowering of each construct to CloudFormation L1 resources.
+//! CloudFormation spellings shared by the resource lowerings: managed policy ARNs, `Name`
+//! tags, and the secure bucket with its TLS-only policy.
 
 use super::expr::{Expr, Val};
 use super::l1::*;
@@ -6,7 +7,6 @@ use super::template::StackTemplates;
 use crate::app::StageId;
 use crate::app::{kind, Ref};
 use crate::constructs::iam::{deny_insecure_transport, PolicyDocument};
-use crate::constructs::ConstructRef;
 
 type Cx<'a, 'b> = &'a mut StackTemplates<'b>;
 
@@ -22,25 +22,6 @@ pub(super) fn managed_policy(name: &str) -> Val<String> {
     e(Expr::sub(format!(
         "arn:${{AWS::Partition}}:iam::aws:policy/{name}"
     )))
-}
-
-/// Lowers one construct placed in `stage`.
-pub(crate) fn lower(_cx: Cx, _stage: StageId, _id: &str, construct: ConstructRef<'_>) {
-    match construct {
-        // Expanded into the resource layer (`crate::resources`) and lowered from there.
-        ConstructRef::SecurityGroup(_)
-        | ConstructRef::Lifecycle(_)
-        | ConstructRef::LoadBalancerController(_)
-        | ConstructRef::Network(_)
-        | ConstructRef::KarpenterNodePool(_)
-        | ConstructRef::VllmDeployment(_)
-        | ConstructRef::InferenceEndpoint(_)
-        | ConstructRef::Eks(_)
-        | ConstructRef::InferenceOperator(_)
-        | ConstructRef::Karpenter(_)
-        | ConstructRef::HyperPod(_)
-        | ConstructRef::NodeGroup(_) => {}
-    }
 }
 
 pub(super) fn name_tag<T: From<(Val<String>, Val<String>)>>(value: impl Into<String>) -> Vec<T> {

@@ -11,7 +11,6 @@ mod resources;
 mod template;
 
 use crate::app::{Stack, StageId, Tags};
-use crate::constructs::ConstructRef;
 use crate::diagnostics::Diagnostics;
 use crate::resources::ResourceGraph;
 use serde_json::Value;
@@ -26,16 +25,10 @@ pub fn templates(
     tags: &Tags,
 ) -> Result<BTreeMap<StageId, Value>, Diagnostics> {
     let mut cx = template::StackTemplates::new(stack);
-    for (index, node) in stack.nodes().iter().enumerate() {
-        if !cx.templates.contains_key(&node.stage) {
-            continue;
-        }
-        if let Some(expanded) = graph.of_node(index) {
-            for r in expanded {
-                resources::lower(&mut cx, r);
-            }
-        } else if let Some(construct) = ConstructRef::of(node.construct.as_ref()) {
-            lower::lower(&mut cx, node.stage, &node.id, construct);
+    // Resources of Kubernetes stages (their objects) have no template.
+    for r in graph.resources.iter() {
+        if cx.templates.contains_key(&r.stage) {
+            resources::lower(&mut cx, r);
         }
     }
     for stage in stack.stages() {

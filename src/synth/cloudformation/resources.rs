@@ -10,8 +10,9 @@ use super::lower::{bucket, managed_policy, name_tag};
 use super::template::StackTemplates;
 use crate::app::logical_id;
 use crate::resources::{
-    Bucket, Direction, KmsKey, Peer, PodIdentityAssociation, Resource, ResourceKind, Role,
-    SecurityGroup, SecurityGroupRule, StackOutput,
+    Bucket, DataRepositoryAssociation, Direction, KmsKey, LustreFileSystem, Peer,
+    PodIdentityAssociation, Resource, ResourceKind, Role, SecurityGroup, SecurityGroupRule,
+    StackOutput,
 };
 
 mod compute;
@@ -62,6 +63,8 @@ pub(crate) fn lower(cx: Cx, r: &Resource) {
         ResourceKind::CapacityBlockPurchase(p) => compute::capacity_block_purchase(cx, r, p),
         ResourceKind::LaunchTemplate(t) => compute::launch_template(cx, r, t),
         ResourceKind::NodeGroup(g) => compute::node_group(cx, r, g),
+        ResourceKind::LustreFileSystem(f) => lustre_file_system(cx, r, f),
+        ResourceKind::DataRepositoryAssociation(a) => data_repository_association(cx, r, a),
     }
 }
 
@@ -210,6 +213,65 @@ fn pod_identity_association(cx: Cx, r: &Resource, a: &PodIdentityAssociation) {
             namespace: s(&a.namespace),
             service_account: s(&a.service_account),
             role_arn: e(role),
+            ..Default::default()
+        },
+    );
+    meta(cx, r);
+}
+
+fn lustre_file_system(cx: Cx, r: &Resource, f: &LustreFileSystem) {
+    let subnet = cx.attr(r.stage, &f.subnet);
+    let group = cx.attr(r.stage, &f.security_group);
+    let kms_key_id = f.kms_key.as_ref().map(|k| e(cx.attr(r.stage, k)));
+    cx.add(
+        r.stage,
+        &r.path,
+        &fsx_file_system::FileSystem {
+            file_system_type: s("LUSTRE"),
+            file_system_type_version: Some(s(&f.version)),
+            storage_type: Some(s(f.deployment.storage_type())),
+            storage_capacity: Some(i64::from(f.storage_gib).into()),
+            subnet_ids: vec![e(subnet)],
+            security_group_ids: Some(vec![e(group)]),
+            kms_key_id,
+            lustre_configuration: Some(fsx_file_system::LustreConfiguration {
+                deployment_type: Some(s(f.deployment.as_str())),
+                per_unit_storage_throughput: Some(i64::from(f.throughput_per_tib).into()),
+                data_compression_type: Some(s(f.compression.as_str())),
+                log_configuration: Some(fsx_file_system::LogConfiguration {
+                    level: s(&f.log_level),
+                    ..Default::default()
+                }),
+                ..Default::default()
+            }),
+            tags: Some(vec![fsx_file_system::Tag {
+                key: s("Name"),
+                value: s(&f.name_tag),
+            }]),
+            ..Default::default()
+        },
+    );
+    meta(cx, r);
+}
+
+fn data_repository_association(cx: Cx, r: &Resource, a: &DataRepositoryAssociation) {
+    let file_system = cx.attr(r.stage, &a.file_system);
+    let path = cx.text(r.stage, &a.data_repository_path);
+    let events = a.auto_import.iter().map(|ev| s(ev.as_str())).collect();
+    cx.add(
+        r.stage,
+        &r.path,
+        &fsx_data_repository_association::DataRepositoryAssociation {
+            file_system_id: e(file_system),
+            file_system_path: s(&a.file_system_path),
+            data_repository_path: e(path),
+            batch_import_meta_data_on_create: Some(a.import_existing.into()),
+            s3: Some(fsx_data_repository_association::S3 {
+                auto_import_policy: Some(fsx_data_repository_association::AutoImportPolicy {
+                    events,
+                }),
+                ..Default::default()
+            }),
             ..Default::default()
         },
     );

@@ -402,6 +402,9 @@ fn read(kind: Kind, attr: Attr) -> Option<Read> {
             Arn,
         ) => Read::GetAtt("Arn"),
         (Kind::Eip, AllocationId) => Read::GetAtt("AllocationId"),
+        (Kind::FsxFileSystem, Id) => Read::Ref,
+        (Kind::FsxFileSystem, DnsName) => Read::GetAtt("DNSName"),
+        (Kind::FsxFileSystem, MountName) => Read::GetAtt("LustreMountName"),
         _ => return None,
     })
 }
@@ -716,6 +719,7 @@ mod tests {
             Kind::NatGateway => ec2_nat_gateway::NatGateway::ATTRIBUTES,
             Kind::Eip => ec2_eip::Eip::ATTRIBUTES,
             Kind::LogGroup => logs_log_group::LogGroup::ATTRIBUTES,
+            Kind::FsxFileSystem => fsx_file_system::FileSystem::ATTRIBUTES,
         }
     }
 

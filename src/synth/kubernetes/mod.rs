@@ -54,6 +54,8 @@ fn object(r: &Resource) -> Option<&serde_json::Value> {
         | ResourceKind::HyperPodCluster(_)
         | ResourceKind::CapacityBlockPurchase(_)
         | ResourceKind::LaunchTemplate(_)
-        | ResourceKind::NodeGroup(_) => None,
+        | ResourceKind::NodeGroup(_)
+        | ResourceKind::LustreFileSystem(_)
+        | ResourceKind::DataRepositoryAssociation(_) => None,
     }
 }

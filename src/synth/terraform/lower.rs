@@ -8,29 +8,10 @@ use super::module::{escape_template, hcl_string_body, snake, Addr, RootModule, V
 use crate::app::{kind, logical_id, Ref, StageId};
 use crate::constructs::iam::{deny_insecure_transport, PolicyDocument};
 use crate::constructs::text::{Pseudo, Text};
-use crate::constructs::{ChartSource, ConstructRef, EksCluster, HelmRelease, Upload};
+use crate::constructs::{ChartSource, EksCluster, HelmRelease, Upload};
 use serde_json::{json, Map, Value};
 
 type Cx<'a, 'b> = &'a mut RootModule<'b>;
-
-/// Lowers one construct placed in a CloudFormation stage.
-pub(crate) fn lower(_cx: Cx, _stage: StageId, _id: &str, construct: ConstructRef<'_>) {
-    match construct {
-        // Expanded into the resource layer (`crate::resources`) and lowered from there.
-        ConstructRef::SecurityGroup(_)
-        | ConstructRef::Lifecycle(_)
-        | ConstructRef::LoadBalancerController(_)
-        | ConstructRef::Network(_)
-        | ConstructRef::KarpenterNodePool(_)
-        | ConstructRef::VllmDeployment(_)
-        | ConstructRef::InferenceEndpoint(_)
-        | ConstructRef::Eks(_)
-        | ConstructRef::InferenceOperator(_)
-        | ConstructRef::Karpenter(_)
-        | ConstructRef::HyperPod(_)
-        | ConstructRef::NodeGroup(_) => {}
-    }
-}
 
 pub(super) fn name_tag(value: String) -> Value {
     json!({ "Name": value })

@@ -21,7 +21,6 @@ pub use module::{
 };
 
 use crate::app::{Stack, StageId, StageKind, Tags};
-use crate::constructs::ConstructRef;
 use crate::diagnostics::Diagnostics;
 use crate::resources::ResourceGraph;
 use serde_json::{json, Value};
@@ -49,17 +48,8 @@ pub fn root_module(
         let id = StageId::from_index(index);
         match &stage.kind {
             StageKind::CloudFormation => {
-                for (index, node) in stack.nodes().iter().enumerate() {
-                    if node.stage != id {
-                        continue;
-                    }
-                    if let Some(expanded) = graph.of_node(index) {
-                        for r in expanded {
-                            resources::lower(&mut cx, r);
-                        }
-                    } else if let Some(construct) = ConstructRef::of(node.construct.as_ref()) {
-                        lower::lower(&mut cx, id, &node.id, construct);
-                    }
+                for r in graph.resources.iter().filter(|r| r.stage == id) {
+                    resources::lower(&mut cx, r);
                 }
             }
             StageKind::Upload(upload) => lower::upload(&mut cx, id, &stage_file(index), upload),

@@ -115,6 +115,7 @@ pub(crate) fn resource_type(kind: Kind) -> &'static str {
         Kind::NatGateway => "aws_nat_gateway",
         Kind::Eip => "aws_eip",
         Kind::LogGroup => "aws_cloudwatch_log_group",
+        Kind::FsxFileSystem => "aws_fsx_lustre_file_system",
     }
 }
 
@@ -149,6 +150,9 @@ fn attribute(kind: Kind, attr: Attr) -> Option<&'static str> {
         (Kind::HyperPodCluster, Arn) => "cluster_arn",
         (Kind::EksCluster, OidcIssuerUrl) => "identity[0].oidc[0].issuer",
         (Kind::EksCluster, ClusterSecurityGroupId) => "vpc_config[0].cluster_security_group_id",
+        (Kind::FsxFileSystem, Id) => "id",
+        (Kind::FsxFileSystem, DnsName) => "dns_name",
+        (Kind::FsxFileSystem, MountName) => "mount_name",
         _ => return None,
     })
 }

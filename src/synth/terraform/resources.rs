@@ -8,8 +8,9 @@ use super::lower::{bucket, managed_policy, name_tag};
 use super::module::{snake, RootModule};
 use crate::app::logical_id;
 use crate::resources::{
-    Bucket, Direction, KmsKey, Peer, PodIdentityAssociation, Resource, ResourceKind, Role,
-    SecurityGroup, SecurityGroupRule, StackOutput,
+    Bucket, DataRepositoryAssociation, Direction, KmsKey, LustreFileSystem, Peer,
+    PodIdentityAssociation, Resource, ResourceKind, Role, SecurityGroup, SecurityGroupRule,
+    StackOutput,
 };
 use serde_json::{json, Map, Value};
 
@@ -53,6 +54,8 @@ pub(crate) fn lower(cx: Cx, r: &Resource) {
         ResourceKind::CapacityBlockPurchase(p) => compute::capacity_block_purchase(cx, r, p),
         ResourceKind::LaunchTemplate(t) => compute::launch_template(cx, r, t),
         ResourceKind::NodeGroup(g) => compute::node_group(cx, r, g),
+        ResourceKind::LustreFileSystem(f) => lustre_file_system(cx, r, f),
+        ResourceKind::DataRepositoryAssociation(a) => data_repository_association(cx, r, a),
     }
 }
 
@@ -186,4 +189,44 @@ fn pod_identity_association(cx: Cx, r: &Resource, a: &PodIdentityAssociation) {
     let policies = cx.role_policies(&a.role.path);
     cx.depends_on(&association, &policies);
     cx.record_stage(r.stage, &association);
+}
+
+/// `aws_fsx_lustre_file_system`: the file system type is the resource type's.
+fn lustre_file_system(cx: Cx, r: &Resource, f: &LustreFileSystem) {
+    let mut body = Map::new();
+    body.insert("file_system_type_version".into(), json!(f.version));
+    body.insert("deployment_type".into(), json!(f.deployment.as_str()));
+    body.insert("storage_type".into(), json!(f.deployment.storage_type()));
+    body.insert("storage_capacity".into(), json!(f.storage_gib));
+    body.insert(
+        "per_unit_storage_throughput".into(),
+        json!(f.throughput_per_tib),
+    );
+    body.insert(
+        "data_compression_type".into(),
+        json!(f.compression.as_str()),
+    );
+    body.insert("subnet_ids".into(), json!([cx.attr(&f.subnet)]));
+    body.insert(
+        "security_group_ids".into(),
+        json!([cx.attr(&f.security_group)]),
+    );
+    if let Some(key) = &f.kms_key {
+        body.insert("kms_key_id".into(), cx.attr(key));
+    }
+    body.insert("log_configuration".into(), json!({"level": f.log_level}));
+    body.insert("tags".into(), name_tag(f.name_tag.clone()));
+    cx.add("aws_fsx_lustre_file_system", &r.path, Value::Object(body));
+}
+
+fn data_repository_association(cx: Cx, r: &Resource, a: &DataRepositoryAssociation) {
+    let events: Vec<&str> = a.auto_import.iter().map(|ev| ev.as_str()).collect();
+    let body = json!({
+        "file_system_id": cx.attr(&a.file_system),
+        "file_system_path": a.file_system_path,
+        "data_repository_path": cx.text(&a.data_repository_path),
+        "batch_import_meta_data_on_create": a.import_existing,
+        "s3": {"auto_import_policy": {"events": events}},
+    });
+    cx.add("aws_fsx_data_repository_association", &r.path, body);
 }

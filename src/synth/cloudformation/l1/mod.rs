@@ -25,6 +25,8 @@ pub mod eks_addon;
 pub mod eks_cluster;
 pub mod eks_nodegroup;
 pub mod eks_pod_identity_association;
+pub mod fsx_data_repository_association;
+pub mod fsx_file_system;
 pub mod iam_instance_profile;
 pub mod iam_managed_policy;
 pub mod iam_oidc_provider;
