@@ -1,5 +1,5 @@
 //! The CloudFormation backend: L1 types generated from the registry schemas, intrinsics, and the
-//! lowering of each CloudFormation stage of a stack to one template.
+//! lowering of a stack's resource graph, one template per CloudFormation stage.
 
 pub mod expr;
 // Generated from schemas; items without a schema description carry no doc comment.

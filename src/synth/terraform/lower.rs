@@ -1,8 +1,8 @@
-//! Lowering of each construct (and of the upload and Helm stages) to Terraform resources,
-//! mirroring `synth/cloudformation/lower.rs` construct by construct. Where Terraform models a
-//! part of a CloudFormation resource as a resource of its own (a bucket's encryption, a role's
-//! inline policy, a security group's inline egress rule), that resource is named after its
-//! owner (`lifecycle_bucket_encryption`).
+//! The upload and Helm stages as Terraform resources, and spellings several resource kinds
+//! share (managed policy ARNs, `Name` tags, the bucket with its four companion resources and
+//! TLS-only policy). Where Terraform models a part of a resource as a resource of its own (a
+//! bucket's encryption, a role's inline policy), that resource is named after its owner
+//! (`lifecycle_bucket_encryption`).
 
 use super::module::{escape_template, hcl_string_body, snake, Addr, RootModule, Variable};
 use crate::app::{kind, logical_id, Ref, StageId};
