@@ -82,7 +82,7 @@ pub fn generate(schema_path: &str, text: &str, version: &str) -> Result<CrdModul
     );
     let _ = writeln!(
         src,
-        "\n//! `{kind}` (`{group}/{version}`), generated from the operator's CRD.\n"
+        "\n//! `{kind}` (`{group}/{version}`), generated from its vendored CRD.\n"
     );
     let derives =
         "#[derive(Clone, Debug, Default, PartialEq, serde::Serialize, serde::Deserialize)]";

@@ -10,7 +10,19 @@ use crate::app::{kind, AttrRef, Ref};
 use crate::catalog;
 use crate::diagnostics::{Code, Diagnostics};
 use crate::resources::iam::{pod_identity_trust, service_trust};
+use crate::resources::kubernetes::crd::ec2_node_class::{
+    EC2NodeClass, EC2NodeClassAmiSelectorTerms, EC2NodeClassBlockDeviceMappings,
+    EC2NodeClassBlockDeviceMappingsEbs, EC2NodeClassCapacityReservationSelectorTerms,
+    EC2NodeClassMetadataOptions, EC2NodeClassSecurityGroupSelectorTerms, EC2NodeClassSpec,
+    EC2NodeClassSubnetSelectorTerms,
+};
+use crate::resources::kubernetes::crd::node_pool::{
+    NodePool, NodePoolDisruption, NodePoolSpec, NodePoolTemplate, NodePoolTemplateMetadata,
+    NodePoolTemplateSpec, NodePoolTemplateSpecNodeClassRef, NodePoolTemplateSpecRequirements,
+    NodePoolTemplateSpecTaints,
+};
 use crate::resources::{Access, AccessEntry, KubeObject, PodIdentityAssociation, Role, Scope};
+use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 use std::collections::BTreeMap;
 
 /// Karpenter's namespace and service account.
@@ -213,67 +225,142 @@ impl KarpenterNodePool {
         &self.name
     }
 
-    /// The EC2NodeClass and NodePool objects. Subnets are found by the GPU subnet's tags,
-    /// security groups by the cluster security group's `Name` tag and EKS's own cluster tag.
-    pub fn objects(&self, stack: &str) -> Vec<serde_json::Value> {
-        use serde_json::json;
-        let reservation = match &self.reservation {
-            ReservationSelector::Id(id) => json!([{ "id": id }]),
-            ReservationSelector::Tags(tags) => json!([{ "tags": tags }]),
+    /// The objects' labels.
+    fn labels(stack: &str) -> BTreeMap<String, String> {
+        BTreeMap::from([
+            (
+                "app.kubernetes.io/managed-by".to_owned(),
+                "hyperforge".to_owned(),
+            ),
+            ("app.kubernetes.io/part-of".to_owned(), stack.to_owned()),
+        ])
+    }
+
+    /// The EC2NodeClass. Subnets are found by the GPU subnet's tags, security groups by the
+    /// cluster security group's `Name` tag and EKS's own cluster tag.
+    pub fn ec2_node_class(&self, stack: &str) -> EC2NodeClass {
+        let tags = |pairs: &[(&str, &str)]| {
+            Some(
+                pairs
+                    .iter()
+                    .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+                    .collect::<BTreeMap<_, _>>(),
+            )
         };
+        let reservation = match &self.reservation {
+            ReservationSelector::Id(id) => EC2NodeClassCapacityReservationSelectorTerms {
+                id: Some(id.clone()),
+                ..Default::default()
+            },
+            ReservationSelector::Tags(tags) => EC2NodeClassCapacityReservationSelectorTerms {
+                tags: Some(tags.clone()),
+                ..Default::default()
+            },
+        };
+        let mut object = EC2NodeClass::new(
+            &self.name,
+            EC2NodeClassSpec {
+                role: Some(self.karpenter.node_role_name.clone()),
+                ami_selector_terms: vec![EC2NodeClassAmiSelectorTerms {
+                    alias: Some("al2023@latest".to_owned()),
+                    ..Default::default()
+                }],
+                subnet_selector_terms: vec![EC2NodeClassSubnetSelectorTerms {
+                    tags: tags(&[("hyperforge:stack", stack), ("hyperforge:subnet", "gpu")]),
+                    ..Default::default()
+                }],
+                security_group_selector_terms: vec![
+                    EC2NodeClassSecurityGroupSelectorTerms {
+                        tags: tags(&[("Name", &format!("{stack}-cluster"))]),
+                        ..Default::default()
+                    },
+                    EC2NodeClassSecurityGroupSelectorTerms {
+                        tags: tags(&[("aws:eks:cluster-name", &self.karpenter.cluster_name)]),
+                        ..Default::default()
+                    },
+                ],
+                capacity_reservation_selector_terms: Some(vec![reservation]),
+                instance_store_policy: Some("RAID0".to_owned()),
+                metadata_options: Some(EC2NodeClassMetadataOptions {
+                    http_endpoint: Some("enabled".to_owned()),
+                    http_tokens: Some("required".to_owned()),
+                    http_put_response_hop_limit: Some(1),
+                    ..Default::default()
+                }),
+                block_device_mappings: Some(vec![EC2NodeClassBlockDeviceMappings {
+                    device_name: Some("/dev/xvda".to_owned()),
+                    ebs: Some(EC2NodeClassBlockDeviceMappingsEbs {
+                        volume_size: Some("200Gi".to_owned()),
+                        volume_type: Some("gp3".to_owned()),
+                        encrypted: Some(true),
+                        delete_on_termination: Some(true),
+                        ..Default::default()
+                    }),
+                    ..Default::default()
+                }]),
+                ..Default::default()
+            },
+        );
+        object.metadata.labels = Some(Self::labels(stack));
+        object
+    }
+
+    /// The NodePool: only reserved capacity of the pool's instance type, on GPU-tainted nodes,
+    /// at most `max_nodes` nodes' worth of GPUs.
+    pub fn node_pool(&self, stack: &str) -> NodePool {
         let gpus = catalog::instance(&self.instance_type).map_or(0, |i| i.gpu_count);
-        let labels = json!({
-            "app.kubernetes.io/managed-by": "hyperforge",
-            "app.kubernetes.io/part-of": stack,
-        });
-        vec![
-            json!({
-                "apiVersion": "karpenter.k8s.aws/v1",
-                "kind": "EC2NodeClass",
-                "metadata": { "name": self.name, "labels": labels },
-                "spec": {
-                    "role": self.karpenter.node_role_name,
-                    "amiSelectorTerms": [{ "alias": "al2023@latest" }],
-                    "subnetSelectorTerms": [{ "tags": { "hyperforge:stack": stack, "hyperforge:subnet": "gpu" } }],
-                    "securityGroupSelectorTerms": [
-                        { "tags": { "Name": format!("{stack}-cluster") } },
-                        { "tags": { "aws:eks:cluster-name": self.karpenter.cluster_name } }
-                    ],
-                    "capacityReservationSelectorTerms": reservation,
-                    "instanceStorePolicy": "RAID0",
-                    "metadataOptions": {
-                        "httpEndpoint": "enabled",
-                        "httpTokens": "required",
-                        "httpPutResponseHopLimit": 1
+        let requirement = |key: &str, value: &str| NodePoolTemplateSpecRequirements {
+            key: key.to_owned(),
+            operator: "In".to_owned(),
+            values: Some(vec![value.to_owned()]),
+            ..Default::default()
+        };
+        let gpu_limit = i64::from(gpus) * i64::from(self.max_nodes);
+        let mut object = NodePool::new(
+            &self.name,
+            NodePoolSpec {
+                template: NodePoolTemplate {
+                    metadata: Some(NodePoolTemplateMetadata {
+                        labels: Some(BTreeMap::from([(
+                            GPU_PRESENT_LABEL.to_owned(),
+                            "true".to_owned(),
+                        )])),
+                        ..Default::default()
+                    }),
+                    spec: NodePoolTemplateSpec {
+                        node_class_ref: NodePoolTemplateSpecNodeClassRef {
+                            group: "karpenter.k8s.aws".to_owned(),
+                            kind: "EC2NodeClass".to_owned(),
+                            name: self.name.clone(),
+                        },
+                        requirements: vec![
+                            requirement("node.kubernetes.io/instance-type", &self.instance_type),
+                            requirement("karpenter.sh/capacity-type", "reserved"),
+                        ],
+                        taints: Some(vec![NodePoolTemplateSpecTaints {
+                            key: GPU_TAINT.to_owned(),
+                            value: Some("true".to_owned()),
+                            effect: "NoSchedule".to_owned(),
+                            ..Default::default()
+                        }]),
+                        expire_after: Some("Never".to_owned()),
+                        ..Default::default()
                     },
-                    "blockDeviceMappings": [{
-                        "deviceName": "/dev/xvda",
-                        "ebs": { "volumeSize": "200Gi", "volumeType": "gp3", "encrypted": true, "deleteOnTermination": true }
-                    }]
-                }
-            }),
-            json!({
-                "apiVersion": "karpenter.sh/v1",
-                "kind": "NodePool",
-                "metadata": { "name": self.name, "labels": labels },
-                "spec": {
-                    "template": {
-                        "metadata": { "labels": { GPU_PRESENT_LABEL: "true" } },
-                        "spec": {
-                            "nodeClassRef": { "group": "karpenter.k8s.aws", "kind": "EC2NodeClass", "name": self.name },
-                            "requirements": [
-                                { "key": "node.kubernetes.io/instance-type", "operator": "In", "values": [self.instance_type] },
-                                { "key": "karpenter.sh/capacity-type", "operator": "In", "values": ["reserved"] }
-                            ],
-                            "taints": [{ "key": GPU_TAINT, "value": "true", "effect": "NoSchedule" }],
-                            "expireAfter": "Never"
-                        }
-                    },
-                    "limits": { "nvidia.com/gpu": u64::from(gpus) * u64::from(self.max_nodes) },
-                    "disruption": { "consolidationPolicy": "WhenEmpty", "consolidateAfter": "10m" }
-                }
-            }),
-        ]
+                },
+                limits: Some(BTreeMap::from([(
+                    "nvidia.com/gpu".to_owned(),
+                    IntOrString::Int(i32::try_from(gpu_limit).unwrap_or(i32::MAX)),
+                )])),
+                disruption: Some(NodePoolDisruption {
+                    consolidation_policy: Some("WhenEmpty".to_owned()),
+                    consolidate_after: "10m".to_owned(),
+                    ..Default::default()
+                }),
+                ..Default::default()
+            },
+        );
+        object.metadata.labels = Some(Self::labels(stack));
+        object
     }
 
     pub(crate) fn validate(&self, path: &str, ds: &mut Diagnostics) {
@@ -331,9 +418,9 @@ impl Construct for KarpenterNodePool {
 
     /// The EC2NodeClass and the NodePool, each a child named after its kind.
     fn expand(&self, scope: &mut Scope<'_>) {
-        for object in self.objects(scope.stack().name()) {
-            scope.add_object(KubeObject::from_json(object));
-        }
+        let stack = scope.stack().name().to_owned();
+        scope.add_object(KubeObject::new(&self.ec2_node_class(&stack)));
+        scope.add_object(KubeObject::new(&self.node_pool(&stack)));
     }
 
     fn facts(&self, cx: &Context<'_>) -> Facts<'_> {

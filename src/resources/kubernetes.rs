@@ -41,20 +41,6 @@ impl KubeObject {
         }
     }
 
-    /// An object of a type hyperforge has no Rust type for (Karpenter's `NodePool`), given as
-    /// JSON; `apiVersion`, `kind`, `metadata.name` and `metadata.namespace` are read from it.
-    pub fn from_json(object: Value) -> Self {
-        let text = |v: &Value| v.as_str().map(str::to_owned);
-        let meta = &object["metadata"];
-        KubeObject {
-            api_version: text(&object["apiVersion"]).unwrap_or_default(),
-            kind: text(&object["kind"]).unwrap_or_default(),
-            name: text(&meta["name"]).unwrap_or_default(),
-            namespace: text(&meta["namespace"]),
-            object,
-        }
-    }
-
     /// `apiVersion` (`apps/v1`).
     pub fn api_version(&self) -> &str {
         &self.api_version
@@ -87,29 +73,5 @@ impl Scope<'_> {
     pub fn add_object(&mut self, object: KubeObject) -> &mut Resource {
         let id = object.kind.clone();
         self.add(&id, object)
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use serde_json::json;
-
-    #[test]
-    fn an_untyped_object_is_read_from_its_json() {
-        let object = KubeObject::from_json(json!({
-            "apiVersion": "karpenter.sh/v1",
-            "kind": "NodePool",
-            "metadata": { "name": "gpu" },
-        }));
-        assert_eq!(
-            (
-                object.api_version(),
-                object.kind(),
-                object.name(),
-                object.namespace()
-            ),
-            ("karpenter.sh/v1", "NodePool", "gpu", None)
-        );
     }
 }

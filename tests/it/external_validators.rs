@@ -1,6 +1,7 @@
 //! The synthesized reference apps checked by real external tools: cfn-lint and checkov
 //! for CloudFormation, checkov for Terraform JSON, kubernetes-validate (strict) for built-in Kubernetes kinds, and
-//! the vendored HyperPod CRD schema for InferenceEndpointConfig.
+//! the vendored CRD schemas for the custom resources (HyperPod's InferenceEndpointConfig,
+//! Karpenter's NodePool and EC2NodeClass).
 //!
 //! The tools come from the virtualenv made by `tests/tools/install-validators.sh`
 //! (`$HYPERFORGE_VENV`, default `<repo>/.venv-validators`). A missing tool fails the
@@ -19,6 +20,8 @@ const LINT_REGIONS: [&str; 2] = ["us-east-1", "us-west-2"];
 /// Kubernetes version the emitted objects are validated against (see .cargo/config.toml).
 const KUBERNETES_VERSION: &str = "1.33";
 const IEC_KIND: &str = "InferenceEndpointConfig";
+const NODE_POOL_KIND: &str = "NodePool";
+const EC2_NODE_CLASS_KIND: &str = "EC2NodeClass";
 
 // ---------------------------------------------------------------------------------
 // Helpers: each returns Ok(report) when the tool accepts the input, Err(findings) when
@@ -284,8 +287,13 @@ fn kubernetes_validate(files: &[PathBuf]) -> Result<String, String> {
 
 /// tests/tools/validate_crd.py against the vendored InferenceEndpointConfig CRD.
 fn validate_crd(files: &[PathBuf]) -> Result<String, String> {
+    validate_against_crd(&common::inference_endpoint_config_crd(), files)
+}
+
+/// tests/tools/validate_crd.py: every document of the kind `crd` defines, in `files`, against
+/// the CRD's `v1` schema (each file must hold at least one).
+fn validate_against_crd(crd: &Path, files: &[PathBuf]) -> Result<String, String> {
     assert!(!files.is_empty(), "validate_crd called without files");
-    let crd = common::inference_endpoint_config_crd();
     let mut args = vec!["--crd".to_string(), crd.display().to_string()];
     args.extend(files.iter().map(|p| p.display().to_string()));
     let out = run_script("validate_crd.py", &args, None);
@@ -467,6 +475,49 @@ fn inference_endpoint_config_passes_crd_schema() {
     assert!(
         hyperpod_apps > 0,
         "no reference app has a stack named like *hyperpod*"
+    );
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+/// Karpenter's NodePool and EC2NodeClass, in the app that has them, against the CRDs of the
+/// Karpenter release the app installs.
+#[test]
+fn karpenter_objects_pass_crd_schema() {
+    let apps = synth_reference_apps();
+    let mut failures = Vec::new();
+    let mut karpenter_apps = 0;
+    for app in &apps {
+        for (kind, crd) in [
+            (NODE_POOL_KIND, common::karpenter_node_pool_crd()),
+            (EC2_NODE_CLASS_KIND, common::karpenter_ec2_node_class_crd()),
+        ] {
+            let files: Vec<PathBuf> = app
+                .artifacts_with_format("kubernetes")
+                .into_iter()
+                .filter(|f| documents(f).iter().any(|d| d.kind.as_deref() == Some(kind)))
+                .collect();
+            if app.label.to_lowercase().contains("karpenter") {
+                assert!(
+                    !files.is_empty(),
+                    "Karpenter app {} has no {kind} in its kubernetes artifacts",
+                    app.label
+                );
+            }
+            if files.is_empty() {
+                continue;
+            }
+            if kind == NODE_POOL_KIND {
+                karpenter_apps += 1;
+            }
+            match validate_against_crd(&crd, &files) {
+                Ok(report) => eprintln!("{}: {}", app.label, report.trim()),
+                Err(findings) => failures.push(format!("== {} ({kind})\n{findings}", app.label)),
+            }
+        }
+    }
+    assert!(
+        karpenter_apps > 0,
+        "no reference app has a Karpenter NodePool"
     );
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
@@ -692,6 +743,105 @@ fn crd_schema_rejects_unknown_field_and_bad_instance_type() {
         findings.contains("no InferenceEndpointConfig"),
         "{findings}"
     );
+}
+
+const GOOD_NODE_POOL: &str = r#"apiVersion: karpenter.sh/v1
+kind: NodePool
+metadata:
+  name: gpu
+spec:
+  template:
+    spec:
+      nodeClassRef: {group: karpenter.k8s.aws, kind: EC2NodeClass, name: gpu}
+      requirements:
+        - {key: karpenter.sh/capacity-type, operator: In, values: [reserved]}
+      expireAfter: Never
+  limits:
+    nvidia.com/gpu: 8
+  disruption:
+    consolidationPolicy: WhenEmpty
+    consolidateAfter: 10m
+"#;
+
+const GOOD_EC2_NODE_CLASS: &str = r#"apiVersion: karpenter.k8s.aws/v1
+kind: EC2NodeClass
+metadata:
+  name: gpu
+spec:
+  role: KarpenterNodeRole-demo
+  amiSelectorTerms:
+    - alias: al2023@latest
+  subnetSelectorTerms:
+    - tags: {hyperforge:subnet: gpu}
+  securityGroupSelectorTerms:
+    - tags: {aws:eks:cluster-name: demo}
+  capacityReservationSelectorTerms:
+    - id: cr-0123456789abcdef0
+  metadataOptions:
+    httpTokens: required
+"#;
+
+#[test]
+fn karpenter_crd_schemas_reject_v1beta1_fields_and_bad_values() {
+    let dir = tempfile::tempdir().unwrap();
+    let node_pool_crd = common::karpenter_node_pool_crd();
+    let node_class_crd = common::karpenter_ec2_node_class_crd();
+    let good_pool = write(dir.path(), "pool.yaml", GOOD_NODE_POOL);
+    let good_class = write(dir.path(), "class.yaml", GOOD_EC2_NODE_CLASS);
+    if let Err(findings) = validate_against_crd(&node_pool_crd, &[good_pool]) {
+        panic!("the NodePool CRD schema rejected the valid control NodePool:\n{findings}");
+    }
+    if let Err(findings) = validate_against_crd(&node_class_crd, std::slice::from_ref(&good_class))
+    {
+        panic!("the EC2NodeClass CRD schema rejected the valid control EC2NodeClass:\n{findings}");
+    }
+
+    // karpenter.sh/v1beta1 spellings: expireAfter under disruption, WhenUnderutilized.
+    let bad_pool = write(
+        dir.path(),
+        "bad-pool.yaml",
+        &GOOD_NODE_POOL
+            .replace("      expireAfter: Never\n", "")
+            .replace(
+                "    consolidationPolicy: WhenEmpty\n",
+                "    consolidationPolicy: WhenUnderutilized\n    expireAfter: 720h\n",
+            ),
+    );
+    let findings = validate_against_crd(&node_pool_crd, &[bad_pool])
+        .expect_err("the NodePool CRD schema accepted a v1beta1 disruption block");
+    assert!(
+        findings.contains("'expireAfter' was unexpected"),
+        "{findings}"
+    );
+    assert!(
+        findings.contains("spec.disruption.consolidationPolicy: 'WhenUnderutilized' is not one of"),
+        "{findings}"
+    );
+
+    let bad_class = write(
+        dir.path(),
+        "bad-class.yaml",
+        &GOOD_EC2_NODE_CLASS
+            .replace("id: cr-0123456789abcdef0", "id: 0123456789abcdef0")
+            .replace("httpTokens: required", "httpTokens: mandatory"),
+    );
+    let findings = validate_against_crd(&node_class_crd, &[bad_class])
+        .expect_err("the EC2NodeClass CRD schema accepted a malformed reservation id");
+    assert!(
+        findings.contains(
+            "spec.capacityReservationSelectorTerms[0].id: '0123456789abcdef0' does not match"
+        ),
+        "{findings}"
+    );
+    assert!(
+        findings.contains("spec.metadataOptions.httpTokens: 'mandatory' is not one of"),
+        "{findings}"
+    );
+
+    // Each CRD checks only its own kind, and a file without it is an error.
+    let findings = validate_against_crd(&node_pool_crd, &[good_class])
+        .expect_err("validate_crd passed a file without NodePool");
+    assert!(findings.contains("no NodePool document"), "{findings}");
 }
 
 #[test]

@@ -1,28 +1,31 @@
 #!/usr/bin/env python3
-"""Validate HyperPod InferenceEndpointConfig documents against the vendored CRD.
+"""Validate custom resources against their vendored CRD.
 
     validate_crd.py --crd codegen/schemas/crds/inference.sagemaker.aws.amazon.com_inferenceendpointconfigs.yaml FILE...
+    validate_crd.py --crd codegen/schemas/crds/karpenter.sh_nodepools.yaml FILE...
 
-Every document of kind InferenceEndpointConfig in the given YAML files (multi-document
-files are fine; other kinds are ignored) is checked against the CRD's `v1`
-openAPIV3Schema, converted to JSON Schema draft 4 the way the API server would apply it
-with strict field validation:
+The CRD names the kind and group checked (InferenceEndpointConfig, NodePool, EC2NodeClass,
+...). Every document of that kind in the given YAML files (multi-document files are fine;
+other kinds are ignored) is checked against the openAPIV3Schema of the CRD's version
+`--version` (default v1), converted to JSON Schema draft 4 the way the API server would
+apply it with strict field validation:
 
 * `nullable: true` adds "null" to the allowed types;
 * `x-kubernetes-int-or-string` becomes anyOf [integer, string];
 * every object schema with `properties` gets `additionalProperties: false` unless it has
   `x-kubernetes-preserve-unknown-fields` (unknown fields are errors, as with
   `kubectl apply --validate=strict`);
-* the other `x-kubernetes-*` extensions are dropped;
+* the other `x-kubernetes-*` extensions are dropped, including the CEL rules of
+  `x-kubernetes-validations`, which are not evaluated;
 * the root `metadata` schema becomes {"type": "object"} (the API server validates it);
   `metadata.name` (or `generateName`) must still be a non-empty string.
 
-`apiVersion` must be inference.sagemaker.aws.amazon.com/v1 and `kind` exactly
-InferenceEndpointConfig.
+`apiVersion` must be the CRD's group and the version checked (e.g.
+inference.sagemaker.aws.amazon.com/v1) and `kind` exactly the CRD's kind.
 
 Exit status: 0 when every document is valid; 1 on any validation or parse error (all
 errors are printed, with file, document and instance path); 2 when a file cannot be read
-or holds no InferenceEndpointConfig at all (so a wrong input cannot pass silently) and
+or holds no document of the CRD's kind at all (so a wrong input cannot pass silently) and
 there was no validation error.
 """
 
@@ -33,11 +36,6 @@ import sys
 
 import jsonschema
 import yaml
-
-GROUP = "inference.sagemaker.aws.amazon.com"
-API_VERSION = GROUP + "/v1"
-KIND = "InferenceEndpointConfig"
-SCHEMA_VERSION = "v1"
 
 # Keys whose values are schemas, maps of schemas, or lists of schemas. Everything else
 # (enum, default, example, description, pattern, ...) is data and is copied verbatim.
@@ -97,28 +95,38 @@ def convert(node):
     return out
 
 
-def load_schema(crd_path):
+class Target:
+    """The kind a CRD defines, with the schema of the version checked."""
+
+    def __init__(self, kind, api_version, schema):
+        self.kind = kind
+        self.api_version = api_version
+        self.schema = schema
+
+
+def load_schema(crd_path, schema_version):
     with open(crd_path, encoding="utf-8") as fh:
-        # The vendored file comes from a Helm chart: template expressions such as
+        # Some vendored files come from a Helm chart: template expressions such as
         # '{{ .Values.shortPrefix }}-system/serving-cert' sit in annotations and the
         # conversion webhook. They are quoted, but strip them so the YAML is plain data.
         text = _HELM_EXPR.sub("helm-template", fh.read())
     crd = yaml.load(text, Loader=_Loader)
     if not isinstance(crd, dict) or crd.get("kind") != "CustomResourceDefinition":
         raise ValueError(f"{crd_path}: not a CustomResourceDefinition")
-    names = crd.get("spec", {}).get("names", {})
-    if names.get("kind") != KIND or crd["spec"].get("group") != GROUP:
-        raise ValueError(f"{crd_path}: CRD is for {names.get('kind')}.{crd['spec'].get('group')}, not {KIND}.{GROUP}")
+    kind = crd.get("spec", {}).get("names", {}).get("kind")
+    group = crd["spec"].get("group")
+    if not isinstance(kind, str) or not kind or not isinstance(group, str) or not group:
+        raise ValueError(f"{crd_path}: CRD names no kind or group")
     for version in crd["spec"].get("versions", []):
-        if version.get("name") == SCHEMA_VERSION:
+        if version.get("name") == schema_version:
             raw = version["schema"]["openAPIV3Schema"]
             break
     else:
-        raise ValueError(f"{crd_path}: CRD has no version {SCHEMA_VERSION}")
+        raise ValueError(f"{crd_path}: CRD has no version {schema_version}")
     schema = convert(raw)
     schema.setdefault("properties", {})["metadata"] = {"type": "object"}
     jsonschema.Draft4Validator.check_schema(schema)
-    return schema
+    return Target(kind, f"{group}/{schema_version}", schema)
 
 
 def format_path(path):
@@ -131,13 +139,13 @@ def format_path(path):
     return "".join(parts) or "(root)"
 
 
-def document_errors(validator, doc):
-    """All problems with one InferenceEndpointConfig document, as (path, message)."""
+def document_errors(target, validator, doc):
+    """All problems with one document of the target kind, as (path, message)."""
     problems = []
-    if doc.get("apiVersion") != API_VERSION:
-        problems.append(("apiVersion", f"{doc.get('apiVersion')!r} is not {API_VERSION!r}"))
-    if doc.get("kind") != KIND:
-        problems.append(("kind", f"{doc.get('kind')!r} is not {KIND!r}"))
+    if doc.get("apiVersion") != target.api_version:
+        problems.append(("apiVersion", f"{doc.get('apiVersion')!r} is not {target.api_version!r}"))
+    if doc.get("kind") != target.kind:
+        problems.append(("kind", f"{doc.get('kind')!r} is not {target.kind!r}"))
     metadata = doc.get("metadata")
     if not isinstance(metadata, dict) or not any(
         isinstance(metadata.get(k), str) and metadata.get(k) for k in ("name", "generateName")
@@ -149,24 +157,26 @@ def document_errors(validator, doc):
     return problems
 
 
-def is_candidate(doc):
-    """Documents that are, or were evidently meant to be, InferenceEndpointConfigs."""
+def is_candidate(target, doc):
+    """Documents that are, or were evidently meant to be, of the target kind."""
     kind = doc.get("kind")
-    return isinstance(kind, str) and kind.lower() == KIND.lower()
+    return isinstance(kind, str) and kind.lower() == target.kind.lower()
 
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--crd", required=True, help="the InferenceEndpointConfig CRD YAML")
+    parser.add_argument("--crd", required=True, help="the CustomResourceDefinition YAML")
+    parser.add_argument("--version", default="v1", help="the CRD version to check (default v1)")
     parser.add_argument("files", nargs="+", metavar="FILE", help="YAML files to check")
     args = parser.parse_args(argv)
 
     try:
-        schema = load_schema(args.crd)
+        target = load_schema(args.crd, args.version)
     except (OSError, ValueError, yaml.YAMLError, jsonschema.SchemaError) as exc:
         print(f"error: cannot load CRD schema: {exc}", file=sys.stderr)
         return 2
-    validator = jsonschema.Draft4Validator(schema)
+    validator = jsonschema.Draft4Validator(target.schema)
+    kind = target.kind
 
     n_valid = n_invalid = n_errors = 0
     input_problem = False
@@ -190,28 +200,28 @@ def main(argv=None):
                 print(f"{path}: document {index}: error: not a mapping ({type(doc).__name__})")
                 n_errors += 1
                 continue
-            if not is_candidate(doc):
+            if not is_candidate(target, doc):
                 continue
             found += 1
             name = (doc.get("metadata") or {}).get("name", "?") if isinstance(doc.get("metadata"), dict) else "?"
-            problems = document_errors(validator, doc)
+            problems = document_errors(target, validator, doc)
             for where, message in problems:
-                print(f"{path}: document {index} ({KIND} {name}): {where}: {message}")
+                print(f"{path}: document {index} ({kind} {name}): {where}: {message}")
             n_errors += len(problems)
             if problems:
                 n_invalid += 1
             else:
                 n_valid += 1
         if not found:
-            print(f"{path}: error: no {KIND} document in this file")
+            print(f"{path}: error: no {kind} document in this file")
             input_problem = True
 
     if n_errors:
-        print(f"{n_errors} error(s) in {n_invalid} {KIND} document(s); {n_valid} document(s) valid")
+        print(f"{n_errors} error(s) in {n_invalid} {kind} document(s); {n_valid} document(s) valid")
         return 1
     if input_problem:
         return 2
-    print(f"{n_valid} {KIND} document(s) valid")
+    print(f"{n_valid} {kind} document(s) valid")
     return 0
 
 

@@ -54,6 +54,16 @@ pub fn inference_endpoint_config_crd() -> PathBuf {
     )
 }
 
+/// The vendored Karpenter NodePool CRD.
+pub fn karpenter_node_pool_crd() -> PathBuf {
+    repo_root().join("codegen/schemas/crds/karpenter.sh_nodepools.yaml")
+}
+
+/// The vendored Karpenter EC2NodeClass CRD.
+pub fn karpenter_ec2_node_class_crd() -> PathBuf {
+    repo_root().join("codegen/schemas/crds/karpenter.k8s.aws_ec2nodeclasses.yaml")
+}
+
 /// What a finished tool run printed.
 pub struct ToolOutput {
     pub command: String,

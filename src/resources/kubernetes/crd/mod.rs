@@ -2,4 +2,6 @@
 
 //! Custom resource types generated from vendored CRDs.
 
+pub mod ec2_node_class;
 pub mod inference_endpoint_config;
+pub mod node_pool;
