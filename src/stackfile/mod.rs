@@ -1473,4 +1473,48 @@ mod tests {
         assert_eq!(suggest("zzzz", ["cidr", "nat_gateways"]), None);
         assert_eq!(distance("kitten", "sitting"), 3);
     }
+
+    fn with_reader(text: &str, shape: &'static Shape, f: impl FnOnce(&mut Reader<'_>)) {
+        let root = yaml::parse(text).unwrap().unwrap();
+        let mut b = Builder::new(Cx::new("t.yaml"), &root);
+        let mut r = Reader {
+            b: &mut b,
+            node: &root,
+            shape,
+            context: String::new(),
+            report_context: String::new(),
+            path: "t/Id",
+            read: Vec::new(),
+        };
+        f(&mut r);
+    }
+
+    #[test]
+    fn declared_fields_are_read() {
+        use crate::constructs::network::network_fields as f;
+        with_reader("network: N\ncidr: 10.0.0.0/16\n", &f::SHAPE, |r| {
+            assert_eq!(r.text(&f::CIDR).as_deref(), Some("10.0.0.0/16"));
+            assert_eq!(r.u32(&f::AVAILABILITY_ZONES), None);
+        });
+    }
+
+    #[test]
+    #[should_panic(expected = "`name` is not a declared field of network")]
+    fn reading_an_undeclared_field_panics() {
+        use crate::constructs::network::network_fields as f;
+        with_reader("network: N\nname: x\n", &f::SHAPE, |r| {
+            r.text(&crate::constructs::eks::fields::NAME);
+        });
+    }
+
+    #[test]
+    #[cfg(debug_assertions)]
+    #[should_panic(expected = "never read its field `cidr`")]
+    fn a_field_left_unread_panics() {
+        use crate::constructs::network::network_fields as f;
+        with_reader("network: N\ncidr: 10.0.0.0/16\n", &f::SHAPE, |r| {
+            r.read.push(f::ID.name);
+            r.finish();
+        });
+    }
 }
