@@ -89,3 +89,21 @@ impl Construct for LoadBalancerController {
         );
     }
 }
+
+// --- Stack-file form -------------------------------------------------------------------------
+
+stack_file_shape! {
+    pub mod fields = <LoadBalancerController as Construct>::KIND, "The AWS Load Balancer Controller's IAM role, bound by EKS Pod Identity." {
+        ID: req "load_balancer_controller", Ty::Str, "The construct id.";
+        CLUSTER: req "cluster", Ty::Ref(Want::Eks), "The EKS cluster.";
+    }
+}
+
+impl super::stack_file::StackFileConstruct for LoadBalancerController {
+    const SHAPE: &'static super::stack_file::Shape = &fields::SHAPE;
+
+    fn build(id: &str, r: &mut dyn super::stack_file::FieldReader) -> Option<Self> {
+        let eks = super::stack_file::required(r.eks(&fields::CLUSTER))?;
+        Some(LoadBalancerController::new(id, &eks.cluster))
+    }
+}

@@ -432,3 +432,71 @@ impl Construct for EksCluster {
         );
     }
 }
+
+// --- Stack-file form -------------------------------------------------------------------------
+
+stack_file_shape! {
+    pub mod access_entry_fields = "AccessEntry", "An IAM principal allowed into the cluster." {
+        PRINCIPAL_ARN: req "principal_arn", Ty::Str, "The role or user ARN.";
+        POLICY: req "policy", Ty::Enum(AccessPolicy::NAMES), "The access policy.";
+    }
+}
+
+stack_file_shape! {
+    pub mod addon_fields = "Addon", "An EKS add-on." {
+        NAME: req "name", Ty::Str, "The add-on's name.";
+        VERSION: opt "version", Ty::Str, "Its version (default: EKS's default).";
+    }
+}
+
+stack_file_shape! {
+    pub mod fields = <EksCluster as Construct>::KIND, "An EKS cluster with a private endpoint, secrets encryption, access entries and add-ons." {
+        ID: req "eks_cluster", Ty::Str, "The construct id.";
+        NAME: req "name", Ty::Str, "The cluster's name.";
+        VERSION: opt "version", Ty::Str, "The Kubernetes version, e.g. `1.33`.";
+        SUBNETS: opt "subnets", Ty::Refs(Want::Subnets), "The control plane's subnets.";
+        SECURITY_GROUPS: opt "security_groups", Ty::Refs(Want::SecurityGroup), "Additional security groups.";
+        PUBLIC_ACCESS_CIDRS: opt "public_access_cidrs", Ty::StrList, "Also allow the public endpoint from these blocks (default: private only).";
+        ACCESS_ENTRIES: opt "access_entries", Ty::List(&access_entry_fields::SHAPE), "Principals allowed into the cluster.";
+        ADDONS: opt "addons", Ty::List(&addon_fields::SHAPE), "EKS add-ons.";
+    }
+}
+
+impl super::stack_file::StackFileConstruct for EksCluster {
+    const SHAPE: &'static super::stack_file::Shape = &fields::SHAPE;
+
+    fn build(id: &str, r: &mut dyn super::stack_file::FieldReader) -> Option<Self> {
+        use super::stack_file::list;
+        let subnets = r.subnets(&fields::SUBNETS);
+        let sgs = r.security_groups(&fields::SECURITY_GROUPS);
+        let mut c = EksCluster::new(id, r.text(&fields::NAME)?);
+        if let Some(v) = r.text(&fields::VERSION) {
+            c = c.version(v);
+        }
+        if let Some(s) = subnets.ok()? {
+            c = c.subnets(&s);
+        }
+        for g in sgs.ok()?.unwrap_or_default() {
+            c = c.security_group(&g);
+        }
+        if let Some(cidrs) = r.str_list(&fields::PUBLIC_ACCESS_CIDRS) {
+            c = c.endpoint_access(EndpointAccess::public_and_private(cidrs));
+        }
+        for (arn, policy) in list(r, &fields::ACCESS_ENTRIES, |e| {
+            use access_entry_fields as f;
+            let policy = e.text(&f::POLICY).and_then(|n| AccessPolicy::from_name(&n));
+            let arn = e.text(&f::PRINCIPAL_ARN);
+            Some((arn?, policy?))
+        }) {
+            c = c.access_entry(arn, policy);
+        }
+        for (name, version) in list(r, &fields::ADDONS, |a| {
+            let name = a.text(&addon_fields::NAME);
+            let version = a.text(&addon_fields::VERSION);
+            Some((name?, version))
+        }) {
+            c = c.addon(name, version);
+        }
+        Some(c)
+    }
+}

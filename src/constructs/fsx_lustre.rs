@@ -307,6 +307,70 @@ impl Construct for FsxLustre {
     }
 }
 
+// --- Stack-file form -------------------------------------------------------------------------
+
+stack_file_shape! {
+    pub mod data_repository_fields = "DataRepository", "A link between a directory of the file system and a bucket prefix, importing new, changed and deleted objects." {
+        BUCKET: req "bucket", Ty::Ref(Want::Bucket), "The bucket.";
+        PREFIX: req "prefix", Ty::Str, "The key prefix in the bucket (`models/`; empty for the whole bucket).";
+        FILE_SYSTEM_PATH: req "file_system_path", Ty::Str, "The directory on the file system (`/models`).";
+    }
+}
+
+stack_file_shape! {
+    pub mod fields = <FsxLustre as Construct>::KIND, "An FSx for Lustre file system (PERSISTENT_2, LZ4, Lustre 2.15, encrypted), optionally linked to a bucket." {
+        ID: req "fsx_lustre", Ty::Str, "The construct id.";
+        SUBNET: req "subnet", Ty::Ref(Want::Subnet), "The file system's subnet.";
+        SECURITY_GROUP: req "security_group", Ty::Ref(Want::SecurityGroup), "The security group of its network interfaces (Lustre ports open within it).";
+        DEPLOYMENT_TYPE: opt "deployment_type", Ty::Enum(&["PERSISTENT_2"]), "The deployment type (default `PERSISTENT_2`).";
+        STORAGE_GIB: opt "storage_gib", Ty::U32, "Storage capacity in GiB: 1200 or a multiple of 2400 (default 1200).";
+        THROUGHPUT_PER_TIB: opt "throughput_per_tib", Ty::U32, "MB/s per TiB of storage: 125, 250, 500 or 1000 (default 125).";
+        COMPRESSION: opt "compression", Ty::Enum(&["lz4", "none"]), "Data compression (default `lz4`).";
+        DATA_REPOSITORY: opt "data_repository", Ty::Obj(&data_repository_fields::SHAPE), "The link to S3.";
+    }
+}
+
+impl super::stack_file::StackFileConstruct for FsxLustre {
+    const SHAPE: &'static super::stack_file::Shape = &fields::SHAPE;
+
+    fn build(id: &str, r: &mut dyn super::stack_file::FieldReader) -> Option<Self> {
+        use super::stack_file::{object, required};
+        let subnet = required(r.subnet(&fields::SUBNET));
+        let group = required(r.security_groups(&fields::SECURITY_GROUP)).and_then(|mut g| g.pop());
+        // `Some(None)`: the link's bucket reference is invalid.
+        let repo = object(r, &fields::DATA_REPOSITORY, |d| {
+            use data_repository_fields as f;
+            let bucket = required(d.bucket(&f::BUCKET));
+            let prefix = d.text(&f::PREFIX);
+            let path = d.text(&f::FILE_SYSTEM_PATH);
+            bucket.map(|b| (b, prefix, path))
+        });
+        let mut c = FsxLustre::new(id, &subnet?, &group?);
+        if let Some(v) = r.u32(&fields::STORAGE_GIB) {
+            c = c.storage_gib(v);
+        }
+        if let Some(v) = r.u32(&fields::THROUGHPUT_PER_TIB) {
+            c = c.throughput_per_tib(v);
+        }
+        if r.text(&fields::DEPLOYMENT_TYPE).as_deref() == Some("PERSISTENT_2") {
+            c = c.deployment(LustreDeployment::Persistent2);
+        }
+        match r.text(&fields::COMPRESSION).as_deref() {
+            Some("none") => c = c.compression(LustreCompression::None),
+            Some("lz4") => c = c.compression(LustreCompression::Lz4),
+            _ => {}
+        }
+        match repo {
+            None => {}
+            Some(None) => return None,
+            Some(Some((bucket, prefix, path))) => {
+                c = c.data_repository(&bucket, prefix?, path?);
+            }
+        }
+        Some(c)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

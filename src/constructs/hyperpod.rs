@@ -871,6 +871,137 @@ fn arn_of_ref(r: &AttrRef, service: &str, resource_prefix: &str) -> Text {
     )
 }
 
+// --- Stack-file form -------------------------------------------------------------------------
+
+stack_file_shape! {
+    pub mod training_plan_fields = "TrainingPlan", "A SageMaker Flexible Training Plan feeding the group (absent: on-demand)." {
+        ARN: req "arn", Ty::Str, "The plan's ARN.";
+        AZ_ID: opt "az_id", Ty::Str, "The zone id of the plan's capacity.";
+        RESERVED_INSTANCES: opt "reserved_instances", Ty::I64, "How many instances the plan reserves.";
+    }
+}
+
+stack_file_shape! {
+    pub mod taint_fields = "Taint", "A Kubernetes taint." {
+        KEY: req "key", Ty::Str, "The key.";
+        VALUE: req "value", Ty::Str, "The value.";
+        EFFECT: req "effect", Ty::Enum(TaintEffect::NAMES), "The effect.";
+    }
+}
+
+stack_file_shape! {
+    pub mod instance_group_fields = "InstanceGroup", "A HyperPod instance group." {
+        NAME: req "name", Ty::Str, "The group's name.";
+        INSTANCE_TYPE: req "instance_type", Ty::Str, "The `ml.` instance type.";
+        COUNT: opt "count", Ty::I64, "Instances (default 1).";
+        THREADS_PER_CORE: opt "threads_per_core", Ty::I64, "1 or 2.";
+        EBS_VOLUME_GB: opt "ebs_volume_gb", Ty::I64, "Instance storage volume in GB.";
+        DEEP_HEALTH_CHECKS: opt "deep_health_checks", Ty::EnumList(DeepHealthCheck::NAMES), "Deep health checks on creation.";
+        TRAINING_PLAN: opt "training_plan", Ty::Obj(&training_plan_fields::SHAPE), "The training plan feeding the group (absent: on-demand).";
+        LABELS: opt "labels", Ty::StrMap, "Kubernetes node labels.";
+        TAINTS: opt "taints", Ty::List(&taint_fields::SHAPE), "Kubernetes node taints.";
+    }
+}
+
+stack_file_shape! {
+    pub mod fields = <HyperPodCluster as Construct>::KIND, "A SageMaker HyperPod cluster orchestrated by an EKS cluster." {
+        ID: req "hyperpod_cluster", Ty::Str, "The construct id.";
+        NAME: req "name", Ty::Str, "The cluster's name.";
+        EKS: req "eks", Ty::Ref(Want::Eks), "The orchestrating EKS cluster.";
+        LIFECYCLE: req "lifecycle", Ty::Ref(Want::Lifecycle), "The lifecycle scripts run on node creation.";
+        SUBNETS: opt "subnets", Ty::Refs(Want::Subnets), "The nodes' subnets (the HyperPod subnet).";
+        SECURITY_GROUPS: opt "security_groups", Ty::Refs(Want::SecurityGroup), "The nodes' security groups.";
+        NODE_RECOVERY: opt "node_recovery", Ty::Enum(NodeRecovery::NAMES), "Node recovery (default `automatic`).";
+        INSTANCE_GROUPS: req "instance_groups", Ty::List(&instance_group_fields::SHAPE), "The instance groups.";
+    }
+}
+
+/// An instance group from its stack-file object.
+fn instance_group(g: &mut dyn super::stack_file::FieldReader) -> Option<InstanceGroup> {
+    use instance_group_fields as f;
+    let (Some(name), Some(instance_type)) = (g.text(&f::NAME), g.text(&f::INSTANCE_TYPE)) else {
+        return None;
+    };
+    g.part(&name, &f::NAME);
+    let mut group = InstanceGroup::new(name, instance_type);
+    if let Some(v) = g.i64(&f::COUNT) {
+        group = group.count(v);
+    }
+    if let Some(v) = g.i64(&f::THREADS_PER_CORE) {
+        group = group.threads_per_core(v);
+    }
+    if let Some(v) = g.i64(&f::EBS_VOLUME_GB) {
+        group = group.ebs_volume_gb(v);
+    }
+    if let Some(checks) = g.str_list(&f::DEEP_HEALTH_CHECKS) {
+        group = group.deep_health_checks(
+            checks
+                .iter()
+                .filter_map(|c| DeepHealthCheck::from_name(c))
+                .collect::<Vec<_>>(),
+        );
+    }
+    let plan = super::stack_file::object(g, &f::TRAINING_PLAN, |plan| {
+        use training_plan_fields as p;
+        let arn = plan.text(&p::ARN);
+        let az = plan.text(&p::AZ_ID);
+        let reserved = plan.i64(&p::RESERVED_INSTANCES);
+        let mut cap = match az {
+            Some(az) => Capacity::training_plan(arn?, az),
+            None => Capacity::training_plan_without_zone(arn?),
+        };
+        if let Some(n) = reserved {
+            cap = cap.reserved_instances(n);
+        }
+        Some(cap)
+    });
+    if let Some(cap) = plan.flatten() {
+        group = group.capacity(cap);
+    }
+    for (k, v) in g.str_map(&f::LABELS) {
+        group = group.label(k, v);
+    }
+    for (k, v, effect) in super::stack_file::list(g, &f::TAINTS, |t| {
+        use taint_fields as t_;
+        let effect = t.text(&t_::EFFECT).and_then(|n| TaintEffect::from_name(&n));
+        let key = t.text(&t_::KEY);
+        let value = t.text(&t_::VALUE);
+        Some((key?, value?, effect?))
+    }) {
+        group = group.taint(k, v, effect);
+    }
+    Some(group)
+}
+
+impl super::stack_file::StackFileConstruct for HyperPodCluster {
+    const SHAPE: &'static super::stack_file::Shape = &fields::SHAPE;
+
+    fn build(id: &str, r: &mut dyn super::stack_file::FieldReader) -> Option<Self> {
+        use super::stack_file::required;
+        let eks = required(r.eks(&fields::EKS));
+        let lifecycle = required(r.lifecycle(&fields::LIFECYCLE));
+        let subnets = r.subnets(&fields::SUBNETS);
+        let sgs = r.security_groups(&fields::SECURITY_GROUPS);
+        let mut c = HyperPodCluster::new(id, r.text(&fields::NAME)?, &eks?.cluster, &lifecycle?);
+        for s in subnets.ok()?.unwrap_or_default() {
+            c = c.subnet(&s);
+        }
+        for g in sgs.ok()?.unwrap_or_default() {
+            c = c.security_group(&g);
+        }
+        if let Some(v) = r
+            .text(&fields::NODE_RECOVERY)
+            .and_then(|n| NodeRecovery::from_name(&n))
+        {
+            c = c.node_recovery(v);
+        }
+        for group in super::stack_file::list(r, &fields::INSTANCE_GROUPS, instance_group) {
+            c = c.instance_group(group);
+        }
+        Some(c)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

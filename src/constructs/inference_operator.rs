@@ -379,3 +379,31 @@ pub fn keda_metrics_policy() -> PolicyDocument {
                 .resource(Text::arn("aps", true, true, Text::lit("workspace/*"))),
         )
 }
+
+// --- Stack-file form -------------------------------------------------------------------------
+
+stack_file_shape! {
+    pub mod fields = <InferenceOperator as Construct>::KIND, "The HyperPod inference operator (EKS add-on) and its IAM role and TLS bucket." {
+        ID: req "inference_operator", Ty::Str, "The construct id.";
+        EKS: req "eks", Ty::Ref(Want::Eks), "The EKS cluster.";
+        HYPERPOD: req "hyperpod", Ty::Ref(Want::HyperPod), "The HyperPod cluster.";
+        VPC: req "vpc", Ty::Ref(Want::Vpc), "The VPC of the load balancers.";
+        MODEL_BUCKETS: opt "model_buckets", Ty::StrList, "Buckets the S3 CSI driver may read models from.";
+    }
+}
+
+impl super::stack_file::StackFileConstruct for InferenceOperator {
+    const SHAPE: &'static super::stack_file::Shape = &fields::SHAPE;
+
+    fn build(id: &str, r: &mut dyn super::stack_file::FieldReader) -> Option<Self> {
+        use super::stack_file::required;
+        let eks = required(r.eks(&fields::EKS));
+        let hyperpod = required(r.hyperpod(&fields::HYPERPOD));
+        let vpc = required(r.vpc(&fields::VPC));
+        let mut c = InferenceOperator::new(id, &eks?, &hyperpod?, &vpc?);
+        for b in r.str_list(&fields::MODEL_BUCKETS).unwrap_or_default() {
+            c = c.model_bucket(b);
+        }
+        Some(c)
+    }
+}

@@ -590,3 +590,77 @@ pub fn controller_policy(
                 .resource(Text::attr(cluster_arn)),
         )
 }
+
+// --- Stack-file form -------------------------------------------------------------------------
+
+stack_file_shape! {
+    pub mod fields = <Karpenter as Construct>::KIND, "Karpenter's controller and node roles." {
+        ID: req "karpenter", Ty::Str, "The construct id.";
+        CLUSTER: req "cluster", Ty::Ref(Want::Eks), "The EKS cluster.";
+    }
+}
+
+stack_file_shape! {
+    pub mod node_pool_fields = <KarpenterNodePool as Construct>::KIND, "A Karpenter EC2NodeClass and NodePool fed by a Capacity Block." {
+        ID: req "karpenter_node_pool", Ty::Str, "The construct id.";
+        NAME: req "name", Ty::Str, "The pool's Kubernetes name.";
+        KARPENTER: req "karpenter", Ty::Ref(Want::Karpenter), "The Karpenter construct.";
+        INSTANCE_TYPE: req "instance_type", Ty::Str, "The EC2 instance type.";
+        RESERVATION_ID: opt "reservation_id", Ty::Str, "Select the Capacity Block by id.";
+        RESERVATION_TAGS: opt "reservation_tags", Ty::StrMap, "Select the Capacity Block by tags.";
+        MAX_NODES: opt "max_nodes", Ty::U32, "At most this many nodes (default 1).";
+    }
+}
+
+impl super::stack_file::StackFileConstruct for Karpenter {
+    const SHAPE: &'static super::stack_file::Shape = &fields::SHAPE;
+
+    fn build(id: &str, r: &mut dyn super::stack_file::FieldReader) -> Option<Self> {
+        let eks = super::stack_file::required(r.eks(&fields::CLUSTER))?;
+        Some(Karpenter::new(id, &eks))
+    }
+}
+
+impl super::stack_file::StackFileConstruct for KarpenterNodePool {
+    const SHAPE: &'static super::stack_file::Shape = &node_pool_fields::SHAPE;
+
+    fn build(id: &str, r: &mut dyn super::stack_file::FieldReader) -> Option<Self> {
+        use node_pool_fields as f;
+        let karpenter = super::stack_file::required(r.karpenter(&f::KARPENTER));
+        let reservation = match (r.has(&f::RESERVATION_ID), r.has(&f::RESERVATION_TAGS)) {
+            (true, false) => ReservationSelector::Id(r.text(&f::RESERVATION_ID)?),
+            (false, true) => {
+                ReservationSelector::Tags(r.str_map(&f::RESERVATION_TAGS).into_iter().collect())
+            }
+            (id_given, tags_given) => {
+                let both = id_given && tags_given;
+                r.report(
+                    if both {
+                        Code::StackFileInvalidValue
+                    } else {
+                        Code::StackFileMissingField
+                    },
+                    Some(&f::RESERVATION_ID),
+                    if both {
+                        "give either `reservation_id` or `reservation_tags`, not both"
+                    } else {
+                        "karpenter_node_pool needs `reservation_id` or `reservation_tags`"
+                    },
+                    "select the Capacity Block by its id or by its tags",
+                );
+                return None;
+            }
+        };
+        let mut c = KarpenterNodePool::capacity_block(
+            id,
+            r.text(&f::NAME)?,
+            &karpenter?,
+            r.text(&f::INSTANCE_TYPE)?,
+            reservation,
+        );
+        if let Some(v) = r.u32(&f::MAX_NODES) {
+            c = c.max_nodes(v);
+        }
+        Some(c)
+    }
+}

@@ -109,3 +109,39 @@ impl Construct for LifecycleScripts {
         );
     }
 }
+
+// --- Stack-file form -------------------------------------------------------------------------
+
+stack_file_shape! {
+    pub mod file_fields = "File", "A file: its name and contents." {
+        NAME: req "name", Ty::Str, "The file name.";
+        CONTENT: req "content", Ty::Str, "Its contents.";
+    }
+}
+
+stack_file_shape! {
+    pub mod fields = <LifecycleScripts as Construct>::KIND, "A bucket holding the HyperPod lifecycle scripts (default `on_create.sh`)." {
+        ID: req "lifecycle_scripts", Ty::Str, "The construct id.";
+        ON_CREATE_SCRIPT: opt "on_create_script", Ty::Str, "Replaces the `on_create.sh` script.";
+        FILES: opt "files", Ty::List(&file_fields::SHAPE), "More files next to the entry point.";
+    }
+}
+
+impl super::stack_file::StackFileConstruct for LifecycleScripts {
+    const SHAPE: &'static super::stack_file::Shape = &fields::SHAPE;
+
+    fn build(id: &str, r: &mut dyn super::stack_file::FieldReader) -> Option<Self> {
+        let mut c = LifecycleScripts::new(id);
+        if let Some(v) = r.text(&fields::ON_CREATE_SCRIPT) {
+            c = c.on_create_script(v);
+        }
+        for (name, content) in super::stack_file::list(r, &fields::FILES, |f| {
+            let name = f.text(&file_fields::NAME);
+            let content = f.text(&file_fields::CONTENT);
+            Some((name?, content?))
+        }) {
+            c = c.file(name, content);
+        }
+        Some(c)
+    }
+}

@@ -31,6 +31,8 @@ macro_rules! stack_file_names {
     };
 }
 
+#[macro_use]
+pub mod stack_file;
 pub mod cidr;
 /// Text with references, now part of the core model ([`crate::app::text`]).
 pub use crate::app::text;
@@ -315,6 +317,19 @@ macro_rules! constructs {
 
         /// Every registered kind, in registry order.
         pub const KINDS: &[&str] = &[$( <$ty as Construct>::KIND ),*];
+
+        /// Every registered construct's stack-file shape, in registry order (a registered
+        /// construct without a stack-file form is a compile error).
+        pub const STACK_FILE_SHAPES: &[&stack_file::Shape] =
+            &[$( <$ty as stack_file::StackFileConstruct>::SHAPE ),*];
+
+        /// Visits the registered construct type whose kind is `kind`.
+        pub fn visit_kind<V: stack_file::KindVisitor>(kind: &str, visitor: V) -> Option<V::Out> {
+            $( if kind == <$ty as Construct>::KIND {
+                return Some(visitor.visit::<$ty>());
+            } )*
+            None
+        }
     };
 }
 
@@ -326,9 +341,9 @@ constructs! {
     HyperPod(HyperPodCluster),
     InferenceOperator(InferenceOperator),
     InferenceEndpoint(InferenceEndpoint),
+    VllmDeployment(VllmDeployment),
     NodeGroup(ManagedNodeGroup),
     LoadBalancerController(LoadBalancerController),
-    VllmDeployment(VllmDeployment),
     Karpenter(Karpenter),
     KarpenterNodePool(KarpenterNodePool),
     FsxLustre(FsxLustre),

@@ -726,6 +726,76 @@ impl Network {
     }
 }
 
+// --- Stack-file form -------------------------------------------------------------------------
+
+stack_file_shape! {
+    pub mod zonal_subnet_fields = "ZonalSubnet", "A subnet in one availability zone, from a secondary CIDR block of the VPC." {
+        AZ_ID: req "az_id", Ty::Str, "The zone id (e.g. `usw2-az2`): the capacity's zone.";
+        CIDR: opt "cidr", Ty::Str, "The secondary block (default `10.1.0.0/16` for HyperPod, `100.64.0.0/16` for GPU nodes).";
+    }
+}
+
+stack_file_shape! {
+    pub mod network_fields = <Network as Construct>::KIND, "A VPC with public and private subnets, NAT, flow logs, and optional HyperPod and GPU subnets." {
+        ID: req "network", Ty::Str, "The construct id.";
+        CIDR: opt "cidr", Ty::Str, "The primary CIDR block, /16 to /20 (default `10.192.0.0/16`).";
+        AVAILABILITY_ZONES: opt "availability_zones", Ty::U32, "Zones with a public and a private subnet (default 2).";
+        NAT_GATEWAYS: opt "nat_gateways", Ty::Enum(NatGateways::NAMES), "One NAT gateway, or one per zone (default `one`).";
+        HYPERPOD_SUBNET: opt "hyperpod_subnet", Ty::Obj(&zonal_subnet_fields::SHAPE), "The HyperPod subnet, in the training plan's zone.";
+        GPU_SUBNET: opt "gpu_subnet", Ty::Obj(&zonal_subnet_fields::SHAPE), "The GPU node subnet, in the Capacity Block's zone.";
+        FLOW_LOG_RETENTION_DAYS: opt "flow_log_retention_days", Ty::U32, "Flow log retention in days (default 365).";
+    }
+}
+
+/// A zonal subnet's zone and optional secondary block.
+fn zonal_subnet(
+    r: &mut dyn super::stack_file::FieldReader,
+    field: &'static super::stack_file::Field,
+) -> Option<(String, Option<String>)> {
+    use zonal_subnet_fields as f;
+    super::stack_file::object(r, field, |z| {
+        let az = z.text(&f::AZ_ID);
+        let cidr = z.text(&f::CIDR);
+        Some((az?, cidr))
+    })
+    .flatten()
+}
+
+impl super::stack_file::StackFileConstruct for Network {
+    const SHAPE: &'static super::stack_file::Shape = &network_fields::SHAPE;
+
+    fn build(id: &str, r: &mut dyn super::stack_file::FieldReader) -> Option<Self> {
+        use network_fields as f;
+        let mut c = Network::new(id);
+        if let Some(v) = r.text(&f::CIDR) {
+            c = c.cidr(v);
+        }
+        if let Some(v) = r.u32(&f::AVAILABILITY_ZONES) {
+            c = c.availability_zones(v);
+        }
+        if let Some(v) = r
+            .text(&f::NAT_GATEWAYS)
+            .and_then(|n| NatGateways::from_name(&n))
+        {
+            c = c.nat_gateways(v);
+        }
+        c = match zonal_subnet(r, &f::HYPERPOD_SUBNET) {
+            Some((az, Some(cidr))) => c.hyperpod_subnet_with_cidr(az, cidr),
+            Some((az, None)) => c.hyperpod_subnet(az),
+            None => c,
+        };
+        c = match zonal_subnet(r, &f::GPU_SUBNET) {
+            Some((az, Some(cidr))) => c.gpu_subnet_with_cidr(az, cidr),
+            Some((az, None)) => c.gpu_subnet(az),
+            None => c,
+        };
+        if let Some(v) = r.u32(&f::FLOW_LOG_RETENTION_DAYS) {
+            c = c.flow_log_retention_days(v);
+        }
+        Some(c)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -734,6 +734,157 @@ impl Construct for ManagedNodeGroup {
     }
 }
 
+// --- Stack-file form -------------------------------------------------------------------------
+
+stack_file_shape! {
+    pub mod scaling_fields = "Scaling", "Node group sizes." {
+        MIN: req "min", Ty::I64, "Minimum size.";
+        DESIRED: req "desired", Ty::I64, "Desired size.";
+        MAX: req "max", Ty::I64, "Maximum size.";
+    }
+}
+
+stack_file_shape! {
+    pub mod capacity_block_fields = "CapacityBlock", "An EC2 Capacity Block feeding the group (absent: on-demand): an existing reservation, or one the Terraform module buys." {
+        RESERVATION_ID: opt "reservation_id", Ty::Str, "The reservation id (`cr-...`) of a block bought already (required without `purchase`).";
+        AZ_ID: req "az_id", Ty::Str, "The block's zone id.";
+        INSTANCES: opt "instances", Ty::U32, "The block's instance count.";
+        PURCHASE: opt "purchase", Ty::Obj(&capacity_block_purchase_fields::SHAPE), "Buy the block from an offering (Terraform only; charged in full, never refunded).";
+    }
+}
+
+stack_file_shape! {
+    pub mod capacity_block_purchase_fields = "CapacityBlockPurchase", "Buying a Capacity Block: the whole price is charged at purchase; it cannot be cancelled or refunded." {
+        OFFERING_ID: req "offering_id", Ty::Str, "The offering id (`cb-...`, aws ec2 describe-capacity-block-offerings).";
+        ACKNOWLEDGE_NON_REFUNDABLE: opt "acknowledge_non_refundable", Ty::Bool, "Must be `true`: the purchase is final and not refundable.";
+    }
+}
+
+stack_file_shape! {
+    pub mod fields = <ManagedNodeGroup as Construct>::KIND, "An EKS managed node group: the `system` preset (m7i.xlarge for add-ons) or a `gpu` group." {
+        ID: req "managed_node_group", Ty::Str, "The construct id.";
+        PRESET: req "preset", Ty::Enum(&["system", "gpu"]), "`system` or `gpu`.";
+        CLUSTER: req "cluster", Ty::Ref(Want::Eks), "The EKS cluster.";
+        SUBNETS: req "subnets", Ty::Refs(Want::Subnets), "The nodes' subnets.";
+        INSTANCE_TYPE: opt "instance_type", Ty::Str, "The EC2 instance type (required for `gpu`).";
+        CAPACITY_BLOCK: opt "capacity_block", Ty::Obj(&capacity_block_fields::SHAPE), "The Capacity Block feeding the group (absent: on-demand).";
+        SCALING: opt "scaling", Ty::Obj(&scaling_fields::SHAPE), "Sizes.";
+        SECURITY_GROUPS: opt "security_groups", Ty::Refs(Want::SecurityGroup), "Security groups besides the cluster's own.";
+        ROOT_VOLUME_GB: opt "root_volume_gb", Ty::I64, "Root volume size in GiB.";
+        LABELS: opt "labels", Ty::StrMap, "More node labels.";
+        EFA: opt "efa", Ty::Bool, "EFA interfaces on every EFA-capable network card.";
+    }
+}
+
+/// The capacity of a `capacity_block` object: `Err` when it names neither a reservation nor
+/// a purchase (reported).
+fn capacity_block(
+    b: &mut dyn super::stack_file::FieldReader,
+) -> Result<Option<NodeCapacity>, super::stack_file::Invalid> {
+    use capacity_block_fields as f;
+    let purchase = super::stack_file::object(b, &f::PURCHASE, |p| {
+        use capacity_block_purchase_fields as p_;
+        let offering = p.text(&p_::OFFERING_ID);
+        let acknowledged = p.bool(&p_::ACKNOWLEDGE_NON_REFUNDABLE) == Some(true);
+        let purchase = CapacityBlockPurchase::new(offering?);
+        Some(if acknowledged {
+            purchase.non_refundable()
+        } else {
+            purchase
+        })
+    })
+    .flatten();
+    let instances = b.u32(&f::INSTANCES);
+    match (purchase, b.text(&f::RESERVATION_ID), b.text(&f::AZ_ID)) {
+        (Some(purchase), _, Some(az)) => Ok(Some(NodeCapacity::buy_capacity_block(
+            purchase,
+            az,
+            instances.unwrap_or(1),
+        ))),
+        (None, Some(r), Some(az)) => Ok(Some(match instances {
+            Some(n) => NodeCapacity::capacity_block_of(r, az, n),
+            None => NodeCapacity::capacity_block(r, az),
+        })),
+        (None, None, Some(_)) => {
+            b.report(
+                Code::StackFileMissingField,
+                None,
+                "a `capacity_block` needs `reservation_id` (a block bought already) or `purchase`",
+                "add `reservation_id: cr-...`, or `purchase: {offering_id: cb-..., acknowledge_non_refundable: true}`",
+            );
+            Err(super::stack_file::Invalid)
+        }
+        _ => Ok(None),
+    }
+}
+
+impl super::stack_file::StackFileConstruct for ManagedNodeGroup {
+    const SHAPE: &'static super::stack_file::Shape = &fields::SHAPE;
+
+    fn build(id: &str, r: &mut dyn super::stack_file::FieldReader) -> Option<Self> {
+        use super::stack_file::{object, required};
+        let eks = required(r.eks(&fields::CLUSTER));
+        let subnets = required(r.subnets(&fields::SUBNETS));
+        let sgs = r.security_groups(&fields::SECURITY_GROUPS);
+        let preset = r.text(&fields::PRESET)?;
+        let instance_type = r.text(&fields::INSTANCE_TYPE);
+        let (eks, subnets) = (eks?, subnets?);
+        let mut c = match (preset.as_str(), instance_type) {
+            ("system", None) => ManagedNodeGroup::system(id, &eks.cluster, &subnets),
+            ("gpu", Some(t)) => ManagedNodeGroup::gpu(id, &eks.cluster, t, &subnets),
+            ("system", Some(_)) => {
+                r.report(
+                    Code::StackFileInvalidValue,
+                    Some(&fields::INSTANCE_TYPE),
+                    "the `system` preset fixes its instance type (m7i.xlarge)",
+                    "remove `instance_type`, or use `preset: gpu`",
+                );
+                return None;
+            }
+            ("gpu", None) => {
+                r.report(
+                    Code::StackFileMissingField,
+                    None,
+                    "a `gpu` node group is missing required field `instance_type`",
+                    "add `instance_type: <EC2 type>` (e.g. `p6-b300.48xlarge`)",
+                );
+                return None;
+            }
+            _ => return None,
+        };
+        if let Some(capacity) = object(r, &fields::CAPACITY_BLOCK, capacity_block)
+            .transpose()
+            .ok()?
+            .flatten()
+        {
+            c = c.capacity(capacity);
+        }
+        let scaling = object(r, &fields::SCALING, |s| {
+            use scaling_fields as s_;
+            let min = s.i64(&s_::MIN);
+            let desired = s.i64(&s_::DESIRED);
+            let max = s.i64(&s_::MAX);
+            Some((min?, desired?, max?))
+        });
+        if let Some((min, desired, max)) = scaling.flatten() {
+            c = c.scaling(min, desired, max);
+        }
+        for g in sgs.ok()?.unwrap_or_default() {
+            c = c.security_group(&g);
+        }
+        if let Some(v) = r.i64(&fields::ROOT_VOLUME_GB) {
+            c = c.root_volume_gb(v);
+        }
+        for (k, v) in r.str_map(&fields::LABELS) {
+            c = c.label(k, v);
+        }
+        if let Some(v) = r.bool(&fields::EFA) {
+            c = c.efa(v);
+        }
+        Some(c)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -128,3 +128,26 @@ impl Construct for ClusterSecurityGroup {
         }
     }
 }
+
+// --- Stack-file form -------------------------------------------------------------------------
+
+stack_file_shape! {
+    pub mod fields = <ClusterSecurityGroup as Construct>::KIND, "The security group shared by the cluster's nodes." {
+        ID: req "cluster_security_group", Ty::Str, "The construct id.";
+        VPC: req "vpc", Ty::Ref(Want::Vpc), "The VPC.";
+        FSX_LUSTRE_PORTS: opt "fsx_lustre_ports", Ty::Bool, "Open the FSx for Lustre ports between members (default true).";
+    }
+}
+
+impl super::stack_file::StackFileConstruct for ClusterSecurityGroup {
+    const SHAPE: &'static super::stack_file::Shape = &fields::SHAPE;
+
+    fn build(id: &str, r: &mut dyn super::stack_file::FieldReader) -> Option<Self> {
+        let vpc = super::stack_file::required(r.vpc(&fields::VPC))?;
+        let mut c = ClusterSecurityGroup::new(id, &vpc);
+        if r.bool(&fields::FSX_LUSTRE_PORTS) == Some(false) {
+            c = c.without_fsx_lustre_ports();
+        }
+        Some(c)
+    }
+}

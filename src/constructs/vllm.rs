@@ -691,6 +691,209 @@ impl Construct for InferenceEndpoint {
     }
 }
 
+// --- Stack-file form -------------------------------------------------------------------------
+
+stack_file_shape! {
+    pub mod secret_key_ref_fields = "SecretKeyRef", "A key of a Kubernetes Secret." {
+        NAME: req "name", Ty::Str, "The Secret's name.";
+        KEY: req "key", Ty::Str, "The key.";
+    }
+}
+
+stack_file_shape! {
+    pub mod storage_throughput_fields = "StorageThroughput", "Storage throughput assumptions for the startup budget." {
+        DOWNLOAD_BYTES_PER_SEC: req "download_bytes_per_sec", Ty::F64, "Download rate, bytes per second.";
+        LOAD_BYTES_PER_SEC: req "load_bytes_per_sec", Ty::F64, "Load rate into GPU memory, bytes per second.";
+        WARMUP_SECS: req "warmup_secs", Ty::F64, "Warm-up time, seconds.";
+    }
+}
+
+stack_file_shape! {
+    pub mod server_fields = "VllmServer", "The vLLM server: the model, the image and the engine's arguments." {
+        MODEL: req "model", Ty::Str, "The Hugging Face model id (`organization/name`).";
+        IMAGE: req "image", Ty::Str, "The container image, pinned.";
+        SERVED_MODEL_NAME: opt "served_model_name", Ty::Str, "The name clients pass as `model`.";
+        TENSOR_PARALLEL_SIZE: opt "tensor_parallel_size", Ty::U32, "Tensor parallel size (default: every GPU of the instance).";
+        DECODE_CONTEXT_PARALLEL_SIZE: opt "decode_context_parallel_size", Ty::U32, "Decode context parallel size.";
+        GPU_MEMORY_UTILIZATION: opt "gpu_memory_utilization", Ty::F64, "Fraction of GPU memory vLLM may use (default 0.90).";
+        MAX_MODEL_LEN: opt "max_model_len", Ty::U64, "Maximum context length.";
+        LOAD_FORMAT: opt "load_format", Ty::Str, "The weight loader (`fastsafetensors`, ...).";
+        TRUST_REMOTE_CODE: opt "trust_remote_code", Ty::Bool, "Run the model repository's own code.";
+        TOOL_CALL_PARSER: opt "tool_call_parser", Ty::Str, "Tool-call parser (enables automatic tool choice).";
+        REASONING_PARSER: opt "reasoning_parser", Ty::Str, "Reasoning parser.";
+        PREFIX_CACHING: opt "prefix_caching", Ty::Bool, "Automatic prefix caching.";
+        MOE_BACKEND: opt "moe_backend", Ty::Str, "The MoE kernel backend.";
+        ENV: opt "env", Ty::StrMap, "Environment variables, in order (never secrets).";
+        EXTRA_ARGS: opt "extra_args", Ty::StrList, "Arguments the typed fields do not cover.";
+        HF_TOKEN_SECRET: opt "hf_token_secret", Ty::Obj(&secret_key_ref_fields::SHAPE), "The Secret holding the Hugging Face token.";
+        WEIGHT_BYTES: opt "weight_bytes", Ty::U64, "The weights' size, for models not in the catalog.";
+        STORAGE_THROUGHPUT: opt "storage_throughput", Ty::Obj(&storage_throughput_fields::SHAPE), "Storage throughput for the startup budget.";
+    }
+}
+
+stack_file_shape! {
+    pub mod endpoint_fields = <InferenceEndpoint as Construct>::KIND, "An `InferenceEndpointConfig` served by the HyperPod inference operator." {
+        ID: req "inference_endpoint", Ty::Str, "The construct id.";
+        SERVER: req "server", Ty::Obj(&server_fields::SHAPE), "The vLLM server.";
+        INSTANCE_TYPE: req "instance_type", Ty::Str, "The instance type (EC2 or `ml.` name).";
+        NAME: opt "name", Ty::Str, "The object name (default: the served model name in lowercase).";
+        NAMESPACE: opt "namespace", Ty::Str, "The namespace (default `default`).";
+        REPLICAS: opt "replicas", Ty::I64, "Replicas (default 1).";
+    }
+}
+
+stack_file_shape! {
+    pub mod deployment_fields = <VllmDeployment as Construct>::KIND, "A vLLM Deployment and its Service on EKS GPU nodes." {
+        ID: req "vllm_deployment", Ty::Str, "The construct id.";
+        SERVER: req "server", Ty::Obj(&server_fields::SHAPE), "The vLLM server.";
+        INSTANCE_TYPE: req "instance_type", Ty::Str, "The EC2 instance type of the nodes.";
+        NAME: opt "name", Ty::Str, "The object name (default: the served model name in lowercase).";
+        NAMESPACE: opt "namespace", Ty::Str, "The namespace (default: the object name).";
+        REPLICAS: opt "replicas", Ty::I64, "Replicas (default 1).";
+        GPUS: opt "gpus", Ty::U32, "GPUs per replica (default: every GPU of the instance).";
+        EXPOSURE: opt "exposure", Ty::Enum(Exposure::NAMES), "How the Service is exposed (default `internal_load_balancer`).";
+        SERVICE_ANNOTATIONS: opt "service_annotations", Ty::StrMap, "Annotations on the Service.";
+        EFA: opt "efa", Ty::Bool, "Request the instance's EFA interfaces.";
+    }
+}
+
+/// The vLLM server of the nested object `field`.
+fn server(
+    r: &mut dyn super::stack_file::FieldReader,
+    field: &'static super::stack_file::Field,
+) -> Option<VllmServer> {
+    super::stack_file::object(r, field, |r| {
+        use server_fields as f;
+        let mut s = VllmServer::new(r.text(&f::MODEL)?, r.text(&f::IMAGE)?);
+        if let Some(v) = r.text(&f::SERVED_MODEL_NAME) {
+            s = s.served_model_name(v);
+        }
+        if let Some(v) = r.u32(&f::TENSOR_PARALLEL_SIZE) {
+            s = s.tensor_parallel_size(v);
+        }
+        if let Some(v) = r.u32(&f::DECODE_CONTEXT_PARALLEL_SIZE) {
+            s = s.decode_context_parallel_size(v);
+        }
+        if let Some(v) = r.f64(&f::GPU_MEMORY_UTILIZATION) {
+            s = s.gpu_memory_utilization(v);
+        }
+        if let Some(v) = r.u64(&f::MAX_MODEL_LEN) {
+            s = s.max_model_len(v);
+        }
+        if let Some(v) = r.bool(&f::TRUST_REMOTE_CODE) {
+            s = s.trust_remote_code(v);
+        }
+        if let Some(v) = r.text(&f::LOAD_FORMAT) {
+            s = s.load_format(v);
+        }
+        if let Some(v) = r.bool(&f::PREFIX_CACHING) {
+            s = s.prefix_caching(v);
+        }
+        if let Some(v) = r.text(&f::TOOL_CALL_PARSER) {
+            s = s.tool_call_parser(v);
+        }
+        if let Some(v) = r.text(&f::REASONING_PARSER) {
+            s = s.reasoning_parser(v);
+        }
+        if let Some(v) = r.text(&f::MOE_BACKEND) {
+            s = s.moe_backend(v);
+        }
+        for (k, v) in r.str_map(&f::ENV) {
+            s = s.env(k, v);
+        }
+        for a in r.str_list(&f::EXTRA_ARGS).unwrap_or_default() {
+            s = s.extra_arg(a);
+        }
+        let secret = super::stack_file::object(r, &f::HF_TOKEN_SECRET, |h| {
+            let name = h.text(&secret_key_ref_fields::NAME);
+            let key = h.text(&secret_key_ref_fields::KEY);
+            Some((name?, key?))
+        });
+        if let Some((n, k)) = secret.flatten() {
+            s = s.hf_token_secret(n, k);
+        }
+        if let Some(v) = r.u64(&f::WEIGHT_BYTES) {
+            s = s.weight_bytes(v);
+        }
+        let throughput = super::stack_file::object(r, &f::STORAGE_THROUGHPUT, |t| {
+            use storage_throughput_fields as t_;
+            let download = t.f64(&t_::DOWNLOAD_BYTES_PER_SEC);
+            let load = t.f64(&t_::LOAD_BYTES_PER_SEC);
+            let warmup = t.f64(&t_::WARMUP_SECS);
+            Some(StorageThroughput {
+                download_bytes_per_sec: download?,
+                load_bytes_per_sec: load?,
+                warmup_secs: warmup?,
+            })
+        });
+        if let Some(t) = throughput.flatten() {
+            s = s.storage_throughput(t);
+        }
+        Some(s)
+    })
+    .flatten()
+}
+
+/// A replica count as the builders take it (out-of-range values saturate; validation
+/// reports them).
+fn clamp_i32(v: i64) -> i32 {
+    i32::try_from(v).unwrap_or(if v < 0 { i32::MIN } else { i32::MAX })
+}
+
+impl super::stack_file::StackFileConstruct for InferenceEndpoint {
+    const SHAPE: &'static super::stack_file::Shape = &endpoint_fields::SHAPE;
+
+    fn build(id: &str, r: &mut dyn super::stack_file::FieldReader) -> Option<Self> {
+        use endpoint_fields as f;
+        let server = server(r, &f::SERVER)?;
+        let mut c = InferenceEndpoint::new(id, server, r.text(&f::INSTANCE_TYPE)?);
+        if let Some(v) = r.text(&f::NAME) {
+            c = c.name(v);
+        }
+        if let Some(v) = r.text(&f::NAMESPACE) {
+            c = c.namespace(v);
+        }
+        if let Some(v) = r.i64(&f::REPLICAS) {
+            c = c.replicas(clamp_i32(v));
+        }
+        Some(c)
+    }
+}
+
+impl super::stack_file::StackFileConstruct for VllmDeployment {
+    const SHAPE: &'static super::stack_file::Shape = &deployment_fields::SHAPE;
+
+    fn build(id: &str, r: &mut dyn super::stack_file::FieldReader) -> Option<Self> {
+        use deployment_fields as f;
+        let server = server(r, &f::SERVER)?;
+        let mut c = VllmDeployment::new(id, server, r.text(&f::INSTANCE_TYPE)?);
+        if let Some(v) = r.text(&f::NAME) {
+            c = c.name(v);
+        }
+        if let Some(v) = r.text(&f::NAMESPACE) {
+            c = c.namespace(v);
+        }
+        if let Some(v) = r.i64(&f::REPLICAS) {
+            c = c.replicas(clamp_i32(v));
+        }
+        if let Some(v) = r.u32(&f::GPUS) {
+            c = c.gpus(v);
+        }
+        match r.text(&f::EXPOSURE).and_then(|n| Exposure::from_name(&n)) {
+            Some(Exposure::ClusterIp) => c = c.cluster_ip_service(),
+            Some(Exposure::InternetFacingLoadBalancer) => c = c.internet_facing_load_balancer(),
+            Some(Exposure::InternalLoadBalancer) | None => {}
+        }
+        for (k, v) in r.str_map(&f::SERVICE_ANNOTATIONS) {
+            c = c.service_annotation(k, v);
+        }
+        if let Some(v) = r.bool(&f::EFA) {
+            c = c.efa(v);
+        }
+        Some(c)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

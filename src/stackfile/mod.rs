@@ -16,10 +16,18 @@ mod schema;
 mod yaml;
 
 use crate::app::App;
-use crate::app::{kind, Ref, Stack};
-use crate::constructs::*;
+use crate::app::{kind, Ref, Stack, StageId};
+use crate::constructs::stack_file::{
+    FieldReader, Invalid, KindVisitor, Resolved, StackFileConstruct,
+};
+use crate::constructs::{
+    self, ClusterSecurityGroup, ClusterSecurityGroupHandle, Construct, EksCluster,
+    EksClusterHandle, HelmRelease, HyperPodCluster, HyperPodHandle, Karpenter, KarpenterHandle,
+    LifecycleScripts, LifecycleScriptsHandle, Network, NetworkHandle,
+};
 use crate::diagnostics::{Code, Diagnostic, Diagnostics};
-use schema::{Shape, Ty, Want};
+use schema::{Field, Shape, Ty, Want};
+use std::any::Any;
 use std::collections::BTreeMap;
 use std::path::Path;
 use yaml::{Node, Pos, Value};
@@ -571,12 +579,12 @@ enum Handle {
 impl Handle {
     fn kind(&self) -> &'static str {
         match self {
-            Handle::Network(_) => "network",
-            Handle::SecurityGroup(_) => "cluster_security_group",
-            Handle::Eks(_) => "eks_cluster",
-            Handle::Lifecycle(_) => "lifecycle_scripts",
-            Handle::HyperPod(_) => "hyperpod_cluster",
-            Handle::Karpenter(_) => "karpenter",
+            Handle::Network(_) => Network::KIND,
+            Handle::SecurityGroup(_) => ClusterSecurityGroup::KIND,
+            Handle::Eks(_) => EksCluster::KIND,
+            Handle::Lifecycle(_) => LifecycleScripts::KIND,
+            Handle::HyperPod(_) => HyperPodCluster::KIND,
+            Handle::Karpenter(_) => Karpenter::KIND,
             Handle::Other(kind) | Handle::Failed(kind) => kind,
         }
     }
@@ -718,41 +726,12 @@ fn text(node: &Node, key: &str) -> Option<String> {
     node.get(key).and_then(parse_text).map(str::to_owned)
 }
 
-fn uint(node: &Node, key: &str) -> Option<u64> {
-    node.get(key).and_then(parse_uint)
-}
-
-fn u32_of(node: &Node, key: &str) -> Option<u32> {
-    uint(node, key).and_then(|v| u32::try_from(v).ok())
-}
-
-fn int(node: &Node, key: &str) -> Option<i64> {
-    node.get(key).and_then(parse_int)
-}
-
-fn float(node: &Node, key: &str) -> Option<f64> {
-    node.get(key).and_then(parse_float)
-}
-
-fn boolean(node: &Node, key: &str) -> Option<bool> {
-    node.get(key).and_then(parse_bool)
-}
-
 fn str_map(node: &Node, key: &str) -> Vec<(String, String)> {
     node.get(key)
         .map(entries)
         .unwrap_or_default()
         .iter()
         .filter_map(|(k, v)| Some((k.as_str()?.to_owned(), v.as_str()?.to_owned())))
-        .collect()
-}
-
-fn str_list(node: &Node, key: &str) -> Vec<String> {
-    node.get(key)
-        .map(items)
-        .unwrap_or_default()
-        .iter()
-        .filter_map(|v| parse_text(v).map(str::to_owned))
         .collect()
 }
 
@@ -978,7 +957,7 @@ impl Builder {
         match self.lookup(node, context)? {
             (Handle::Network(n), None) => Some(n.vpc),
             (Handle::Network(n), Some(a)) if a == "vpc" => Some(n.vpc),
-            (Handle::Failed("network"), _) => None,
+            (Handle::Failed(Network::KIND), _) => None,
             (h, attr) => {
                 let found = describe(&h, attr.as_deref());
                 self.wrong_kind(node, context, &found, Want::Vpc);
@@ -989,7 +968,7 @@ impl Builder {
 
     fn subnets_one(&mut self, node: &Node, context: &str) -> Option<Vec<Ref<kind::Subnet>>> {
         let (h, attr) = self.lookup(node, context)?;
-        if matches!(h, Handle::Failed("network")) {
+        if matches!(h, Handle::Failed(Network::KIND)) {
             return None;
         }
         let Handle::Network(n) = &h else {
@@ -1066,7 +1045,7 @@ impl Builder {
             let got = match self.lookup(item, &ctx) {
                 Some((Handle::SecurityGroup(g), None)) => Some(g.group),
                 Some((Handle::SecurityGroup(g), Some(a))) if a == "group" => Some(g.group),
-                Some((Handle::Failed("cluster_security_group"), _)) => None,
+                Some((Handle::Failed(ClusterSecurityGroup::KIND), _)) => None,
                 Some((h, attr)) => {
                     let found = describe(&h, attr.as_deref());
                     self.wrong_kind(item, &ctx, &found, Want::SecurityGroup);
@@ -1089,7 +1068,7 @@ impl Builder {
         match self.lookup(node, context)? {
             (Handle::Eks(h), None) => Some(h),
             (Handle::Eks(h), Some(a)) if a == "cluster" => Some(h),
-            (Handle::Failed("eks_cluster"), _) => None,
+            (Handle::Failed(EksCluster::KIND), _) => None,
             (h, attr) => {
                 let found = describe(&h, attr.as_deref());
                 self.wrong_kind(node, context, &found, Want::Eks);
@@ -1101,7 +1080,7 @@ impl Builder {
     fn lifecycle(&mut self, node: &Node, context: &str) -> Option<LifecycleScriptsHandle> {
         match self.lookup(node, context)? {
             (Handle::Lifecycle(h), None) => Some(h),
-            (Handle::Failed("lifecycle_scripts"), _) => None,
+            (Handle::Failed(LifecycleScripts::KIND), _) => None,
             (h, attr) => {
                 let found = describe(&h, attr.as_deref());
                 self.wrong_kind(node, context, &found, Want::Lifecycle);
@@ -1113,7 +1092,7 @@ impl Builder {
     fn hyperpod(&mut self, node: &Node, context: &str) -> Option<HyperPodHandle> {
         match self.lookup(node, context)? {
             (Handle::HyperPod(h), None) => Some(h),
-            (Handle::Failed("hyperpod_cluster"), _) => None,
+            (Handle::Failed(HyperPodCluster::KIND), _) => None,
             (h, attr) => {
                 let found = describe(&h, attr.as_deref());
                 self.wrong_kind(node, context, &found, Want::HyperPod);
@@ -1125,7 +1104,7 @@ impl Builder {
     fn karpenter(&mut self, node: &Node, context: &str) -> Option<KarpenterHandle> {
         match self.lookup(node, context)? {
             (Handle::Karpenter(h), None) => Some(h),
-            (Handle::Failed("karpenter"), _) => None,
+            (Handle::Failed(Karpenter::KIND), _) => None,
             (h, attr) => {
                 let found = describe(&h, attr.as_deref());
                 self.wrong_kind(node, context, &found, Want::Karpenter);
@@ -1159,7 +1138,7 @@ impl Builder {
         match self.lookup(node, context)? {
             (Handle::Lifecycle(h), None) => Some(h.bucket),
             (Handle::Lifecycle(h), Some(a)) if a == "bucket" => Some(h.bucket),
-            (Handle::Failed("lifecycle_scripts"), _) => None,
+            (Handle::Failed(LifecycleScripts::KIND), _) => None,
             (h, attr) => {
                 let found = describe(&h, attr.as_deref());
                 self.wrong_kind(node, context, &found, Want::Bucket);
@@ -1168,29 +1147,9 @@ impl Builder {
         }
     }
 
-    /// Resolves the optional reference field `key` with `f`; `Err` when present but invalid.
-    fn opt_ref<T>(
-        &mut self,
-        node: &Node,
-        key: &str,
-        context: &str,
-        f: fn(&mut Self, &Node, &str) -> Option<T>,
-    ) -> Result<Option<T>, ()> {
-        match node.get(key) {
-            None => Ok(None),
-            Some(n) => f(self, n, &child(context, key)).map(Some).ok_or(()),
-        }
-    }
-
     // --- constructs -------------------------------------------------------------------------
 
-    fn construct(
-        &mut self,
-        stack: &mut Stack,
-        stage: crate::app::StageId,
-        node: &Node,
-        context: &str,
-    ) {
+    fn construct(&mut self, stack: &mut Stack, stage: StageId, node: &Node, context: &str) {
         let Some(shape) = construct_shape(node) else {
             return;
         };
@@ -1203,547 +1162,318 @@ impl Builder {
         let context = format!("{context} ({id})");
         let path = format!("{}/{}", self.stack_name, id);
         self.index.place(path.clone(), id_node.pos, Some(node));
-        let handle = match shape.name {
-            "network" => self
-                .network(node, &id)
-                .map(|c| Handle::Network(stack.add(stage, c))),
-            "cluster_security_group" => self
-                .security_group(node, &id, &context)
-                .map(|c| Handle::SecurityGroup(stack.add(stage, c))),
-            "eks_cluster" => self
-                .eks_cluster(node, &id, &context)
-                .map(|c| Handle::Eks(stack.add(stage, c))),
-            "lifecycle_scripts" => Some(Handle::Lifecycle(
-                stack.add(stage, self.lifecycle_scripts(node, &id)),
-            )),
-            "hyperpod_cluster" => self
-                .hyperpod_cluster(node, &id, &context, &path)
-                .map(|c| Handle::HyperPod(stack.add(stage, c))),
-            "inference_operator" => self.inference_operator(node, &id, &context).map(|c| {
-                stack.add(stage, c);
-                Handle::Other("inference_operator")
-            }),
-            "inference_endpoint" => node.get("server").and_then(|s| {
-                let server = self.server(s)?;
-                let mut c =
-                    InferenceEndpoint::new(id.clone(), server, text(node, "instance_type")?);
-                if let Some(v) = text(node, "name") {
-                    c = c.name(v);
-                }
-                if let Some(v) = text(node, "namespace") {
-                    c = c.namespace(v);
-                }
-                if let Some(v) = int(node, "replicas") {
-                    c = c.replicas(clamp_i32(v));
-                }
-                stack.add(stage, c);
-                Some(Handle::Other("inference_endpoint"))
-            }),
-            "vllm_deployment" => self.vllm_deployment(node, &id).map(|c| {
-                stack.add(stage, c);
-                Handle::Other("vllm_deployment")
-            }),
-            "managed_node_group" => self.node_group(node, &id, &context).map(|c| {
-                stack.add(stage, c);
-                Handle::Other("managed_node_group")
-            }),
-            "load_balancer_controller" => node
-                .get("cluster")
-                .and_then(|n| self.eks(n, &child(&context, "cluster")))
-                .map(|eks| {
-                    stack.add(stage, LoadBalancerController::new(id.clone(), &eks.cluster));
-                    Handle::Other("load_balancer_controller")
-                }),
-            "karpenter" => node
-                .get("cluster")
-                .and_then(|n| self.eks(n, &child(&context, "cluster")))
-                .map(|eks| Handle::Karpenter(stack.add(stage, Karpenter::new(id.clone(), &eks)))),
-            "karpenter_node_pool" => self.node_pool(node, &id, &context).map(|c| {
-                stack.add(stage, c);
-                Handle::Other("karpenter_node_pool")
-            }),
-            "fsx_lustre" => self.fsx_lustre(node, &id, &context).map(|c| {
-                stack.add(stage, c);
-                Handle::Other("fsx_lustre")
-            }),
-            _ => None,
-        };
+        // Every shape comes from the registry, so its kind always names a construct type.
+        let handle = constructs::visit_kind(
+            shape.name,
+            Place {
+                b: self,
+                stack,
+                stage,
+                node,
+                id: &id,
+                context: &context,
+                path: &path,
+            },
+        )
+        .flatten();
         if let Some(h) = handle {
             self.handles.entry(id).or_insert(h);
         }
     }
+}
 
-    fn network(&mut self, node: &Node, id: &str) -> Option<Network> {
-        let mut c = Network::new(id);
-        if let Some(v) = text(node, "cidr") {
-            c = c.cidr(v);
-        }
-        if let Some(v) = u32_of(node, "availability_zones") {
-            c = c.availability_zones(v);
-        }
-        if let Some(v) = text(node, "nat_gateways").and_then(|n| NatGateways::from_name(&n)) {
-            c = c.nat_gateways(v);
-        }
-        if let Some(z) = node.get("hyperpod_subnet") {
-            if let Some(az) = text(z, "az_id") {
-                c = match text(z, "cidr") {
-                    Some(cidr) => c.hyperpod_subnet_with_cidr(az, cidr),
-                    None => c.hyperpod_subnet(az),
-                };
-            }
-        }
-        if let Some(z) = node.get("gpu_subnet") {
-            if let Some(az) = text(z, "az_id") {
-                c = match text(z, "cidr") {
-                    Some(cidr) => c.gpu_subnet_with_cidr(az, cidr),
-                    None => c.gpu_subnet(az),
-                };
-            }
-        }
-        if let Some(v) = u32_of(node, "flow_log_retention_days") {
-            c = c.flow_log_retention_days(v);
-        }
-        Some(c)
+/// The handle other constructs refer to, from the handle `Stack::add` returned.
+fn handle_of(kind: &'static str, h: &dyn Any) -> Handle {
+    if let Some(h) = h.downcast_ref::<NetworkHandle>() {
+        Handle::Network(h.clone())
+    } else if let Some(h) = h.downcast_ref::<ClusterSecurityGroupHandle>() {
+        Handle::SecurityGroup(h.clone())
+    } else if let Some(h) = h.downcast_ref::<EksClusterHandle>() {
+        Handle::Eks(h.clone())
+    } else if let Some(h) = h.downcast_ref::<LifecycleScriptsHandle>() {
+        Handle::Lifecycle(h.clone())
+    } else if let Some(h) = h.downcast_ref::<HyperPodHandle>() {
+        Handle::HyperPod(h.clone())
+    } else if let Some(h) = h.downcast_ref::<KarpenterHandle>() {
+        Handle::Karpenter(h.clone())
+    } else {
+        Handle::Other(kind)
     }
+}
 
-    fn security_group(
-        &mut self,
-        node: &Node,
-        id: &str,
-        context: &str,
-    ) -> Option<ClusterSecurityGroup> {
-        let vpc = self.vpc(node.get("vpc")?, &child(context, "vpc"))?;
-        let mut c = ClusterSecurityGroup::new(id, &vpc);
-        if boolean(node, "fsx_lustre_ports") == Some(false) {
-            c = c.without_fsx_lustre_ports();
-        }
-        Some(c)
-    }
+/// Builds one construct of the type the registry hands over, places it in the stage and
+/// returns its handle.
+struct Place<'a> {
+    b: &'a mut Builder,
+    stack: &'a mut Stack,
+    stage: StageId,
+    node: &'a Node,
+    id: &'a str,
+    context: &'a str,
+    path: &'a str,
+}
 
-    fn eks_cluster(&mut self, node: &Node, id: &str, context: &str) -> Option<EksCluster> {
-        let subnets = self.opt_ref(node, "subnets", context, Self::subnets);
-        let sgs = self.opt_ref(node, "security_groups", context, Self::security_groups);
-        let mut c = EksCluster::new(id, text(node, "name")?);
-        if let Some(v) = text(node, "version") {
-            c = c.version(v);
-        }
-        if let Some(s) = subnets.ok()? {
-            c = c.subnets(&s);
-        }
-        for g in sgs.ok()?.unwrap_or_default() {
-            c = c.security_group(&g);
-        }
-        if node.get("public_access_cidrs").is_some() {
-            c = c.endpoint_access(EndpointAccess::public_and_private(str_list(
-                node,
-                "public_access_cidrs",
-            )));
-        }
-        for e in node.get("access_entries").map(items).unwrap_or_default() {
-            let Some(policy) = text(e, "policy").and_then(|n| AccessPolicy::from_name(&n)) else {
-                continue;
-            };
-            if let Some(arn) = text(e, "principal_arn") {
-                c = c.access_entry(arn, policy);
-            }
-        }
-        for a in node.get("addons").map(items).unwrap_or_default() {
-            if let Some(name) = text(a, "name") {
-                c = c.addon(name, text(a, "version"));
-            }
-        }
-        Some(c)
-    }
+impl KindVisitor for Place<'_> {
+    type Out = Option<Handle>;
 
-    fn lifecycle_scripts(&mut self, node: &Node, id: &str) -> LifecycleScripts {
-        let mut c = LifecycleScripts::new(id);
-        if let Some(v) = text(node, "on_create_script") {
-            c = c.on_create_script(v);
-        }
-        for f in node.get("files").map(items).unwrap_or_default() {
-            if let (Some(name), Some(content)) = (text(f, "name"), text(f, "content")) {
-                c = c.file(name, content);
-            }
-        }
-        c
-    }
-
-    fn hyperpod_cluster(
-        &mut self,
-        node: &Node,
-        id: &str,
-        context: &str,
-        path: &str,
-    ) -> Option<HyperPodCluster> {
-        let eks = node
-            .get("eks")
-            .and_then(|n| self.eks(n, &child(context, "eks")));
-        let lifecycle = node
-            .get("lifecycle")
-            .and_then(|n| self.lifecycle(n, &child(context, "lifecycle")));
-        let subnets = self.opt_ref(node, "subnets", context, Self::subnets);
-        let sgs = self.opt_ref(node, "security_groups", context, Self::security_groups);
-        let mut c = HyperPodCluster::new(id, text(node, "name")?, &eks?.cluster, &lifecycle?);
-        for s in subnets.ok()?.unwrap_or_default() {
-            c = c.subnet(&s);
-        }
-        for g in sgs.ok()?.unwrap_or_default() {
-            c = c.security_group(&g);
-        }
-        if let Some(v) = text(node, "node_recovery").and_then(|n| NodeRecovery::from_name(&n)) {
-            c = c.node_recovery(v);
-        }
-        for g in node.get("instance_groups").map(items).unwrap_or_default() {
-            let (Some(name), Some(instance_type)) = (text(g, "name"), text(g, "instance_type"))
-            else {
-                continue;
-            };
-            let pos = g.get("name").map_or(g.pos, |n| n.pos);
-            self.index.place(format!("{path}/{name}"), pos, Some(g));
-            let mut group = InstanceGroup::new(name, instance_type);
-            if let Some(v) = int(g, "count") {
-                group = group.count(v);
-            }
-            if let Some(v) = int(g, "threads_per_core") {
-                group = group.threads_per_core(v);
-            }
-            if let Some(v) = int(g, "ebs_volume_gb") {
-                group = group.ebs_volume_gb(v);
-            }
-            if g.get("deep_health_checks").is_some() {
-                let checks = str_list(g, "deep_health_checks")
-                    .iter()
-                    .filter_map(|c| DeepHealthCheck::from_name(c))
-                    .collect::<Vec<_>>();
-                group = group.deep_health_checks(checks);
-            }
-            if let Some(plan) = g.get("training_plan") {
-                if let Some(arn) = text(plan, "arn") {
-                    let mut cap = match text(plan, "az_id") {
-                        Some(az) => Capacity::training_plan(arn, az),
-                        None => Capacity::training_plan_without_zone(arn),
-                    };
-                    if let Some(n) = int(plan, "reserved_instances") {
-                        cap = cap.reserved_instances(n);
-                    }
-                    group = group.capacity(cap);
-                }
-            }
-            for (k, v) in str_map(g, "labels") {
-                group = group.label(k, v);
-            }
-            for t in g.get("taints").map(items).unwrap_or_default() {
-                let Some(effect) = text(t, "effect").and_then(|n| TaintEffect::from_name(&n))
-                else {
-                    continue;
-                };
-                if let (Some(k), Some(v)) = (text(t, "key"), text(t, "value")) {
-                    group = group.taint(k, v, effect);
-                }
-            }
-            c = c.instance_group(group);
-        }
-        Some(c)
-    }
-
-    fn inference_operator(
-        &mut self,
-        node: &Node,
-        id: &str,
-        context: &str,
-    ) -> Option<InferenceOperator> {
-        let eks = node
-            .get("eks")
-            .and_then(|n| self.eks(n, &child(context, "eks")));
-        let hyperpod = node
-            .get("hyperpod")
-            .and_then(|n| self.hyperpod(n, &child(context, "hyperpod")));
-        let vpc = node
-            .get("vpc")
-            .and_then(|n| self.vpc(n, &child(context, "vpc")));
-        let mut c = InferenceOperator::new(id, &eks?, &hyperpod?, &vpc?);
-        for b in str_list(node, "model_buckets") {
-            c = c.model_bucket(b);
-        }
-        Some(c)
-    }
-
-    fn server(&mut self, node: &Node) -> Option<VllmServer> {
-        let mut s = VllmServer::new(text(node, "model")?, text(node, "image")?);
-        if let Some(v) = text(node, "served_model_name") {
-            s = s.served_model_name(v);
-        }
-        if let Some(v) = u32_of(node, "tensor_parallel_size") {
-            s = s.tensor_parallel_size(v);
-        }
-        if let Some(v) = u32_of(node, "decode_context_parallel_size") {
-            s = s.decode_context_parallel_size(v);
-        }
-        if let Some(v) = float(node, "gpu_memory_utilization") {
-            s = s.gpu_memory_utilization(v);
-        }
-        if let Some(v) = uint(node, "max_model_len") {
-            s = s.max_model_len(v);
-        }
-        if let Some(v) = boolean(node, "trust_remote_code") {
-            s = s.trust_remote_code(v);
-        }
-        if let Some(v) = text(node, "load_format") {
-            s = s.load_format(v);
-        }
-        if let Some(v) = boolean(node, "prefix_caching") {
-            s = s.prefix_caching(v);
-        }
-        if let Some(v) = text(node, "tool_call_parser") {
-            s = s.tool_call_parser(v);
-        }
-        if let Some(v) = text(node, "reasoning_parser") {
-            s = s.reasoning_parser(v);
-        }
-        if let Some(v) = text(node, "moe_backend") {
-            s = s.moe_backend(v);
-        }
-        for (k, v) in str_map(node, "env") {
-            s = s.env(k, v);
-        }
-        for a in str_list(node, "extra_args") {
-            s = s.extra_arg(a);
-        }
-        if let Some(h) = node.get("hf_token_secret") {
-            if let (Some(n), Some(k)) = (text(h, "name"), text(h, "key")) {
-                s = s.hf_token_secret(n, k);
-            }
-        }
-        if let Some(v) = uint(node, "weight_bytes") {
-            s = s.weight_bytes(v);
-        }
-        if let Some(t) = node.get("storage_throughput") {
-            if let (Some(d), Some(l), Some(w)) = (
-                float(t, "download_bytes_per_sec"),
-                float(t, "load_bytes_per_sec"),
-                float(t, "warmup_secs"),
-            ) {
-                s = s.storage_throughput(StorageThroughput {
-                    download_bytes_per_sec: d,
-                    load_bytes_per_sec: l,
-                    warmup_secs: w,
-                });
-            }
-        }
-        Some(s)
-    }
-
-    fn vllm_deployment(&mut self, node: &Node, id: &str) -> Option<VllmDeployment> {
-        let server = self.server(node.get("server")?)?;
-        let mut c = VllmDeployment::new(id, server, text(node, "instance_type")?);
-        if let Some(v) = text(node, "name") {
-            c = c.name(v);
-        }
-        if let Some(v) = text(node, "namespace") {
-            c = c.namespace(v);
-        }
-        if let Some(v) = int(node, "replicas") {
-            c = c.replicas(clamp_i32(v));
-        }
-        if let Some(v) = u32_of(node, "gpus") {
-            c = c.gpus(v);
-        }
-        match text(node, "exposure").and_then(|n| Exposure::from_name(&n)) {
-            Some(Exposure::ClusterIp) => c = c.cluster_ip_service(),
-            Some(Exposure::InternetFacingLoadBalancer) => c = c.internet_facing_load_balancer(),
-            Some(Exposure::InternalLoadBalancer) | None => {}
-        }
-        for (k, v) in str_map(node, "service_annotations") {
-            c = c.service_annotation(k, v);
-        }
-        if let Some(v) = boolean(node, "efa") {
-            c = c.efa(v);
-        }
-        Some(c)
-    }
-
-    fn node_group(&mut self, node: &Node, id: &str, context: &str) -> Option<ManagedNodeGroup> {
-        let eks = node
-            .get("cluster")
-            .and_then(|n| self.eks(n, &child(context, "cluster")));
-        let subnets = node
-            .get("subnets")
-            .and_then(|n| self.subnets(n, &child(context, "subnets")));
-        let sgs = self.opt_ref(node, "security_groups", context, Self::security_groups);
-        let preset = text(node, "preset")?;
-        let instance_type = text(node, "instance_type");
-        let (eks, subnets) = (eks?, subnets?);
-        let mut c = match (preset.as_str(), instance_type) {
-            ("system", None) => ManagedNodeGroup::system(id, &eks.cluster, &subnets),
-            ("gpu", Some(t)) => ManagedNodeGroup::gpu(id, &eks.cluster, t, &subnets),
-            ("system", Some(_)) => {
-                let pos = node.get("instance_type").map_or(node.pos, |n| n.pos);
-                self.cx.report(
-                    Code::StackFileInvalidValue,
-                    pos,
-                    context,
-                    "the `system` preset fixes its instance type (m7i.xlarge)",
-                    "remove `instance_type`, or use `preset: gpu`",
-                );
-                return None;
-            }
-            ("gpu", None) => {
-                self.cx.report(
-                    Code::StackFileMissingField,
-                    node.pos,
-                    context,
-                    "a `gpu` node group is missing required field `instance_type`",
-                    "add `instance_type: <EC2 type>` (e.g. `p6-b300.48xlarge`)",
-                );
-                return None;
-            }
-            _ => return None,
+    fn visit<C: StackFileConstruct>(self) -> Option<Handle>
+    where
+        C::Handle: 'static,
+    {
+        let mut r = Reader {
+            b: self.b,
+            node: self.node,
+            shape: C::SHAPE,
+            context: self.context.to_owned(),
+            report_context: self.context.to_owned(),
+            path: self.path,
+            read: vec![C::KIND],
         };
-        if let Some(b) = node.get("capacity_block") {
-            let purchase = b.get("purchase").and_then(|p| {
-                let offering = text(p, "offering_id")?;
-                let purchase = crate::constructs::CapacityBlockPurchase::new(offering);
-                Some(if boolean(p, "acknowledge_non_refundable") == Some(true) {
-                    purchase.non_refundable()
-                } else {
-                    purchase
-                })
-            });
-            match (purchase, text(b, "reservation_id"), text(b, "az_id")) {
-                (Some(purchase), _, Some(az)) => {
-                    let n = u32_of(b, "instances").unwrap_or(1);
-                    c = c.capacity(NodeCapacity::buy_capacity_block(purchase, az, n));
-                }
-                (None, Some(r), Some(az)) => {
-                    c = c.capacity(match u32_of(b, "instances") {
-                        Some(n) => NodeCapacity::capacity_block_of(r, az, n),
-                        None => NodeCapacity::capacity_block(r, az),
-                    });
-                }
-                (None, None, Some(_)) => {
-                    self.cx.report(
-                        Code::StackFileMissingField,
-                        b.pos,
-                        context,
-                        "a `capacity_block` needs `reservation_id` (a block bought already) or `purchase`",
-                        "add `reservation_id: cr-...`, or `purchase: {offering_id: cb-..., acknowledge_non_refundable: true}`",
-                    );
-                    return None;
-                }
-                _ => {}
-            }
+        let construct = C::build(self.id, &mut r)?;
+        r.finish();
+        let handle = self.stack.add(self.stage, construct);
+        Some(handle_of(C::KIND, &handle))
+    }
+}
+
+/// Reads one object of the file for a construct's builder, through the fields its shape
+/// declares.
+struct Reader<'a> {
+    b: &'a mut Builder,
+    node: &'a Node,
+    shape: &'static Shape,
+    /// Where values below this object are (`... (Id).data_repository`), for references.
+    context: String,
+    /// The construct's own context, for problems the builder reports.
+    report_context: String,
+    /// The construct's display path.
+    path: &'a str,
+    /// The keys read so far.
+    read: Vec<&'static str>,
+}
+
+impl<'a> Reader<'a> {
+    /// The value of `field`, which must be declared by the shape being read.
+    fn get(&mut self, field: &'static Field) -> Option<&'a Node> {
+        if !self.shape.declares(field) {
+            let message = format!(
+                "the builder of {} reads `{}`, which its shape does not declare",
+                self.shape.name, field.name
+            );
+            self.internal_error(&message);
+            return None;
         }
-        if let Some(s) = node.get("scaling") {
-            if let (Some(min), Some(desired), Some(max)) =
-                (int(s, "min"), int(s, "desired"), int(s, "max"))
-            {
-                c = c.scaling(min, desired, max);
-            }
+        if !self.read.contains(&field.name) {
+            self.read.push(field.name);
         }
-        for g in sgs.ok()?.unwrap_or_default() {
-            c = c.security_group(&g);
-        }
-        if let Some(v) = int(node, "root_volume_gb") {
-            c = c.root_volume_gb(v);
-        }
-        for (k, v) in str_map(node, "labels") {
-            c = c.label(k, v);
-        }
-        if let Some(v) = boolean(node, "efa") {
-            c = c.efa(v);
-        }
-        Some(c)
+        self.node.get(field.name)
     }
 
-    fn node_pool(&mut self, node: &Node, id: &str, context: &str) -> Option<KarpenterNodePool> {
-        let karpenter = node
-            .get("karpenter")
-            .and_then(|n| self.karpenter(n, &child(context, "karpenter")));
-        let reservation = match (node.get("reservation_id"), node.get("reservation_tags")) {
-            (Some(_), None) => ReservationSelector::Id(text(node, "reservation_id")?),
-            (None, Some(_)) => {
-                ReservationSelector::Tags(str_map(node, "reservation_tags").into_iter().collect())
-            }
-            (a, b) => {
-                let both = a.is_some() && b.is_some();
-                self.cx.report(
-                    if both {
-                        Code::StackFileInvalidValue
-                    } else {
-                        Code::StackFileMissingField
-                    },
-                    a.map_or(node.pos, |n| n.pos),
-                    context,
-                    if both {
-                        "give either `reservation_id` or `reservation_tags`, not both"
-                    } else {
-                        "karpenter_node_pool needs `reservation_id` or `reservation_tags`"
-                    },
-                    "select the Capacity Block by its id or by its tags",
-                );
-                return None;
-            }
-        };
-        let mut c = KarpenterNodePool::capacity_block(
-            id,
-            text(node, "name")?,
-            &karpenter?,
-            text(node, "instance_type")?,
-            reservation,
+    /// Checks that the builder read every field the (valid) file sets: a declared field that
+    /// no builder reads would otherwise be silently dropped.
+    fn finish(&mut self) {
+        if self.b.cx.diags.has_errors() {
+            return;
+        }
+        let unread: Vec<String> = entries(self.node)
+            .iter()
+            .filter_map(|(k, _)| k.as_str())
+            .filter(|k| !self.read.contains(k))
+            .map(str::to_owned)
+            .collect();
+        for key in unread {
+            let message = format!(
+                "the builder of {} never read the field `{key}` the file sets",
+                self.shape.name
+            );
+            self.internal_error(&message);
+        }
+    }
+
+    /// Reports a fault of hyperforge's own stack-file support (never of the file) as an error,
+    /// rather than building a stack that silently differs from the file.
+    fn internal_error(&mut self, message: &str) {
+        let pos = self.node.pos;
+        self.b.cx.report(
+            Code::RenderFailed,
+            pos,
+            &self.report_context,
+            message,
+            "this is a bug in hyperforge; please report it with the stack file",
         );
-        if let Some(v) = u32_of(node, "max_nodes") {
-            c = c.max_nodes(v);
-        }
-        Some(c)
     }
-}
 
-impl Builder {
-    fn fsx_lustre(&mut self, node: &Node, id: &str, context: &str) -> Option<FsxLustre> {
-        let subnet = node
-            .get("subnet")
-            .and_then(|n| self.subnet(n, &child(context, "subnet")));
-        let group = node
-            .get("security_group")
-            .and_then(|n| self.security_groups(n, &child(context, "security_group")))
-            .and_then(|mut g| g.pop());
-        let repo = match node.get("data_repository") {
+    fn nested(&mut self, node: &'a Node, shape: &'static Shape, context: String) -> Reader<'_> {
+        Reader {
+            b: &mut *self.b,
+            node,
+            shape,
+            context,
+            report_context: self.report_context.clone(),
+            path: self.path,
+            read: Vec::new(),
+        }
+    }
+
+    fn resolve<T>(
+        &mut self,
+        field: &'static Field,
+        want: Want,
+        f: fn(&mut Builder, &Node, &str) -> Option<T>,
+    ) -> Resolved<T> {
+        if !matches!(field.ty, Ty::Ref(w) | Ty::Refs(w) if w == want) {
+            let message = format!(
+                "`{}` of {} is not declared as a reference to {want:?}",
+                field.name, self.shape.name
+            );
+            self.internal_error(&message);
+            return Err(Invalid);
+        }
+        match self.get(field) {
             None => Ok(None),
-            Some(r) => {
-                let ctx = child(context, "data_repository");
-                match r
-                    .get("bucket")
-                    .and_then(|b| self.bucket(b, &child(&ctx, "bucket")))
-                {
-                    Some(bucket) => Ok(Some((bucket, r))),
-                    None => Err(()),
-                }
-            }
-        };
-        let mut c = FsxLustre::new(id, &subnet?, &group?);
-        if let Some(v) = u32_of(node, "storage_gib") {
-            c = c.storage_gib(v);
+            Some(n) => f(self.b, n, &child(&self.context, field.name))
+                .map(Some)
+                .ok_or(Invalid),
         }
-        if let Some(v) = u32_of(node, "throughput_per_tib") {
-            c = c.throughput_per_tib(v);
-        }
-        if text(node, "deployment_type").as_deref() == Some("PERSISTENT_2") {
-            c = c.deployment(LustreDeployment::Persistent2);
-        }
-        match text(node, "compression").as_deref() {
-            Some("none") => c = c.compression(LustreCompression::None),
-            Some("lz4") => c = c.compression(LustreCompression::Lz4),
-            _ => {}
-        }
-        if let Some((bucket, r)) = repo.ok()? {
-            c = c.data_repository(&bucket, text(r, "prefix")?, text(r, "file_system_path")?);
-        }
-        Some(c)
     }
 }
 
-fn clamp_i32(v: i64) -> i32 {
-    i32::try_from(v).unwrap_or(if v < 0 { i32::MIN } else { i32::MAX })
+impl FieldReader for Reader<'_> {
+    fn text(&mut self, field: &'static Field) -> Option<String> {
+        self.get(field).and_then(parse_text).map(str::to_owned)
+    }
+
+    fn u32(&mut self, field: &'static Field) -> Option<u32> {
+        self.u64(field).and_then(|v| u32::try_from(v).ok())
+    }
+
+    fn u64(&mut self, field: &'static Field) -> Option<u64> {
+        self.get(field).and_then(parse_uint)
+    }
+
+    fn i64(&mut self, field: &'static Field) -> Option<i64> {
+        self.get(field).and_then(parse_int)
+    }
+
+    fn f64(&mut self, field: &'static Field) -> Option<f64> {
+        self.get(field).and_then(parse_float)
+    }
+
+    fn bool(&mut self, field: &'static Field) -> Option<bool> {
+        self.get(field).and_then(parse_bool)
+    }
+
+    fn str_map(&mut self, field: &'static Field) -> Vec<(String, String)> {
+        self.get(field)
+            .map(entries)
+            .unwrap_or_default()
+            .iter()
+            .filter_map(|(k, v)| Some((k.as_str()?.to_owned(), v.as_str()?.to_owned())))
+            .collect()
+    }
+
+    fn str_list(&mut self, field: &'static Field) -> Option<Vec<String>> {
+        let node = self.get(field)?;
+        Some(
+            items(node)
+                .iter()
+                .filter_map(|v| parse_text(v).map(str::to_owned))
+                .collect(),
+        )
+    }
+
+    fn has(&mut self, field: &'static Field) -> bool {
+        self.get(field).is_some()
+    }
+
+    fn vpc(&mut self, field: &'static Field) -> Resolved<Ref<kind::Vpc>> {
+        self.resolve(field, Want::Vpc, Builder::vpc)
+    }
+
+    fn subnets(&mut self, field: &'static Field) -> Resolved<Vec<Ref<kind::Subnet>>> {
+        self.resolve(field, Want::Subnets, Builder::subnets)
+    }
+
+    fn subnet(&mut self, field: &'static Field) -> Resolved<Ref<kind::Subnet>> {
+        self.resolve(field, Want::Subnet, Builder::subnet)
+    }
+
+    fn security_groups(
+        &mut self,
+        field: &'static Field,
+    ) -> Resolved<Vec<Ref<kind::SecurityGroup>>> {
+        self.resolve(field, Want::SecurityGroup, Builder::security_groups)
+    }
+
+    fn eks(&mut self, field: &'static Field) -> Resolved<EksClusterHandle> {
+        self.resolve(field, Want::Eks, Builder::eks)
+    }
+
+    fn lifecycle(&mut self, field: &'static Field) -> Resolved<LifecycleScriptsHandle> {
+        self.resolve(field, Want::Lifecycle, Builder::lifecycle)
+    }
+
+    fn hyperpod(&mut self, field: &'static Field) -> Resolved<HyperPodHandle> {
+        self.resolve(field, Want::HyperPod, Builder::hyperpod)
+    }
+
+    fn karpenter(&mut self, field: &'static Field) -> Resolved<KarpenterHandle> {
+        self.resolve(field, Want::Karpenter, Builder::karpenter)
+    }
+
+    fn bucket(&mut self, field: &'static Field) -> Resolved<Ref<kind::Bucket>> {
+        self.resolve(field, Want::Bucket, Builder::bucket)
+    }
+
+    fn object(&mut self, field: &'static Field, body: &mut dyn FnMut(&mut dyn FieldReader)) {
+        let Ty::Obj(shape) = field.ty else {
+            let message = format!("`{}` of {} is not an object", field.name, self.shape.name);
+            self.internal_error(&message);
+            return;
+        };
+        let Some(node) = self.get(field) else {
+            return;
+        };
+        let context = child(&self.context, field.name);
+        let mut r = self.nested(node, shape, context);
+        body(&mut r);
+        r.finish();
+    }
+
+    fn each(&mut self, field: &'static Field, body: &mut dyn FnMut(&mut dyn FieldReader)) {
+        let Ty::List(shape) = field.ty else {
+            let message = format!(
+                "`{}` of {} is not a list of objects",
+                field.name, self.shape.name
+            );
+            self.internal_error(&message);
+            return;
+        };
+        let Some(node) = self.get(field) else {
+            return;
+        };
+        for (i, item) in items(node).iter().enumerate() {
+            let context = format!("{}[{i}]", child(&self.context, field.name));
+            let mut r = self.nested(item, shape, context);
+            body(&mut r);
+            r.finish();
+        }
+    }
+
+    fn part(&mut self, name: &str, field: &'static Field) {
+        let pos = self.get(field).map_or(self.node.pos, |n| n.pos);
+        let path = format!("{}/{name}", self.path);
+        self.b.index.place(path, pos, Some(self.node));
+    }
+
+    fn report(&mut self, code: Code, field: Option<&'static Field>, message: &str, help: &str) {
+        let pos = field
+            .and_then(|f| self.get(f))
+            .map_or(self.node.pos, |n| n.pos);
+        self.b
+            .cx
+            .report(code, pos, &self.report_context, message, help);
+    }
 }
 
 fn describe(h: &Handle, attr: Option<&str>) -> String {
@@ -1769,5 +1499,62 @@ mod tests {
         );
         assert_eq!(suggest("zzzz", ["cidr", "nat_gateways"]), None);
         assert_eq!(distance("kitten", "sitting"), 3);
+    }
+
+    /// Runs `f` on a reader of `text` with `shape`; returns what it reported.
+    fn with_reader(
+        text: &str,
+        shape: &'static Shape,
+        f: impl FnOnce(&mut Reader<'_>),
+    ) -> Diagnostics {
+        let root = yaml::parse(text).unwrap().unwrap();
+        let mut b = Builder::new(Cx::new("t.yaml"), &root);
+        let mut r = Reader {
+            b: &mut b,
+            node: &root,
+            shape,
+            context: String::new(),
+            report_context: String::new(),
+            path: "t/Id",
+            read: Vec::new(),
+        };
+        f(&mut r);
+        b.cx.diags
+    }
+
+    #[test]
+    fn declared_fields_are_read() {
+        use crate::constructs::network::network_fields as f;
+        with_reader("network: N\ncidr: 10.0.0.0/16\n", &f::SHAPE, |r| {
+            assert_eq!(r.text(&f::CIDR).as_deref(), Some("10.0.0.0/16"));
+            assert_eq!(r.u32(&f::AVAILABILITY_ZONES), None);
+        });
+    }
+
+    fn internal(ds: &Diagnostics, text: &str) -> bool {
+        ds.iter()
+            .any(|d| d.code == Code::RenderFailed && d.message.contains(text))
+    }
+
+    #[test]
+    fn reading_an_undeclared_field_is_an_internal_error() {
+        use crate::constructs::network::network_fields as f;
+        let ds = with_reader("network: N\nname: x\n", &f::SHAPE, |r| {
+            assert_eq!(r.text(&crate::constructs::eks::fields::NAME), None);
+        });
+        assert!(
+            internal(&ds, "reads `name`, which its shape does not declare"),
+            "{ds}"
+        );
+    }
+
+    #[test]
+    fn a_field_left_unread_is_an_internal_error() {
+        use crate::constructs::network::network_fields as f;
+        let ds = with_reader("network: N\ncidr: 10.0.0.0/16\n", &f::SHAPE, |r| {
+            r.read.push(f::ID.name);
+            r.finish();
+        });
+        assert!(internal(&ds, "never read the field `cidr`"), "{ds}");
     }
 }

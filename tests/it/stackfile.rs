@@ -2,9 +2,12 @@
 //! the reference stacks written in Rust; every fault is reported with its code and
 //! `file:line:column`; the committed JSON Schema is fresh; nothing panics on any input.
 
+use hyperforge::constructs::stack_file::{KindVisitor, Shape, StackFileConstruct, Ty};
+use hyperforge::constructs::{visit_kind, Construct, KINDS, STACK_FILE_SHAPES};
 use hyperforge::stackfile::{json_schema, load_file, load_str};
 use hyperforge::{App, Code, Diagnostics};
 use proptest::prelude::*;
+use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
@@ -101,6 +104,123 @@ fn schema_accepts_the_reference_files_shape() {
     let constructs = schema["$defs"]["Construct"]["oneOf"].as_array().unwrap();
     // One shape per registered construct.
     assert_eq!(constructs.len(), hyperforge::constructs::KINDS.len());
+}
+
+/// Returns the kind and shape of the construct type the registry hands over.
+struct Probe;
+
+impl KindVisitor for Probe {
+    type Out = (&'static str, &'static Shape);
+
+    fn visit<C: StackFileConstruct>(self) -> Self::Out
+    where
+        C::Handle: 'static,
+    {
+        (<C as Construct>::KIND, C::SHAPE)
+    }
+}
+
+#[test]
+fn every_registered_construct_kind_has_a_shape_and_a_builder() {
+    assert_eq!(STACK_FILE_SHAPES.len(), KINDS.len());
+    for (kind, listed) in KINDS.iter().zip(STACK_FILE_SHAPES) {
+        // The registry dispatches the kind to a construct type with a stack-file builder.
+        let (visited, shape) = visit_kind(kind, Probe).unwrap_or_else(|| panic!("{kind}"));
+        assert_eq!(visited, *kind);
+        assert!(std::ptr::eq(shape, *listed), "{kind}: the listed shape");
+        // The key naming the kind holds the id: the shape's first, required field.
+        assert_eq!(shape.name, *kind);
+        let id = shape.fields.first().unwrap_or_else(|| panic!("{kind}"));
+        assert_eq!(
+            (id.name, id.required),
+            (*kind, true),
+            "{kind}: the id field"
+        );
+        let mut names: Vec<&str> = shape.fields.iter().map(|f| f.name).collect();
+        names.sort_unstable();
+        names.dedup();
+        assert_eq!(names.len(), shape.fields.len(), "{kind}: duplicate fields");
+    }
+    assert!(visit_kind("no_such_kind", Probe).is_none());
+}
+
+/// Marks the fields of `shape` that `value` sets, recursively.
+fn mark_fields(
+    value: &serde_yaml::Value,
+    shape: &'static Shape,
+    seen: &mut BTreeSet<(&'static str, &'static str)>,
+) {
+    let Some(map) = value.as_mapping() else {
+        return;
+    };
+    for (key, v) in map {
+        let field = key
+            .as_str()
+            .and_then(|k| shape.field(k))
+            .unwrap_or_else(|| panic!("{key:?} is not a field of {}", shape.name));
+        seen.insert((shape.name, field.name));
+        match field.ty {
+            Ty::Obj(s) => mark_fields(v, s, seen),
+            Ty::List(s) => {
+                for item in v.as_sequence().into_iter().flatten() {
+                    mark_fields(item, s, seen);
+                }
+            }
+            _ => {}
+        }
+    }
+}
+
+/// Every field of `shape` and of the objects below it.
+fn declared_fields(shape: &'static Shape, out: &mut BTreeSet<(&'static str, &'static str)>) {
+    for f in shape.fields {
+        if out.insert((shape.name, f.name)) {
+            if let Ty::Obj(s) | Ty::List(s) = f.ty {
+                declared_fields(s, out);
+            }
+        }
+    }
+}
+
+#[test]
+fn every_declared_field_is_built() {
+    // The fixture sets every declared field of every construct at least once ...
+    const FILE: &str = "tests/it/stackfile_every_field.yaml";
+    let text = read(FILE);
+    let tree: serde_yaml::Value = serde_yaml::from_str(&text).unwrap();
+    let mut seen = BTreeSet::new();
+    for stage in tree["stages"].as_sequence().unwrap() {
+        for c in stage["constructs"].as_sequence().unwrap() {
+            // The first key naming a kind holds the id.
+            let shape = c
+                .as_mapping()
+                .into_iter()
+                .flatten()
+                .find_map(|(k, _)| {
+                    STACK_FILE_SHAPES
+                        .iter()
+                        .find(|s| k.as_str() == Some(s.name))
+                })
+                .unwrap_or_else(|| panic!("no kind in {c:?}"));
+            mark_fields(c, shape, &mut seen);
+        }
+    }
+    let mut declared = BTreeSet::new();
+    for shape in STACK_FILE_SHAPES {
+        declared_fields(shape, &mut declared);
+    }
+    let missing: Vec<_> = declared.difference(&seen).collect();
+    assert!(missing.is_empty(), "{FILE} does not set {missing:?}");
+    // ... and loading it builds every construct: in debug builds the reader panics when a
+    // builder returns without reading a field the (structurally valid) file sets.
+    if let Err(ds) = load_str(FILE, &text) {
+        for d in &ds {
+            assert!(
+                !format!("{:?}", d.code).starts_with("StackFile"),
+                "the fixture is not a valid stack file: {d}"
+            );
+        }
+    }
 }
 
 // ---------------------------------------------------------------------------------------------

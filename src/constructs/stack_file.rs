@@ -1,0 +1,287 @@
+//! Stack-file support, declared beside each builder: a construct's fields (names, types, docs)
+//! are written once, with `stack_file_shape!`, in the construct's own module, and its
+//! [`StackFileConstruct::build`] reads them back through a [`FieldReader`] by those same
+//! declared [`Field`]s. The stack-file front end (`crate::stackfile`) checks files against the
+//! shapes, generates the JSON Schema from them and implements the reader; it never names a
+//! construct's fields itself.
+//!
+//! The reader refuses (panics on) a field that is not declared in the shape being read, and in
+//! debug builds a valid file whose present field a builder never read is a panic too: a field
+//! cannot be declared without being built, nor built without being declared.
+
+use super::{Construct, EksClusterHandle, HyperPodHandle, KarpenterHandle, LifecycleScriptsHandle};
+use crate::app::{kind, Ref};
+use crate::diagnostics::Code;
+
+/// What a reference must point at.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Want {
+    /// A VPC: `Network` or `Network.vpc`.
+    Vpc,
+    /// One subnet or a list of them: `Network.private_subnets`, `Network.gpu_subnet`, ...
+    Subnets,
+    /// A security group: `ClusterSecurityGroup`.
+    SecurityGroup,
+    /// An EKS cluster: `Eks`.
+    Eks,
+    /// A HyperPod cluster: `HyperPod`.
+    HyperPod,
+    /// Lifecycle scripts: `Lifecycle`.
+    Lifecycle,
+    /// Karpenter: `Karpenter`.
+    Karpenter,
+    /// One subnet: `Network.gpu_subnet`, `Network.hyperpod_subnet`.
+    Subnet,
+    /// An S3 bucket: `Lifecycle` or `Lifecycle.bucket`.
+    Bucket,
+}
+
+impl Want {
+    /// How the wanted thing is described in messages.
+    pub fn describe(self) -> &'static str {
+        match self {
+            Want::Vpc => "a VPC (a `network` construct, or `<network>.vpc`)",
+            Want::Subnets => "subnets (`<network>.private_subnets`, `.public_subnets`, `.hyperpod_subnet` or `.gpu_subnet`)",
+            Want::SecurityGroup => "a security group (a `cluster_security_group` construct)",
+            Want::Eks => "an EKS cluster (an `eks_cluster` construct)",
+            Want::HyperPod => "a HyperPod cluster (a `hyperpod_cluster` construct)",
+            Want::Lifecycle => "lifecycle scripts (a `lifecycle_scripts` construct)",
+            Want::Karpenter => "Karpenter (a `karpenter` construct)",
+            Want::Subnet => "one subnet (`<network>.gpu_subnet` or `.hyperpod_subnet`)",
+            Want::Bucket => "a bucket (a `lifecycle_scripts` construct, or `<lifecycle>.bucket`)",
+        }
+    }
+}
+
+/// A field's type.
+#[derive(Clone, Copy, Debug)]
+pub enum Ty {
+    /// Any scalar, read as text.
+    Str,
+    /// A non-negative integer up to `u32::MAX`.
+    U32,
+    /// A non-negative integer up to `u64::MAX`.
+    U64,
+    /// An integer (`i64`).
+    I64,
+    /// A number.
+    F64,
+    /// `true` or `false`.
+    Bool,
+    /// One of the listed strings.
+    Enum(&'static [&'static str]),
+    /// A mapping of string keys to scalar values (tags, labels, env).
+    StrMap,
+    /// A list of scalars.
+    StrList,
+    /// A list of enum values.
+    EnumList(&'static [&'static str]),
+    /// A reference to a construct (or one of its attributes) by id.
+    Ref(Want),
+    /// One reference or a list of references.
+    Refs(Want),
+    /// A nested object.
+    Obj(&'static Shape),
+    /// A list of nested objects.
+    List(&'static Shape),
+    /// The list of constructs of a stage.
+    Constructs,
+    /// The list of stages.
+    Stages,
+}
+
+/// A field of an object.
+#[derive(Debug)]
+pub struct Field {
+    /// The key.
+    pub name: &'static str,
+    /// Its type.
+    pub ty: Ty,
+    /// Whether it must be present.
+    pub required: bool,
+    /// One line of documentation.
+    pub doc: &'static str,
+}
+
+/// An object: its fields, in documentation order.
+#[derive(Debug)]
+pub struct Shape {
+    /// The name used in messages (and `$defs`); a construct's kind for a construct.
+    pub name: &'static str,
+    /// One line of documentation.
+    pub doc: &'static str,
+    /// The fields.
+    pub fields: &'static [&'static Field],
+}
+
+impl Shape {
+    /// The field named `name`.
+    pub fn field(&self, name: &str) -> Option<&'static Field> {
+        self.fields.iter().copied().find(|f| f.name == name)
+    }
+
+    /// Whether `field` is one of this shape's declared fields (the same declaration).
+    pub fn declares(&self, field: &Field) -> bool {
+        self.fields.iter().any(|f| std::ptr::eq(*f, field))
+    }
+}
+
+/// Declares a shape and its fields once: a module `$module` holding one `static` [`Field`] per
+/// field (named by the given identifier) and `SHAPE`, the [`Shape`] listing them in order.
+///
+/// ```ignore
+/// stack_file_shape! {
+///     pub mod zonal_subnet = "ZonalSubnet", "A subnet in one availability zone." {
+///         AZ_ID: req "az_id", Ty::Str, "The zone id.";
+///         CIDR: opt "cidr", Ty::Str, "The secondary block.";
+///     }
+/// }
+/// ```
+macro_rules! stack_file_shape {
+    (@required req) => { true };
+    (@required opt) => { false };
+    (
+        $vis:vis mod $module:ident = $name:expr, $doc:literal {
+            $( $field:ident : $req:ident $key:literal, $ty:expr, $fdoc:literal; )*
+        }
+    ) => {
+        #[doc = concat!("The stack-file fields of `", stringify!($module), "`.")]
+        #[allow(unused_imports)]
+        $vis mod $module {
+            use super::*;
+            use $crate::constructs::stack_file::{Field, Shape, Ty, Want};
+            $(
+                #[doc = concat!("`", $key, "`")]
+                pub static $field: Field = Field {
+                    name: $key,
+                    ty: $ty,
+                    required: $crate::constructs::stack_file::stack_file_shape!(@required $req),
+                    doc: $fdoc,
+                };
+            )*
+            /// The shape: every field above, in documentation order.
+            pub static SHAPE: Shape = Shape {
+                name: $name,
+                doc: $doc,
+                fields: &[$( &$field ),*],
+            };
+        }
+    };
+}
+
+pub(crate) use stack_file_shape;
+
+/// A reference field's value: `Ok(None)` when absent, `Err(Invalid)` when present but wrong
+/// (already reported to the file's author).
+pub type Resolved<T> = Result<Option<T>, Invalid>;
+
+/// A value was present but could not be used; the problem has been reported.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Invalid;
+
+/// Reads the declared fields of one object of a stack file (a construct, or an object nested
+/// in one). Values are read only through the [`Field`]s of the shape being read; a field of
+/// another shape is a programming error (the reader panics). Scalars that are absent or of
+/// the wrong type (already reported by the structural check) read as `None`.
+pub trait FieldReader {
+    /// The text of a scalar field.
+    fn text(&mut self, field: &'static Field) -> Option<String>;
+    /// A whole number up to `u32::MAX`.
+    fn u32(&mut self, field: &'static Field) -> Option<u32>;
+    /// A non-negative whole number.
+    fn u64(&mut self, field: &'static Field) -> Option<u64>;
+    /// A whole number.
+    fn i64(&mut self, field: &'static Field) -> Option<i64>;
+    /// A number.
+    fn f64(&mut self, field: &'static Field) -> Option<f64>;
+    /// `true` or `false`.
+    fn bool(&mut self, field: &'static Field) -> Option<bool>;
+    /// A mapping of names to scalar values, in file order (empty when absent).
+    fn str_map(&mut self, field: &'static Field) -> Vec<(String, String)>;
+    /// A list of scalars, `None` when absent.
+    fn str_list(&mut self, field: &'static Field) -> Option<Vec<String>>;
+    /// Whether the field is present.
+    fn has(&mut self, field: &'static Field) -> bool;
+
+    /// A VPC reference.
+    fn vpc(&mut self, field: &'static Field) -> Resolved<Ref<kind::Vpc>>;
+    /// One subnet reference or a list of them.
+    fn subnets(&mut self, field: &'static Field) -> Resolved<Vec<Ref<kind::Subnet>>>;
+    /// A reference naming exactly one subnet.
+    fn subnet(&mut self, field: &'static Field) -> Resolved<Ref<kind::Subnet>>;
+    /// One security group reference or a list of them.
+    fn security_groups(&mut self, field: &'static Field)
+        -> Resolved<Vec<Ref<kind::SecurityGroup>>>;
+    /// An EKS cluster reference.
+    fn eks(&mut self, field: &'static Field) -> Resolved<EksClusterHandle>;
+    /// A lifecycle scripts reference.
+    fn lifecycle(&mut self, field: &'static Field) -> Resolved<LifecycleScriptsHandle>;
+    /// A HyperPod cluster reference.
+    fn hyperpod(&mut self, field: &'static Field) -> Resolved<HyperPodHandle>;
+    /// A Karpenter reference.
+    fn karpenter(&mut self, field: &'static Field) -> Resolved<KarpenterHandle>;
+    /// A bucket reference.
+    fn bucket(&mut self, field: &'static Field) -> Resolved<Ref<kind::Bucket>>;
+
+    /// Runs `body` with a reader of the nested object `field` (an [`Ty::Obj`]), if present.
+    fn object(&mut self, field: &'static Field, body: &mut dyn FnMut(&mut dyn FieldReader));
+    /// Runs `body` with a reader of each object of the list `field` (a [`Ty::List`]).
+    fn each(&mut self, field: &'static Field, body: &mut dyn FnMut(&mut dyn FieldReader));
+    /// Records that the object being read is the part `name` of the construct (its display
+    /// path is the construct's path and `/name`), written at `field`; builder diagnostics
+    /// about the part point into it.
+    fn part(&mut self, name: &str, field: &'static Field);
+    /// Reports a problem with the object being read, at `field` when given and present
+    /// (otherwise at the object).
+    fn report(&mut self, code: Code, field: Option<&'static Field>, message: &str, help: &str);
+}
+
+/// The required value of a reference: `None` when absent or invalid.
+pub fn required<T>(value: Resolved<T>) -> Option<T> {
+    value.ok().flatten()
+}
+
+/// Builds one value from the nested object `field`, if present.
+pub fn object<T>(
+    r: &mut dyn FieldReader,
+    field: &'static Field,
+    mut build: impl FnMut(&mut dyn FieldReader) -> T,
+) -> Option<T> {
+    let mut out = None;
+    r.object(field, &mut |o| out = Some(build(o)));
+    out
+}
+
+/// Builds one value from each object of the list `field`, skipping objects that build `None`.
+pub fn list<T>(
+    r: &mut dyn FieldReader,
+    field: &'static Field,
+    mut build: impl FnMut(&mut dyn FieldReader) -> Option<T>,
+) -> Vec<T> {
+    let mut out = Vec::new();
+    r.each(field, &mut |o| out.extend(build(o)));
+    out
+}
+
+/// A construct with a stack-file form: the key [`Construct::KIND`] holds its id, and the other
+/// fields of [`StackFileConstruct::SHAPE`] its settings.
+///
+/// Every construct of the registry implements it (the registry lists the shapes), so a
+/// construct cannot be registered without its stack-file form.
+pub trait StackFileConstruct: Construct {
+    /// The construct's fields; its name is [`Construct::KIND`] and its first field the id.
+    const SHAPE: &'static Shape;
+    /// Builds the construct with id `id` from its fields; `None` when a value it needs is
+    /// missing or invalid (already reported).
+    fn build(id: &str, r: &mut dyn FieldReader) -> Option<Self>;
+}
+
+/// Receives one registered construct type at a time (see [`visit_kind`](super::visit_kind)).
+pub trait KindVisitor {
+    /// What visiting yields.
+    type Out;
+    /// Visits construct type `C`.
+    fn visit<C: StackFileConstruct>(self) -> Self::Out
+    where
+        C::Handle: 'static;
+}
