@@ -2,9 +2,11 @@
 //! templates and Capacity Block purchases. Values chosen at deploy time (a training plan, a
 //! reservation) are [`StackInput`]s, which each format declares its own way.
 
+use super::ResourceFacts;
 use super::StackInput;
 use crate::app::text::Text;
 use crate::app::AttrRef;
+use crate::app::Kind;
 use std::collections::BTreeMap;
 
 /// A Kubernetes taint on a group's nodes, with the effect spelled as the service wants it
@@ -189,4 +191,42 @@ pub struct NodeGroup {
     pub labels: BTreeMap<String, String>,
     /// Kubernetes taints of the nodes.
     pub taints: Vec<Taint>,
+}
+
+impl ResourceFacts for HyperPodCluster {
+    const HANDLE: Option<Kind> = Some(Kind::HyperPodCluster);
+
+    fn references(&self) -> Vec<AttrRef> {
+        let c = self;
+        let mut out = vec![c.eks_cluster.clone()];
+        out.extend(c.security_groups.iter().cloned());
+        out.extend(c.subnets.iter().cloned());
+        for g in &c.instance_groups {
+            out.push(g.execution_role.clone());
+            out.extend(g.lifecycle.source_s3_uri.references().cloned());
+        }
+        out
+    }
+}
+
+impl ResourceFacts for CapacityBlockPurchase {}
+
+impl ResourceFacts for LaunchTemplate {
+    fn references(&self) -> Vec<AttrRef> {
+        let t = self;
+        let mut out = t.security_groups.clone();
+        for i in &t.network_interfaces {
+            out.extend(i.security_groups.iter().cloned());
+        }
+        out
+    }
+}
+
+impl ResourceFacts for NodeGroup {
+    fn references(&self) -> Vec<AttrRef> {
+        let g = self;
+        let mut out = vec![g.cluster.clone(), g.node_role.clone()];
+        out.extend(g.subnets.iter().cloned());
+        out
+    }
 }

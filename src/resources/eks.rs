@@ -1,7 +1,9 @@
 //! EKS resource kinds: the cluster, its IAM OIDC provider, add-ons and access entries.
 
+use super::ResourceFacts;
 use crate::app::text::{Pseudo, Text};
 use crate::app::AttrRef;
+use crate::app::Kind;
 
 /// EKS add-ons whose pods are a Deployment: they stay `DEGRADED` until some node runs them.
 pub const ADDONS_NEEDING_NODES: &[&str] = &["coredns"];
@@ -173,4 +175,42 @@ pub fn cluster_access_policy_arn(name: &str) -> Text {
     Text::lit("arn:")
         .push_pseudo(Pseudo::Partition)
         .push_lit(format!(":eks::aws:cluster-access-policy/{name}"))
+}
+
+impl ResourceFacts for EksCluster {
+    const HANDLE: Option<Kind> = Some(Kind::EksCluster);
+
+    fn references(&self) -> Vec<AttrRef> {
+        let c = self;
+        let mut out = vec![c.role.clone()];
+        out.extend(c.subnets.iter().cloned());
+        out.extend(c.security_groups.iter().cloned());
+        out.push(c.secrets_key.clone());
+        out
+    }
+}
+
+impl ResourceFacts for OidcProvider {
+    const HANDLE: Option<Kind> = Some(Kind::OidcProvider);
+
+    fn references(&self) -> Vec<AttrRef> {
+        let p = self;
+        vec![p.issuer_url.clone()]
+    }
+}
+
+impl ResourceFacts for EksAddon {
+    fn references(&self) -> Vec<AttrRef> {
+        let a = self;
+        a.references()
+    }
+}
+
+impl ResourceFacts for AccessEntry {
+    fn references(&self) -> Vec<AttrRef> {
+        let e = self;
+        let mut out = vec![e.cluster.clone()];
+        out.extend(e.principal.references().cloned());
+        out
+    }
 }

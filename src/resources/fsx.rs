@@ -2,8 +2,10 @@
 //! its directories to S3. The API's own spellings of deployment types, compression and import
 //! events are written here once; both backends use them.
 
+use super::ResourceFacts;
 use crate::app::text::Text;
 use crate::app::AttrRef;
+use crate::app::Kind;
 
 /// How an FSx for Lustre file system is deployed.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -127,4 +129,24 @@ pub struct DataRepositoryAssociation {
     pub import_existing: bool,
     /// Events imported automatically from S3 afterwards.
     pub auto_import: Vec<S3Event>,
+}
+
+impl ResourceFacts for LustreFileSystem {
+    const HANDLE: Option<Kind> = Some(Kind::FsxFileSystem);
+
+    fn references(&self) -> Vec<AttrRef> {
+        let f = self;
+        let mut out = vec![f.subnet.clone(), f.security_group.clone()];
+        out.extend(f.kms_key.clone());
+        out
+    }
+}
+
+impl ResourceFacts for DataRepositoryAssociation {
+    fn references(&self) -> Vec<AttrRef> {
+        let a = self;
+        let mut out = vec![a.file_system.clone()];
+        out.extend(a.data_repository_path.references().cloned());
+        out
+    }
 }

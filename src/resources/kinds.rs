@@ -1,6 +1,9 @@
-//! The resource kinds: one type per kind of thing hyperforge deploys, holding its facts, and
-//! [`ResourceKind`], the closed set the backends match exhaustively. Adding a kind adds a
-//! variant here and one arm in each backend (the compiler lists them).
+//! The resource kinds: one type per kind of thing hyperforge deploys, holding its facts;
+//! [`ResourceFacts`], what every kind says about itself (its references, the handle kind that
+//! points at it); and the `resource_kinds!` registry generating [`ResourceKind`], the closed set
+//! the backends match exhaustively. Adding a kind: its type and `ResourceFacts` impl (here or
+//! in its area's file), one line in the registry, and one arm in each backend (the compiler
+//! lists them). The small kinds several constructs share live in this file.
 
 use super::compute::{CapacityBlockPurchase, HyperPodCluster, LaunchTemplate, NodeGroup};
 use super::eks::{AccessEntry, EksAddon, EksCluster, OidcProvider};
@@ -10,218 +13,63 @@ use super::KubeObject;
 use super::{DataRepositoryAssociation, LustreFileSystem};
 use crate::app::{AttrRef, Kind};
 
-/// Every kind of resource, as stored in a [`ResourceGraph`](super::ResourceGraph).
-#[derive(Clone, Debug, PartialEq)]
-#[non_exhaustive]
-pub enum ResourceKind {
-    /// See [`SecurityGroup`].
-    SecurityGroup(SecurityGroup),
-    /// See [`SecurityGroupRule`].
-    SecurityGroupRule(SecurityGroupRule),
-    /// See [`Bucket`].
-    Bucket(Bucket),
-    /// See [`StackOutput`].
-    StackOutput(StackOutput),
-    /// See [`Role`].
-    Role(Role),
-    /// See [`KmsKey`].
-    KmsKey(KmsKey),
-    /// See [`PodIdentityAssociation`].
-    PodIdentityAssociation(PodIdentityAssociation),
-    /// See [`Vpc`].
-    Vpc(Vpc),
-    /// See [`DefaultSecurityGroup`].
-    DefaultSecurityGroup(DefaultSecurityGroup),
-    /// See [`InternetGateway`].
-    InternetGateway(InternetGateway),
-    /// See [`VpcCidrBlock`].
-    VpcCidrBlock(VpcCidrBlock),
-    /// See [`Subnet`].
-    Subnet(Subnet),
-    /// See [`Eip`].
-    Eip(Eip),
-    /// See [`NatGateway`].
-    NatGateway(NatGateway),
-    /// See [`RouteTable`].
-    RouteTable(RouteTable),
-    /// See [`Route`].
-    Route(Route),
-    /// See [`SubnetRouteTableAssociation`].
-    SubnetRouteTableAssociation(SubnetRouteTableAssociation),
-    /// See [`GatewayEndpoint`].
-    GatewayEndpoint(GatewayEndpoint),
-    /// See [`LogGroup`].
-    LogGroup(LogGroup),
-    /// See [`FlowLog`].
-    FlowLog(FlowLog),
-    /// See [`KubeObject`].
-    KubeObject(KubeObject),
-    /// See [`EksCluster`].
-    EksCluster(EksCluster),
-    /// See [`OidcProvider`].
-    OidcProvider(OidcProvider),
-    /// See [`EksAddon`].
-    EksAddon(EksAddon),
-    /// See [`AccessEntry`].
-    AccessEntry(AccessEntry),
-    /// See [`HyperPodCluster`].
-    HyperPodCluster(HyperPodCluster),
-    /// See [`CapacityBlockPurchase`].
-    CapacityBlockPurchase(CapacityBlockPurchase),
-    /// See [`LaunchTemplate`].
-    LaunchTemplate(LaunchTemplate),
-    /// See [`NodeGroup`].
-    NodeGroup(NodeGroup),
-    /// See [`LustreFileSystem`].
-    LustreFileSystem(LustreFileSystem),
-    /// See [`DataRepositoryAssociation`].
-    DataRepositoryAssociation(DataRepositoryAssociation),
-}
-
-impl ResourceKind {
+/// What a resource kind says about itself, for the checks and backends that handle every
+/// kind alike. Implemented beside each kind's type.
+pub trait ResourceFacts {
     /// The kind a typed handle to this resource carries (`None`: handles never point here).
-    pub fn ref_kind(&self) -> Option<Kind> {
-        match self {
-            ResourceKind::SecurityGroup(_) => Some(Kind::SecurityGroup),
-            ResourceKind::Bucket(_) => Some(Kind::Bucket),
-            ResourceKind::Role(_) => Some(Kind::Role),
-            ResourceKind::KmsKey(_) => Some(Kind::KmsKey),
-            ResourceKind::LustreFileSystem(_) => Some(Kind::FsxFileSystem),
-            ResourceKind::SecurityGroupRule(_)
-            | ResourceKind::StackOutput(_)
-            | ResourceKind::PodIdentityAssociation(_) => None,
-            ResourceKind::Vpc(_) => Some(Kind::Vpc),
-            ResourceKind::InternetGateway(_) => Some(Kind::InternetGateway),
-            ResourceKind::Subnet(_) => Some(Kind::Subnet),
-            ResourceKind::Eip(_) => Some(Kind::Eip),
-            ResourceKind::NatGateway(_) => Some(Kind::NatGateway),
-            ResourceKind::RouteTable(_) => Some(Kind::RouteTable),
-            ResourceKind::LogGroup(_) => Some(Kind::LogGroup),
-            ResourceKind::DefaultSecurityGroup(_)
-            | ResourceKind::VpcCidrBlock(_)
-            | ResourceKind::Route(_)
-            | ResourceKind::SubnetRouteTableAssociation(_)
-            | ResourceKind::GatewayEndpoint(_)
-            | ResourceKind::FlowLog(_) => None,
-            ResourceKind::KubeObject(_) => None,
-            ResourceKind::EksCluster(_) => Some(Kind::EksCluster),
-            ResourceKind::OidcProvider(_) => Some(Kind::OidcProvider),
-            ResourceKind::EksAddon(_) | ResourceKind::AccessEntry(_) => None,
-            ResourceKind::HyperPodCluster(_) => Some(Kind::HyperPodCluster),
-            ResourceKind::CapacityBlockPurchase(_)
-            | ResourceKind::LaunchTemplate(_)
-            | ResourceKind::NodeGroup(_) => None,
-            ResourceKind::DataRepositoryAssociation(_) => None,
-        }
-    }
+    const HANDLE: Option<Kind> = None;
 
     /// Every reference the resource makes.
-    pub fn references(&self) -> Vec<AttrRef> {
-        match self {
-            ResourceKind::SecurityGroup(g) => vec![g.vpc.clone()],
-            ResourceKind::SecurityGroupRule(r) => {
-                let Peer::Group(peer) = &r.peer;
-                vec![r.group.clone(), peer.clone()]
-            }
-            ResourceKind::Bucket(_) => Vec::new(),
-            ResourceKind::StackOutput(o) => vec![o.value.clone()],
-            ResourceKind::Role(r) => {
-                let mut out = r.trust.references();
-                for (_, doc) in &r.inline {
-                    out.extend(doc.references());
-                }
-                out
-            }
-            ResourceKind::KmsKey(k) => k.policy.references(),
-            ResourceKind::PodIdentityAssociation(a) => vec![a.cluster.clone(), a.role.clone()],
-            ResourceKind::Vpc(_) => Vec::new(),
-            ResourceKind::DefaultSecurityGroup(g) => vec![g.vpc.clone()],
-            ResourceKind::InternetGateway(g) => vec![g.vpc.clone()],
-            ResourceKind::VpcCidrBlock(b) => vec![b.vpc.clone()],
-            ResourceKind::Subnet(s) => vec![s.vpc.clone()],
-            ResourceKind::Eip(e) => vec![e.internet_gateway.clone()],
-            ResourceKind::NatGateway(n) => vec![
-                n.address.clone(),
-                n.subnet.clone(),
-                n.internet_gateway.clone(),
-            ],
-            ResourceKind::RouteTable(t) => vec![t.vpc.clone()],
-            ResourceKind::Route(r) => {
-                let (RouteTarget::InternetGateway(target) | RouteTarget::NatGateway(target)) =
-                    &r.target;
-                vec![r.table.clone(), target.clone()]
-            }
-            ResourceKind::SubnetRouteTableAssociation(a) => {
-                vec![a.table.clone(), a.subnet.clone()]
-            }
-            ResourceKind::GatewayEndpoint(e) => {
-                let mut out = vec![e.vpc.clone()];
-                out.extend(e.service.references().cloned());
-                out.extend(e.route_tables.iter().cloned());
-                out
-            }
-            ResourceKind::LogGroup(g) => vec![g.key.clone()],
-            ResourceKind::FlowLog(f) => vec![f.vpc.clone(), f.log_group.clone(), f.role.clone()],
-            ResourceKind::KubeObject(_) => Vec::new(),
-            ResourceKind::EksCluster(c) => {
-                let mut out = vec![c.role.clone()];
-                out.extend(c.subnets.iter().cloned());
-                out.extend(c.security_groups.iter().cloned());
-                out.push(c.secrets_key.clone());
-                out
-            }
-            ResourceKind::OidcProvider(p) => vec![p.issuer_url.clone()],
-            ResourceKind::EksAddon(a) => a.references(),
-            ResourceKind::AccessEntry(e) => {
-                let mut out = vec![e.cluster.clone()];
-                out.extend(e.principal.references().cloned());
-                out
-            }
-            ResourceKind::HyperPodCluster(c) => {
-                let mut out = vec![c.eks_cluster.clone()];
-                out.extend(c.security_groups.iter().cloned());
-                out.extend(c.subnets.iter().cloned());
-                for g in &c.instance_groups {
-                    out.push(g.execution_role.clone());
-                    out.extend(g.lifecycle.source_s3_uri.references().cloned());
-                }
-                out
-            }
-            ResourceKind::CapacityBlockPurchase(_) => Vec::new(),
-            ResourceKind::LaunchTemplate(t) => {
-                let mut out = t.security_groups.clone();
-                for i in &t.network_interfaces {
-                    out.extend(i.security_groups.iter().cloned());
-                }
-                out
-            }
-            ResourceKind::NodeGroup(g) => {
-                let mut out = vec![g.cluster.clone(), g.node_role.clone()];
-                out.extend(g.subnets.iter().cloned());
-                out
-            }
-            ResourceKind::LustreFileSystem(f) => {
-                let mut out = vec![f.subnet.clone(), f.security_group.clone()];
-                out.extend(f.kms_key.clone());
-                out
-            }
-            ResourceKind::DataRepositoryAssociation(a) => {
-                let mut out = vec![a.file_system.clone()];
-                out.extend(a.data_repository_path.references().cloned());
-                out
-            }
-        }
+    fn references(&self) -> Vec<AttrRef> {
+        Vec::new()
+    }
+
+    /// The resource as a Kubernetes object, when it is one (applied with kubectl rather than
+    /// by CloudFormation or Terraform).
+    fn as_kube_object(&self) -> Option<&KubeObject> {
+        None
     }
 }
 
-macro_rules! into_kind {
-    ($($variant:ident),*) => {
+/// The registry of resource kinds: each listed once, with its type. Generates
+/// [`ResourceKind`], the `From` conversions and the dispatch of [`ResourceFacts`].
+macro_rules! resource_kinds {
+    ($($variant:ident),* $(,)?) => {
+        /// Every kind of resource, as stored in a [`ResourceGraph`](super::ResourceGraph).
+        #[derive(Clone, Debug, PartialEq)]
+        #[non_exhaustive]
+        pub enum ResourceKind {
+            $(
+                #[doc = concat!("See [`", stringify!($variant), "`].")]
+                $variant($variant),
+            )*
+        }
+
+        impl ResourceKind {
+            /// The kind a typed handle to this resource carries (`None`: handles never point
+            /// here).
+            pub fn ref_kind(&self) -> Option<Kind> {
+                match self { $( ResourceKind::$variant(_) => <$variant as ResourceFacts>::HANDLE, )* }
+            }
+
+            /// Every reference the resource makes.
+            pub fn references(&self) -> Vec<AttrRef> {
+                match self { $( ResourceKind::$variant(r) => ResourceFacts::references(r), )* }
+            }
+
+            /// The resource as a Kubernetes object, when it is one.
+            pub fn as_kube_object(&self) -> Option<&KubeObject> {
+                match self { $( ResourceKind::$variant(r) => ResourceFacts::as_kube_object(r), )* }
+            }
+        }
+
         $( impl From<$variant> for ResourceKind {
             fn from(r: $variant) -> Self { ResourceKind::$variant(r) }
         } )*
     };
 }
-into_kind!(
+
+resource_kinds! {
     SecurityGroup,
     SecurityGroupRule,
     Bucket,
@@ -242,6 +90,7 @@ into_kind!(
     GatewayEndpoint,
     LogGroup,
     FlowLog,
+    KubeObject,
     EksCluster,
     OidcProvider,
     EksAddon,
@@ -251,9 +100,8 @@ into_kind!(
     LaunchTemplate,
     NodeGroup,
     LustreFileSystem,
-    DataRepositoryAssociation
-);
-into_kind!(KubeObject);
+    DataRepositoryAssociation,
+}
 
 /// An IP protocol of a security group rule (`-1` is every protocol).
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -394,4 +242,61 @@ pub struct StackInput {
     /// What a valid value is, completing "must be" (`an Availability Zone id such as
     /// usw2-az2`).
     pub expected: String,
+}
+
+impl ResourceFacts for SecurityGroup {
+    const HANDLE: Option<Kind> = Some(Kind::SecurityGroup);
+
+    fn references(&self) -> Vec<AttrRef> {
+        let g = self;
+        vec![g.vpc.clone()]
+    }
+}
+
+impl ResourceFacts for SecurityGroupRule {
+    fn references(&self) -> Vec<AttrRef> {
+        let r = self;
+        let Peer::Group(peer) = &r.peer;
+        vec![r.group.clone(), peer.clone()]
+    }
+}
+
+impl ResourceFacts for Bucket {
+    const HANDLE: Option<Kind> = Some(Kind::Bucket);
+}
+
+impl ResourceFacts for StackOutput {
+    fn references(&self) -> Vec<AttrRef> {
+        let o = self;
+        vec![o.value.clone()]
+    }
+}
+
+impl ResourceFacts for Role {
+    const HANDLE: Option<Kind> = Some(Kind::Role);
+
+    fn references(&self) -> Vec<AttrRef> {
+        let r = self;
+        let mut out = r.trust.references();
+        for (_, doc) in &r.inline {
+            out.extend(doc.references());
+        }
+        out
+    }
+}
+
+impl ResourceFacts for KmsKey {
+    const HANDLE: Option<Kind> = Some(Kind::KmsKey);
+
+    fn references(&self) -> Vec<AttrRef> {
+        let k = self;
+        k.policy.references()
+    }
+}
+
+impl ResourceFacts for PodIdentityAssociation {
+    fn references(&self) -> Vec<AttrRef> {
+        let a = self;
+        vec![a.cluster.clone(), a.role.clone()]
+    }
 }

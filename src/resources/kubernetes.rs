@@ -5,6 +5,7 @@
 #[allow(missing_docs)]
 pub mod crd;
 
+use super::ResourceFacts;
 use super::{Resource, Scope};
 use serde::Serialize;
 use serde_json::Value;
@@ -73,5 +74,11 @@ impl Scope<'_> {
     pub fn add_object(&mut self, object: KubeObject) -> &mut Resource {
         let id = object.kind.clone();
         self.add(&id, object)
+    }
+}
+
+impl ResourceFacts for KubeObject {
+    fn as_kube_object(&self) -> Option<&KubeObject> {
+        Some(self)
     }
 }

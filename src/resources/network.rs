@@ -2,9 +2,11 @@
 //! gateway endpoints and flow logs; and [`StackInput`], a value chosen when a stack is
 //! deployed (a CloudFormation parameter, a Terraform variable).
 
+use super::ResourceFacts;
 use super::StackInput;
 use crate::app::text::Text;
 use crate::app::AttrRef;
+use crate::app::Kind;
 
 /// A VPC with DNS support and DNS hostnames on.
 #[derive(Clone, Debug, PartialEq)]
@@ -159,4 +161,112 @@ pub struct FlowLog {
     pub log_group: AttrRef,
     /// The ARN of the role flow logs deliver with.
     pub role: AttrRef,
+}
+
+impl ResourceFacts for Vpc {
+    const HANDLE: Option<Kind> = Some(Kind::Vpc);
+}
+
+impl ResourceFacts for DefaultSecurityGroup {
+    fn references(&self) -> Vec<AttrRef> {
+        let g = self;
+        vec![g.vpc.clone()]
+    }
+}
+
+impl ResourceFacts for InternetGateway {
+    const HANDLE: Option<Kind> = Some(Kind::InternetGateway);
+
+    fn references(&self) -> Vec<AttrRef> {
+        let g = self;
+        vec![g.vpc.clone()]
+    }
+}
+
+impl ResourceFacts for VpcCidrBlock {
+    fn references(&self) -> Vec<AttrRef> {
+        let b = self;
+        vec![b.vpc.clone()]
+    }
+}
+
+impl ResourceFacts for Subnet {
+    const HANDLE: Option<Kind> = Some(Kind::Subnet);
+
+    fn references(&self) -> Vec<AttrRef> {
+        let s = self;
+        vec![s.vpc.clone()]
+    }
+}
+
+impl ResourceFacts for Eip {
+    const HANDLE: Option<Kind> = Some(Kind::Eip);
+
+    fn references(&self) -> Vec<AttrRef> {
+        let e = self;
+        vec![e.internet_gateway.clone()]
+    }
+}
+
+impl ResourceFacts for NatGateway {
+    const HANDLE: Option<Kind> = Some(Kind::NatGateway);
+
+    fn references(&self) -> Vec<AttrRef> {
+        let n = self;
+        vec![
+            n.address.clone(),
+            n.subnet.clone(),
+            n.internet_gateway.clone(),
+        ]
+    }
+}
+
+impl ResourceFacts for RouteTable {
+    const HANDLE: Option<Kind> = Some(Kind::RouteTable);
+
+    fn references(&self) -> Vec<AttrRef> {
+        let t = self;
+        vec![t.vpc.clone()]
+    }
+}
+
+impl ResourceFacts for Route {
+    fn references(&self) -> Vec<AttrRef> {
+        let r = self;
+        let (RouteTarget::InternetGateway(target) | RouteTarget::NatGateway(target)) = &r.target;
+        vec![r.table.clone(), target.clone()]
+    }
+}
+
+impl ResourceFacts for SubnetRouteTableAssociation {
+    fn references(&self) -> Vec<AttrRef> {
+        let a = self;
+        vec![a.table.clone(), a.subnet.clone()]
+    }
+}
+
+impl ResourceFacts for GatewayEndpoint {
+    fn references(&self) -> Vec<AttrRef> {
+        let e = self;
+        let mut out = vec![e.vpc.clone()];
+        out.extend(e.service.references().cloned());
+        out.extend(e.route_tables.iter().cloned());
+        out
+    }
+}
+
+impl ResourceFacts for LogGroup {
+    const HANDLE: Option<Kind> = Some(Kind::LogGroup);
+
+    fn references(&self) -> Vec<AttrRef> {
+        let g = self;
+        vec![g.key.clone()]
+    }
+}
+
+impl ResourceFacts for FlowLog {
+    fn references(&self) -> Vec<AttrRef> {
+        let f = self;
+        vec![f.vpc.clone(), f.log_group.clone(), f.role.clone()]
+    }
 }

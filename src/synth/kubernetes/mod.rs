@@ -7,7 +7,7 @@
 pub use crate::resources::kubernetes::crd;
 
 use crate::app::StageId;
-use crate::resources::{Resource, ResourceGraph, ResourceKind};
+use crate::resources::{KubeObject, Resource, ResourceGraph};
 
 /// The multi-document YAML of Kubernetes stage `stage`: its objects in the order their
 /// constructs were added (each construct's in the order it adds them).
@@ -22,40 +22,8 @@ pub fn stage_yaml(graph: &ResourceGraph, stage: StageId) -> Result<String, serde
     Ok(out)
 }
 
-/// The Kubernetes object a resource is, if any.
+/// The Kubernetes object a resource is, if any (AWS resources are deployed by the
+/// CloudFormation stages and the Terraform module).
 fn object(r: &Resource) -> Option<&serde_json::Value> {
-    match &r.kind {
-        ResourceKind::KubeObject(o) => Some(o.object()),
-        // AWS resources, deployed by the CloudFormation stages and the Terraform module.
-        ResourceKind::SecurityGroup(_)
-        | ResourceKind::SecurityGroupRule(_)
-        | ResourceKind::Bucket(_)
-        | ResourceKind::StackOutput(_)
-        | ResourceKind::Role(_)
-        | ResourceKind::KmsKey(_)
-        | ResourceKind::PodIdentityAssociation(_)
-        | ResourceKind::Vpc(_)
-        | ResourceKind::DefaultSecurityGroup(_)
-        | ResourceKind::InternetGateway(_)
-        | ResourceKind::VpcCidrBlock(_)
-        | ResourceKind::Subnet(_)
-        | ResourceKind::Eip(_)
-        | ResourceKind::NatGateway(_)
-        | ResourceKind::RouteTable(_)
-        | ResourceKind::Route(_)
-        | ResourceKind::SubnetRouteTableAssociation(_)
-        | ResourceKind::GatewayEndpoint(_)
-        | ResourceKind::LogGroup(_)
-        | ResourceKind::FlowLog(_)
-        | ResourceKind::EksCluster(_)
-        | ResourceKind::OidcProvider(_)
-        | ResourceKind::EksAddon(_)
-        | ResourceKind::AccessEntry(_)
-        | ResourceKind::HyperPodCluster(_)
-        | ResourceKind::CapacityBlockPurchase(_)
-        | ResourceKind::LaunchTemplate(_)
-        | ResourceKind::NodeGroup(_)
-        | ResourceKind::LustreFileSystem(_)
-        | ResourceKind::DataRepositoryAssociation(_) => None,
-    }
+    r.kind.as_kube_object().map(KubeObject::object)
 }
