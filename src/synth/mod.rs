@@ -1,21 +1,22 @@
 //! Synthesis: validate the whole app (every diagnostic at once: structural checks, then the
-//! model-aware rules of [`crate::validate`]), then lower each stage with its backend, check the
-//! rendered templates against CloudFormation's limits, and collect the artifacts and the
-//! manifest into an [`Assembly`]. Nothing is written here: synthesis is pure computation.
+//! model-aware rules of [`crate::validate`]), expand each stack's constructs once into its
+//! [`ResourceGraph`], hand it to every [`Backend`] (CloudFormation, the stage payloads,
+//! Kubernetes, Terraform), and collect their artifacts, the typed manifest and the runbook into
+//! an [`Assembly`]. Nothing is written here: synthesis is pure computation.
 
 pub mod cloudformation;
 pub mod kubernetes;
+mod stages;
 pub mod terraform;
 
-use crate::app::{logical_id, App, Stack, StageId, StageKind};
+use crate::app::{App, Stack, StageId, Tags};
 use crate::assembly::manifest::{
-    Artifact, ArtifactFormat, ArtifactList, Chart, Manifest, Parameter, SetFromOutput,
-    StackManifest, StageManifest, StageOutput,
+    Artifact, ArtifactFormat, ArtifactList, Manifest, StackManifest, StageManifest,
 };
 use crate::assembly::Assembly;
-use crate::constructs::{ChartSource, Placements};
+use crate::constructs::Placements;
 use crate::diagnostics::{Code, Diagnostics};
-use serde_json::Value;
+use crate::resources::ResourceGraph;
 use std::collections::{BTreeMap, BTreeSet};
 
 impl App {
@@ -228,6 +229,62 @@ fn filter_formats(
     }
 }
 
+/// What a backend lowers: one stack, its resource graph (every construct expanded once) and
+/// the tags its taggable resources carry.
+#[derive(Clone, Copy, Debug)]
+pub struct BackendInput<'a> {
+    /// The stack.
+    pub stack: &'a Stack,
+    /// Its resources.
+    pub graph: &'a ResourceGraph,
+    /// App and stack tags, merged.
+    pub tags: &'a Tags,
+}
+
+impl BackendInput<'_> {
+    /// The artifact path prefix of stage `index`: `<stack>/<NN>-<stage>`.
+    pub fn stage_base(&self, index: usize) -> String {
+        let name = self
+            .stack
+            .stages()
+            .get(index)
+            .map_or("", |s| s.name.as_str());
+        format!("{}/{:02}-{name}", self.stack.name(), index + 1)
+    }
+}
+
+/// What a backend wrote for one stack.
+#[derive(Clone, Debug, Default)]
+pub struct BackendOutput {
+    /// Files, by path relative to the assembly's root.
+    pub files: Vec<(String, Vec<u8>)>,
+    /// The manifest entries of the stages this backend deploys, by stage.
+    pub stages: BTreeMap<StageId, StageManifest>,
+    /// Artifacts of the whole stack (the Terraform root module), when the backend writes them.
+    pub stack_artifacts: Vec<Artifact>,
+}
+
+/// A backend: lowers a stack's resources (and its stages' payloads) into the artifacts of one
+/// output format. Backends know nothing of each other or of constructs.
+pub trait Backend {
+    /// Lowers one stack; problems found on the rendered artifacts (template limits) that do not
+    /// stop synthesis go to `ds`.
+    fn synth_stack(
+        &self,
+        input: &BackendInput<'_>,
+        ds: &mut Diagnostics,
+    ) -> Result<BackendOutput, Diagnostics>;
+}
+
+/// The backends, in the order their artifacts are produced. Every stage's manifest entry comes
+/// from exactly one of them.
+const BACKENDS: &[&dyn Backend] = &[
+    &cloudformation::CloudFormation,
+    &stages::StagePayloads,
+    &kubernetes::Kubernetes,
+    &terraform::Terraform,
+];
+
 /// Lowers one stack into `files`; diagnostics found on the rendered artifacts (template
 /// limits) go to `ds`.
 fn synthesize_stack(
@@ -243,145 +300,22 @@ fn synthesize_stack(
     if problems.has_errors() {
         return Err(problems);
     }
-    let mut templates = cloudformation::templates(stack, &graph, &tags)?;
-    let mut stages = Vec::new();
-    for (index, stage) in stack.stages().iter().enumerate() {
-        let id = StageId::from_index(index);
-        let base = format!("{}/{:02}-{}", stack.name(), index + 1, stage.name);
-        let name = stage.name.clone();
-        let entry = match &stage.kind {
-            StageKind::CloudFormation => {
-                let template = templates.remove(&id).unwrap_or(Value::Null);
-                let path = format!("{base}.template.json");
-                // Named IAM resources need the stronger acknowledgement.
-                let named_iam = template
-                    .get("Resources")
-                    .and_then(Value::as_object)
-                    .is_some_and(|resources| {
-                        resources.values().any(|r| {
-                            r["Type"]
-                                .as_str()
-                                .is_some_and(|t| t.starts_with("AWS::IAM::"))
-                                && r["Properties"].get("RoleName").is_some()
-                        })
-                    });
-                let capability = if named_iam {
-                    "CAPABILITY_NAMED_IAM"
-                } else {
-                    "CAPABILITY_IAM"
-                };
-                // Every parameter is of type String, so a default is a string.
-                let parameters: Vec<Parameter> = template
-                    .get("Parameters")
-                    .and_then(Value::as_object)
-                    .map(|p| {
-                        p.iter()
-                            .map(|(name, spec)| Parameter {
-                                name: name.clone(),
-                                default: spec
-                                    .get("Default")
-                                    .and_then(Value::as_str)
-                                    .map(str::to_owned),
-                            })
-                            .collect()
-                    })
-                    .unwrap_or_default();
-                let outputs: Vec<String> = template
-                    .get("Outputs")
-                    .and_then(Value::as_object)
-                    .map(|o| o.keys().cloned().collect())
-                    .unwrap_or_default();
-                let mut text = serde_json::to_string_pretty(&template).unwrap_or_default();
-                text.push('\n');
-                crate::validate::limits::check_template(&template, text.len(), &path, ds);
-                files.insert(path.clone(), text.into_bytes());
-                StageManifest::CloudFormation {
-                    name,
-                    stack_name: stack.stage_stack_name(id),
-                    capabilities: vec![capability.to_owned()],
-                    parameters,
-                    outputs,
-                    artifacts: vec![Artifact::new(ArtifactFormat::CloudFormation, path)],
-                }
-            }
-            StageKind::Helm(release) => {
-                let path = format!("{base}.values.yaml");
-                let mut text = String::new();
-                for line in release.note.lines() {
-                    text.push_str(&format!("# {line}\n"));
-                }
-                text.push_str(&serde_yaml::to_string(&release.values).map_err(yaml_error(stack))?);
-                files.insert(path.clone(), text.into_bytes());
-                let chart = match &release.chart {
-                    ChartSource::Repository {
-                        repo,
-                        chart,
-                        version,
-                    } => Chart::Repository {
-                        repository: repo.clone(),
-                        name: chart.clone(),
-                        version: version.clone(),
-                    },
-                    ChartSource::Git { url, commit, path } => Chart::Git {
-                        url: url.clone(),
-                        commit: commit.clone(),
-                        path: path.clone(),
-                    },
-                };
-                let set_from_outputs = release
-                    .set_from_outputs
-                    .iter()
-                    .map(|(key, r)| SetFromOutput {
-                        key: key.clone(),
-                        stage: stack
-                            .stage_of(r.construct_id())
-                            .and_then(|s| stack.stage(s))
-                            .map(|s| s.name.clone()),
-                        output: format!("{}{}", logical_id(&r.path), r.attr.as_str()),
-                    })
-                    .collect();
-                StageManifest::Helm {
-                    name,
-                    release: release.release.clone(),
-                    namespace: release.namespace.clone(),
-                    chart,
-                    set_from_outputs,
-                    artifacts: vec![Artifact::new(ArtifactFormat::HelmValues, path)],
-                }
-            }
-            StageKind::Upload(upload) => {
-                let bucket_stage = stack
-                    .stage_of(upload.bucket.path().split('/').next().unwrap_or_default())
-                    .and_then(|s| stack.stage(s))
-                    .map(|s| s.name.clone());
-                let mut artifacts = Vec::new();
-                for file in &upload.files {
-                    let path = format!("{base}/{}", file.name);
-                    files.insert(path.clone(), file.content.clone().into_bytes());
-                    artifacts.push(Artifact::new(ArtifactFormat::Script, path));
-                }
-                StageManifest::S3Upload {
-                    name,
-                    bucket: StageOutput {
-                        stage: bucket_stage,
-                        output: format!("{}Name", logical_id(upload.bucket.path())),
-                    },
-                    prefix: upload.prefix.clone(),
-                    artifacts,
-                }
-            }
-            StageKind::Kubernetes => {
-                let path = format!("{base}.yaml");
-                let text = kubernetes::stage_yaml(&graph, id).map_err(yaml_error(stack))?;
-                files.insert(path.clone(), text.into_bytes());
-                StageManifest::Kubernetes {
-                    name,
-                    artifacts: vec![Artifact::new(ArtifactFormat::Kubernetes, path)],
-                }
-            }
-        };
-        stages.push(entry);
+    let input = BackendInput {
+        stack,
+        graph: &graph,
+        tags: &tags,
+    };
+    let mut entries = BTreeMap::new();
+    let mut stack_artifacts = Vec::new();
+    for backend in BACKENDS {
+        let out = backend.synth_stack(&input, ds)?;
+        files.extend(out.files);
+        entries.extend(out.stages);
+        stack_artifacts.extend(out.stack_artifacts);
     }
+    let stages = (0..stack.stages().len())
+        .filter_map(|index| entries.remove(&StageId::from_index(index)))
+        .collect();
     let eks = Placements::new(stack)
         .all()
         .find_map(|p| p.facts().eks_cluster)
@@ -394,26 +328,10 @@ fn synthesize_stack(
         terraform: None,
         runbook: None,
     };
-    let module = terraform::root_module(stack, &graph, &tags, |index| {
-        let Some(stage) = stack.stages().get(index) else {
-            return String::new();
-        };
-        let base = format!("{:02}-{}", index + 1, stage.name);
-        match stage.kind {
-            StageKind::Helm(_) => format!("{base}.values.yaml"),
-            _ => base,
-        }
-    })?;
-    if !module.is_empty() {
-        let mut artifacts = Vec::new();
-        for (name, content) in module {
-            let path = format!("{}/terraform/{name}", stack.name());
-            let mut text = serde_json::to_string_pretty(&content).unwrap_or_default();
-            text.push('\n');
-            files.insert(path.clone(), text.into_bytes());
-            artifacts.push(Artifact::new(ArtifactFormat::Terraform, path));
-        }
-        manifest.terraform = Some(ArtifactList { artifacts });
+    if !stack_artifacts.is_empty() {
+        manifest.terraform = Some(ArtifactList {
+            artifacts: stack_artifacts,
+        });
     }
     let runbook = crate::runbook::render(stack, &manifest).map_err(|e| {
         let mut ds = Diagnostics::new();
@@ -433,7 +351,8 @@ fn synthesize_stack(
     Ok(manifest)
 }
 
-fn yaml_error(stack: &Stack) -> impl Fn(serde_yaml::Error) -> Diagnostics + '_ {
+/// A YAML rendering failure of `stack`'s artifacts, as a diagnostic.
+pub(crate) fn yaml_error(stack: &Stack) -> impl Fn(serde_yaml::Error) -> Diagnostics + '_ {
     move |e| {
         let mut ds = Diagnostics::new();
         ds.report(

@@ -10,7 +10,9 @@ mod lower;
 mod resources;
 mod template;
 
-use crate::app::{Stack, StageId, Tags};
+use super::{Backend, BackendInput, BackendOutput};
+use crate::app::{Stack, StageId, StageKind, Tags};
+use crate::assembly::manifest::{Artifact, ArtifactFormat, Parameter, StageManifest};
 use crate::diagnostics::Diagnostics;
 use crate::resources::ResourceGraph;
 use serde_json::Value;
@@ -39,4 +41,84 @@ pub fn templates(
         }
     }
     cx.finish(tags)
+}
+
+/// The CloudFormation backend: one template per CloudFormation stage.
+#[derive(Clone, Copy, Debug)]
+pub struct CloudFormation;
+
+impl Backend for CloudFormation {
+    fn synth_stack(
+        &self,
+        input: &BackendInput<'_>,
+        ds: &mut Diagnostics,
+    ) -> Result<BackendOutput, Diagnostics> {
+        let stack = input.stack;
+        let mut templates = templates(stack, input.graph, input.tags)?;
+        let mut out = BackendOutput::default();
+        for (index, stage) in stack.stages().iter().enumerate() {
+            let id = StageId::from_index(index);
+            let base = input.stage_base(index);
+            let name = stage.name.clone();
+            let entry = match &stage.kind {
+                StageKind::CloudFormation => {
+                    let template = templates.remove(&id).unwrap_or(Value::Null);
+                    let path = format!("{base}.template.json");
+                    // Named IAM resources need the stronger acknowledgement.
+                    let named_iam = template
+                        .get("Resources")
+                        .and_then(Value::as_object)
+                        .is_some_and(|resources| {
+                            resources.values().any(|r| {
+                                r["Type"]
+                                    .as_str()
+                                    .is_some_and(|t| t.starts_with("AWS::IAM::"))
+                                    && r["Properties"].get("RoleName").is_some()
+                            })
+                        });
+                    let capability = if named_iam {
+                        "CAPABILITY_NAMED_IAM"
+                    } else {
+                        "CAPABILITY_IAM"
+                    };
+                    // Every parameter is of type String, so a default is a string.
+                    let parameters: Vec<Parameter> = template
+                        .get("Parameters")
+                        .and_then(Value::as_object)
+                        .map(|p| {
+                            p.iter()
+                                .map(|(name, spec)| Parameter {
+                                    name: name.clone(),
+                                    default: spec
+                                        .get("Default")
+                                        .and_then(Value::as_str)
+                                        .map(str::to_owned),
+                                })
+                                .collect()
+                        })
+                        .unwrap_or_default();
+                    let outputs: Vec<String> = template
+                        .get("Outputs")
+                        .and_then(Value::as_object)
+                        .map(|o| o.keys().cloned().collect())
+                        .unwrap_or_default();
+                    let mut text = serde_json::to_string_pretty(&template).unwrap_or_default();
+                    text.push('\n');
+                    crate::validate::limits::check_template(&template, text.len(), &path, ds);
+                    out.files.push((path.clone(), text.into_bytes()));
+                    StageManifest::CloudFormation {
+                        name,
+                        stack_name: stack.stage_stack_name(id),
+                        capabilities: vec![capability.to_owned()],
+                        parameters,
+                        outputs,
+                        artifacts: vec![Artifact::new(ArtifactFormat::CloudFormation, path)],
+                    }
+                }
+                StageKind::Helm(_) | StageKind::Upload(_) | StageKind::Kubernetes => continue,
+            };
+            out.stages.insert(id, entry);
+        }
+        Ok(out)
+    }
 }

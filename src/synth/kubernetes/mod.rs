@@ -6,7 +6,10 @@
 /// ([`crate::resources::kubernetes::crd`]).
 pub use crate::resources::kubernetes::crd;
 
-use crate::app::StageId;
+use super::{yaml_error, Backend, BackendInput, BackendOutput};
+use crate::app::{StageId, StageKind};
+use crate::assembly::manifest::{Artifact, ArtifactFormat, StageManifest};
+use crate::diagnostics::Diagnostics;
 use crate::resources::{KubeObject, Resource, ResourceGraph};
 
 /// The multi-document YAML of Kubernetes stage `stage`: its objects in the order their
@@ -26,4 +29,35 @@ pub fn stage_yaml(graph: &ResourceGraph, stage: StageId) -> Result<String, serde
 /// CloudFormation stages and the Terraform module).
 fn object(r: &Resource) -> Option<&serde_json::Value> {
     r.kind.as_kube_object().map(KubeObject::object)
+}
+
+/// The Kubernetes backend: one multi-document YAML file per Kubernetes stage.
+#[derive(Clone, Copy, Debug)]
+pub struct Kubernetes;
+
+impl Backend for Kubernetes {
+    fn synth_stack(
+        &self,
+        input: &BackendInput<'_>,
+        _ds: &mut Diagnostics,
+    ) -> Result<BackendOutput, Diagnostics> {
+        let mut out = BackendOutput::default();
+        for (index, stage) in input.stack.stages().iter().enumerate() {
+            let StageKind::Kubernetes = stage.kind else {
+                continue;
+            };
+            let id = StageId::from_index(index);
+            let path = format!("{}.yaml", input.stage_base(index));
+            let text = stage_yaml(input.graph, id).map_err(yaml_error(input.stack))?;
+            out.files.push((path.clone(), text.into_bytes()));
+            out.stages.insert(
+                id,
+                StageManifest::Kubernetes {
+                    name: stage.name.clone(),
+                    artifacts: vec![Artifact::new(ArtifactFormat::Kubernetes, path)],
+                },
+            );
+        }
+        Ok(out)
+    }
 }

@@ -20,7 +20,9 @@ pub use module::{
     escape_template, snake, AWSCC_PROVIDER, AWS_PROVIDER, HELM_PROVIDER, REQUIRED_VERSION,
 };
 
+use super::{Backend, BackendInput, BackendOutput};
 use crate::app::{Stack, StageId, StageKind, Tags};
+use crate::assembly::manifest::{Artifact, ArtifactFormat};
 use crate::diagnostics::Diagnostics;
 use crate::resources::ResourceGraph;
 use serde_json::{json, Value};
@@ -71,4 +73,39 @@ pub fn root_module(
         }})
     });
     cx.finish(helm)
+}
+
+/// The Terraform backend: one root module per stack (`<stack>/terraform/`), which reads the
+/// Helm values and uploaded files of the stages it deploys from next to it.
+#[derive(Clone, Copy, Debug)]
+pub struct Terraform;
+
+impl Backend for Terraform {
+    fn synth_stack(
+        &self,
+        input: &BackendInput<'_>,
+        _ds: &mut Diagnostics,
+    ) -> Result<BackendOutput, Diagnostics> {
+        let stack = input.stack;
+        let module = root_module(stack, input.graph, input.tags, |index| {
+            let Some(stage) = stack.stages().get(index) else {
+                return String::new();
+            };
+            let base = format!("{:02}-{}", index + 1, stage.name);
+            match stage.kind {
+                StageKind::Helm(_) => format!("{base}.values.yaml"),
+                _ => base,
+            }
+        })?;
+        let mut out = BackendOutput::default();
+        for (name, content) in module {
+            let path = format!("{}/terraform/{name}", stack.name());
+            let mut text = serde_json::to_string_pretty(&content).unwrap_or_default();
+            text.push('\n');
+            out.files.push((path.clone(), text.into_bytes()));
+            out.stack_artifacts
+                .push(Artifact::new(ArtifactFormat::Terraform, path));
+        }
+        Ok(out)
+    }
 }

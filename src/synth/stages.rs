@@ -1,0 +1,104 @@
+//! The stage payloads that are no resource: a Helm stage's values file and an upload stage's
+//! files, with their manifest entries. Both the CloudFormation path and the Terraform module
+//! deploy them.
+
+use super::{yaml_error, Backend, BackendInput, BackendOutput};
+use crate::app::{logical_id, StageId, StageKind};
+use crate::assembly::manifest::{
+    Artifact, ArtifactFormat, Chart, SetFromOutput, StageManifest, StageOutput,
+};
+use crate::constructs::ChartSource;
+use crate::diagnostics::Diagnostics;
+
+/// Helm values and uploaded files.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct StagePayloads;
+
+impl Backend for StagePayloads {
+    fn synth_stack(
+        &self,
+        input: &BackendInput<'_>,
+        _ds: &mut Diagnostics,
+    ) -> Result<BackendOutput, Diagnostics> {
+        let stack = input.stack;
+        let mut out = BackendOutput::default();
+        for (index, stage) in stack.stages().iter().enumerate() {
+            let base = input.stage_base(index);
+            let name = stage.name.clone();
+            let entry = match &stage.kind {
+                StageKind::Helm(release) => {
+                    let path = format!("{base}.values.yaml");
+                    let mut text = String::new();
+                    for line in release.note.lines() {
+                        text.push_str(&format!("# {line}\n"));
+                    }
+                    text.push_str(
+                        &serde_yaml::to_string(&release.values).map_err(yaml_error(stack))?,
+                    );
+                    out.files.push((path.clone(), text.into_bytes()));
+                    let chart = match &release.chart {
+                        ChartSource::Repository {
+                            repo,
+                            chart,
+                            version,
+                        } => Chart::Repository {
+                            repository: repo.clone(),
+                            name: chart.clone(),
+                            version: version.clone(),
+                        },
+                        ChartSource::Git { url, commit, path } => Chart::Git {
+                            url: url.clone(),
+                            commit: commit.clone(),
+                            path: path.clone(),
+                        },
+                    };
+                    let set_from_outputs = release
+                        .set_from_outputs
+                        .iter()
+                        .map(|(key, r)| SetFromOutput {
+                            key: key.clone(),
+                            stage: stack
+                                .stage_of(r.construct_id())
+                                .and_then(|s| stack.stage(s))
+                                .map(|s| s.name.clone()),
+                            output: format!("{}{}", logical_id(&r.path), r.attr.as_str()),
+                        })
+                        .collect();
+                    StageManifest::Helm {
+                        name,
+                        release: release.release.clone(),
+                        namespace: release.namespace.clone(),
+                        chart,
+                        set_from_outputs,
+                        artifacts: vec![Artifact::new(ArtifactFormat::HelmValues, path)],
+                    }
+                }
+                StageKind::Upload(upload) => {
+                    let bucket_stage = stack
+                        .stage_of(upload.bucket.path().split('/').next().unwrap_or_default())
+                        .and_then(|s| stack.stage(s))
+                        .map(|s| s.name.clone());
+                    let mut artifacts = Vec::new();
+                    for file in &upload.files {
+                        let path = format!("{base}/{}", file.name);
+                        out.files
+                            .push((path.clone(), file.content.clone().into_bytes()));
+                        artifacts.push(Artifact::new(ArtifactFormat::Script, path));
+                    }
+                    StageManifest::S3Upload {
+                        name,
+                        bucket: StageOutput {
+                            stage: bucket_stage,
+                            output: format!("{}Name", logical_id(upload.bucket.path())),
+                        },
+                        prefix: upload.prefix.clone(),
+                        artifacts,
+                    }
+                }
+                StageKind::CloudFormation | StageKind::Kubernetes => continue,
+            };
+            out.stages.insert(StageId::from_index(index), entry);
+        }
+        Ok(out)
+    }
+}
