@@ -30,6 +30,7 @@ use schema::{Field, Shape, Ty, Want};
 use std::any::Any;
 use std::collections::BTreeMap;
 use std::path::Path;
+use std::rc::Rc;
 use yaml::{Node, Pos, Value};
 
 /// Files larger than this are refused before parsing.
@@ -563,30 +564,28 @@ impl Cx {
 // ---------------------------------------------------------------------------------------------
 // Building the app.
 
+/// A construct defined earlier in the file, as references see it: its kind, and its typed
+/// handle (any construct's `Handle` type), or none when its own fields had errors (already
+/// reported).
 #[derive(Clone)]
-enum Handle {
-    Network(NetworkHandle),
-    SecurityGroup(ClusterSecurityGroupHandle),
-    Eks(EksClusterHandle),
-    Lifecycle(LifecycleScriptsHandle),
-    HyperPod(HyperPodHandle),
-    Karpenter(KarpenterHandle),
-    Other(&'static str),
-    /// A construct defined earlier whose own fields had errors (already reported).
-    Failed(&'static str),
+struct Handle {
+    kind: &'static str,
+    value: Option<Rc<dyn Any>>,
 }
 
 impl Handle {
     fn kind(&self) -> &'static str {
-        match self {
-            Handle::Network(_) => Network::KIND,
-            Handle::SecurityGroup(_) => ClusterSecurityGroup::KIND,
-            Handle::Eks(_) => EksCluster::KIND,
-            Handle::Lifecycle(_) => LifecycleScripts::KIND,
-            Handle::HyperPod(_) => HyperPodCluster::KIND,
-            Handle::Karpenter(_) => Karpenter::KIND,
-            Handle::Other(kind) | Handle::Failed(kind) => kind,
-        }
+        self.kind
+    }
+
+    /// The typed handle, when the construct is of the type `H` belongs to.
+    fn get<H: 'static>(&self) -> Option<&H> {
+        self.value.as_ref()?.downcast_ref::<H>()
+    }
+
+    /// Whether the construct failed to build and is of kind `kind`.
+    fn failed(&self, kind: &str) -> bool {
+        self.value.is_none() && self.kind == kind
     }
 }
 
@@ -912,7 +911,9 @@ impl Builder {
             return Some((h.clone(), attr));
         }
         let (message, help) = match self.all_ids.get(id) {
-            Some((pos, kind)) if *pos < node.pos => return Some((Handle::Failed(kind), attr)),
+            Some((pos, kind)) if *pos < node.pos => {
+                return Some((Handle { kind, value: None }, attr))
+            }
             Some((pos, _)) => (
                 format!("`{id}` is used before it is defined (line {})", pos.line),
                 "define a construct before the constructs and stages that refer to it".to_owned(),
@@ -954,11 +955,11 @@ impl Builder {
     }
 
     fn vpc(&mut self, node: &Node, context: &str) -> Option<Ref<kind::Vpc>> {
-        match self.lookup(node, context)? {
-            (Handle::Network(n), None) => Some(n.vpc),
-            (Handle::Network(n), Some(a)) if a == "vpc" => Some(n.vpc),
-            (Handle::Failed(Network::KIND), _) => None,
-            (h, attr) => {
+        let (h, attr) = self.lookup(node, context)?;
+        match (h.get::<NetworkHandle>(), attr.as_deref()) {
+            (Some(n), None | Some("vpc")) => Some(n.vpc.clone()),
+            _ if h.failed(Network::KIND) => None,
+            _ => {
                 let found = describe(&h, attr.as_deref());
                 self.wrong_kind(node, context, &found, Want::Vpc);
                 None
@@ -968,10 +969,10 @@ impl Builder {
 
     fn subnets_one(&mut self, node: &Node, context: &str) -> Option<Vec<Ref<kind::Subnet>>> {
         let (h, attr) = self.lookup(node, context)?;
-        if matches!(h, Handle::Failed(Network::KIND)) {
+        if h.failed(Network::KIND) {
             return None;
         }
-        let Handle::Network(n) = &h else {
+        let Some(n) = h.get::<NetworkHandle>() else {
             let found = describe(&h, attr.as_deref());
             self.wrong_kind(node, context, &found, Want::Subnets);
             return None;
@@ -1042,17 +1043,15 @@ impl Builder {
             } else {
                 context.to_owned()
             };
-            let got = match self.lookup(item, &ctx) {
-                Some((Handle::SecurityGroup(g), None)) => Some(g.group),
-                Some((Handle::SecurityGroup(g), Some(a))) if a == "group" => Some(g.group),
-                Some((Handle::Failed(ClusterSecurityGroup::KIND), _)) => None,
-                Some((h, attr)) => {
-                    let found = describe(&h, attr.as_deref());
-                    self.wrong_kind(item, &ctx, &found, Want::SecurityGroup);
-                    None
-                }
-                None => None,
-            };
+            let got = self
+                .resolve_as::<ClusterSecurityGroupHandle>(
+                    item,
+                    &ctx,
+                    Want::SecurityGroup,
+                    ClusterSecurityGroup::KIND,
+                    &["group"],
+                )
+                .map(|g| g.group);
             out = match (out, got) {
                 (Some(mut acc), Some(g)) => {
                     acc.push(g);
@@ -1065,49 +1064,40 @@ impl Builder {
     }
 
     fn eks(&mut self, node: &Node, context: &str) -> Option<EksClusterHandle> {
-        match self.lookup(node, context)? {
-            (Handle::Eks(h), None) => Some(h),
-            (Handle::Eks(h), Some(a)) if a == "cluster" => Some(h),
-            (Handle::Failed(EksCluster::KIND), _) => None,
-            (h, attr) => {
-                let found = describe(&h, attr.as_deref());
-                self.wrong_kind(node, context, &found, Want::Eks);
-                None
-            }
-        }
+        self.resolve_as(node, context, Want::Eks, EksCluster::KIND, &["cluster"])
     }
 
     fn lifecycle(&mut self, node: &Node, context: &str) -> Option<LifecycleScriptsHandle> {
-        match self.lookup(node, context)? {
-            (Handle::Lifecycle(h), None) => Some(h),
-            (Handle::Failed(LifecycleScripts::KIND), _) => None,
-            (h, attr) => {
-                let found = describe(&h, attr.as_deref());
-                self.wrong_kind(node, context, &found, Want::Lifecycle);
-                None
-            }
-        }
+        self.resolve_as(node, context, Want::Lifecycle, LifecycleScripts::KIND, &[])
     }
 
     fn hyperpod(&mut self, node: &Node, context: &str) -> Option<HyperPodHandle> {
-        match self.lookup(node, context)? {
-            (Handle::HyperPod(h), None) => Some(h),
-            (Handle::Failed(HyperPodCluster::KIND), _) => None,
-            (h, attr) => {
-                let found = describe(&h, attr.as_deref());
-                self.wrong_kind(node, context, &found, Want::HyperPod);
-                None
-            }
-        }
+        self.resolve_as(node, context, Want::HyperPod, HyperPodCluster::KIND, &[])
     }
 
     fn karpenter(&mut self, node: &Node, context: &str) -> Option<KarpenterHandle> {
-        match self.lookup(node, context)? {
-            (Handle::Karpenter(h), None) => Some(h),
-            (Handle::Failed(Karpenter::KIND), _) => None,
-            (h, attr) => {
+        self.resolve_as(node, context, Want::Karpenter, Karpenter::KIND, &[])
+    }
+
+    /// The handle of a construct of type `H` (kind `kind`) that `node` names, as `Id` or as
+    /// `Id.<attr>` for one of `attrs`; a construct of another kind is reported as the wrong
+    /// kind for `want`, one that failed to build (already reported) gives `None` quietly.
+    fn resolve_as<H: Clone + 'static>(
+        &mut self,
+        node: &Node,
+        context: &str,
+        want: Want,
+        kind: &str,
+        attrs: &[&str],
+    ) -> Option<H> {
+        let (h, attr) = self.lookup(node, context)?;
+        match (h.get::<H>(), attr.as_deref()) {
+            (Some(x), None) => Some(x.clone()),
+            (Some(x), Some(a)) if attrs.contains(&a) => Some(x.clone()),
+            _ if h.failed(kind) => None,
+            _ => {
                 let found = describe(&h, attr.as_deref());
-                self.wrong_kind(node, context, &found, Want::Karpenter);
+                self.wrong_kind(node, context, &found, want);
                 None
             }
         }
@@ -1135,16 +1125,14 @@ impl Builder {
     }
 
     fn bucket(&mut self, node: &Node, context: &str) -> Option<Ref<kind::Bucket>> {
-        match self.lookup(node, context)? {
-            (Handle::Lifecycle(h), None) => Some(h.bucket),
-            (Handle::Lifecycle(h), Some(a)) if a == "bucket" => Some(h.bucket),
-            (Handle::Failed(LifecycleScripts::KIND), _) => None,
-            (h, attr) => {
-                let found = describe(&h, attr.as_deref());
-                self.wrong_kind(node, context, &found, Want::Bucket);
-                None
-            }
-        }
+        self.resolve_as::<LifecycleScriptsHandle>(
+            node,
+            context,
+            Want::Bucket,
+            LifecycleScripts::KIND,
+            &["bucket"],
+        )
+        .map(|h| h.bucket)
     }
 
     // --- constructs -------------------------------------------------------------------------
@@ -1182,25 +1170,6 @@ impl Builder {
     }
 }
 
-/// The handle other constructs refer to, from the handle `Stack::add` returned.
-fn handle_of(kind: &'static str, h: &dyn Any) -> Handle {
-    if let Some(h) = h.downcast_ref::<NetworkHandle>() {
-        Handle::Network(h.clone())
-    } else if let Some(h) = h.downcast_ref::<ClusterSecurityGroupHandle>() {
-        Handle::SecurityGroup(h.clone())
-    } else if let Some(h) = h.downcast_ref::<EksClusterHandle>() {
-        Handle::Eks(h.clone())
-    } else if let Some(h) = h.downcast_ref::<LifecycleScriptsHandle>() {
-        Handle::Lifecycle(h.clone())
-    } else if let Some(h) = h.downcast_ref::<HyperPodHandle>() {
-        Handle::HyperPod(h.clone())
-    } else if let Some(h) = h.downcast_ref::<KarpenterHandle>() {
-        Handle::Karpenter(h.clone())
-    } else {
-        Handle::Other(kind)
-    }
-}
-
 /// Builds one construct of the type the registry hands over, places it in the stage and
 /// returns its handle.
 struct Place<'a> {
@@ -1232,7 +1201,10 @@ impl KindVisitor for Place<'_> {
         let construct = C::build(self.id, &mut r)?;
         r.finish();
         let handle = self.stack.add(self.stage, construct);
-        Some(handle_of(C::KIND, &handle))
+        Some(Handle {
+            kind: C::KIND,
+            value: Some(Rc::new(handle)),
+        })
     }
 }
 
