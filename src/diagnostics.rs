@@ -79,6 +79,8 @@ codes! {
         "Regions are written like `us-west-2`. The instance catalog lists which regions offer each instance type.";
     InvalidTag = "HF0010", Error, "tag key or value is not valid",
         "Tag keys are 1-128 characters and values 0-256 characters; keys may not start with `aws:`.";
+    InvalidFileName = "HF0011", Error, "a file name is not a plain, unique file name",
+        "Files a stack uploads become artifact paths and S3 keys. Their names are 1-255 letters, digits, `.`, `_` and `-`, start with a letter or digit, hold no `/` or `..`, and are unique within their upload.";
     InvalidCidr = "HF0101", Error, "CIDR block is malformed",
         "IPv4 CIDR blocks are written `a.b.c.d/n` with the host bits zero, e.g. `10.192.0.0/16`.";
     CidrOutOfRange = "HF0102", Error, "CIDR block size is outside what AWS accepts",
@@ -93,6 +95,8 @@ codes! {
         "The zone id's prefix names its region (`usw2` is us-west-2). A subnet can only be placed in a zone of the stack's region.";
     InvalidLogRetention = "HF0107", Error, "log retention is not a CloudWatch Logs retention period",
         "CloudWatch Logs accepts 1, 3, 5, 7, 14, 30, 60, 90, 120, 150, 180, 365, 400, 545, 731, 1096, 1827, 2192, 2557, 2922, 3288 or 3653 days.";
+    TooManyAvailabilityZones = "HF0108", Error, "more availability zones than any region has",
+        "No AWS region has more than 6 availability zones; a network spans at most that many.";
     InvalidName = "HF0201", Error, "resource name is malformed or too long",
         "Names must satisfy the service's rules: EKS cluster names 1-100 characters `[0-9A-Za-z][A-Za-z0-9-_]*`; HyperPod cluster and instance group names 1-63 characters `[a-zA-Z0-9](-*[a-zA-Z0-9])*`; S3 bucket name prefixes lowercase letters, digits and hyphens.";
     UnsupportedKubernetesVersion = "HF0202", Error, "Kubernetes version is not supported",

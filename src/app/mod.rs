@@ -448,6 +448,7 @@ impl Stack {
             match &stage.kind {
                 StageKind::Upload(upload) => {
                     self.check_reference(&upload.bucket.name(), StageId(index), &path, ds);
+                    check_upload_names(upload, &path, ds);
                 }
                 StageKind::Helm(release) => {
                     for (_, r) in &release.set_from_outputs {
@@ -511,6 +512,43 @@ impl Stack {
     }
 }
 
+/// Every name of an upload becomes an artifact path and an S3 key: plain file names, unique,
+/// under a plain key prefix.
+fn check_upload_names(upload: &Upload, path: &str, ds: &mut Diagnostics) {
+    if !stage::is_plain_key_prefix(&upload.prefix) {
+        ds.report_field(
+            Code::InvalidFileName,
+            path,
+            "prefix",
+            format!(
+                "`{}` is not a key prefix of plain names ending in `/`",
+                upload.prefix.escape_debug()
+            ),
+            "use segments of letters, digits, `.`, `_` and `-` joined and ended by `/` (`lifecycle/`)",
+        );
+    }
+    let mut seen = BTreeSet::new();
+    for f in &upload.files {
+        if !stage::is_plain_file_name(&f.name) {
+            ds.report_field(
+                Code::InvalidFileName,
+                path,
+                "files",
+                format!("`{}` is not a plain file name", f.name.escape_debug()),
+                "use 1-255 letters, digits, `.`, `_` and `-`, starting with a letter or digit (no `/`, no `..`)",
+            );
+        } else if !seen.insert(f.name.as_str()) {
+            ds.report_field(
+                Code::InvalidFileName,
+                path,
+                "files",
+                format!("`{}` is uploaded twice", f.name),
+                "give every file of the upload its own name",
+            );
+        }
+    }
+}
+
 /// Logical ids are the path's segments joined: `Network/Vpc` -> `NetworkVpc`.
 pub fn logical_id(path: &str) -> String {
     path.split('/').collect()
@@ -551,6 +589,39 @@ pub fn is_valid_stack_name(name: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn upload_file_names_cannot_leave_the_output_or_the_prefix() {
+        use crate::constructs::{LifecycleScripts, Network};
+        let mut stack = Stack::new("demo", "us-west-2");
+        let f = stack.cloudformation_stage("foundation");
+        stack.add(f, Network::new("Network"));
+        let scripts = stack.add(
+            f,
+            LifecycleScripts::new("Lifecycle")
+                .file("../../../../tmp/evil.sh", "#!/bin/sh")
+                .file("helper.sh", "a")
+                .file("helper.sh", "b"),
+        );
+        let mut upload = scripts.upload();
+        stack.upload_stage("scripts", upload.clone());
+        upload.prefix = "../up/".to_owned();
+        stack.upload_stage("more", upload);
+        let ds = App::new().stack(stack).validate();
+        let bad: Vec<_> = ds
+            .with_code(Code::InvalidFileName)
+            .map(|d| d.message.clone())
+            .collect();
+        assert!(bad.iter().any(|m| m.contains("evil.sh")), "{ds}");
+        assert!(bad.iter().any(|m| m.contains("uploaded twice")), "{ds}");
+        assert!(ds.contains(Code::InvalidFileName, "demo/more"), "{ds}");
+        assert!(["lifecycle/", "a/b-c_d.1/"]
+            .iter()
+            .all(|p| stage::is_plain_key_prefix(p)));
+        assert!(["", "/", "a", "../a/", "a//", "/a/"]
+            .iter()
+            .all(|p| !stage::is_plain_key_prefix(p)));
+    }
 
     #[test]
     fn a_reference_to_an_attribute_the_kind_lacks_is_refused() {

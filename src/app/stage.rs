@@ -64,3 +64,21 @@ pub struct Upload {
     /// The files.
     pub files: Vec<UploadFile>,
 }
+
+/// Whether `name` is a plain file name: 1-255 ASCII letters, digits, `.`, `_` and `-`,
+/// starting with a letter or digit (so no path separator, no `..`, no hidden file).
+pub fn is_plain_file_name(name: &str) -> bool {
+    let mut chars = name.chars();
+    matches!(chars.next(), Some(c) if c.is_ascii_alphanumeric())
+        && name.len() <= 255
+        && chars.all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-'))
+}
+
+/// Whether `prefix` is a key prefix of plain segments ending in `/` (`lifecycle/`,
+/// `scripts/v2/`), at most 512 bytes.
+pub fn is_plain_key_prefix(prefix: &str) -> bool {
+    prefix.len() <= 512
+        && prefix
+            .strip_suffix('/')
+            .is_some_and(|p| p.split('/').all(is_plain_file_name))
+}

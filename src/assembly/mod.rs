@@ -33,6 +33,27 @@ pub enum AssemblyError {
         /// The underlying error.
         source: std::io::Error,
     },
+    /// An artifact's path is absolute or leaves the output directory; nothing was written.
+    #[error("refusing to write `{path}`: artifact paths must stay inside the output directory")]
+    OutsideOutput {
+        /// The artifact's path, as the assembly names it.
+        path: String,
+    },
+}
+
+/// Whether `rel` names a file inside the output directory: relative, made of normal segments
+/// only (no `..`, no root, no prefix, no empty or `.` segment), no NUL.
+pub fn is_contained(rel: &str) -> bool {
+    use std::path::Component;
+    !rel.is_empty()
+        && !rel.contains('\0')
+        && !rel.contains('\\')
+        && rel
+            .split('/')
+            .all(|s| !s.is_empty() && s != "." && s != "..")
+        && Path::new(rel)
+            .components()
+            .all(|c| matches!(c, Component::Normal(_)))
 }
 
 fn io(action: &'static str, path: &Path) -> impl FnOnce(std::io::Error) -> AssemblyError + use<> {
@@ -91,6 +112,11 @@ impl Assembly {
 
     /// Writes the assembly to `dir`, replacing what was there only once everything is written.
     pub fn write_to(&self, dir: &Path) -> Result<(), AssemblyError> {
+        // Defense in depth: names are validated where they are declared, and no artifact may
+        // leave the output directory whatever produced it. Checked before anything is touched.
+        if let Some(rel) = self.files.keys().find(|rel| !is_contained(rel)) {
+            return Err(AssemblyError::OutsideOutput { path: rel.clone() });
+        }
         let parent = match dir.parent() {
             Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
             _ => PathBuf::from("."),
@@ -151,4 +177,51 @@ fn swap_in(staging: &Path, dir: &Path, previous: &Path) -> Result<(), AssemblyEr
         fs::rename(staging, dir).map_err(io("move into place", staging))?;
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn artifact_paths_must_stay_inside_the_output_directory() {
+        for ok in [
+            "a/01-x.template.json",
+            "stack/02-scripts/on_create.sh",
+            "manifest.json",
+        ] {
+            assert!(is_contained(ok), "{ok}");
+        }
+        for bad in [
+            "../x",
+            "a/../../x",
+            "/etc/passwd",
+            "a//b",
+            "./a",
+            "a/./b",
+            "",
+            "a\0b",
+            "a\\..\\b",
+        ] {
+            assert!(!is_contained(bad), "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn an_escaping_artifact_is_refused_and_nothing_is_written() {
+        let dir =
+            std::env::temp_dir().join(format!("hyperforge-assembly-test-{}", std::process::id()));
+        let _ = fs::remove_dir_all(&dir);
+        fs::create_dir_all(&dir).expect("temp dir");
+        let out = dir.join("out");
+        let mut files = BTreeMap::new();
+        files.insert("s/ok.txt".to_owned(), b"ok".to_vec());
+        files.insert("s/../../escaped.sh".to_owned(), b"#!/bin/sh".to_vec());
+        let assembly = Assembly::new(files, Manifest::new(Vec::new()), Diagnostics::new());
+        let err = assembly.write_to(&out).unwrap_err();
+        assert!(matches!(err, AssemblyError::OutsideOutput { .. }), "{err}");
+        assert!(!out.exists(), "nothing is written");
+        assert!(!dir.join("escaped.sh").exists());
+        let _ = fs::remove_dir_all(&dir);
+    }
 }

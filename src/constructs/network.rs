@@ -68,6 +68,9 @@ pub fn zone_of_subnet<'a>(stack: &'a Stack, subnet: &Ref<kind::Subnet>) -> Optio
     })
 }
 
+/// The most availability zones any AWS region has (us-east-1 has six).
+pub const MAX_AVAILABILITY_ZONES: u32 = 6;
+
 /// The child id of the HyperPod subnet.
 pub const HYPERPOD_SUBNET: &str = "HyperPodSubnet";
 /// The child id of the GPU node subnet.
@@ -229,7 +232,9 @@ impl Network {
     /// The planned layout; `None` while the description has errors (see `validate`).
     pub fn plan(&self) -> Option<NetworkPlan> {
         let vpc: Ipv4Cidr = self.cidr.parse().ok()?;
-        if !VPC_PREFIXES.contains(&vpc.prefix()) || self.availability_zones < 2 {
+        if !VPC_PREFIXES.contains(&vpc.prefix())
+            || !(2..=MAX_AVAILABILITY_ZONES).contains(&self.availability_zones)
+        {
             return None;
         }
         let prefix = Self::subnet_prefix(vpc);
@@ -284,20 +289,33 @@ impl Network {
             } else {
                 let prefix = Self::subnet_prefix(vpc);
                 let half = 1u32 << (prefix - vpc.prefix() - 1);
-                if self.availability_zones > half {
+                // A count beyond any region's is reported on its own (HF0108).
+                let zones = self.availability_zones;
+                if zones > half && zones <= MAX_AVAILABILITY_ZONES {
                     ds.report(
                         Code::CidrOutOfRange,
                         path,
                         format!(
-                            "{} zones need {} /{prefix} subnets, but {vpc} holds only {} of them",
-                            self.availability_zones,
-                            2 * self.availability_zones,
-                            2 * half
+                            "{zones} zones need {} /{prefix} subnets, but {vpc} holds only {} of them",
+                            2 * u64::from(zones),
+                            2 * u64::from(half)
                         ),
                         "use fewer zones or a larger VPC block",
                     );
                 }
             }
+        }
+        if self.availability_zones > MAX_AVAILABILITY_ZONES {
+            ds.report_field(
+                Code::TooManyAvailabilityZones,
+                path,
+                "availability_zones",
+                format!(
+                    "{} availability zones requested; no region has more than {MAX_AVAILABILITY_ZONES}",
+                    self.availability_zones
+                ),
+                format!("use 2 to {MAX_AVAILABILITY_ZONES} zones"),
+            );
         }
         if self.availability_zones < 2 {
             ds.report_field(
@@ -415,10 +433,11 @@ impl Construct for Network {
         let child = |name: String| format!("{}/{name}", self.id);
         NetworkHandle {
             vpc: Ref::new(stack, child("Vpc".into())),
-            public_subnets: (1..=self.availability_zones)
+            // Bounded before validation runs: a count no region has is reported, never built.
+            public_subnets: (1..=self.availability_zones.min(MAX_AVAILABILITY_ZONES))
                 .map(|i| Ref::new(stack, child(format!("PublicSubnet{i}"))))
                 .collect(),
-            private_subnets: (1..=self.availability_zones)
+            private_subnets: (1..=self.availability_zones.min(MAX_AVAILABILITY_ZONES))
                 .map(|i| Ref::new(stack, child(format!("PrivateSubnet{i}"))))
                 .collect(),
             hyperpod_subnet: self
@@ -799,6 +818,19 @@ impl super::stack_file::StackFileConstruct for Network {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_huge_zone_count_is_refused_without_being_built() {
+        let mut stack = Stack::new("demo", "us-west-2");
+        let f = stack.cloudformation_stage("foundation");
+        let net = stack.add(f, Network::new("Network").availability_zones(u32::MAX));
+        assert_eq!(net.private_subnets.len(), MAX_AVAILABILITY_ZONES as usize);
+        let ds = crate::app::App::new().stack(stack).validate();
+        assert!(
+            ds.contains(Code::TooManyAvailabilityZones, "demo/Network"),
+            "{ds}"
+        );
+    }
 
     #[test]
     fn default_layout() {
