@@ -79,6 +79,10 @@ codes! {
         "Regions are written like `us-west-2`. The instance catalog lists which regions offer each instance type.";
     InvalidTag = "HF0010", Error, "tag key or value is not valid",
         "Tag keys are 1-128 characters and values 0-256 characters; keys may not start with `aws:`.";
+    DescriptionTooLong = "HF0012", Error, "the stack description is longer than CloudFormation accepts",
+        "The description is written into every template, and CloudFormation accepts at most 1,024 bytes there.";
+    NoStages = "HF0013", Error, "a stack has no stages",
+        "A stack deploys its stages in order; one without any would synthesize nothing. Add a stage, or leave the stack out.";
     InvalidFileName = "HF0011", Error, "a file name is not a plain, unique file name",
         "Files a stack uploads become artifact paths and S3 keys. Their names are 1-255 letters, digits, `.`, `_` and `-`, start with a letter or digit, hold no `/` or `..`, and are unique within their upload.";
     InvalidCidr = "HF0101", Error, "CIDR block is malformed",

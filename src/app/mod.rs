@@ -338,6 +338,28 @@ impl Stack {
     /// stages). Construct-specific rules live with the constructs.
     pub(crate) fn validate_structure(&self, app_tags: &Tags, ds: &mut Diagnostics) {
         let stack_path = self.display_path("");
+        if let Some(text) = &self.description {
+            if text.len() > MAX_DESCRIPTION_BYTES {
+                ds.report_field(
+                    Code::DescriptionTooLong,
+                    &stack_path,
+                    "description",
+                    format!(
+                        "the description is {} bytes; CloudFormation accepts {MAX_DESCRIPTION_BYTES}",
+                        text.len()
+                    ),
+                    "shorten it to at most 1,024 bytes",
+                );
+            }
+        }
+        if self.stages.is_empty() {
+            ds.report(
+                Code::NoStages,
+                &stack_path,
+                format!("stack `{}` has no stages", self.name),
+                "add a stage (`cloudformation_stage`, `helm_stage`, `upload_stage`, `kubernetes_stage`)",
+            );
+        }
         if !is_valid_stack_name(&self.name) {
             ds.report(
                 Code::InvalidStackName,
@@ -549,6 +571,9 @@ fn check_upload_names(upload: &Upload, path: &str, ds: &mut Diagnostics) {
     }
 }
 
+/// The longest stack description CloudFormation accepts in a template, in bytes.
+pub const MAX_DESCRIPTION_BYTES: usize = 1024;
+
 /// Logical ids are the path's segments joined: `Network/Vpc` -> `NetworkVpc`.
 pub fn logical_id(path: &str) -> String {
     path.split('/').collect()
@@ -589,6 +614,15 @@ pub fn is_valid_stack_name(name: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_stack_without_stages_or_with_a_long_description_is_refused() {
+        let ds = App::new()
+            .stack(Stack::new("demo", "us-west-2").description("x".repeat(1025)))
+            .validate();
+        assert!(ds.contains(Code::NoStages, "demo"), "{ds}");
+        assert!(ds.contains(Code::DescriptionTooLong, "demo"), "{ds}");
+    }
 
     #[test]
     fn upload_file_names_cannot_leave_the_output_or_the_prefix() {

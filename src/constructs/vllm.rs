@@ -29,6 +29,12 @@ pub struct StorageThroughput {
     pub warmup_secs: f64,
 }
 
+/// The download and load rates a description may state, bytes per second (1 KB/s to 1 TB/s).
+pub const THROUGHPUT_RANGE: std::ops::RangeInclusive<f64> = 1e3..=1e12;
+
+/// The longest warm-up a description may state, seconds (one day).
+pub const MAX_WARMUP_SECS: f64 = 86_400.0;
+
 impl Default for StorageThroughput {
     /// 500 MB/s from the Hugging Face Hub, 2 GB/s from local NVMe into the GPUs, 15 minutes of
     /// warm-up: conservative figures for one node.
@@ -64,11 +70,13 @@ impl StartupBudget {
                 0
             }
         };
+        // Float-to-integer casts saturate and the sums saturate too: rates outside the
+        // declared ranges are reported by validation (HF0410), never overflow here.
         let download = secs(weight_bytes, throughput.download_bytes_per_sec);
         let load = secs(weight_bytes, throughput.load_bytes_per_sec);
         let warmup = throughput.warmup_secs.max(0.0).ceil() as u64;
-        let raw = (download + load + warmup) as f64 * 1.5;
-        let total = ((raw / 60.0).ceil() as u64) * 60;
+        let raw = download.saturating_add(load).saturating_add(warmup) as f64 * 1.5;
+        let total = ((raw / 60.0).ceil() as u64).saturating_mul(60);
         StartupBudget {
             download_secs: download,
             load_secs: load,
@@ -120,6 +128,21 @@ const OWNED_ARGS: &[&str] = &[
     "--moe-backend",
     "--port",
 ];
+
+/// The long form of a command-line flag as vLLM's parser reads it: the value after `=` dropped,
+/// `_` read as `-` (vLLM accepts both), the `--no-` negation of a boolean flag read as the flag,
+/// and the short aliases of owned flags (`-tp`) expanded. `None` for a value, not a flag.
+fn canonical_flag(arg: &str) -> Option<String> {
+    let flag = arg.split('=').next().unwrap_or(arg).trim();
+    let long = match flag {
+        "-tp" => return Some("--tensor-parallel-size".to_owned()),
+        "-dcp" => return Some("--decode-context-parallel-size".to_owned()),
+        _ => flag.strip_prefix("--")?,
+    };
+    let long = long.replace('_', "-");
+    let long = long.strip_prefix("no-").unwrap_or(&long);
+    Some(format!("--{long}"))
+}
 
 /// The port vLLM serves on (OpenAI API, `/health`, `/metrics`).
 pub const VLLM_PORT: i32 = 8000;
@@ -440,8 +463,7 @@ impl VllmServer {
             );
         }
         for arg in &self.extra_args {
-            let flag = arg.split('=').next().unwrap_or(arg);
-            if OWNED_ARGS.contains(&flag) {
+            if canonical_flag(arg).is_some_and(|flag| OWNED_ARGS.contains(&flag.as_str())) {
                 ds.report_field(
                     Code::ArgumentOwnedByBuilder,
                     path,
@@ -476,13 +498,20 @@ impl VllmServer {
             }
         }
         let t = self.throughput;
-        if !(t.download_bytes_per_sec > 0.0 && t.load_bytes_per_sec > 0.0 && t.warmup_secs >= 0.0) {
+        let rate_ok = |r: f64| THROUGHPUT_RANGE.contains(&r);
+        if !(rate_ok(t.download_bytes_per_sec)
+            && rate_ok(t.load_bytes_per_sec)
+            && (0.0..=MAX_WARMUP_SECS).contains(&t.warmup_secs))
+        {
             ds.report_field(
                 Code::InvalidThroughput,
                 path,
                 "storage_throughput",
-                "storage throughput must be positive",
-                "give download and load rates in bytes per second, e.g. 500e6",
+                format!(
+                    "storage throughput is out of range: download {} B/s, load {} B/s, warm-up {} s",
+                    t.download_bytes_per_sec, t.load_bytes_per_sec, t.warmup_secs
+                ),
+                "give download and load rates from 1e3 to 1e12 bytes per second (e.g. 500e6) and a warm-up of 0 to 86400 seconds",
             );
         }
     }
@@ -897,6 +926,80 @@ impl super::stack_file::StackFileConstruct for VllmDeployment {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn managed_settings_cannot_be_restated_in_another_spelling() {
+        for arg in [
+            "--tensor-parallel-size=4",
+            "-tp",
+            "--max_model_len=1000",
+            "--max-model-len",
+            "--no-enable-prefix-caching",
+            "--gpu_memory_utilization=0.5",
+        ] {
+            let mut ds = Diagnostics::new();
+            VllmServer::new("moonshotai/Kimi-K3", "vllm/vllm-openai:v1")
+                .extra_arg(arg)
+                .validate(Some(8), "s/E", &mut ds);
+            assert!(
+                ds.contains(Code::ArgumentOwnedByBuilder, "s/E"),
+                "{arg}: {ds}"
+            );
+        }
+        for arg in [
+            "--no-enable-flashinfer-autotune",
+            "4",
+            "--enable-expert-parallel",
+        ] {
+            let mut ds = Diagnostics::new();
+            VllmServer::new("moonshotai/Kimi-K3", "vllm/vllm-openai:v1")
+                .extra_arg(arg)
+                .validate(Some(8), "s/E", &mut ds);
+            assert!(
+                !ds.contains(Code::ArgumentOwnedByBuilder, "s/E"),
+                "{arg}: {ds}"
+            );
+        }
+    }
+
+    #[test]
+    fn extreme_throughputs_saturate_and_are_refused() {
+        for t in [
+            StorageThroughput {
+                download_bytes_per_sec: 1e-300,
+                load_bytes_per_sec: 1e-300,
+                warmup_secs: 1e300,
+            },
+            StorageThroughput {
+                download_bytes_per_sec: 1e300,
+                load_bytes_per_sec: 1e300,
+                warmup_secs: 0.0,
+            },
+            StorageThroughput {
+                download_bytes_per_sec: f64::NAN,
+                load_bytes_per_sec: 2e9,
+                warmup_secs: -1.0,
+            },
+        ] {
+            let budget = StartupBudget::compute(u64::MAX, t);
+            // No overflow, and the budget still covers its parts.
+            let parts = budget
+                .download_secs
+                .saturating_add(budget.load_secs)
+                .saturating_add(budget.warmup_secs);
+            assert!(budget.total_secs >= parts, "{budget:?}");
+            let mut ds = Diagnostics::new();
+            VllmServer::new("moonshotai/Kimi-K3", "vllm/vllm-openai:v1")
+                .storage_throughput(t)
+                .validate(Some(8), "s/E", &mut ds);
+            assert!(ds.contains(Code::InvalidThroughput, "s/E"), "{t:?}: {ds}");
+        }
+        let mut ds = Diagnostics::new();
+        VllmServer::new("moonshotai/Kimi-K3", "vllm/vllm-openai:v1")
+            .storage_throughput(StorageThroughput::default())
+            .validate(Some(8), "s/E", &mut ds);
+        assert!(!ds.contains(Code::InvalidThroughput, "s/E"), "{ds}");
+    }
 
     #[test]
     fn startup_budget_for_kimi_k3() {

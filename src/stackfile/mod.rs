@@ -115,6 +115,25 @@ pub fn load_str(origin: &str, text: &str) -> Result<App, Diagnostics> {
     if text.len() as u64 > MAX_FILE_BYTES {
         return too_large(origin, text.len() as u64);
     }
+    // A UTF-8 byte-order mark is allowed; a NUL byte is not text (the YAML parser would stop
+    // there and silently drop the rest).
+    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
+    if let Some(at) = text.find('\0') {
+        let line = text[..at].matches('\n').count() + 1;
+        let col = text[..at]
+            .rsplit('\n')
+            .next()
+            .map_or(0, |l| l.chars().count())
+            + 1;
+        cx.report(
+            Code::StackFileNotYaml,
+            Pos { line, col },
+            "",
+            format!("`{origin}` holds a NUL byte, so it is not a text file"),
+            "save the stack file as UTF-8 text",
+        );
+        return Err(cx.diags);
+    }
     let root = match yaml::parse(text) {
         Ok(Some(root)) if !root.is_null() => root,
         Ok(_) => {

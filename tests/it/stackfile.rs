@@ -320,6 +320,20 @@ fn model_rule_on_the_eks_path_points_at_the_field_it_is_about() {
 }
 
 #[test]
+fn a_nul_byte_is_refused_and_a_byte_order_mark_accepted() {
+    let ds = load_err(&MINIMAL.replace("region: us-west-2", "region: us-we\0st-2"));
+    assert_has(&ds, Code::StackFileNotYaml, 2, 14);
+    let app = load_str(ORIGIN, &format!("\u{feff}{MINIMAL}")).unwrap_or_else(|d| panic!("{d}"));
+    assert_eq!(app.stacks()[0].region(), "us-west-2");
+}
+
+#[test]
+fn a_stack_without_stages_is_refused() {
+    let ds = load_err("stack: demo\nregion: us-west-2\nstages: []\n");
+    assert!(ds.iter().any(|d| d.code == Code::NoStages), "{ds}");
+}
+
+#[test]
 fn stack_level_rule_points_at_the_region() {
     let ds = load_err(&MINIMAL.replace("us-west-2", "us-middle-9"));
     assert_has(&ds, Code::InvalidRegion, 2, 9);
