@@ -381,6 +381,17 @@ impl ManagedNodeGroup {
     }
 
     pub(crate) fn validate(&self, stack: &Stack, path: &str, ds: &mut Diagnostics) {
+        // gp3 volumes are 1 GiB to 16 TiB; the node's images and containerd data live here, so
+        // below 20 GiB the node cannot start.
+        if !(20..=16384).contains(&self.root_volume_gb) {
+            ds.report_field(
+                Code::InvalidVolumeSize,
+                path,
+                "root_volume_gb",
+                format!("root volume of {} GiB is out of range", self.root_volume_gb),
+                "use 20 to 16384 GiB; 100 GiB for system nodes and 200 GiB for GPU nodes are the defaults",
+            );
+        }
         let instance = catalog::instance(self.instance_type());
         let gpus = instance.map_or(0, |i| i.gpu_count);
         if instance.is_none()
@@ -888,6 +899,37 @@ impl super::stack_file::StackFileConstruct for ManagedNodeGroup {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_root_volume_out_of_range_is_refused() {
+        for (gb, refused) in [
+            (-5, true),
+            (0, true),
+            (19, true),
+            (20, false),
+            (16384, false),
+            (16385, true),
+        ] {
+            let mut stack = Stack::new("demo", "us-west-2");
+            let f = stack.cloudformation_stage("foundation");
+            let net = stack.add(f, crate::constructs::Network::new("Network"));
+            let eks = stack.add(
+                f,
+                crate::constructs::EksCluster::new("Eks", "demo").subnets(&net.private_subnets),
+            );
+            stack.add(
+                f,
+                ManagedNodeGroup::system("System", &eks.cluster, &net.private_subnets)
+                    .root_volume_gb(gb),
+            );
+            let ds = crate::app::App::new().stack(stack).validate();
+            assert_eq!(
+                ds.contains(Code::InvalidVolumeSize, "demo/System"),
+                refused,
+                "{gb}: {ds}"
+            );
+        }
+    }
 
     #[test]
     fn reservation_ids() {

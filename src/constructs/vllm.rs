@@ -473,7 +473,7 @@ impl VllmServer {
                 );
             }
         }
-        for (name, _) in &self.env {
+        for (name, value) in &self.env {
             if !is_env_name(name) {
                 ds.report_field(
                     Code::InvalidEnvironmentName,
@@ -484,16 +484,28 @@ impl VllmServer {
                 );
             }
             let upper = name.to_ascii_uppercase();
-            if upper == "HF_TOKEN"
+            let secret_name = upper == "HF_TOKEN"
                 || upper == "HUGGING_FACE_HUB_TOKEN"
                 || upper.ends_with("_SECRET")
-            {
+                || upper.contains("SECRET_ACCESS_KEY")
+                || upper.ends_with("SESSION_TOKEN")
+                || upper.ends_with("_PASSWORD")
+                || upper.ends_with("_API_KEY");
+            // Literal credentials end up in the manifests and the repository: refused by name
+            // and by the shape of well-known tokens (Hugging Face `hf_`, AWS access key ids).
+            let secret_value = value.starts_with("hf_") && value.len() >= 30
+                || (value.len() == 20
+                    && (value.starts_with("AKIA") || value.starts_with("ASIA"))
+                    && value
+                        .chars()
+                        .all(|c| c.is_ascii_uppercase() || c.is_ascii_digit()));
+            if secret_name || secret_value {
                 ds.report_field(
                     Code::SecretLiteralInEnvironment,
                     path,
                     "env",
-                    format!("`{name}` is set as a literal environment variable"),
-                    "read it from a Secret: `.hf_token_secret(\"hf-token\", \"token\")`",
+                    format!("`{name}` holds a credential as a literal environment value"),
+                    "read credentials from a Secret (`.hf_token_secret(\"hf-token\", \"token\")`), and give pods AWS access through a role (Pod Identity), never keys",
                 );
             }
         }
@@ -926,6 +938,37 @@ impl super::stack_file::StackFileConstruct for VllmDeployment {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn literal_credentials_in_the_environment_are_refused() {
+        for (name, value) in [
+            (
+                "AWS_SECRET_ACCESS_KEY",
+                "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY",
+            ),
+            ("AWS_SESSION_TOKEN", "x"),
+            ("SOME_ID", "AKIAIOSFODNN7EXAMPLE"),
+            ("TOKEN", "hf_abcdefghijklmnopqrstuvwxyz0123"),
+            ("HF_TOKEN", "x"),
+        ] {
+            let mut ds = Diagnostics::new();
+            VllmServer::new("moonshotai/Kimi-K3", "vllm/vllm-openai:v1")
+                .env(name, value)
+                .validate(Some(8), "s/E", &mut ds);
+            assert!(
+                ds.contains(Code::SecretLiteralInEnvironment, "s/E"),
+                "{name}: {ds}"
+            );
+        }
+        let mut ds = Diagnostics::new();
+        VllmServer::new("moonshotai/Kimi-K3", "vllm/vllm-openai:v1")
+            .env("VLLM_ENABLE_K3_LATENT_MOE_TAIL_FUSION", "1")
+            .validate(Some(8), "s/E", &mut ds);
+        assert!(
+            !ds.contains(Code::SecretLiteralInEnvironment, "s/E"),
+            "{ds}"
+        );
+    }
 
     #[test]
     fn managed_settings_cannot_be_restated_in_another_spelling() {

@@ -100,7 +100,14 @@ const MAX_DEPTH: usize = 64;
 
 enum Frame {
     Seq(Pos, Vec<Node>),
-    Map(Pos, Vec<(Node, Node)>, Option<Node>),
+    /// A mapping: its start, its entries, a key waiting for its value, and the line of each
+    /// key's text so far (duplicates are found in logarithmic time, quoted or not).
+    Map(
+        Pos,
+        Vec<(Node, Node)>,
+        Option<Node>,
+        std::collections::BTreeMap<String, usize>,
+    ),
 }
 
 /// Parses the first document of `text`. `Ok(None)` for a file without a document (empty, or
@@ -153,7 +160,7 @@ pub fn parse(text: &str) -> Result<Option<Node>, SyntaxError> {
                 continue;
             }
             Event::MappingStart(..) => {
-                stack.push(Frame::Map(pos, Vec::new(), None));
+                stack.push(Frame::Map(pos, Vec::new(), None, Default::default()));
                 continue;
             }
             Event::Scalar(text, style, _, None) => Node {
@@ -170,7 +177,7 @@ pub fn parse(text: &str) -> Result<Option<Node>, SyntaxError> {
             Event::MappingEnd => match stack.pop() {
                 // A block mapping's start event is marked at its first `:`; the first key is
                 // where a reader looks.
-                Some(Frame::Map(start, entries, None)) => Node {
+                Some(Frame::Map(start, entries, None, _)) => Node {
                     pos: entries.first().map_or(start, |(k, _)| k.pos.min(start)),
                     value: Value::Map(entries),
                 },
@@ -184,7 +191,7 @@ pub fn parse(text: &str) -> Result<Option<Node>, SyntaxError> {
                 }
             }
             Some(Frame::Seq(_, items)) => items.push(node),
-            Some(Frame::Map(_, entries, pending)) => match pending.take() {
+            Some(Frame::Map(_, entries, pending, seen)) => match pending.take() {
                 None => {
                     if !matches!(node.value, Value::Scalar(..)) {
                         return Err(SyntaxError {
@@ -192,16 +199,16 @@ pub fn parse(text: &str) -> Result<Option<Node>, SyntaxError> {
                             message: "mapping keys must be plain scalars".to_owned(),
                         });
                     }
-                    if let Some((first, _)) = entries.iter().find(|(k, _)| k.value == node.value) {
+                    let text = node.as_str().unwrap_or_default().to_owned();
+                    if let Some(first_line) = seen.get(&text) {
                         return Err(SyntaxError {
                             pos: node.pos,
                             message: format!(
-                                "key `{}` is repeated (first at line {})",
-                                node.as_str().unwrap_or_default(),
-                                first.pos.line
+                                "key `{text}` is repeated (first at line {first_line})"
                             ),
                         });
                     }
+                    seen.insert(text, node.pos.line);
                     *pending = Some(node);
                 }
                 Some(key) => entries.push((key, node)),
@@ -213,6 +220,30 @@ pub fn parse(text: &str) -> Result<Option<Node>, SyntaxError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_repeated_key_is_refused_quoted_or_not() {
+        for text in [
+            "region: a\nregion: b\n",
+            "region: a\n\"region\": b\n",
+            "'k': 1\nk: 2\n",
+        ] {
+            let err = parse(text).unwrap_err();
+            assert!(
+                err.message.contains("is repeated (first at line 1)"),
+                "{text:?}: {}",
+                err.message
+            );
+            assert_eq!(err.pos.line, 2);
+        }
+    }
+
+    #[test]
+    fn a_mapping_of_many_keys_parses() {
+        let text: String = (0..60_000).map(|i| format!("k{i}: {i}\n")).collect();
+        let root = parse(&text).unwrap().unwrap();
+        assert_eq!(root.get("k59999").and_then(Node::as_str), Some("59999"));
+    }
 
     #[test]
     fn positions_are_one_based() {
