@@ -18,6 +18,7 @@ mod external_validators;
 mod fsx;
 mod layers;
 mod manifest;
+mod numeric_inputs;
 mod parity;
 mod runbook;
 mod snapshots;
