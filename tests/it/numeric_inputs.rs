@@ -171,3 +171,67 @@ proptest! {
         }
     }
 }
+
+/// The HyperPod path with every instance-group number replaced.
+fn hyperpod_app(count: i64, threads: i64, ebs: i64, reserved: i64, replicas: i32) -> App {
+    use hyperforge::reference::{TRAINING_PLAN_ARN, TRAINING_PLAN_AZ_ID};
+    let mut stack = Stack::new("numbers", "us-west-2");
+    let f = stack.cloudformation_stage("foundation");
+    let net = stack.add(
+        f,
+        Network::new("Network").hyperpod_subnet(TRAINING_PLAN_AZ_ID),
+    );
+    let sg = stack.add(f, ClusterSecurityGroup::new("Sg", &net.vpc));
+    let eks = stack.add(
+        f,
+        EksCluster::new("Eks", "numbers")
+            .subnets(&net.private_subnets)
+            .security_group(&sg.group),
+    );
+    let lifecycle = stack.add(f, LifecycleScripts::new("Lifecycle"));
+    stack.upload_stage("scripts", lifecycle.upload());
+    stack.helm_stage("deps", HelmRelease::hyperpod_dependencies());
+    let c = stack.cloudformation_stage("cluster");
+    let mut cluster = HyperPodCluster::new("HyperPod", "numbers", &eks.cluster, &lifecycle)
+        .security_group(&sg.group)
+        .instance_group(
+            InstanceGroup::new("gpu", "ml.p6-b300.48xlarge")
+                .count(count)
+                .threads_per_core(threads)
+                .ebs_volume_gb(ebs)
+                .capacity(
+                    Capacity::training_plan(TRAINING_PLAN_ARN, TRAINING_PLAN_AZ_ID)
+                        .reserved_instances(reserved),
+                ),
+        );
+    if let Some(subnet) = &net.hyperpod_subnet {
+        cluster = cluster.subnet(subnet);
+    }
+    stack.add(c, cluster);
+    let i = stack.kubernetes_stage("inference");
+    stack.add(
+        i,
+        InferenceEndpoint::new("KimiK3", kimi_k3_server(), "ml.p6-b300.48xlarge")
+            .replicas(replicas),
+    );
+    App::new().stack(stack)
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 200, failure_persistence: None, ..ProptestConfig::default() })]
+
+    #[test]
+    fn any_instance_group_number_gives_diagnostics_or_an_assembly(
+        count in edge_i64(),
+        threads in edge_i64(),
+        ebs in edge_i64(),
+        reserved in edge_i64(),
+        replicas in any::<i32>(),
+    ) {
+        let app = hyperpod_app(count, threads, ebs, reserved, replicas);
+        match app.synth() {
+            Ok(assembly) => prop_assert!(!assembly.files().is_empty()),
+            Err(ds) => prop_assert!(ds.has_errors() || ds.has_warnings()),
+        }
+    }
+}
