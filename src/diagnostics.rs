@@ -171,6 +171,8 @@ codes! {
         "Environment variable names are letters, digits and `_`, not starting with a digit.";
     PublicServiceWithoutOptIn = "HF0412", Error, "a Service is exposed to the internet without the explicit opt-in",
         "Model endpoints get an internal Network Load Balancer by default. An internet-facing one must be asked for by name (`VllmDeployment::internet_facing_load_balancer`), never through a raw annotation.";
+    InvalidWeightBytes = "HF0413", Error, "the weights' size is out of range",
+        "`weight_bytes` states the checkpoint's size for models the catalog does not know; it sizes the node's model cache and the startup budget. Give 1 byte to 1 PiB.";
     InvalidThroughput = "HF0410", Error, "storage throughput must be positive",
         "The startup budget divides the weights' size by the download and load throughput; they must be greater than zero.";
     InvalidGpuMemoryUtilization = "HF0411", Error, "GPU memory utilization is outside (0, 1]",
@@ -233,6 +235,8 @@ codes! {
         "A data repository association's file system path is a directory of the file system: it starts with `/` (`/weights`), at most 4096 characters, without control characters. `/` alone links the whole file system.";
     InvalidFsxS3Prefix = "HF0804", Error, "S3 prefix of a data repository association is malformed",
         "The prefix is the key prefix inside the bucket that the file system directory mirrors: empty for the whole bucket, or like `models/` (no leading `/`, ending in `/`, no empty segments, no `s3://` scheme, no control characters).";
+    InternalError = "HF0902", Error, "hyperforge's own consistency check failed (a bug)",
+        "A construct's stack-file declaration disagrees with its builder, or a construct's handle names a resource its expansion does not create. The input is not at fault; please report it with the stack description.";
     RenderFailed = "HF0901", Error, "an artifact could not be rendered",
         "Serializing a synthesized document failed. This is a defect in hyperforge, not in the description; please report it with the description that triggers it.";
 }

@@ -15,6 +15,10 @@ use crate::resources::{
 };
 use std::collections::BTreeMap;
 
+/// The most nodes one EKS managed node group holds (the EKS service quota "Nodes per managed
+/// node group").
+pub const MAX_NODES_PER_GROUP: i64 = 450;
+
 /// An EC2 Capacity Block for ML, bought in advance (it cannot be cancelled or refunded).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct CapacityBlock {
@@ -428,14 +432,17 @@ impl ManagedNodeGroup {
                 "use `ManagedNodeGroup::gpu`, which selects AL2023_x86_64_NVIDIA",
             );
         }
-        if !(self.min >= 0 && self.min <= self.desired && self.desired <= self.max && self.max >= 1)
+        if !(self.min >= 0
+            && self.min <= self.desired
+            && self.desired <= self.max
+            && (1..=MAX_NODES_PER_GROUP).contains(&self.max))
         {
             ds.report_field(
                 Code::InvalidScaling,
                 path,
                 "scaling",
-                format!("scaling min {} / desired {} / max {} is not ordered", self.min, self.desired, self.max),
-                "use 0 <= min <= desired <= max and max >= 1 (desired 0 is fine until a Capacity Block is active)",
+                format!("scaling min {} / desired {} / max {} is not ordered or above {MAX_NODES_PER_GROUP}", self.min, self.desired, self.max),
+                format!("use 0 <= min <= desired <= max, 1 <= max <= {MAX_NODES_PER_GROUP} (EKS's nodes per managed node group); desired 0 is fine until a Capacity Block is active"),
             );
         }
         if self.subnets.is_empty() {
@@ -927,6 +934,34 @@ mod tests {
                 ds.contains(Code::InvalidVolumeSize, "demo/System"),
                 refused,
                 "{gb}: {ds}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_group_above_the_eks_node_quota_is_refused() {
+        for (max, refused) in [
+            (MAX_NODES_PER_GROUP, false),
+            (MAX_NODES_PER_GROUP + 1, true),
+            (i64::MAX, true),
+        ] {
+            let mut stack = Stack::new("demo", "us-west-2");
+            let f = stack.cloudformation_stage("foundation");
+            let net = stack.add(f, crate::constructs::Network::new("Network"));
+            let eks = stack.add(
+                f,
+                crate::constructs::EksCluster::new("Eks", "demo").subnets(&net.private_subnets),
+            );
+            stack.add(
+                f,
+                ManagedNodeGroup::system("System", &eks.cluster, &net.private_subnets)
+                    .scaling(1, max, max),
+            );
+            let ds = crate::app::App::new().stack(stack).validate();
+            assert_eq!(
+                ds.contains(Code::InvalidScaling, "demo/System"),
+                refused,
+                "{max}: {ds}"
             );
         }
     }

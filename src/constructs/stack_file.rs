@@ -5,9 +5,9 @@
 //! shapes, generates the JSON Schema from them and implements the reader; it never names a
 //! construct's fields itself.
 //!
-//! The reader refuses (panics on) a field that is not declared in the shape being read, and in
-//! debug builds a valid file whose present field a builder never read is a panic too: a field
-//! cannot be declared without being built, nor built without being declared.
+//! Reading a field the shape being read does not declare, or leaving unread a field a valid
+//! file sets, is reported as an internal error (HF0902): a field cannot be declared without
+//! being built, nor built without being declared.
 
 use super::{Construct, EksClusterHandle, HyperPodHandle, KarpenterHandle, LifecycleScriptsHandle};
 use crate::app::{kind, Ref};
@@ -181,7 +181,7 @@ pub struct Invalid;
 
 /// Reads the declared fields of one object of a stack file (a construct, or an object nested
 /// in one). Values are read only through the [`Field`]s of the shape being read; a field of
-/// another shape is a programming error (the reader panics). Scalars that are absent or of
+/// another shape is a programming error (reported as an internal error). Scalars that are absent or of
 /// the wrong type (already reported by the structural check) read as `None`.
 pub trait FieldReader {
     /// The text of a scalar field.

@@ -32,6 +32,9 @@ pub struct StorageThroughput {
 /// The download and load rates a description may state, bytes per second (1 KB/s to 1 TB/s).
 pub const THROUGHPUT_RANGE: std::ops::RangeInclusive<f64> = 1e3..=1e12;
 
+/// The largest checkpoint a description may state, bytes (1 PiB).
+pub const MAX_WEIGHT_BYTES: u64 = 1 << 50;
+
 /// The longest warm-up a description may state, seconds (one day).
 pub const MAX_WARMUP_SECS: f64 = 86_400.0;
 
@@ -509,6 +512,17 @@ impl VllmServer {
                 );
             }
         }
+        if let Some(bytes) = self.weight_bytes {
+            if !(1..=MAX_WEIGHT_BYTES).contains(&bytes) {
+                ds.report_field(
+                    Code::InvalidWeightBytes,
+                    path,
+                    "weight_bytes",
+                    format!("weights of {bytes} bytes are out of range"),
+                    "give the checkpoint's size in bytes, from 1 to 1 PiB (2^50)",
+                );
+            }
+        }
         let t = self.throughput;
         let rate_ok = |r: f64| THROUGHPUT_RANGE.contains(&r);
         if !(rate_ok(t.download_bytes_per_sec)
@@ -938,6 +952,26 @@ impl super::stack_file::StackFileConstruct for VllmDeployment {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn weights_beyond_a_pebibyte_are_refused() {
+        for (bytes, refused) in [
+            (0, true),
+            (1, false),
+            (MAX_WEIGHT_BYTES, false),
+            (u64::MAX, true),
+        ] {
+            let mut ds = Diagnostics::new();
+            VllmServer::new("example/unknown-model", "vllm/vllm-openai:v1")
+                .weight_bytes(bytes)
+                .validate(Some(8), "s/E", &mut ds);
+            assert_eq!(
+                ds.contains(Code::InvalidWeightBytes, "s/E"),
+                refused,
+                "{bytes}: {ds}"
+            );
+        }
+    }
 
     #[test]
     fn literal_credentials_in_the_environment_are_refused() {

@@ -656,7 +656,7 @@ fn capacity_line(
         deployed_type,
         count,
         vcpus,
-        total_vcpus: i64::from(vcpus) * count.max(0),
+        total_vcpus: i64::from(vcpus).saturating_mul(count.max(0)),
         family: ec2_name
             .chars()
             .next()

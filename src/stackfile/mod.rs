@@ -82,8 +82,7 @@ pub fn load_file(path: &Path) -> Result<App, Diagnostics> {
         Err(e) => {
             let offset = e.utf8_error().valid_up_to();
             let valid = std::str::from_utf8(&e.as_bytes()[..offset]).unwrap_or_default();
-            let line = valid.matches('\n').count() + 1;
-            let col = valid.rsplit('\n').next().map_or(0, |l| l.chars().count()) + 1;
+            let Pos { line, col } = pos_at(valid, valid.len());
             let mut ds = Diagnostics::new();
             ds.push(Diagnostic::new(
                 Code::StackFileNotYaml,
@@ -93,6 +92,15 @@ pub fn load_file(path: &Path) -> Result<App, Diagnostics> {
             ));
             Err(ds)
         }
+    }
+}
+
+/// The line and column (from 1, in characters) of byte `offset` of `text`.
+fn pos_at(text: &str, offset: usize) -> Pos {
+    let before = &text[..offset];
+    Pos {
+        line: before.matches('\n').count() + 1,
+        col: before.rsplit('\n').next().map_or(0, |l| l.chars().count()) + 1,
     }
 }
 
@@ -1286,7 +1294,7 @@ impl<'a> Reader<'a> {
     fn internal_error(&mut self, message: &str) {
         let pos = self.node.pos;
         self.b.cx.report(
-            Code::RenderFailed,
+            Code::InternalError,
             pos,
             &self.report_context,
             message,
@@ -1524,7 +1532,7 @@ mod tests {
 
     fn internal(ds: &Diagnostics, text: &str) -> bool {
         ds.iter()
-            .any(|d| d.code == Code::RenderFailed && d.message.contains(text))
+            .any(|d| d.code == Code::InternalError && d.message.contains(text))
     }
 
     #[test]

@@ -241,7 +241,15 @@ mod tests {
     #[test]
     fn a_mapping_of_many_keys_parses() {
         let text: String = (0..60_000).map(|i| format!("k{i}: {i}\n")).collect();
+        // Generous even for a debug build on a loaded machine; a quadratic duplicate-key check
+        // took tens of seconds here.
+        let start = std::time::Instant::now();
         let root = parse(&text).unwrap().unwrap();
+        assert!(
+            start.elapsed() < std::time::Duration::from_secs(5),
+            "{:?}",
+            start.elapsed()
+        );
         assert_eq!(root.get("k59999").and_then(Node::as_str), Some("59999"));
     }
 

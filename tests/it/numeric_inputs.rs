@@ -1,6 +1,7 @@
 //! Every numeric input a description can carry, at any value a caller can pass (zero,
 //! negative, huge, not finite): validation and synthesis return diagnostics or an assembly and
-//! never panic, overflow or allocate without bound.
+//! never panic (tests build with overflow checks, so an overflow is a panic here) or abort on
+//! an allocation sized by the input.
 
 use hyperforge::app::Stack;
 use hyperforge::constructs::*;

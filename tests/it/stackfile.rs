@@ -211,13 +211,14 @@ fn every_declared_field_is_built() {
     }
     let missing: Vec<_> = declared.difference(&seen).collect();
     assert!(missing.is_empty(), "{FILE} does not set {missing:?}");
-    // ... and loading it builds every construct: in debug builds the reader panics when a
-    // builder returns without reading a field the (structurally valid) file sets.
+    // ... and loading it builds every construct: a builder that returns without reading a
+    // field the (structurally valid) file sets is an internal error (HF0902). Builders' own
+    // rules may still refuse the fixture's values; nothing else may.
     if let Err(ds) = load_str(FILE, &text) {
         for d in &ds {
             assert!(
-                !format!("{:?}", d.code).starts_with("StackFile"),
-                "the fixture is not a valid stack file: {d}"
+                !format!("{:?}", d.code).starts_with("StackFile") && d.code != Code::InternalError,
+                "the fixture is not a valid stack file, or a builder left a field unread: {d}"
             );
         }
     }

@@ -233,7 +233,7 @@ pub fn deployment(stack: &Stack, d: &VllmDeployment) -> VllmObjects {
     // Room for the weights plus a tenth, on the node's local NVMe (RAID 0 ephemeral storage).
     let cache_gib = server
         .weights()
-        .map_or(1024, |b| (b + b / 10).div_ceil(GIB));
+        .map_or(1024, |b| b.saturating_add(b / 10).div_ceil(GIB));
     let shm_gib = 8 * u64::from(gpus);
 
     let mut env = vec![EnvVar {
