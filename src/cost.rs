@@ -117,23 +117,28 @@ pub struct CostReport {
     pub excluded: Vec<&'static str>,
 }
 
-/// A line for `count` EC2 instances of `instance_type`, priced from the catalog.
-fn ec2_line(path: String, instance_type: &str, count: i64, basis: String) -> CostLine {
+/// A line for `count` instances of catalog type `instance_type`, shown as `shown`, priced at
+/// the catalog's EC2 on-demand price with `basis`, or unpriced for `unpriced`.
+fn priced_line(
+    path: String,
+    instance_type: &str,
+    shown: String,
+    count: i64,
+    basis: String,
+    unpriced: String,
+) -> CostLine {
     let count = count.max(0);
-    let pricing = match catalog::instance(instance_type).and_then(|i| i.on_demand_usd_per_hour_us_east_1) {
-        Some(price) => Pricing::OnDemandEquivalent {
-            usd_per_hour: price * count as f64,
-            basis,
-        },
-        None => Pricing::NotPriced {
-            reason: format!(
-                "no on-demand price for {instance_type} in the catalog (it lists GPU instance types)"
-            ),
-        },
-    };
+    let pricing =
+        match catalog::instance(instance_type).and_then(|i| i.on_demand_usd_per_hour_us_east_1) {
+            Some(price) => Pricing::OnDemandEquivalent {
+                usd_per_hour: price * count as f64,
+                basis,
+            },
+            None => Pricing::NotPriced { reason: unpriced },
+        };
     CostLine {
         path,
-        instance_type: instance_type.to_owned(),
+        instance_type: shown,
         count,
         pricing,
     }
@@ -142,20 +147,25 @@ fn ec2_line(path: String, instance_type: &str, count: i64, basis: String) -> Cos
 /// The line of one capacity claim: EC2 claims at the catalog's on-demand price (a Karpenter
 /// pool at its largest size), HyperPod groups at the EC2 on-demand equivalent of their type.
 fn claim_line(claim: CapacityClaim) -> CostLine {
-    match claim.launcher {
-        Launcher::Ec2 if claim.provisioned_on_demand => {
-            let basis = "EC2 on-demand equivalent of the pool's largest size; Capacity Block capacity: its price was set at purchase and is not in the catalog".to_owned();
-            ec2_line(claim.path, &claim.instance_type, claim.max_count, basis)
-        }
-        Launcher::Ec2 => {
-            let basis = match claim.source {
+    let ec2_unpriced = format!(
+        "no on-demand price for {} in the catalog (it lists GPU instance types)",
+        claim.instance_type
+    );
+    let (count, basis, unpriced) = match claim.launcher {
+        Launcher::Ec2 if claim.provisioned_on_demand => (
+            claim.max_count,
+            "EC2 on-demand equivalent of the pool's largest size; Capacity Block capacity: its price was set at purchase and is not in the catalog".to_owned(),
+            ec2_unpriced,
+        ),
+        Launcher::Ec2 => (
+            claim.count,
+            match claim.source {
                 CapacitySource::CapacityBlock { .. } => "EC2 on-demand equivalent; Capacity Block capacity: its price was set at purchase and is not in the catalog".to_owned(),
                 CapacitySource::OnDemand | CapacitySource::TrainingPlan { .. } => "EC2 on-demand".to_owned(),
-            };
-            ec2_line(claim.path, &claim.instance_type, claim.count, basis)
-        }
+            },
+            ec2_unpriced,
+        ),
         Launcher::HyperPod => {
-            let count = claim.count.max(0);
             let capacity = match claim.source {
                 CapacitySource::TrainingPlan { .. } | CapacitySource::CapacityBlock { .. } => {
                     "training plan capacity: its price was set at purchase and is not in the catalog"
@@ -164,28 +174,24 @@ fn claim_line(claim: CapacityClaim) -> CostLine {
                     "HyperPod on demand: SageMaker ml. prices are not in the catalog"
                 }
             };
-            let pricing = match catalog::instance(&claim.instance_type)
-                .and_then(|i| i.on_demand_usd_per_hour_us_east_1)
-            {
-                Some(price) => Pricing::OnDemandEquivalent {
-                    usd_per_hour: price * count as f64,
-                    basis: format!("EC2 on-demand equivalent; {capacity}"),
-                },
-                None => Pricing::NotPriced {
-                    reason: format!(
-                        "no EC2 on-demand price for {} in {PRICE_REGION}; {capacity}",
-                        claim.instance_type
-                    ),
-                },
-            };
-            CostLine {
-                path: claim.path,
-                instance_type: claim.service_instance_type,
-                count,
-                pricing,
-            }
+            (
+                claim.count,
+                format!("EC2 on-demand equivalent; {capacity}"),
+                format!(
+                    "no EC2 on-demand price for {} in {PRICE_REGION}; {capacity}",
+                    claim.instance_type
+                ),
+            )
         }
-    }
+    };
+    priced_line(
+        claim.path,
+        &claim.instance_type,
+        claim.service_instance_type,
+        count,
+        basis,
+        unpriced,
+    )
 }
 
 /// The estimate for every stack of `app`.

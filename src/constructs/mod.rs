@@ -120,11 +120,11 @@ pub trait Construct: sealed::Registered + Clone + fmt::Debug + 'static {
 /// Expands every construct of `stack` into the resource layer, once.
 pub fn expand(stack: &Stack) -> ResourceGraph {
     let mut graph = ResourceGraph::default();
-    for (index, node) in stack.nodes().iter().enumerate() {
+    for node in stack.nodes() {
         let Some(construct) = ConstructRef::of(node.construct.as_ref()) else {
             continue;
         };
-        graph.expand_node(stack, index, |scope| construct.expand(scope));
+        graph.expand_node(stack, node, |scope| construct.expand(scope));
     }
     graph
 }

@@ -197,11 +197,10 @@ impl ResourceFacts for HyperPodCluster {
     const HANDLE: Option<Kind> = Some(Kind::HyperPodCluster);
 
     fn references(&self) -> Vec<AttrRef> {
-        let c = self;
-        let mut out = vec![c.eks_cluster.clone()];
-        out.extend(c.security_groups.iter().cloned());
-        out.extend(c.subnets.iter().cloned());
-        for g in &c.instance_groups {
+        let mut out = vec![self.eks_cluster.clone()];
+        out.extend(self.security_groups.iter().cloned());
+        out.extend(self.subnets.iter().cloned());
+        for g in &self.instance_groups {
             out.push(g.execution_role.clone());
             out.extend(g.lifecycle.source_s3_uri.references().cloned());
         }
@@ -213,9 +212,8 @@ impl ResourceFacts for CapacityBlockPurchase {}
 
 impl ResourceFacts for LaunchTemplate {
     fn references(&self) -> Vec<AttrRef> {
-        let t = self;
-        let mut out = t.security_groups.clone();
-        for i in &t.network_interfaces {
+        let mut out = self.security_groups.clone();
+        for i in &self.network_interfaces {
             out.extend(i.security_groups.iter().cloned());
         }
         out
@@ -224,9 +222,8 @@ impl ResourceFacts for LaunchTemplate {
 
 impl ResourceFacts for NodeGroup {
     fn references(&self) -> Vec<AttrRef> {
-        let g = self;
-        let mut out = vec![g.cluster.clone(), g.node_role.clone()];
-        out.extend(g.subnets.iter().cloned());
+        let mut out = vec![self.cluster.clone(), self.node_role.clone()];
+        out.extend(self.subnets.iter().cloned());
         out
     }
 }

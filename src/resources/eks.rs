@@ -65,17 +65,6 @@ pub struct EksAddon {
 impl EksAddon {
     /// How conflicts with fields set outside the add-on are resolved.
     pub const RESOLVE_CONFLICTS: &'static str = "OVERWRITE";
-
-    /// Every reference the add-on makes.
-    pub fn references(&self) -> Vec<AttrRef> {
-        let mut out = vec![self.cluster.clone()];
-        out.extend(self.service_account_role.iter().cloned());
-        if let Some(c) = &self.configuration {
-            c.references(&mut out);
-        }
-        out.extend(self.nodes.iter().cloned());
-        out
-    }
 }
 
 /// A JSON value whose strings may be resource attributes: an add-on's configuration.
@@ -181,11 +170,10 @@ impl ResourceFacts for EksCluster {
     const HANDLE: Option<Kind> = Some(Kind::EksCluster);
 
     fn references(&self) -> Vec<AttrRef> {
-        let c = self;
-        let mut out = vec![c.role.clone()];
-        out.extend(c.subnets.iter().cloned());
-        out.extend(c.security_groups.iter().cloned());
-        out.push(c.secrets_key.clone());
+        let mut out = vec![self.role.clone()];
+        out.extend(self.subnets.iter().cloned());
+        out.extend(self.security_groups.iter().cloned());
+        out.push(self.secrets_key.clone());
         out
     }
 }
@@ -194,23 +182,26 @@ impl ResourceFacts for OidcProvider {
     const HANDLE: Option<Kind> = Some(Kind::OidcProvider);
 
     fn references(&self) -> Vec<AttrRef> {
-        let p = self;
-        vec![p.issuer_url.clone()]
+        vec![self.issuer_url.clone()]
     }
 }
 
 impl ResourceFacts for EksAddon {
     fn references(&self) -> Vec<AttrRef> {
-        let a = self;
-        a.references()
+        let mut out = vec![self.cluster.clone()];
+        out.extend(self.service_account_role.iter().cloned());
+        if let Some(c) = &self.configuration {
+            c.references(&mut out);
+        }
+        out.extend(self.nodes.iter().cloned());
+        out
     }
 }
 
 impl ResourceFacts for AccessEntry {
     fn references(&self) -> Vec<AttrRef> {
-        let e = self;
-        let mut out = vec![e.cluster.clone()];
-        out.extend(e.principal.references().cloned());
+        let mut out = vec![self.cluster.clone()];
+        out.extend(self.principal.references().cloned());
         out
     }
 }

@@ -135,18 +135,16 @@ impl ResourceFacts for LustreFileSystem {
     const HANDLE: Option<Kind> = Some(Kind::FsxFileSystem);
 
     fn references(&self) -> Vec<AttrRef> {
-        let f = self;
-        let mut out = vec![f.subnet.clone(), f.security_group.clone()];
-        out.extend(f.kms_key.clone());
+        let mut out = vec![self.subnet.clone(), self.security_group.clone()];
+        out.extend(self.kms_key.clone());
         out
     }
 }
 
 impl ResourceFacts for DataRepositoryAssociation {
     fn references(&self) -> Vec<AttrRef> {
-        let a = self;
-        let mut out = vec![a.file_system.clone()];
-        out.extend(a.data_repository_path.references().cloned());
+        let mut out = vec![self.file_system.clone()];
+        out.extend(self.data_repository_path.references().cloned());
         out
     }
 }

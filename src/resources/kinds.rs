@@ -23,12 +23,6 @@ pub trait ResourceFacts {
     fn references(&self) -> Vec<AttrRef> {
         Vec::new()
     }
-
-    /// The resource as a Kubernetes object, when it is one (applied with kubectl rather than
-    /// by CloudFormation or Terraform).
-    fn as_kube_object(&self) -> Option<&KubeObject> {
-        None
-    }
 }
 
 /// The registry of resource kinds: each listed once, with its type. Generates
@@ -55,11 +49,6 @@ macro_rules! resource_kinds {
             /// Every reference the resource makes.
             pub fn references(&self) -> Vec<AttrRef> {
                 match self { $( ResourceKind::$variant(r) => ResourceFacts::references(r), )* }
-            }
-
-            /// The resource as a Kubernetes object, when it is one.
-            pub fn as_kube_object(&self) -> Option<&KubeObject> {
-                match self { $( ResourceKind::$variant(r) => ResourceFacts::as_kube_object(r), )* }
             }
         }
 
@@ -248,16 +237,14 @@ impl ResourceFacts for SecurityGroup {
     const HANDLE: Option<Kind> = Some(Kind::SecurityGroup);
 
     fn references(&self) -> Vec<AttrRef> {
-        let g = self;
-        vec![g.vpc.clone()]
+        vec![self.vpc.clone()]
     }
 }
 
 impl ResourceFacts for SecurityGroupRule {
     fn references(&self) -> Vec<AttrRef> {
-        let r = self;
-        let Peer::Group(peer) = &r.peer;
-        vec![r.group.clone(), peer.clone()]
+        let Peer::Group(peer) = &self.peer;
+        vec![self.group.clone(), peer.clone()]
     }
 }
 
@@ -267,8 +254,7 @@ impl ResourceFacts for Bucket {
 
 impl ResourceFacts for StackOutput {
     fn references(&self) -> Vec<AttrRef> {
-        let o = self;
-        vec![o.value.clone()]
+        vec![self.value.clone()]
     }
 }
 
@@ -276,9 +262,8 @@ impl ResourceFacts for Role {
     const HANDLE: Option<Kind> = Some(Kind::Role);
 
     fn references(&self) -> Vec<AttrRef> {
-        let r = self;
-        let mut out = r.trust.references();
-        for (_, doc) in &r.inline {
+        let mut out = self.trust.references();
+        for (_, doc) in &self.inline {
             out.extend(doc.references());
         }
         out
@@ -289,14 +274,12 @@ impl ResourceFacts for KmsKey {
     const HANDLE: Option<Kind> = Some(Kind::KmsKey);
 
     fn references(&self) -> Vec<AttrRef> {
-        let k = self;
-        k.policy.references()
+        self.policy.references()
     }
 }
 
 impl ResourceFacts for PodIdentityAssociation {
     fn references(&self) -> Vec<AttrRef> {
-        let a = self;
-        vec![a.cluster.clone(), a.role.clone()]
+        vec![self.cluster.clone(), self.role.clone()]
     }
 }

@@ -77,8 +77,4 @@ impl Scope<'_> {
     }
 }
 
-impl ResourceFacts for KubeObject {
-    fn as_kube_object(&self) -> Option<&KubeObject> {
-        Some(self)
-    }
-}
+impl ResourceFacts for KubeObject {}

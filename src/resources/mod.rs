@@ -25,7 +25,7 @@ pub use kinds::*;
 pub use kubernetes::KubeObject;
 pub use network::*;
 
-use crate::app::{logical_id, Stack, StageId};
+use crate::app::{logical_id, Node, Stack, StageId};
 use crate::diagnostics::{Code, Diagnostics};
 use std::collections::BTreeMap;
 
@@ -58,11 +58,6 @@ impl<'a> Scope<'a> {
     /// The stack being expanded.
     pub fn stack(&self) -> &'a Stack {
         self.stack
-    }
-
-    /// The stage the construct is deployed in.
-    pub fn stage(&self) -> StageId {
-        self.stage
     }
 
     /// The path of child `id` (`Network/Vpc`).
@@ -108,17 +103,8 @@ pub struct ResourceGraph {
 }
 
 impl ResourceGraph {
-    /// Expands construct `index` of `stack` with `expand`, below the construct's id and in its
-    /// stage.
-    pub fn expand_node(
-        &mut self,
-        stack: &Stack,
-        index: usize,
-        expand: impl FnOnce(&mut Scope<'_>),
-    ) {
-        let Some(node) = stack.nodes().get(index) else {
-            return;
-        };
+    /// Expands `node` of `stack` with `expand`, below the construct's id and in its stage.
+    pub fn expand_node(&mut self, stack: &Stack, node: &Node, expand: impl FnOnce(&mut Scope<'_>)) {
         let mut scope = Scope {
             stack,
             stage: node.stage,
@@ -129,7 +115,8 @@ impl ResourceGraph {
     }
 
     /// Checks every reference the graph's resources make: it must name a resource of the kind
-    /// it claims (`HF0003` otherwise, so a handle and an expansion cannot drift apart silently).
+    /// it claims. A mismatch is an internal error (HF0902): a handle and an expansion cannot
+    /// drift apart silently.
     /// References to another stack are reported by the stack's structural checks.
     pub fn check_references(&self, stack: &Stack, ds: &mut Diagnostics) {
         let by_path: BTreeMap<&str, &Resource> = self
@@ -142,15 +129,17 @@ impl ResourceGraph {
                 if target.stack != stack.name() {
                     continue;
                 }
-                let ok = by_path
-                    .get(target.path.as_str())
-                    .is_some_and(|t| t.kind.ref_kind() == Some(target.kind));
-                if !ok {
+                let found = by_path.get(target.path.as_str()).map(|t| t.kind.ref_kind());
+                if found != Some(Some(target.kind)) {
+                    let what = match found {
+                        None => "which no construct creates".to_owned(),
+                        Some(kind) => format!("which is a {kind:?}"),
+                    };
                     ds.report(
-                        Code::UnknownReference,
+                        Code::InternalError,
                         stack.display_path(&r.path),
                         format!(
-                            "refers to {:?} `{}` ({}), which no construct creates",
+                            "refers to {:?} `{}` ({}), {what}",
                             target.kind,
                             target.path,
                             logical_id(&target.path)

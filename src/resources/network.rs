@@ -169,8 +169,7 @@ impl ResourceFacts for Vpc {
 
 impl ResourceFacts for DefaultSecurityGroup {
     fn references(&self) -> Vec<AttrRef> {
-        let g = self;
-        vec![g.vpc.clone()]
+        vec![self.vpc.clone()]
     }
 }
 
@@ -178,15 +177,13 @@ impl ResourceFacts for InternetGateway {
     const HANDLE: Option<Kind> = Some(Kind::InternetGateway);
 
     fn references(&self) -> Vec<AttrRef> {
-        let g = self;
-        vec![g.vpc.clone()]
+        vec![self.vpc.clone()]
     }
 }
 
 impl ResourceFacts for VpcCidrBlock {
     fn references(&self) -> Vec<AttrRef> {
-        let b = self;
-        vec![b.vpc.clone()]
+        vec![self.vpc.clone()]
     }
 }
 
@@ -194,8 +191,7 @@ impl ResourceFacts for Subnet {
     const HANDLE: Option<Kind> = Some(Kind::Subnet);
 
     fn references(&self) -> Vec<AttrRef> {
-        let s = self;
-        vec![s.vpc.clone()]
+        vec![self.vpc.clone()]
     }
 }
 
@@ -203,8 +199,7 @@ impl ResourceFacts for Eip {
     const HANDLE: Option<Kind> = Some(Kind::Eip);
 
     fn references(&self) -> Vec<AttrRef> {
-        let e = self;
-        vec![e.internet_gateway.clone()]
+        vec![self.internet_gateway.clone()]
     }
 }
 
@@ -212,11 +207,10 @@ impl ResourceFacts for NatGateway {
     const HANDLE: Option<Kind> = Some(Kind::NatGateway);
 
     fn references(&self) -> Vec<AttrRef> {
-        let n = self;
         vec![
-            n.address.clone(),
-            n.subnet.clone(),
-            n.internet_gateway.clone(),
+            self.address.clone(),
+            self.subnet.clone(),
+            self.internet_gateway.clone(),
         ]
     }
 }
@@ -225,32 +219,28 @@ impl ResourceFacts for RouteTable {
     const HANDLE: Option<Kind> = Some(Kind::RouteTable);
 
     fn references(&self) -> Vec<AttrRef> {
-        let t = self;
-        vec![t.vpc.clone()]
+        vec![self.vpc.clone()]
     }
 }
 
 impl ResourceFacts for Route {
     fn references(&self) -> Vec<AttrRef> {
-        let r = self;
-        let (RouteTarget::InternetGateway(target) | RouteTarget::NatGateway(target)) = &r.target;
-        vec![r.table.clone(), target.clone()]
+        let (RouteTarget::InternetGateway(target) | RouteTarget::NatGateway(target)) = &self.target;
+        vec![self.table.clone(), target.clone()]
     }
 }
 
 impl ResourceFacts for SubnetRouteTableAssociation {
     fn references(&self) -> Vec<AttrRef> {
-        let a = self;
-        vec![a.table.clone(), a.subnet.clone()]
+        vec![self.table.clone(), self.subnet.clone()]
     }
 }
 
 impl ResourceFacts for GatewayEndpoint {
     fn references(&self) -> Vec<AttrRef> {
-        let e = self;
-        let mut out = vec![e.vpc.clone()];
-        out.extend(e.service.references().cloned());
-        out.extend(e.route_tables.iter().cloned());
+        let mut out = vec![self.vpc.clone()];
+        out.extend(self.service.references().cloned());
+        out.extend(self.route_tables.iter().cloned());
         out
     }
 }
@@ -259,14 +249,12 @@ impl ResourceFacts for LogGroup {
     const HANDLE: Option<Kind> = Some(Kind::LogGroup);
 
     fn references(&self) -> Vec<AttrRef> {
-        let g = self;
-        vec![g.key.clone()]
+        vec![self.key.clone()]
     }
 }
 
 impl ResourceFacts for FlowLog {
     fn references(&self) -> Vec<AttrRef> {
-        let f = self;
-        vec![f.vpc.clone(), f.log_group.clone(), f.role.clone()]
+        vec![self.vpc.clone(), self.log_group.clone(), self.role.clone()]
     }
 }

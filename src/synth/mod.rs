@@ -260,7 +260,8 @@ pub struct BackendOutput {
     pub files: Vec<(String, Vec<u8>)>,
     /// The manifest entries of the stages this backend deploys, by stage.
     pub stages: BTreeMap<StageId, StageManifest>,
-    /// Artifacts of the whole stack (the Terraform root module), when the backend writes them.
+    /// Artifacts of the whole stack, filed under the manifest's `terraform` entry (only the
+    /// Terraform root module is stack-wide today).
     pub stack_artifacts: Vec<Artifact>,
 }
 

@@ -3,11 +3,11 @@
 //! deploy them.
 
 use super::{yaml_error, Backend, BackendInput, BackendOutput};
+use crate::app::stage::ChartSource;
 use crate::app::{logical_id, StageId, StageKind};
 use crate::assembly::manifest::{
     Artifact, ArtifactFormat, Chart, SetFromOutput, StageManifest, StageOutput,
 };
-use crate::constructs::ChartSource;
 use crate::diagnostics::Diagnostics;
 
 /// Helm values and uploaded files.
@@ -75,7 +75,7 @@ impl Backend for StagePayloads {
                 }
                 StageKind::Upload(upload) => {
                     let bucket_stage = stack
-                        .stage_of(upload.bucket.path().split('/').next().unwrap_or_default())
+                        .stage_of(upload.bucket.name().construct_id())
                         .and_then(|s| stack.stage(s))
                         .map(|s| s.name.clone());
                     let mut artifacts = Vec::new();

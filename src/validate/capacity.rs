@@ -11,7 +11,7 @@
 use crate::constructs::{CapacityClaim, CapacitySource};
 use crate::diagnostics::{Code, Diagnostics};
 
-pub use crate::catalog::capacity::{check_block_count, RESERVABLE_COUNTS};
+pub use crate::catalog::capacity::check_block_count;
 
 /// Checks a capacity claim against the reservation behind it: a training plan's reserved
 /// count must be purchasable, and a group may not ask for more than it reserves.

@@ -151,3 +151,30 @@ fn the_rule_catches_an_upward_use() {
     let names: Vec<_> = uses.iter().map(|(_, m)| m.as_str()).collect();
     assert_eq!(names, ["app", "synth", "catalog"]);
 }
+
+#[test]
+fn backends_know_no_construct() {
+    // The backends lower the resource layer only; the pipeline (`synth/mod.rs`) may read
+    // construct facts, the backends under it may not.
+    let synth = Path::new(env!("CARGO_MANIFEST_DIR")).join("src/synth");
+    let mut files = Vec::new();
+    for backend in ["cloudformation", "terraform", "kubernetes"] {
+        rust_files(&synth.join(backend), &mut files);
+    }
+    files.push(synth.join("stages.rs"));
+    let mut violations = Vec::new();
+    for file in &files {
+        let text = std::fs::read_to_string(file).expect("read source");
+        for (line, used) in crate_uses(&text) {
+            if used == "constructs" {
+                violations.push(format!("{}:{line}", file.display()));
+            }
+        }
+    }
+    assert!(files.len() > 10, "backend sources found: {}", files.len());
+    assert!(
+        violations.is_empty(),
+        "backends use constructs:\n{}",
+        violations.join("\n")
+    );
+}

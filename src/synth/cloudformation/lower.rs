@@ -6,7 +6,7 @@ use super::l1::*;
 use super::template::StackTemplates;
 use crate::app::StageId;
 use crate::app::{kind, Ref};
-use crate::constructs::iam::{deny_insecure_transport, PolicyDocument};
+use crate::resources::iam::{deny_insecure_transport, PolicyDocument};
 
 type Cx<'a, 'b> = &'a mut StackTemplates<'b>;
 

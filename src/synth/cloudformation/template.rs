@@ -5,10 +5,10 @@
 
 use super::expr::Expr;
 use super::l1_support::{CfnResource, TagStyle};
+use crate::app::text::{Part, Pseudo, Text};
 use crate::app::{logical_id, Attr, AttrRef, Kind, Stack, StageId, StageKind, Tags};
-use crate::constructs::iam::{PolicyDocument, PrincipalKind};
-use crate::constructs::text::{Part, Pseudo, Text};
 use crate::diagnostics::{Code, Diagnostics};
+use crate::resources::iam::{PolicyDocument, PrincipalKind};
 use serde_json::{json, Map, Value};
 use std::collections::BTreeMap;
 
@@ -486,7 +486,7 @@ fn policy_json_text(doc: &PolicyDocument) -> Text {
                 .push_text(list(s.resources.iter().map(string).collect()));
         }
         if !s.conditions.is_empty() {
-            let mut by_operator: Vec<(&str, Vec<&crate::constructs::iam::Condition>)> = Vec::new();
+            let mut by_operator: Vec<(&str, Vec<&crate::resources::iam::Condition>)> = Vec::new();
             for c in &s.conditions {
                 match by_operator.iter_mut().find(|(op, _)| *op == c.operator) {
                     Some((_, cs)) => cs.push(c),

@@ -10,7 +10,7 @@ use super::{yaml_error, Backend, BackendInput, BackendOutput};
 use crate::app::{StageId, StageKind};
 use crate::assembly::manifest::{Artifact, ArtifactFormat, StageManifest};
 use crate::diagnostics::Diagnostics;
-use crate::resources::{KubeObject, Resource, ResourceGraph};
+use crate::resources::{Resource, ResourceGraph, ResourceKind};
 
 /// The multi-document YAML of Kubernetes stage `stage`: its objects in the order their
 /// constructs were added (each construct's in the order it adds them).
@@ -28,7 +28,10 @@ pub fn stage_yaml(graph: &ResourceGraph, stage: StageId) -> Result<String, serde
 /// The Kubernetes object a resource is, if any (AWS resources are deployed by the
 /// CloudFormation stages and the Terraform module).
 fn object(r: &Resource) -> Option<&serde_json::Value> {
-    r.kind.as_kube_object().map(KubeObject::object)
+    match &r.kind {
+        ResourceKind::KubeObject(o) => Some(o.object()),
+        _ => None,
+    }
 }
 
 /// The Kubernetes backend: one multi-document YAML file per Kubernetes stage.

@@ -1,14 +1,14 @@
 //! The upload and Helm stages as Terraform resources, and spellings several resource kinds
-//! share (managed policy ARNs, `Name` tags, the bucket with its four companion resources and
-//! TLS-only policy). Where Terraform models a part of a resource as a resource of its own (a
+//! share (managed policy ARNs, `Name` tags, the secure bucket with its four companion
+//! resources and TLS-only policy). Where Terraform models a part of a resource as a resource of its own (a
 //! bucket's encryption, a role's inline policy), that resource is named after its owner
 //! (`lifecycle_bucket_encryption`).
 
 use super::module::{escape_template, hcl_string_body, snake, Addr, RootModule, Variable};
+use crate::app::stage::{ChartSource, HelmRelease, Upload};
+use crate::app::text::{Pseudo, Text};
 use crate::app::{kind, logical_id, Ref, StageId};
-use crate::constructs::iam::{deny_insecure_transport, PolicyDocument};
-use crate::constructs::text::{Pseudo, Text};
-use crate::constructs::{ChartSource, EksCluster, HelmRelease, Upload};
+use crate::resources::iam::{deny_insecure_transport, PolicyDocument};
 use serde_json::{json, Map, Value};
 
 type Cx<'a, 'b> = &'a mut RootModule<'b>;
@@ -26,7 +26,7 @@ pub(super) fn managed_policy(cx: Cx, name: &str) -> Value {
     )
 }
 
-/// A bucket as CloudFormation's `bucket` builds it: KMS-encrypted, versioned, owner-enforced,
+/// The secure bucket (`resources::Bucket`): KMS-encrypted, versioned, owner-enforced,
 /// public access blocked, TLS-only policy.
 pub(super) fn bucket(cx: Cx, path: &str) -> Addr {
     let b = cx.add("aws_s3_bucket", path, json!({}));
@@ -177,22 +177,11 @@ pub(crate) fn helm(cx: Cx, stage: StageId, name: &str, values_file: &str, r: &He
     body.insert("wait".into(), json!(false));
     let release = cx.add_named("helm_release", snake(name), name, Value::Object(body));
     let mut after = cx.earlier_stages(stage);
-    if let Some(cluster) = eks_cluster_of(cx) {
+    if let Some(cluster) = cx.eks_cluster() {
         after.push(cluster.address());
     }
     after.sort();
     after.dedup();
     cx.depends_on(&release, &after);
     cx.record_stage(stage, &release);
-}
-
-/// The stack's EKS cluster (the first `EksCluster` construct), for the Helm provider.
-pub(crate) fn eks_cluster_of(cx: &RootModule) -> Option<Addr> {
-    cx.stack.nodes().iter().find_map(|n| {
-        n.construct.as_any().downcast_ref::<EksCluster>()?;
-        Some(Addr {
-            ty: "aws_eks_cluster",
-            name: snake(&logical_id(&format!("{}/Cluster", n.id))),
-        })
-    })
 }

@@ -61,7 +61,7 @@ pub fn root_module(
             StageKind::Kubernetes => {}
         }
     }
-    let helm = lower::eks_cluster_of(&cx).map(|cluster| {
+    let helm = cx.eks_cluster().map(|cluster| {
         json!({"kubernetes": {
             "host": cluster.interp("endpoint"),
             "cluster_ca_certificate": format!("${{base64decode({}.certificate_authority[0].data)}}", cluster.address()),

@@ -3,10 +3,10 @@
 //! `${type.name.attribute}` interpolations, pseudo values to data sources, IAM documents to
 //! locals, variables, outputs and the `terraform`/`provider` blocks.
 
+use crate::app::text::{Part, Pseudo, Text};
 use crate::app::{logical_id, Attr, AttrRef, Kind, Stack, StageId, Tags};
-use crate::constructs::iam::{PolicyDocument, PrincipalKind};
-use crate::constructs::text::{Part, Pseudo, Text};
 use crate::diagnostics::{Code, Diagnostics};
+use crate::resources::iam::{PolicyDocument, PrincipalKind};
 use serde_json::{json, Map, Value};
 use std::collections::BTreeMap;
 
@@ -183,6 +183,8 @@ pub(crate) struct RootModule<'a> {
     stage_addresses: BTreeMap<StageId, Vec<String>>,
     /// The policy resources of each role lowered from the resource layer, by role path.
     role_policies: BTreeMap<String, Vec<String>>,
+    /// The first EKS cluster lowered: the cluster the Helm provider talks to.
+    eks_cluster: Option<Addr>,
     pub ds: Diagnostics,
 }
 
@@ -199,6 +201,7 @@ impl<'a> RootModule<'a> {
             names: BTreeMap::new(),
             stage_addresses: BTreeMap::new(),
             role_policies: BTreeMap::new(),
+            eks_cluster: None,
             ds: Diagnostics::new(),
         }
     }
@@ -264,6 +267,19 @@ impl<'a> RootModule<'a> {
             .iter()
             .find(|(address, p)| *p == path && address.ends_with(&suffix))
             .map(|(address, _)| address.clone())
+    }
+
+    /// [`RootModule::add`] for an EKS cluster, which the Helm provider and releases then use
+    /// (the first one lowered).
+    pub fn add_eks_cluster(&mut self, ty: &'static str, path: &str, body: Value) -> Addr {
+        let addr = self.add(ty, path, body);
+        self.eks_cluster.get_or_insert_with(|| addr.clone());
+        addr
+    }
+
+    /// The stack's EKS cluster (the first lowered), for the Helm provider.
+    pub fn eks_cluster(&self) -> Option<Addr> {
+        self.eks_cluster.clone()
     }
 
     /// Records the policy resources (inline policies, attachments) of the role at `path`.

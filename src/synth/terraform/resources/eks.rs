@@ -27,7 +27,7 @@ pub(super) fn cluster(cx: Cx, r: &Resource, c: &EksCluster) {
     if let Some(cidrs) = &c.public_access_cidrs {
         vpc_config.insert("public_access_cidrs".into(), json!(cidrs));
     }
-    let cluster = cx.add(
+    let cluster = cx.add_eks_cluster(
         "aws_eks_cluster",
         &r.path,
         json!({
