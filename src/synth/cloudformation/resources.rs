@@ -28,8 +28,14 @@ fn e<T>(expr: Expr) -> Val<T> {
     Val::Expr(expr)
 }
 
-/// Lowers one resource into its stage's template.
+/// Lowers one resource into its stage's template, then records its dependencies and
+/// suppressions on the template resource lowered at its path.
 pub(crate) fn lower(cx: Cx, r: &Resource) {
+    lower_kind(cx, r);
+    meta(cx, r);
+}
+
+fn lower_kind(cx: Cx, r: &Resource) {
     match &r.kind {
         ResourceKind::SecurityGroup(g) => security_group(cx, r, g),
         ResourceKind::SecurityGroupRule(rule) => security_group_rule(cx, r, rule),
@@ -68,15 +74,16 @@ pub(crate) fn lower(cx: Cx, r: &Resource) {
     }
 }
 
-/// Records the resource's dependencies and suppressions on the template resource added last.
+/// Records the resource's dependencies and suppressions on the template resource at its path
+/// (for kinds lowered to several resources, the one named after the kind's own path).
 fn meta(cx: Cx, r: &Resource) {
-    let ids: Vec<String> = r.depends_on.iter().map(|p| logical_id(p)).collect();
-    let ids: Vec<&str> = ids.iter().map(String::as_str).collect();
-    if !ids.is_empty() {
-        cx.depends_on(r.stage, &ids);
+    if r.depends_on.is_empty() && r.suppressions.is_empty() {
+        return;
     }
-    for (check, reason) in &r.suppressions {
-        cx.suppress(r.stage, check, reason);
+    let ids: Vec<String> = r.depends_on.iter().map(|p| logical_id(p)).collect();
+    if let Some(t) = cx.resource_at(r.stage, &r.path) {
+        t.depends_on.extend(ids);
+        t.suppressions.extend(r.suppressions.iter().copied());
     }
 }
 
@@ -103,7 +110,6 @@ fn security_group(cx: Cx, r: &Resource, g: &SecurityGroup) {
             ..Default::default()
         },
     );
-    meta(cx, r);
 }
 
 fn security_group_rule(cx: Cx, r: &Resource, rule: &SecurityGroupRule) {
@@ -142,12 +148,10 @@ fn security_group_rule(cx: Cx, r: &Resource, rule: &SecurityGroupRule) {
             },
         ),
     };
-    meta(cx, r);
 }
 
 fn secure_bucket(cx: Cx, r: &Resource, b: &Bucket) {
     bucket(cx, r.stage, &r.path, b.no_access_log_reason);
-    meta(cx, r);
 }
 
 fn output(cx: Cx, r: &Resource, o: &StackOutput) {
@@ -184,7 +188,6 @@ fn role_resource(cx: Cx, r: &Resource, role: &Role) {
             ..Default::default()
         },
     );
-    meta(cx, r);
 }
 
 fn kms(cx: Cx, r: &Resource, key: &KmsKey) {
@@ -199,7 +202,6 @@ fn kms(cx: Cx, r: &Resource, key: &KmsKey) {
             ..Default::default()
         },
     );
-    meta(cx, r);
 }
 
 fn pod_identity_association(cx: Cx, r: &Resource, a: &PodIdentityAssociation) {
@@ -216,7 +218,6 @@ fn pod_identity_association(cx: Cx, r: &Resource, a: &PodIdentityAssociation) {
             ..Default::default()
         },
     );
-    meta(cx, r);
 }
 
 fn lustre_file_system(cx: Cx, r: &Resource, f: &LustreFileSystem) {
@@ -251,7 +252,6 @@ fn lustre_file_system(cx: Cx, r: &Resource, f: &LustreFileSystem) {
             ..Default::default()
         },
     );
-    meta(cx, r);
 }
 
 fn data_repository_association(cx: Cx, r: &Resource, a: &DataRepositoryAssociation) {
@@ -275,5 +275,4 @@ fn data_repository_association(cx: Cx, r: &Resource, a: &DataRepositoryAssociati
             ..Default::default()
         },
     );
-    meta(cx, r);
 }

@@ -113,6 +113,15 @@ impl<'a> StackTemplates<'a> {
         }
     }
 
+    /// The resource of `stage` at construct path `path`.
+    pub fn resource_at(&mut self, stage: StageId, path: &str) -> Option<&mut Resource> {
+        self.templates
+            .get_mut(&stage)?
+            .resources
+            .iter_mut()
+            .find(|r| r.path == path)
+    }
+
     /// Records a checkov suppression (with its reason) on the last added resource of `stage`.
     pub fn suppress(&mut self, stage: StageId, check: &'static str, reason: &'static str) {
         if let Some(r) = self.last(stage) {

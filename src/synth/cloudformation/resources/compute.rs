@@ -2,7 +2,7 @@
 //! `AWS::EC2::LaunchTemplate` and `AWS::EKS::Nodegroup`; inputs are template parameters.
 
 use super::network::parameter;
-use super::{e, meta, s, Cx};
+use super::{e, s, Cx};
 use crate::app::logical_id;
 use crate::resources::{
     CapacityBlockPurchase, HyperPodCluster, LaunchTemplate, NodeGroup, Resource,
@@ -87,7 +87,6 @@ pub(super) fn hyperpod_cluster(cx: Cx, r: &Resource, c: &HyperPodCluster) {
             ..Default::default()
         },
     );
-    meta(cx, r);
 }
 
 /// CloudFormation cannot buy a Capacity Block: the launch template's reservation parameter
@@ -196,7 +195,6 @@ pub(super) fn launch_template(cx: Cx, r: &Resource, t: &LaunchTemplate) {
             ..Default::default()
         },
     );
-    meta(cx, r);
 }
 
 pub(super) fn node_group(cx: Cx, r: &Resource, g: &NodeGroup) {
@@ -238,5 +236,4 @@ pub(super) fn node_group(cx: Cx, r: &Resource, g: &NodeGroup) {
             ..Default::default()
         },
     );
-    meta(cx, r);
 }

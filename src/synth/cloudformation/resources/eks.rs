@@ -1,6 +1,6 @@
 //! CloudFormation lowering of the EKS kinds.
 
-use super::{e, meta, s, Cx};
+use super::{e, s, Cx};
 use crate::resources::{
     cluster_access_policy_arn, Access, AccessEntry, EksAddon, EksCluster, OidcProvider, Resource,
 };
@@ -57,7 +57,6 @@ pub(super) fn cluster(cx: Cx, r: &Resource, c: &EksCluster) {
             ..Default::default()
         },
     );
-    meta(cx, r);
 }
 
 pub(super) fn oidc_provider(cx: Cx, r: &Resource, p: &OidcProvider) {
@@ -71,7 +70,6 @@ pub(super) fn oidc_provider(cx: Cx, r: &Resource, p: &OidcProvider) {
             ..Default::default()
         },
     );
-    meta(cx, r);
 }
 
 /// `nodes` is not spelled here: the templates have never made add-ons wait for the HyperPod
@@ -100,7 +98,6 @@ pub(super) fn addon(cx: Cx, r: &Resource, a: &EksAddon) {
             ..Default::default()
         },
     );
-    meta(cx, r);
 }
 
 pub(super) fn access_entry(cx: Cx, r: &Resource, a: &AccessEntry) {
@@ -131,5 +128,4 @@ pub(super) fn access_entry(cx: Cx, r: &Resource, a: &AccessEntry) {
             ..Default::default()
         },
     );
-    meta(cx, r);
 }

@@ -6,7 +6,7 @@ use super::super::expr::Expr;
 use super::super::l1::*;
 use super::super::lower::name_tag;
 use super::super::template::Parameter;
-use super::{e, meta, s, Cx};
+use super::{e, s, Cx};
 use crate::app::StageId;
 use crate::app::{logical_id, Attr, AttrRef};
 use crate::resources::{
@@ -46,7 +46,6 @@ pub(super) fn vpc(cx: Cx, r: &Resource, v: &Vpc) {
             ..Default::default()
         },
     );
-    meta(cx, r);
 }
 
 /// CloudFormation cannot adopt a VPC's default security group.
@@ -60,7 +59,6 @@ pub(super) fn internet_gateway(cx: Cx, r: &Resource, g: &InternetGateway) {
             tags: Some(name_tag(g.name_tag.clone())),
         },
     );
-    meta(cx, r);
     let vpc = cx.attr(r.stage, &g.vpc);
     cx.add(
         r.stage,
@@ -84,7 +82,6 @@ pub(super) fn vpc_cidr_block(cx: Cx, r: &Resource, b: &VpcCidrBlock) {
             ..Default::default()
         },
     );
-    meta(cx, r);
 }
 
 pub(super) fn subnet(cx: Cx, r: &Resource, sn: &Subnet) {
@@ -117,7 +114,6 @@ pub(super) fn subnet(cx: Cx, r: &Resource, sn: &Subnet) {
             ..Default::default()
         },
     );
-    meta(cx, r);
 }
 
 /// A VPC address waits for the gateway's attachment.
@@ -132,7 +128,6 @@ pub(super) fn eip(cx: Cx, r: &Resource, a: &Eip) {
         },
     );
     cx.depends_on(r.stage, &[&attachment(&a.internet_gateway)]);
-    meta(cx, r);
 }
 
 /// The gateway waits for the attachment through its Elastic IP, which waits for it.
@@ -149,7 +144,6 @@ pub(super) fn nat_gateway(cx: Cx, r: &Resource, n: &NatGateway) {
             ..Default::default()
         },
     );
-    meta(cx, r);
 }
 
 pub(super) fn route_table(cx: Cx, r: &Resource, t: &RouteTable) {
@@ -162,7 +156,6 @@ pub(super) fn route_table(cx: Cx, r: &Resource, t: &RouteTable) {
             tags: Some(name_tag(t.name_tag.clone())),
         },
     );
-    meta(cx, r);
 }
 
 /// A route through an internet gateway waits for the gateway's attachment.
@@ -185,7 +178,6 @@ pub(super) fn route(cx: Cx, r: &Resource, route: &Route) {
     if let Some(after) = after {
         cx.depends_on(r.stage, &[&after]);
     }
-    meta(cx, r);
 }
 
 pub(super) fn subnet_route_table_association(
@@ -203,7 +195,6 @@ pub(super) fn subnet_route_table_association(
             subnet_id: e(subnet),
         },
     );
-    meta(cx, r);
 }
 
 pub(super) fn gateway_endpoint(cx: Cx, r: &Resource, g: &GatewayEndpoint) {
@@ -225,7 +216,6 @@ pub(super) fn gateway_endpoint(cx: Cx, r: &Resource, g: &GatewayEndpoint) {
             ..Default::default()
         },
     );
-    meta(cx, r);
 }
 
 pub(super) fn log_group(cx: Cx, r: &Resource, g: &LogGroup) {
@@ -240,7 +230,6 @@ pub(super) fn log_group(cx: Cx, r: &Resource, g: &LogGroup) {
             ..Default::default()
         },
     );
-    meta(cx, r);
 }
 
 /// The flow log names its log group (`LogGroupName`).
@@ -267,5 +256,4 @@ pub(super) fn flow_log(cx: Cx, r: &Resource, f: &FlowLog) {
             ..Default::default()
         },
     );
-    meta(cx, r);
 }
