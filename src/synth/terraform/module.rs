@@ -237,15 +237,23 @@ impl<'a> RootModule<'a> {
         addr
     }
 
+    /// [`RootModule::depends_on`] of the resource at address `address` (`type.name`).
+    pub fn depends_on_address(&mut self, address: &str, on: &[String]) {
+        if let Some((ty, name)) = address.split_once('.') {
+            self.depends_on_at(ty, name, on);
+        }
+    }
+
     /// Makes `addr` wait for `on` (`depends_on`, merged and kept in order).
     pub fn depends_on(&mut self, addr: &Addr, on: &[String]) {
+        self.depends_on_at(addr.ty, &addr.name, on);
+    }
+
+    fn depends_on_at(&mut self, ty: &str, name: &str, on: &[String]) {
         if on.is_empty() {
             return;
         }
-        let Some(Value::Object(body)) = self
-            .resources
-            .get_mut(addr.ty)
-            .and_then(|m| m.get_mut(&addr.name))
+        let Some(Value::Object(body)) = self.resources.get_mut(ty).and_then(|m| m.get_mut(name))
         else {
             return;
         };

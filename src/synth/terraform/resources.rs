@@ -21,6 +21,21 @@ type Cx<'a, 'b> = &'a mut RootModule<'b>;
 
 /// Lowers one resource into the root module.
 pub(crate) fn lower(cx: Cx, r: &Resource) {
+    lower_kind(cx, r);
+    // What the resource waits for, beyond its references: on the resource at its path.
+    if !r.depends_on.is_empty() {
+        if let Some(addr) = cx.address_of(&r.path) {
+            let on: Vec<String> = r
+                .depends_on
+                .iter()
+                .filter_map(|p| cx.address_of(p))
+                .collect();
+            cx.depends_on_address(&addr, &on);
+        }
+    }
+}
+
+fn lower_kind(cx: Cx, r: &Resource) {
     match &r.kind {
         ResourceKind::SecurityGroup(g) => security_group(cx, r, g),
         ResourceKind::SecurityGroupRule(rule) => security_group_rule(cx, r, rule),

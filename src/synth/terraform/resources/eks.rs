@@ -87,12 +87,11 @@ pub(super) fn addon(cx: Cx, r: &Resource, a: &EksAddon) {
         body.insert("configuration_values".into(), cx.local(&local, value));
     }
     let addon = cx.add("aws_eks_addon", &r.path, Value::Object(body));
+    // `Resource::depends_on` is applied by `resources::lower` after this.
     let after: Vec<String> = a
         .nodes
         .iter()
-        .map(|n| n.path.as_str())
-        .chain(r.depends_on.iter().map(String::as_str))
-        .filter_map(|path| cx.address_of(path))
+        .filter_map(|n| cx.address_of(&n.path))
         .collect();
     cx.depends_on(&addon, &after);
 }

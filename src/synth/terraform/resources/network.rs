@@ -4,7 +4,7 @@
 //! variables.
 
 use super::super::lower::name_tag;
-use super::super::module::{escape_template, resource_type, snake, Addr, Variable};
+use super::super::module::{escape_template, resource_type, snake, Variable};
 use super::Cx;
 use crate::app::{logical_id, AttrRef};
 use crate::resources::{
@@ -17,16 +17,6 @@ use serde_json::{json, Map, Value};
 /// The address (`aws_internet_gateway.network_internet_gateway`) of the resource `r` reads.
 fn address(r: &AttrRef) -> String {
     format!("{}.{}", resource_type(r.kind), snake(&logical_id(&r.path)))
-}
-
-/// Makes `addr`, lowered from `r`, wait for the resources `r` depends on.
-fn after(cx: Cx, r: &Resource, addr: &Addr) {
-    let on: Vec<String> = r
-        .depends_on
-        .iter()
-        .filter_map(|p| cx.address_of(p))
-        .collect();
-    cx.depends_on(addr, &on);
 }
 
 /// A variable for `input` (named after its snake_case); returns `${var.<name>}`.
@@ -43,7 +33,7 @@ pub(super) fn variable(cx: Cx, input: &StackInput) -> Value {
 }
 
 pub(super) fn vpc(cx: Cx, r: &Resource, v: &Vpc) {
-    let vpc = cx.add(
+    cx.add(
         "aws_vpc",
         &r.path,
         json!({
@@ -53,26 +43,22 @@ pub(super) fn vpc(cx: Cx, r: &Resource, v: &Vpc) {
             "tags": name_tag(v.name_tag.clone()),
         }),
     );
-    after(cx, r, &vpc);
 }
 
 /// With no rules given, Terraform removes the default group's allow-within-group rules.
 pub(super) fn default_security_group(cx: Cx, r: &Resource, g: &DefaultSecurityGroup) {
     let body = json!({"vpc_id": cx.attr(&g.vpc), "tags": name_tag(g.name_tag.clone())});
-    let group = cx.add("aws_default_security_group", &r.path, body);
-    after(cx, r, &group);
+    cx.add("aws_default_security_group", &r.path, body);
 }
 
 pub(super) fn internet_gateway(cx: Cx, r: &Resource, g: &InternetGateway) {
     let body = json!({"vpc_id": cx.attr(&g.vpc), "tags": name_tag(g.name_tag.clone())});
-    let igw = cx.add("aws_internet_gateway", &r.path, body);
-    after(cx, r, &igw);
+    cx.add("aws_internet_gateway", &r.path, body);
 }
 
 pub(super) fn vpc_cidr_block(cx: Cx, r: &Resource, b: &VpcCidrBlock) {
     let body = json!({"vpc_id": cx.attr(&b.vpc), "cidr_block": b.cidr});
-    let block = cx.add("aws_vpc_ipv4_cidr_block_association", &r.path, body);
-    after(cx, r, &block);
+    cx.add("aws_vpc_ipv4_cidr_block_association", &r.path, body);
 }
 
 pub(super) fn subnet(cx: Cx, r: &Resource, sn: &Subnet) {
@@ -96,8 +82,7 @@ pub(super) fn subnet(cx: Cx, r: &Resource, sn: &Subnet) {
     body.insert("map_public_ip_on_launch".into(), json!(false));
     let tags: Map<String, Value> = sn.tags.iter().map(|(k, v)| (k.clone(), json!(v))).collect();
     body.insert("tags".into(), Value::Object(tags));
-    let subnet = cx.add("aws_subnet", &r.path, Value::Object(body));
-    after(cx, r, &subnet);
+    cx.add("aws_subnet", &r.path, Value::Object(body));
 }
 
 pub(super) fn eip(cx: Cx, r: &Resource, a: &Eip) {
@@ -107,7 +92,6 @@ pub(super) fn eip(cx: Cx, r: &Resource, a: &Eip) {
         json!({"domain": "vpc", "tags": name_tag(a.name_tag.clone())}),
     );
     cx.depends_on(&eip, &[address(&a.internet_gateway)]);
-    after(cx, r, &eip);
 }
 
 pub(super) fn nat_gateway(cx: Cx, r: &Resource, n: &NatGateway) {
@@ -118,13 +102,11 @@ pub(super) fn nat_gateway(cx: Cx, r: &Resource, n: &NatGateway) {
     });
     let nat = cx.add("aws_nat_gateway", &r.path, body);
     cx.depends_on(&nat, &[address(&n.internet_gateway)]);
-    after(cx, r, &nat);
 }
 
 pub(super) fn route_table(cx: Cx, r: &Resource, t: &RouteTable) {
     let body = json!({"vpc_id": cx.attr(&t.vpc), "tags": name_tag(t.name_tag.clone())});
-    let table = cx.add("aws_route_table", &r.path, body);
-    after(cx, r, &table);
+    cx.add("aws_route_table", &r.path, body);
 }
 
 pub(super) fn route(cx: Cx, r: &Resource, route: &Route) {
@@ -136,8 +118,7 @@ pub(super) fn route(cx: Cx, r: &Resource, route: &Route) {
     body.insert("route_table_id".into(), cx.attr(&route.table));
     body.insert("destination_cidr_block".into(), json!(route.destination));
     body.insert(key.into(), cx.attr(target));
-    let route = cx.add("aws_route", &r.path, Value::Object(body));
-    after(cx, r, &route);
+    cx.add("aws_route", &r.path, Value::Object(body));
 }
 
 pub(super) fn subnet_route_table_association(
@@ -146,8 +127,7 @@ pub(super) fn subnet_route_table_association(
     a: &SubnetRouteTableAssociation,
 ) {
     let body = json!({"route_table_id": cx.attr(&a.table), "subnet_id": cx.attr(&a.subnet)});
-    let association = cx.add("aws_route_table_association", &r.path, body);
-    after(cx, r, &association);
+    cx.add("aws_route_table_association", &r.path, body);
 }
 
 pub(super) fn gateway_endpoint(cx: Cx, r: &Resource, g: &GatewayEndpoint) {
@@ -158,8 +138,7 @@ pub(super) fn gateway_endpoint(cx: Cx, r: &Resource, g: &GatewayEndpoint) {
         "vpc_endpoint_type": "Gateway",
         "route_table_ids": route_tables,
     });
-    let endpoint = cx.add("aws_vpc_endpoint", &r.path, body);
-    after(cx, r, &endpoint);
+    cx.add("aws_vpc_endpoint", &r.path, body);
 }
 
 pub(super) fn log_group(cx: Cx, r: &Resource, g: &LogGroup) {
@@ -168,8 +147,7 @@ pub(super) fn log_group(cx: Cx, r: &Resource, g: &LogGroup) {
         "kms_key_id": cx.attr(&g.key),
         "retention_in_days": g.retention_days,
     });
-    let group = cx.add("aws_cloudwatch_log_group", &r.path, body);
-    after(cx, r, &group);
+    cx.add("aws_cloudwatch_log_group", &r.path, body);
 }
 
 /// The flow log waits for its role's policies.
@@ -184,5 +162,4 @@ pub(super) fn flow_log(cx: Cx, r: &Resource, f: &FlowLog) {
     let flow_log = cx.add("aws_flow_log", &r.path, body);
     let policies = cx.role_policies(&f.role.path);
     cx.depends_on(&flow_log, &policies);
-    after(cx, r, &flow_log);
 }
