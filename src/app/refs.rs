@@ -162,6 +162,12 @@ pub struct AttrRef {
 }
 
 impl AttrRef {
+    /// The name of the stack output that exports this attribute: `<LogicalId><Attr>`
+    /// (`NetworkVpcId`); Terraform names its output the snake_case of it.
+    pub fn output_key(&self) -> String {
+        format!("{}{}", super::logical_id(&self.path), self.attr.as_str())
+    }
+
     /// The id of the top-level construct the resource belongs to (`Network` of `Network/Vpc`).
     pub fn construct_id(&self) -> &str {
         self.path.split('/').next().unwrap_or(&self.path)

@@ -4,7 +4,7 @@
 
 use super::{yaml_error, Backend, BackendInput, BackendOutput};
 use crate::app::stage::ChartSource;
-use crate::app::{logical_id, StageId, StageKind};
+use crate::app::{StageId, StageKind};
 use crate::assembly::manifest::{
     Artifact, ArtifactFormat, Chart, SetFromOutput, StageManifest, StageOutput,
 };
@@ -61,7 +61,7 @@ impl Backend for StagePayloads {
                                 .stage_of(r.construct_id())
                                 .and_then(|s| stack.stage(s))
                                 .map(|s| s.name.clone()),
-                            output: format!("{}{}", logical_id(&r.path), r.attr.as_str()),
+                            output: r.output_key(),
                         })
                         .collect();
                     StageManifest::Helm {
@@ -89,7 +89,7 @@ impl Backend for StagePayloads {
                         name,
                         bucket: StageOutput {
                             stage: bucket_stage,
-                            output: format!("{}Name", logical_id(upload.bucket.path())),
+                            output: upload.bucket.name().output_key(),
                         },
                         prefix: upload.prefix.clone(),
                         artifacts,

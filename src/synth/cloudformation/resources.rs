@@ -156,12 +156,7 @@ fn secure_bucket(cx: Cx, r: &Resource, b: &Bucket) {
 
 fn output(cx: Cx, r: &Resource, o: &StackOutput) {
     let value = cx.attr(r.stage, &o.value);
-    cx.output(
-        r.stage,
-        &format!("{}{}", logical_id(&o.value.path), o.value.attr.as_str()),
-        &o.description,
-        value,
-    );
+    cx.output(r.stage, &o.value.output_key(), &o.description, value);
 }
 
 fn role_resource(cx: Cx, r: &Resource, role: &Role) {

@@ -157,7 +157,7 @@ impl<'a> StackTemplates<'a> {
     /// (Helm values, uploads). Returns the output's key: `<LogicalId><Attr>`.
     pub fn plain_output(&mut self, r: &AttrRef) -> String {
         let id = logical_id(&r.path);
-        let key = format!("{id}{}", r.attr.as_str());
+        let key = r.output_key();
         let target = self.stack.stage_of(r.construct_id());
         if let Some(t) = target.and_then(|s| self.templates.get_mut(&s)) {
             if !t.user_outputs.iter().any(|(k, _)| *k == key) {

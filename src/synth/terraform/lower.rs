@@ -157,7 +157,7 @@ pub(crate) fn helm(cx: Cx, stage: StageId, name: &str, values_file: &str, r: &He
     );
     for (_, attr) in &r.set_from_outputs {
         // The same output CloudFormation gives the value (`network_vpc_id`).
-        let key = snake(&format!("{}{}", logical_id(&attr.path), attr.attr.as_str()));
+        let key = snake(&attr.output_key());
         let value = cx.attr(attr);
         cx.output(
             &key,

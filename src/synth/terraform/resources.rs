@@ -130,15 +130,7 @@ fn secure_bucket(cx: Cx, r: &Resource, _b: &Bucket) {
 
 fn output(cx: Cx, o: &StackOutput) {
     let value = cx.attr(&o.value);
-    cx.output(
-        &snake(&format!(
-            "{}{}",
-            logical_id(&o.value.path),
-            o.value.attr.as_str()
-        )),
-        &o.description,
-        value,
-    );
+    cx.output(&snake(&o.value.output_key()), &o.description, value);
 }
 
 /// `aws_iam_role` with the trust policy, one `aws_iam_role_policy` per inline policy and one
