@@ -1,7 +1,7 @@
 //! The reference deployments, written with the typed builders. The examples write them to
 //! disk, the snapshot and validator tests check every artifact, the benchmarks time them.
 //!
-//! Kimi K3 (2.8 T-parameter MoE, MXFP4 experts, 1.42 TB of weights) on one
+//! Kimi K3 (2.8 T-parameter MoE, MXFP4 experts, 1.42 TiB (1.56 TB) of weights) on one
 //! `ml.p6-b300.48xlarge` (8 x B300) with tensor parallelism 8.
 
 use crate::app::{App, Stack};
