@@ -107,6 +107,12 @@ codes! {
         "EKS versions are written `1.NN`. HyperPod supports the versions listed in its prerequisites; hyperforge accepts 1.30 to 1.34.";
     InvalidAccessEntry = "HF0203", Error, "access entry principal is malformed",
         "Access entry principals are IAM role or user ARNs: `arn:aws:iam::<12-digit account>:role/<name>`.";
+    AdminHostWithoutVpc = "HF0204", Error, "the admin host has no VPC",
+        "The SSM-managed admin host that reaches the private API endpoint needs the cluster's VPC for its security group: `.vpc(&network.vpc)` (stack file: `vpc:`). If you reach the VPC another way (VPN, Direct Connect, a runner inside it), say so with `.without_admin_host()` (stack file: `admin_host: false`).";
+    PrivateApiWithoutAdminPath = "HF0205", Warning, "the private API endpoint has no admin path",
+        "The endpoint is private and no admin host is created, so kubectl, helm and the Terraform Helm provider work only from inside the VPC. Keep the default admin host, or make sure your own path (VPN, Direct Connect, an in-VPC runner) reaches TCP 443 of the cluster security group.";
+    InvalidAdminHostInstanceType = "HF0206", Error, "admin host instance type is malformed",
+        "Write an EC2 instance type such as `t3.micro`: a family, a dot and a size, lowercase letters, digits and hyphens.";
     MalformedTrainingPlanArn = "HF0301", Error, "training plan ARN is malformed",
         "Training plan ARNs look like `arn:aws:sagemaker:<region>:<12-digit account>:training-plan/<name>`, 50 to 2048 characters. Copy it from `aws sagemaker describe-training-plan`.";
     TrainingPlanWithoutAvailabilityZone = "HF0302", Error, "training plan capacity has no availability zone id",

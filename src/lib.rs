@@ -17,7 +17,7 @@
 //! let sg = stack.add(foundation, ClusterSecurityGroup::new("ClusterSg", &network.vpc));
 //! let eks = stack.add(
 //!     foundation,
-//!     EksCluster::new("Eks", "demo").subnets(&network.private_subnets).security_group(&sg.group),
+//!     EksCluster::new("Eks", "demo").subnets(&network.private_subnets).vpc(&network.vpc).security_group(&sg.group),
 //! );
 //! let scripts = stack.add(foundation, LifecycleScripts::new("Lifecycle"));
 //! stack.upload_stage("lifecycle-scripts", scripts.upload());

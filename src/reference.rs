@@ -70,6 +70,7 @@ pub fn kimi_k3_hyperpod_stack(name: &str) -> Stack {
         foundation,
         EksCluster::new("Eks", "kimi-k3")
             .subnets(&network.private_subnets)
+            .vpc(&network.vpc)
             .security_group(&sg.group),
     );
     let lifecycle = stack.add(foundation, LifecycleScripts::new("Lifecycle"));
@@ -150,6 +151,7 @@ pub fn kimi_k3_eks_stack(name: &str) -> Stack {
         foundation,
         EksCluster::new("Eks", "kimi-k3-eks")
             .subnets(&network.private_subnets)
+            .vpc(&network.vpc)
             .security_group(&sg.group),
     );
     stack.add(
@@ -213,6 +215,7 @@ pub fn kimi_k3_eks_karpenter() -> App {
         foundation,
         EksCluster::new("Eks", name)
             .subnets(&network.private_subnets)
+            .vpc(&network.vpc)
             .security_group(&sg.group),
     );
     stack.add(

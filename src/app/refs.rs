@@ -44,6 +44,8 @@ pub mod kind {
         LogGroup,
         /// An FSx for Lustre file system.
         FsxFileSystem,
+        /// An IAM instance profile.
+        InstanceProfile,
     }
 }
 
@@ -87,6 +89,8 @@ pub enum Kind {
     LogGroup,
     /// See [`kind::FsxFileSystem`].
     FsxFileSystem,
+    /// See [`kind::InstanceProfile`].
+    InstanceProfile,
 }
 
 macro_rules! impl_kind {
@@ -107,7 +111,8 @@ impl_kind!(
     NatGateway,
     Eip,
     LogGroup,
-    FsxFileSystem
+    FsxFileSystem,
+    InstanceProfile
 );
 
 /// An attribute of a referenced resource.
@@ -276,6 +281,7 @@ attrs! {
         /** The file system's DNS name. */ dns_name => DnsName,
         /** The Lustre mount name (`mount -t lustre <dns>@tcp:/<mount name>`). */ mount_name => MountName,
     }
+    InstanceProfile { /** The instance profile's name. */ name => Name }
 }
 
 #[cfg(test)]

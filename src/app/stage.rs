@@ -43,6 +43,10 @@ pub struct HelmRelease {
     pub note: String,
     /// Values known only after an earlier stage deployed (`--set key=<stack output>`).
     pub set_from_outputs: Vec<(String, AttrRef)>,
+    /// Whether installing waits for the release's workloads to be ready (`helm --wait`,
+    /// Terraform `wait`). False for a chart whose pods schedule only on nodes a later stage
+    /// creates: waiting would time out and leave the release `failed`.
+    pub wait: bool,
 }
 
 /// A file to upload.

@@ -33,6 +33,10 @@ pub struct StackManifest {
     /// The EKS cluster's name (for `aws eks update-kubeconfig`), or null when the stack has
     /// none.
     pub eks_cluster: Option<String>,
+    /// The SSM-managed admin host through which kubectl, helm and Terraform's Helm provider
+    /// reach the cluster's private API endpoint; absent when the stack has none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub admin_host: Option<AdminHostManifest>,
     /// The stages, in deployment order.
     pub stages: Vec<StageManifest>,
     /// The Terraform root module, when it was written.
@@ -42,6 +46,19 @@ pub struct StackManifest {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub runbook: Option<ArtifactList>,
 }
+
+/// The admin host of a stack's EKS cluster and the local end of the tunnel through it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct AdminHostManifest {
+    /// The instance's `Name` tag (`aws ec2 describe-instances --filters Name=tag:Name,...`).
+    pub name_tag: String,
+    /// The local port of the Session Manager port forward to the endpoint's port 443
+    /// (kubeconfig server `https://127.0.0.1:<port>`).
+    pub local_port: u16,
+}
+
+/// The local port the runbook and `hyperforge deploy` forward to the API endpoint.
+pub const ADMIN_TUNNEL_LOCAL_PORT: u16 = 8443;
 
 /// One deployment stage; `kind` says which tool deploys it. Every kind lists the artifacts it
 /// deploys (only those written: `hyperforge synth --format` can leave the list empty).
@@ -62,6 +79,10 @@ pub enum StageManifest {
         parameters: Vec<Parameter>,
         /// The template's output names, in template order.
         outputs: Vec<String>,
+        /// Whether the template is over CloudFormation's 51,200-byte inline limit, so it is
+        /// deployed from S3 (`aws cloudformation deploy --s3-bucket`).
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        deploy_from_s3: bool,
         /// The template (format `cloudformation`).
         artifacts: Vec<Artifact>,
     },
@@ -80,6 +101,10 @@ pub enum StageManifest {
         /// left out when there are none.
         #[serde(default)]
         set_from_outputs: Vec<SetFromOutput>,
+        /// Whether installing waits for the release's workloads (`helm --wait`); false when
+        /// they can schedule only on nodes a later stage creates.
+        #[serde(default)]
+        wait: bool,
         /// The values file (format `helm-values`).
         artifacts: Vec<Artifact>,
     },
@@ -351,8 +376,8 @@ impl Serialize for StageManifest {
         // Written by hand for the key order of the file: `name`, then the `kind` tag (a derived
         // internally tagged enum writes the tag first), then the kind's fields, `artifacts` last.
         let fields = match self {
-            StageManifest::CloudFormation { .. } => 4,
-            StageManifest::Helm { .. } => 4,
+            StageManifest::CloudFormation { .. } => 5,
+            StageManifest::Helm { .. } => 5,
             StageManifest::S3Upload { .. } => 2,
             StageManifest::Kubernetes { .. } => 0,
         };
@@ -365,18 +390,25 @@ impl Serialize for StageManifest {
                 capabilities,
                 parameters,
                 outputs,
+                deploy_from_s3,
                 ..
             } => {
                 s.serialize_field("stack_name", stack_name)?;
                 s.serialize_field("capabilities", capabilities)?;
                 s.serialize_field("parameters", parameters)?;
                 s.serialize_field("outputs", outputs)?;
+                if *deploy_from_s3 {
+                    s.serialize_field("deploy_from_s3", deploy_from_s3)?;
+                } else {
+                    s.skip_field("deploy_from_s3")?;
+                }
             }
             StageManifest::Helm {
                 release,
                 namespace,
                 chart,
                 set_from_outputs,
+                wait,
                 ..
             } => {
                 s.serialize_field("release", release)?;
@@ -387,6 +419,7 @@ impl Serialize for StageManifest {
                 } else {
                     s.serialize_field("set_from_outputs", set_from_outputs)?;
                 }
+                s.serialize_field("wait", wait)?;
             }
             StageManifest::S3Upload { bucket, prefix, .. } => {
                 s.serialize_field("bucket", bucket)?;
@@ -408,8 +441,10 @@ mod tests {
             name: "s".into(),
             region: "us-west-2".into(),
             eks_cluster: None,
+            admin_host: None,
             stages: vec![
                 StageManifest::CloudFormation {
+                    deploy_from_s3: false,
                     name: "foundation".into(),
                     stack_name: "s-foundation".into(),
                     capabilities: vec!["CAPABILITY_IAM".into()],
@@ -433,6 +468,7 @@ mod tests {
                     artifacts: vec![Artifact::new(ArtifactFormat::Script, "s/02-scripts/a.sh")],
                 },
                 StageManifest::Helm {
+                    wait: true,
                     name: "chart".into(),
                     release: "r".into(),
                     namespace: "ns".into(),
@@ -449,6 +485,7 @@ mod tests {
                     artifacts: Vec::new(),
                 },
                 StageManifest::Helm {
+                    wait: true,
                     name: "repo-chart".into(),
                     release: "q".into(),
                     namespace: "ns".into(),

@@ -1,7 +1,14 @@
 //! The EKS cluster: control plane in private subnets, authentication mode
 //! `API_AND_CONFIG_MAP` (HyperPod requires API access entries), every control-plane log type,
-//! secrets encrypted with a customer-managed KMS key, the core add-ons, access entries and the
-//! IAM OIDC provider for service-account roles.
+//! secrets encrypted with a customer-managed KMS key, the core add-ons, access entries, the
+//! IAM OIDC provider for service-account roles, and the admin host that lets an operator
+//! outside the VPC reach the private endpoint.
+//!
+//! The admin host is a small SSM-managed instance in the first control-plane subnet: no inbound
+//! rule, no public address, no Kubernetes credentials. Operators open a Session Manager port
+//! forward through it to the endpoint (`AWS-StartPortForwardingSessionToRemoteHost`) and run
+//! kubectl, helm and Terraform's Helm provider from their own machine with their own IAM
+//! identity; the only rule it adds is TCP 443 from its group into the cluster security group.
 
 use super::{Construct, Context, EksClusterFacts, Facts};
 use crate::app::text::Text;
@@ -35,6 +42,33 @@ impl EndpointAccess {
             public_cidrs: cidrs.into_iter().map(Into::into).collect(),
         }
     }
+}
+
+/// How operators outside the VPC reach the private API endpoint.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum AdminAccess {
+    /// An SSM-managed admin host of this instance type (the default, `t3.micro`).
+    SsmHost {
+        /// The host's instance type.
+        instance_type: String,
+    },
+    /// No admin host: the operator reaches the VPC another way (VPN, Direct Connect, a runner
+    /// inside it).
+    External,
+}
+
+/// The admin host's default instance type: it only forwards a TCP session.
+pub const ADMIN_HOST_INSTANCE_TYPE: &str = "t3.micro";
+
+/// The public SSM parameter naming the current Amazon Linux 2023 AMI (x86_64), which ships the
+/// SSM agent.
+pub const ADMIN_HOST_IMAGE_PARAMETER: &str =
+    "/aws/service/ami-amazon-linux-latest/al2023-ami-kernel-default-x86_64";
+
+/// The `Name` tag of the admin host of EKS cluster `cluster` (how the runbook and `hyperforge
+/// deploy` find it).
+pub fn admin_host_name(cluster: &str) -> String {
+    format!("{cluster}-admin")
 }
 
 /// An EKS access policy granted to a principal.
@@ -92,6 +126,8 @@ pub struct EksCluster {
     subnets: Vec<Ref<kind::Subnet>>,
     security_groups: Vec<Ref<kind::SecurityGroup>>,
     endpoint_access: EndpointAccess,
+    admin_access: AdminAccess,
+    vpc: Option<Ref<kind::Vpc>>,
     access_entries: Vec<AccessEntry>,
     addons: Vec<EksAddon>,
 }
@@ -130,6 +166,10 @@ impl EksCluster {
             subnets: Vec::new(),
             security_groups: Vec::new(),
             endpoint_access: EndpointAccess::Private,
+            admin_access: AdminAccess::SsmHost {
+                instance_type: ADMIN_HOST_INSTANCE_TYPE.to_owned(),
+            },
+            vpc: None,
             access_entries: Vec::new(),
             addons: CORE_ADDONS
                 .iter()
@@ -166,6 +206,31 @@ impl EksCluster {
     pub fn endpoint_access(mut self, access: EndpointAccess) -> Self {
         self.endpoint_access = access;
         self
+    }
+
+    /// The cluster's VPC (where the admin host's security group lives).
+    pub fn vpc(mut self, vpc: &Ref<kind::Vpc>) -> Self {
+        self.vpc = Some(vpc.clone());
+        self
+    }
+
+    /// The admin host's instance type (default `t3.micro`).
+    pub fn admin_host(mut self, instance_type: impl Into<String>) -> Self {
+        self.admin_access = AdminAccess::SsmHost {
+            instance_type: instance_type.into(),
+        };
+        self
+    }
+
+    /// No admin host: you reach the VPC another way (VPN, Direct Connect, an in-VPC runner).
+    pub fn without_admin_host(mut self) -> Self {
+        self.admin_access = AdminAccess::External;
+        self
+    }
+
+    /// How operators reach the endpoint from outside the VPC.
+    pub fn admin_access(&self) -> &AdminAccess {
+        &self.admin_access
     }
 
     /// Grants `principal_arn` an access policy on the cluster.
@@ -227,6 +292,7 @@ impl EksCluster {
             .iter()
             .map(|s| s.id())
             .chain(self.security_groups.iter().map(|g| g.id()))
+            .chain(self.vpc.iter().map(|v| v.id()))
             .collect()
     }
 
@@ -285,6 +351,39 @@ impl EksCluster {
                 }
             }
         }
+        match &self.admin_access {
+            AdminAccess::SsmHost { instance_type } => {
+                if self.vpc.is_none() {
+                    ds.report_field(
+                        Code::AdminHostWithoutVpc,
+                        path,
+                        "vpc",
+                        "the admin host needs the cluster's VPC for its security group",
+                        "pass it with `.vpc(&network.vpc)` (stack file: `vpc:`), or `.without_admin_host()` if you reach the VPC another way",
+                    );
+                }
+                if !is_instance_type(instance_type) {
+                    ds.report_field(
+                        Code::InvalidAdminHostInstanceType,
+                        path,
+                        "admin_host_instance_type",
+                        format!("admin host instance type `{instance_type}` is not an EC2 instance type"),
+                        "write it like `t3.micro`",
+                    );
+                }
+            }
+            AdminAccess::External => {
+                if self.endpoint_access == EndpointAccess::Private {
+                    ds.report_field(
+                        Code::PrivateApiWithoutAdminPath,
+                        path,
+                        "admin_host",
+                        "the API endpoint is private and no admin host is created",
+                        "make sure your VPN, Direct Connect or in-VPC runner reaches TCP 443 of the cluster security group, or keep the default admin host",
+                    );
+                }
+            }
+        }
         for entry in &self.access_entries {
             if !is_iam_principal_arn(&entry.principal_arn) {
                 ds.report_field(
@@ -300,6 +399,16 @@ impl EksCluster {
             }
         }
     }
+}
+
+/// `family.size`: lowercase letters, digits and hyphens, at most 32 characters.
+fn is_instance_type(t: &str) -> bool {
+    let part = |p: &str| {
+        !p.is_empty()
+            && p.chars()
+                .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
+    };
+    t.len() <= 32 && t.split_once('.').is_some_and(|(f, s)| part(f) && part(s))
 }
 
 fn is_iam_principal_arn(arn: &str) -> bool {
@@ -345,6 +454,12 @@ impl Construct for EksCluster {
             eks_cluster: Some(EksClusterFacts {
                 name: self.name().to_owned(),
                 kubernetes_version: self.kubernetes_version().to_owned(),
+                admin_host: match (&self.admin_access, &self.vpc, self.subnets.first()) {
+                    (AdminAccess::SsmHost { .. }, Some(_), Some(_)) => {
+                        Some(admin_host_name(&self.name))
+                    }
+                    _ => None,
+                },
             }),
             ..Facts::default()
         }
@@ -423,11 +538,105 @@ impl Construct for EksCluster {
                 },
             );
         }
+        if let (AdminAccess::SsmHost { instance_type }, Some(vpc), Some(subnet)) =
+            (&self.admin_access, &self.vpc, self.subnets.first())
+        {
+            self.expand_admin_host(scope, &handle, instance_type, vpc, subnet);
+        }
         scope.add(
             "ClusterNameOutput",
             StackOutput {
                 description: "EKS cluster name (aws eks update-kubeconfig --name)".to_owned(),
                 value: handle.cluster.name(),
+            },
+        );
+    }
+}
+
+impl EksCluster {
+    /// The admin host: its security group (egress HTTPS only, for Session Manager and the
+    /// endpoint), the rule admitting it to the cluster security group EKS manages (attached to
+    /// the endpoint's interfaces whatever other groups are given), its role
+    /// (`AmazonSSMManagedInstanceCore` only) and profile, and the instance.
+    fn expand_admin_host(
+        &self,
+        scope: &mut Scope<'_>,
+        cluster: &EksClusterHandle,
+        instance_type: &str,
+        vpc: &Ref<kind::Vpc>,
+        subnet: &Ref<kind::Subnet>,
+    ) {
+        let stack = scope.stack().name().to_owned();
+        let name = admin_host_name(&self.name);
+        scope.add(
+            "AdminHostSecurityGroup",
+            res::SecurityGroup {
+                description: format!("Admin host of EKS cluster {} (no inbound rules)", self.name),
+                vpc: vpc.id(),
+                name_tag: name.clone(),
+                egress: vec![res::CidrEgress {
+                    id: "AdminHostHttpsEgress".to_owned(),
+                    cidr: "0.0.0.0/0".to_owned(),
+                    protocol: res::Protocol("tcp".to_owned()),
+                    ports: Some((443, 443)),
+                    description: "HTTPS to Session Manager and the cluster endpoint".to_owned(),
+                }],
+            },
+        );
+        let group: Ref<kind::SecurityGroup> =
+            Ref::new(&stack, scope.path("AdminHostSecurityGroup"));
+        scope.add(
+            "AdminHostApiIngress",
+            res::SecurityGroupRule {
+                direction: res::Direction::Ingress,
+                group: cluster.cluster.cluster_security_group_id(),
+                protocol: res::Protocol("tcp".to_owned()),
+                ports: Some((443, 443)),
+                peer: res::Peer::Group(group.id()),
+                description: "Kubernetes API from the admin host".to_owned(),
+            },
+        );
+        scope.add(
+            "AdminHostRole",
+            Role {
+                description: format!(
+                    "Admin host of EKS cluster {} (Session Manager only)",
+                    self.name
+                ),
+                trust: service_trust("ec2.amazonaws.com"),
+                managed: vec!["AmazonSSMManagedInstanceCore".to_owned()],
+                inline: Vec::new(),
+                name: None,
+            },
+        );
+        let role: Ref<kind::Role> = Ref::new(&stack, scope.path("AdminHostRole"));
+        scope.add(
+            "AdminHostInstanceProfile",
+            res::InstanceProfile { role: role.name() },
+        );
+        let profile: Ref<kind::InstanceProfile> =
+            Ref::new(&stack, scope.path("AdminHostInstanceProfile"));
+        scope.add(
+            "AdminHost",
+            res::Instance {
+                instance_type: instance_type.to_owned(),
+                image_parameter: ADMIN_HOST_IMAGE_PARAMETER.to_owned(),
+                subnet: subnet.id(),
+                security_groups: vec![group.id()],
+                instance_profile: profile.name(),
+                metadata: res::MetadataOptions {
+                    endpoint_enabled: true,
+                    tokens_required: true,
+                    hop_limit: 1,
+                },
+                root_volume: res::RootVolume {
+                    device_name: "/dev/xvda".to_owned(),
+                    size_gb: 8,
+                    volume_type: "gp3".to_owned(),
+                    encrypted: true,
+                    delete_on_termination: true,
+                },
+                name_tag: name,
             },
         );
     }
@@ -456,6 +665,9 @@ stack_file_shape! {
         VERSION: opt "version", Ty::Str, "The Kubernetes version, e.g. `1.33`.";
         SUBNETS: opt "subnets", Ty::Refs(Want::Subnets), "The control plane's subnets.";
         SECURITY_GROUPS: opt "security_groups", Ty::Refs(Want::SecurityGroup), "Additional security groups.";
+        VPC: opt "vpc", Ty::Ref(Want::Vpc), "The cluster's VPC (required for the admin host).";
+        ADMIN_HOST: opt "admin_host", Ty::Bool, "Create the SSM-managed admin host that reaches the private endpoint (default `true`; `false` when you reach the VPC another way).";
+        ADMIN_HOST_INSTANCE_TYPE: opt "admin_host_instance_type", Ty::Str, "The admin host's instance type (default `t3.micro`).";
         PUBLIC_ACCESS_CIDRS: opt "public_access_cidrs", Ty::StrList, "Also allow the public endpoint from these blocks (default: private only).";
         ACCESS_ENTRIES: opt "access_entries", Ty::List(&access_entry_fields::SHAPE), "Principals allowed into the cluster.";
         ADDONS: opt "addons", Ty::List(&addon_fields::SHAPE), "EKS add-ons.";
@@ -469,7 +681,17 @@ impl super::stack_file::StackFileConstruct for EksCluster {
         use super::stack_file::list;
         let subnets = r.subnets(&fields::SUBNETS);
         let sgs = r.security_groups(&fields::SECURITY_GROUPS);
+        let vpc = r.vpc(&fields::VPC);
         let mut c = EksCluster::new(id, r.text(&fields::NAME)?);
+        if let Some(v) = vpc.ok()? {
+            c = c.vpc(&v);
+        }
+        if let Some(t) = r.text(&fields::ADMIN_HOST_INSTANCE_TYPE) {
+            c = c.admin_host(t);
+        }
+        if r.bool(&fields::ADMIN_HOST) == Some(false) {
+            c = c.without_admin_host();
+        }
         if let Some(v) = r.text(&fields::VERSION) {
             c = c.version(v);
         }

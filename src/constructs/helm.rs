@@ -29,6 +29,9 @@ impl HelmRelease {
             }),
             note: "Values for the HyperPod dependencies chart. The inference operator is installed as the EKS add-on amazon-sagemaker-hyperpod-inference, so the chart's copy stays disabled.".to_owned(),
             set_from_outputs: Vec::new(),
+            // The chart's Deployments (training operators, MPI operator) schedule only once
+            // the HyperPod nodes of a later stage exist.
+            wait: false,
         }
     }
 
@@ -53,6 +56,7 @@ impl HelmRelease {
             }),
             note: "NVIDIA device plugin: advertises nvidia.com/gpu on GPU nodes.".to_owned(),
             set_from_outputs: Vec::new(),
+            wait: true,
         }
     }
 
@@ -74,6 +78,7 @@ impl HelmRelease {
             }),
             note: "EFA device plugin: advertises vpc.amazonaws.com/efa on GPU nodes.".to_owned(),
             set_from_outputs: Vec::new(),
+            wait: true,
         }
     }
 
@@ -105,6 +110,7 @@ impl HelmRelease {
             }),
             note: "AWS Load Balancer Controller: provisions the Network Load Balancer of the model Service. Its IAM role is bound to the service account by EKS Pod Identity; vpcId comes from the foundation stage's output.".to_owned(),
             set_from_outputs: vec![("vpcId".to_owned(), vpc.id())],
+            wait: true,
         }
     }
 
@@ -131,6 +137,7 @@ impl HelmRelease {
             }),
             note: "Karpenter: launches GPU nodes into the Capacity Block selected by the EC2NodeClass. Its IAM role is bound to the service account by EKS Pod Identity.".to_owned(),
             set_from_outputs: Vec::new(),
+            wait: true,
         }
     }
 

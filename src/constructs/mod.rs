@@ -161,6 +161,8 @@ pub struct EksClusterFacts {
     pub name: String,
     /// The Kubernetes version.
     pub kubernetes_version: String,
+    /// The `Name` tag of the admin host reaching the private endpoint, if one is created.
+    pub admin_host: Option<String>,
 }
 
 /// Which service launches the instances of a claim (the region offer differs).

@@ -922,7 +922,9 @@ mod tests {
             let net = stack.add(f, crate::constructs::Network::new("Network"));
             let eks = stack.add(
                 f,
-                crate::constructs::EksCluster::new("Eks", "demo").subnets(&net.private_subnets),
+                crate::constructs::EksCluster::new("Eks", "demo")
+                    .subnets(&net.private_subnets)
+                    .vpc(&net.vpc),
             );
             stack.add(
                 f,
@@ -950,7 +952,9 @@ mod tests {
             let net = stack.add(f, crate::constructs::Network::new("Network"));
             let eks = stack.add(
                 f,
-                crate::constructs::EksCluster::new("Eks", "demo").subnets(&net.private_subnets),
+                crate::constructs::EksCluster::new("Eks", "demo")
+                    .subnets(&net.private_subnets)
+                    .vpc(&net.vpc),
             );
             stack.add(
                 f,

@@ -85,6 +85,7 @@ impl Construct for ClusterSecurityGroup {
                     id: "InternetEgress".to_owned(),
                     cidr: "0.0.0.0/0".to_owned(),
                     protocol: Protocol("-1".to_owned()),
+                    ports: None,
                     description: "Nodes reach AWS APIs, container registries and model hubs through NAT".to_owned(),
                 }],
             },

@@ -74,59 +74,79 @@ pub fn deploy_commands(
             release,
             namespace,
             chart,
+            wait,
             ..
-        } => match chart {
-            Chart::Git { url, commit, path } => {
-                let dir = chart_checkout(checkouts, release, commit);
-                let chart_dir = dir.join(path);
-                let mut clone = ExternalCommand::new("git", &["clone", url, &p(&dir)]);
-                clone.unless_exists = Some(dir.clone());
-                vec![
-                    clone,
-                    ExternalCommand::new("git", &["-C", &p(&dir), "checkout", "--detach", commit]),
-                    ExternalCommand::new("helm", &["dependency", "build", &p(&chart_dir)]),
-                    ExternalCommand::new(
-                        "helm",
-                        &[
-                            "upgrade",
-                            "--install",
-                            release,
-                            &p(&chart_dir),
-                            "-n",
-                            namespace,
-                            "-f",
-                            &p(&file),
-                        ],
-                    ),
-                ]
-            }
-            Chart::Repository {
-                repository,
-                name,
-                version,
-            } => vec![ExternalCommand::new(
-                "helm",
-                &[
-                    "upgrade",
-                    "--install",
-                    release,
-                    name,
-                    "--repo",
+        } => with_wait(
+            *wait,
+            match chart {
+                Chart::Git { url, commit, path } => {
+                    let dir = chart_checkout(checkouts, release, commit);
+                    let chart_dir = dir.join(path);
+                    let mut clone = ExternalCommand::new("git", &["clone", url, &p(&dir)]);
+                    clone.unless_exists = Some(dir.clone());
+                    vec![
+                        clone,
+                        ExternalCommand::new(
+                            "git",
+                            &["-C", &p(&dir), "checkout", "--detach", commit],
+                        ),
+                        ExternalCommand::new("helm", &["dependency", "build", &p(&chart_dir)]),
+                        ExternalCommand::new(
+                            "helm",
+                            &[
+                                "upgrade",
+                                "--install",
+                                release,
+                                &p(&chart_dir),
+                                "-n",
+                                namespace,
+                                "-f",
+                                &p(&file),
+                            ],
+                        ),
+                    ]
+                }
+                Chart::Repository {
                     repository,
-                    "--version",
+                    name,
                     version,
-                    "-n",
-                    namespace,
-                    "-f",
-                    &p(&file),
-                ],
-            )],
-        },
+                } => vec![ExternalCommand::new(
+                    "helm",
+                    &[
+                        "upgrade",
+                        "--install",
+                        release,
+                        name,
+                        "--repo",
+                        repository,
+                        "--version",
+                        version,
+                        "-n",
+                        namespace,
+                        "-f",
+                        &p(&file),
+                    ],
+                )],
+            },
+        ),
         StageManifest::Kubernetes { .. } => {
             vec![ExternalCommand::new("kubectl", &["apply", "-f", &p(&file)])]
         }
         _ => Vec::new(),
     }
+}
+
+/// Adds `--wait` to the `helm upgrade` command when the stage waits for its workloads.
+fn with_wait(wait: bool, mut commands: Vec<ExternalCommand>) -> Vec<ExternalCommand> {
+    if wait {
+        if let Some(upgrade) = commands
+            .iter_mut()
+            .find(|c| c.program == "helm" && c.args.first().map(String::as_str) == Some("upgrade"))
+        {
+            upgrade.args.push("--wait".to_owned());
+        }
+    }
+    commands
 }
 
 /// The commands that remove what a helm or kubernetes stage installed (artifact paths relative
@@ -165,7 +185,8 @@ pub fn on_path(program: &str) -> bool {
 }
 
 /// Runs the commands in order, inheriting the terminal; stops at the first failure.
-pub fn run(commands: &[ExternalCommand]) -> Result<(), DeployError> {
+/// `kubeconfig`, when given, is the `KUBECONFIG` kubectl and helm use (the admin tunnel's).
+pub fn run(commands: &[ExternalCommand], kubeconfig: Option<&Path>) -> Result<(), DeployError> {
     for c in commands {
         if !on_path(&c.program) {
             return Err(DeployError::External {
@@ -178,13 +199,15 @@ pub fn run(commands: &[ExternalCommand]) -> Result<(), DeployError> {
         if c.unless_exists.as_deref().is_some_and(Path::exists) {
             continue;
         }
-        let status = std::process::Command::new(&c.program)
-            .args(&c.args)
-            .status()
-            .map_err(|e| DeployError::External {
-                command: c.to_string(),
-                problem: format!("could not be started: {e}"),
-            })?;
+        let mut command = std::process::Command::new(&c.program);
+        command.args(&c.args);
+        if let Some(path) = kubeconfig {
+            command.env("KUBECONFIG", path);
+        }
+        let status = command.status().map_err(|e| DeployError::External {
+            command: c.to_string(),
+            problem: format!("could not be started: {e}"),
+        })?;
         if !status.success() {
             return Err(DeployError::External {
                 command: c.to_string(),
@@ -208,6 +231,7 @@ mod tests {
             namespace: namespace.into(),
             chart,
             set_from_outputs: Vec::new(),
+            wait: false,
             artifacts: vec![Artifact::new(ArtifactFormat::HelmValues, values)],
         }
     }

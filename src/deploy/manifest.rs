@@ -23,6 +23,8 @@ pub struct StackPlan {
     pub region: String,
     /// The EKS cluster's name, if the stack has one (for `aws eks update-kubeconfig`).
     pub eks_cluster: Option<String>,
+    /// The admin host the Helm and kubectl stages reach the private endpoint through.
+    pub admin_host: Option<crate::assembly::manifest::AdminHostManifest>,
     /// The stages, in order, as the manifest lists them.
     pub stages: Vec<StageManifest>,
     /// The assembly directory the stages' artifact paths are relative to.
@@ -120,6 +122,7 @@ impl AssemblyDir {
                     name: stack.name,
                     region: stack.region,
                     eks_cluster: stack.eks_cluster,
+                    admin_host: stack.admin_host,
                     stages: stack.stages,
                     root: root.to_path_buf(),
                 })

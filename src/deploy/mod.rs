@@ -33,6 +33,7 @@ pub mod manifest;
 pub mod params;
 pub mod plan;
 mod run;
+pub mod tunnel;
 
 pub use aws::{AwsSettings, Clients, ENDPOINT_ENV};
 pub use changeset::{ChangeSetSummary, ResourceChange};

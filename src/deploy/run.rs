@@ -942,18 +942,45 @@ impl Run<'_> {
         next: Option<&StageManifest>,
         mode: &str,
     ) -> Result<StageOutcome, DeployError> {
-        if let Some(cluster) = &self.plan.eks_cluster {
-            self.console.line(&format!(
-                "  kubectl and helm must reach EKS cluster `{cluster}`: aws eks update-kubeconfig --name {cluster} --region {}",
-                self.clients.region
-            ));
-        }
+        let region = self.clients.region.clone();
         if self.options.run_external {
+            // Through the admin host's tunnel when the endpoint is private and the stack has
+            // one; closed again when the stage's commands end.
+            let tunnel = match (&self.plan.eks_cluster, &self.plan.admin_host) {
+                (Some(cluster), Some(admin)) => {
+                    let dir = self.plan.root.join(".hyperforge-tunnel");
+                    std::fs::create_dir_all(&dir).map_err(|e| DeployError::External {
+                        command: format!("mkdir {}", dir.display()),
+                        problem: e.to_string(),
+                    })?;
+                    self.console.line(&format!(
+                        "  opening the tunnel to `{cluster}` through admin host `{}` (127.0.0.1:{})",
+                        admin.name_tag, admin.local_port
+                    ));
+                    Some(super::tunnel::Tunnel::open(cluster, &region, admin, &dir)?)
+                }
+                _ => None,
+            };
             for c in &commands {
                 self.console.line(&format!("  $ {c}"));
             }
-            external::run(&commands)?;
+            external::run(&commands, tunnel.as_ref().map(|t| t.kubeconfig()))?;
             return Ok(StageOutcome::ExternalRun { commands });
+        }
+        match (&self.plan.eks_cluster, &self.plan.admin_host) {
+            (Some(cluster), Some(admin)) => {
+                self.console.line(&format!(
+                    "  The API endpoint of `{cluster}` is private: open the tunnel through admin host `{}` first:",
+                    admin.name_tag
+                ));
+                for line in super::tunnel::instructions(cluster, &region, admin) {
+                    self.console.line(&format!("    {line}"));
+                }
+            }
+            (Some(cluster), None) => self.console.line(&format!(
+                "  kubectl and helm must reach EKS cluster `{cluster}`: aws eks update-kubeconfig --name {cluster} --region {region}"
+            )),
+            _ => {}
         }
         self.console.line("  Run next:");
         for c in &commands {

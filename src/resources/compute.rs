@@ -150,6 +150,36 @@ pub struct RootVolume {
     pub delete_on_termination: bool,
 }
 
+/// An IAM instance profile carrying one role, for an [`Instance`].
+#[derive(Clone, Debug, PartialEq)]
+pub struct InstanceProfile {
+    /// The role's name.
+    pub role: AttrRef,
+}
+
+/// One EC2 instance launched from an AMI named by a public SSM parameter, in a private subnet
+/// without a public address (reached through Session Manager, never inbound).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Instance {
+    /// The instance type (`t3.micro`).
+    pub instance_type: String,
+    /// The public SSM parameter holding the AMI id
+    /// (`/aws/service/ami-amazon-linux-latest/al2023-ami-kernel-default-x86_64`).
+    pub image_parameter: String,
+    /// Its subnet.
+    pub subnet: AttrRef,
+    /// Its security groups.
+    pub security_groups: Vec<AttrRef>,
+    /// Its instance profile's name.
+    pub instance_profile: AttrRef,
+    /// The instance metadata service settings.
+    pub metadata: MetadataOptions,
+    /// The root volume.
+    pub root_volume: RootVolume,
+    /// The `Name` tag (how people and the runbook find the instance).
+    pub name_tag: String,
+}
+
 /// A network interface of a launch template.
 #[derive(Clone, Debug, PartialEq)]
 pub struct NetworkInterface {
@@ -209,6 +239,22 @@ impl ResourceFacts for HyperPodCluster {
 }
 
 impl ResourceFacts for CapacityBlockPurchase {}
+
+impl ResourceFacts for InstanceProfile {
+    const HANDLE: Option<Kind> = Some(Kind::InstanceProfile);
+
+    fn references(&self) -> Vec<AttrRef> {
+        vec![self.role.clone()]
+    }
+}
+
+impl ResourceFacts for Instance {
+    fn references(&self) -> Vec<AttrRef> {
+        let mut out = vec![self.subnet.clone(), self.instance_profile.clone()];
+        out.extend(self.security_groups.iter().cloned());
+        out
+    }
+}
 
 impl ResourceFacts for LaunchTemplate {
     fn references(&self) -> Vec<AttrRef> {

@@ -5,7 +5,9 @@
 //! in its area's file), one line in the registry, and one arm in each backend (the compiler
 //! lists them). The small kinds several constructs share live in this file.
 
-use super::compute::{CapacityBlockPurchase, HyperPodCluster, LaunchTemplate, NodeGroup};
+use super::compute::{
+    CapacityBlockPurchase, HyperPodCluster, Instance, InstanceProfile, LaunchTemplate, NodeGroup,
+};
 use super::eks::{AccessEntry, EksAddon, EksCluster, OidcProvider};
 use super::iam::PolicyDocument;
 use super::network::*;
@@ -88,6 +90,8 @@ resource_kinds! {
     CapacityBlockPurchase,
     LaunchTemplate,
     NodeGroup,
+    InstanceProfile,
+    Instance,
     LustreFileSystem,
     DataRepositoryAssociation,
 }
@@ -120,6 +124,8 @@ pub struct CidrEgress {
     pub cidr: String,
     /// The protocol.
     pub protocol: Protocol,
+    /// The port range (both ends included); `None` for every port.
+    pub ports: Option<(u16, u16)>,
     /// What the rule is for.
     pub description: String,
 }

@@ -53,6 +53,21 @@ pub struct RunbookData {
     pub terraform: Vec<TerraformData>,
     /// The served endpoints.
     pub endpoints: Vec<EndpointData>,
+    /// The admin host reaching the private API endpoint, if the stack has one.
+    pub admin_host: Vec<AdminHostData>,
+}
+
+/// The admin host and the local end of the Session Manager tunnel through it.
+#[derive(Clone, Debug, Serialize)]
+pub struct AdminHostData {
+    /// The instance's `Name` tag.
+    pub name_tag: String,
+    /// The tunnel's local port.
+    pub local_port: u16,
+    /// The EKS cluster's name.
+    pub cluster: String,
+    /// Region.
+    pub region: String,
 }
 
 /// One group of GPU instances and where they come from.
@@ -126,6 +141,8 @@ pub struct CloudFormationStage {
     pub creates_hyperpod: bool,
     /// GPU instance types of node groups in this stage (wait for the nodes).
     pub gpu_node_types: Vec<String>,
+    /// Whether the template is deployed from S3 (over the inline limit).
+    pub deploy_from_s3: bool,
 }
 
 /// One template parameter.
@@ -167,6 +184,8 @@ pub struct HelmStage {
     pub oci: Vec<RepositoryChart>,
     /// `--set` values read from CloudFormation outputs.
     pub sets: Vec<SetFromOutput>,
+    /// Whether the install waits for the release's workloads (`--wait`).
+    pub wait: bool,
 }
 
 /// A chart in a git repository.
@@ -247,14 +266,34 @@ pub struct EndpointData {
 /// The Terraform root module.
 #[derive(Clone, Debug, Serialize)]
 pub struct TerraformData {
+    /// The folder holding the root modules, relative to the assembly root.
+    pub dir: String,
+    /// Git charts to check out first.
+    pub git_charts: Vec<GitChart>,
+    /// The steps in deployment order: a root module to apply, or manifests to apply.
+    pub steps: Vec<TerraformStep>,
+    /// The root modules in reverse order, for `terraform destroy`.
+    pub destroy: Vec<TerraformModule>,
+}
+
+/// One step of the Terraform path.
+#[derive(Clone, Debug, Serialize)]
+pub struct TerraformStep {
+    /// A root module to apply, if this step is one.
+    pub module: Vec<TerraformModule>,
+    /// A Kubernetes manifest to apply with kubectl, if this step is one.
+    pub kubectl: Vec<String>,
+}
+
+/// One root module (phase).
+#[derive(Clone, Debug, Serialize)]
+pub struct TerraformModule {
     /// Its directory, relative to the assembly root.
     pub dir: String,
     /// `-var` arguments needed beyond the defaults, space-separated, or empty.
     pub vars: String,
-    /// Git charts to check out first.
-    pub git_charts: Vec<GitChart>,
-    /// Kubernetes manifests applied after `terraform apply`, in order.
-    pub kubernetes: Vec<String>,
+    /// Whether it talks to the Kubernetes API (through the admin tunnel).
+    pub kubernetes_api: bool,
 }
 
 fn registry() -> Result<&'static Handlebars<'static>, RunbookError> {
@@ -378,6 +417,7 @@ pub fn data(stack: &Stack, manifest: &StackManifest) -> RunbookData {
                 stack_name,
                 capabilities,
                 parameters,
+                deploy_from_s3,
                 ..
             } => {
                 let parameters: Vec<ParameterData> = parameters
@@ -402,6 +442,7 @@ pub fn data(stack: &Stack, manifest: &StackManifest) -> RunbookData {
                     }
                 }
                 data.cloudformation.push(CloudFormationStage {
+                    deploy_from_s3: *deploy_from_s3,
                     stack_name: stack_name.clone(),
                     template: first_path,
                     capabilities,
@@ -428,6 +469,7 @@ pub fn data(stack: &Stack, manifest: &StackManifest) -> RunbookData {
                 namespace,
                 chart,
                 set_from_outputs,
+                wait,
                 ..
             } => {
                 data.first_cluster_access = !cluster_seen;
@@ -447,6 +489,7 @@ pub fn data(stack: &Stack, manifest: &StackManifest) -> RunbookData {
                             output: s.output.clone(),
                         })
                         .collect(),
+                    wait: *wait,
                 };
                 match chart {
                     Chart::Git { url, commit, path } => helm.git.push(GitChart {
@@ -502,39 +545,72 @@ pub fn data(stack: &Stack, manifest: &StackManifest) -> RunbookData {
         .terraform
         .as_ref()
         .map(|tf| {
-            let dir = tf
-                .artifacts
-                .first()
-                .and_then(|a| a.path.rsplit_once('/').map(|(d, _)| d.to_owned()))
-                .unwrap_or_else(|| format!("{}/terraform", stack.name()));
+            let mut dirs: Vec<String> = Vec::new();
+            for a in &tf.artifacts {
+                if let Some((d, _)) = a.path.rsplit_once('/') {
+                    if !dirs.iter().any(|x| x == d) {
+                        dirs.push(d.to_owned());
+                    }
+                }
+            }
             let git_charts: Vec<GitChart> = stages
                 .iter()
                 .flat_map(|s| s.helm.iter())
                 .flat_map(|h| h.git.iter().cloned())
                 .collect();
-            let vars = stages
+            // A module's directory is named after its first stage (`03-hyperpod-dependencies`);
+            // it holds the stages up to the next module or Kubernetes stage.
+            let mut steps = Vec::new();
+            let mut current: Option<usize> = None;
+            for stage in &stages {
+                let prefix = format!("{:02}-{}", stage.number, stage.name);
+                if let Some(dir) = dirs.iter().find(|d| d.ends_with(&format!("/{prefix}"))) {
+                    steps.push(TerraformStep {
+                        module: vec![TerraformModule {
+                            dir: dir.clone(),
+                            vars: String::new(),
+                            kubernetes_api: !stage.helm.is_empty(),
+                        }],
+                        kubectl: Vec::new(),
+                    });
+                    current = Some(steps.len() - 1);
+                }
+                for k in &stage.kubernetes {
+                    steps.push(TerraformStep {
+                        module: Vec::new(),
+                        kubectl: vec![k.manifest.clone()],
+                    });
+                    current = None;
+                }
+                if let Some(module) = current.and_then(|i| steps[i].module.first_mut()) {
+                    for h in &stage.helm {
+                        if let Some(g) = h.git.first() {
+                            let var = format!(
+                                "-var \"{}_chart_path=$PWD/../{}/{}\"",
+                                h.release.replace('-', "_"),
+                                g.checkout,
+                                g.path
+                            );
+                            module.vars = [module.vars.as_str(), var.as_str()]
+                                .iter()
+                                .filter(|v| !v.is_empty())
+                                .copied()
+                                .collect::<Vec<_>>()
+                                .join(" ");
+                        }
+                    }
+                }
+            }
+            let mut destroy: Vec<TerraformModule> = steps
                 .iter()
-                .flat_map(|s| s.helm.iter())
-                .filter_map(|h| {
-                    h.git.first().map(|g| {
-                        format!(
-                            "-var \"{}_chart_path=$PWD/../../../{}/{}\"",
-                            h.release.replace('-', "_"),
-                            g.checkout,
-                            g.path
-                        )
-                    })
-                })
-                .collect::<Vec<_>>()
-                .join(" ");
+                .flat_map(|s| s.module.iter().cloned())
+                .collect();
+            destroy.reverse();
             TerraformData {
-                dir,
-                vars,
+                dir: format!("{}/terraform", stack.name()),
                 git_charts,
-                kubernetes: stages
-                    .iter()
-                    .flat_map(|s| s.kubernetes.iter().map(|k| k.manifest.clone()))
-                    .collect(),
+                steps,
+                destroy,
             }
         })
         .into_iter()
@@ -542,6 +618,16 @@ pub fn data(stack: &Stack, manifest: &StackManifest) -> RunbookData {
 
     let mut cleanup = stages.clone();
     cleanup.reverse();
+    let admin_host = manifest
+        .admin_host
+        .iter()
+        .map(|a| AdminHostData {
+            name_tag: a.name_tag.clone(),
+            local_port: a.local_port,
+            cluster: eks_cluster.clone(),
+            region: stack.region().to_owned(),
+        })
+        .collect();
     RunbookData {
         stack: stack.name().to_owned(),
         region,
@@ -555,6 +641,7 @@ pub fn data(stack: &Stack, manifest: &StackManifest) -> RunbookData {
         cleanup,
         terraform,
         endpoints,
+        admin_host,
     }
 }
 

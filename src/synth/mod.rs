@@ -11,7 +11,8 @@ pub mod terraform;
 
 use crate::app::{App, Stack, StageId, Tags};
 use crate::assembly::manifest::{
-    Artifact, ArtifactFormat, ArtifactList, Manifest, StackManifest, StageManifest,
+    AdminHostManifest, Artifact, ArtifactFormat, ArtifactList, Manifest, StackManifest,
+    StageManifest, ADMIN_TUNNEL_LOCAL_PORT,
 };
 use crate::assembly::Assembly;
 use crate::constructs::Placements;
@@ -319,12 +320,19 @@ fn synthesize_stack(
         .collect();
     let eks = Placements::new(stack)
         .all()
-        .find_map(|p| p.facts().eks_cluster)
-        .map(|c| c.name);
+        .find_map(|p| p.facts().eks_cluster);
+    let admin_host = eks
+        .as_ref()
+        .and_then(|c| c.admin_host.clone())
+        .map(|name_tag| AdminHostManifest {
+            name_tag,
+            local_port: ADMIN_TUNNEL_LOCAL_PORT,
+        });
     let mut manifest = StackManifest {
         name: stack.name().to_owned(),
         region: stack.region().to_owned(),
-        eks_cluster: eks,
+        eks_cluster: eks.map(|c| c.name),
+        admin_host,
         stages,
         terraform: None,
         runbook: None,

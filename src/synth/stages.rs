@@ -70,6 +70,7 @@ impl Backend for StagePayloads {
                         namespace: release.namespace.clone(),
                         chart,
                         set_from_outputs,
+                        wait: release.wait,
                         artifacts: vec![Artifact::new(ArtifactFormat::HelmValues, path)],
                     }
                 }

@@ -106,7 +106,9 @@ mod tests {
         let net = stack.add(f, Network::new("Network").gpu_subnet(CAPACITY_BLOCK_AZ_ID));
         let eks = stack.add(
             f,
-            EksCluster::new("Eks", "eks").subnets(&net.private_subnets),
+            EksCluster::new("Eks", "eks")
+                .subnets(&net.private_subnets)
+                .vpc(&net.vpc),
         );
         let block =
             NodeCapacity::capacity_block_of(CAPACITY_BLOCK_RESERVATION_ID, CAPACITY_BLOCK_AZ_ID, 1);

@@ -247,7 +247,12 @@ fn hyperpod_needs_its_dependencies_chart_and_scripts_first() {
     let s = stack.cloudformation_stage("all");
     let net = stack.add(s, Network::new("Network").hyperpod_subnet("usw2-az2"));
     let sg = stack.add(s, ClusterSecurityGroup::new("Sg", &net.vpc));
-    let eks = stack.add(s, EksCluster::new("Eks", "x").subnets(&net.private_subnets));
+    let eks = stack.add(
+        s,
+        EksCluster::new("Eks", "x")
+            .subnets(&net.private_subnets)
+            .vpc(&net.vpc),
+    );
     let lc = stack.add(s, LifecycleScripts::new("Lifecycle"));
     stack.add(
         s,
@@ -292,7 +297,12 @@ fn instance_type_must_be_offered_for_hyperpod_in_the_region() {
         let s = stack.cloudformation_stage("f");
         let lc = stack.add(s, LifecycleScripts::new("Lifecycle"));
         let net = stack.add(s, Network::new("Network"));
-        let eks = stack.add(s, EksCluster::new("Eks", "x").subnets(&net.private_subnets));
+        let eks = stack.add(
+            s,
+            EksCluster::new("Eks", "x")
+                .subnets(&net.private_subnets)
+                .vpc(&net.vpc),
+        );
         stack.add(
             s,
             HyperPodCluster::new("HyperPod", "x", &eks.cluster, &lc).instance_group(group),

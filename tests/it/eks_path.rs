@@ -16,7 +16,9 @@ fn eks_app(
     let net = stack.add(f, Network::new("Network").gpu_subnet(CAPACITY_BLOCK_AZ_ID));
     let eks = stack.add(
         f,
-        EksCluster::new("Eks", "eks").subnets(&net.private_subnets),
+        EksCluster::new("Eks", "eks")
+            .subnets(&net.private_subnets)
+            .vpc(&net.vpc),
     );
     let group = gpu_group(&net, &eks);
     stack.add(f, group);
@@ -298,8 +300,12 @@ fn an_acknowledged_purchase_becomes_a_terraform_reservation_the_launch_template_
         purchase_app(CapacityBlockPurchase::new("cb-0123456789abcdef0").non_refundable())
             .synth()
             .unwrap_or_else(|d| panic!("{d}"));
-    let tf: Value =
-        serde_json::from_str(assembly.text("eks/terraform/main.tf.json").unwrap()).unwrap();
+    let tf: Value = serde_json::from_str(
+        assembly
+            .text("eks/terraform/01-foundation/main.tf.json")
+            .unwrap(),
+    )
+    .unwrap();
     let reservation = &tf["resource"]["aws_ec2_capacity_block_reservation"]["gpu_capacity_block"];
     assert_eq!(
         reservation["capacity_block_offering_id"],

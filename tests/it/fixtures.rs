@@ -33,6 +33,7 @@ pub fn add_hyperpod_stages(
         foundation,
         EksCluster::new("Eks", eks_name)
             .subnets(&net.private_subnets)
+            .vpc(&net.vpc)
             .security_group(&sg.group),
     );
     let lifecycle = stack.add(foundation, LifecycleScripts::new("Lifecycle"));

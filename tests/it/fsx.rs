@@ -234,6 +234,7 @@ fn a_customer_managed_key_is_used_when_given() {
         foundation,
         hyperforge::constructs::EksCluster::new("Eks", "weights")
             .subnets(&network.private_subnets)
+            .vpc(&network.vpc)
             .security_group(&sg.group),
     );
     let subnet = network.gpu_subnet.expect("GPU subnet");

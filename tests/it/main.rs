@@ -8,6 +8,7 @@
 mod common;
 mod fixtures;
 
+mod admin_path;
 mod checkov_kubernetes;
 mod cli;
 mod construct_model;

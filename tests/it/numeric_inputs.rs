@@ -120,7 +120,9 @@ fn app(n: &Numbers) -> App {
     );
     let eks = stack.add(
         f,
-        EksCluster::new("Eks", "numbers").subnets(&net.private_subnets),
+        EksCluster::new("Eks", "numbers")
+            .subnets(&net.private_subnets)
+            .vpc(&net.vpc),
     );
     stack.add(
         f,
@@ -187,6 +189,7 @@ fn hyperpod_app(count: i64, threads: i64, ebs: i64, reserved: i64, replicas: i32
         f,
         EksCluster::new("Eks", "numbers")
             .subnets(&net.private_subnets)
+            .vpc(&net.vpc)
             .security_group(&sg.group),
     );
     let lifecycle = stack.add(f, LifecycleScripts::new("Lifecycle"));

@@ -48,9 +48,11 @@ fn runbooks_mention_only_what_exists() {
                     "{runbook_path} mentions `{path}`, which is not in the assembly"
                 );
             }
+            // The admin host's `Name` tag is the other name the runbook may use.
+            let admin = stack.admin_host.as_ref().map(|a| a.name_tag.as_str());
             for n in &names {
                 assert!(
-                    stack_names.contains(n),
+                    stack_names.contains(n) || Some(*n) == admin,
                     "{runbook_path} mentions stack `{n}`, not in the manifest"
                 );
             }
@@ -98,7 +100,17 @@ fn runbook_commands_follow_the_capacity() {
     assert!(text.contains("kubectl port-forward svc/kimi-k3 8000:8000 -n kimi-k3"));
     assert!(text.contains("--set vpcId=$(aws cloudformation describe-stacks"));
     assert!(text.contains("--repo https://nvidia.github.io/k8s-device-plugin --version 0.18.2"));
-    assert!(text.contains("terraform init && terraform apply"));
+    assert!(text.contains("terraform -chdir=kimi-k3-eks/terraform/01-foundation apply"));
+    // The Helm phase applies through the admin tunnel, after the phase that creates it.
+    let foundation = text
+        .find("terraform -chdir=kimi-k3-eks/terraform/01-foundation apply")
+        .unwrap();
+    let helm = text
+        .find("terraform -chdir=kimi-k3-eks/terraform/03-nvidia-device-plugin apply")
+        .unwrap();
+    assert!(foundation < helm);
+    assert!(text.contains("--document-name AWS-StartPortForwardingSessionToRemoteHost"));
+    assert!(text.contains("--tls-server-name \"${ENDPOINT#https://}\""));
     // Cleanup runs in reverse: the workload goes before the node groups' stack.
     let workload = text
         .rfind("kubectl delete -f kimi-k3-eks/05-workload.yaml")

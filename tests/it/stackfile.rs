@@ -690,6 +690,7 @@ stages:
       - eks_cluster: Eks
         name: buy
         subnets: Network.private_subnets
+        vpc: Network
       - managed_node_group: Gpu
         preset: gpu
         cluster: Eks
@@ -714,7 +715,7 @@ fn a_capacity_block_purchase_needs_the_acknowledgement_in_the_file_too() {
     let app = load_str(ORIGIN, &text).unwrap_or_else(|d| panic!("{d}"));
     let assembly = app.synth().unwrap_or_else(|d| panic!("{d}"));
     assert!(assembly
-        .text("buy/terraform/main.tf.json")
+        .text("buy/terraform/01-foundation/main.tf.json")
         .unwrap()
         .contains("aws_ec2_capacity_block_reservation"));
 }

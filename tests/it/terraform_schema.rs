@@ -94,7 +94,9 @@ fn a_capacity_block_purchase_matches_the_provider_schema() {
     let net = stack.add(f, Network::new("Network").gpu_subnet("usw2-az2"));
     let eks = stack.add(
         f,
-        EksCluster::new("Eks", "buy").subnets(&net.private_subnets),
+        EksCluster::new("Eks", "buy")
+            .subnets(&net.private_subnets)
+            .vpc(&net.vpc),
     );
     stack.add(
         f,
@@ -114,9 +116,12 @@ fn a_capacity_block_purchase_matches_the_provider_schema() {
         .stack(stack)
         .synth()
         .unwrap_or_else(|d| panic!("{d}"));
-    let doc: serde_json::Value =
-        serde_json::from_str(assembly.text("buy/terraform/main.tf.json").expect("module"))
-            .expect("JSON");
+    let doc: serde_json::Value = serde_json::from_str(
+        assembly
+            .text("buy/terraform/01-foundation/main.tf.json")
+            .expect("module"),
+    )
+    .expect("JSON");
     assert!(doc["resource"]["aws_ec2_capacity_block_reservation"].is_object());
     let findings = Schema::committed().check(&doc);
     assert!(findings.is_empty(), "{findings:#?}");

@@ -105,6 +105,8 @@ impl Backend for CloudFormation {
                     let mut text = serde_json::to_string_pretty(&template).unwrap_or_default();
                     text.push('\n');
                     crate::validate::limits::check_template(&template, text.len(), &path, ds);
+                    let deploy_from_s3 =
+                        text.len() > crate::validate::limits::INLINE_TEMPLATE_BYTES;
                     out.files.push((path.clone(), text.into_bytes()));
                     StageManifest::CloudFormation {
                         name,
@@ -112,6 +114,7 @@ impl Backend for CloudFormation {
                         capabilities: vec![capability.to_owned()],
                         parameters,
                         outputs,
+                        deploy_from_s3,
                         artifacts: vec![Artifact::new(ArtifactFormat::CloudFormation, path)],
                     }
                 }

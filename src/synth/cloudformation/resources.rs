@@ -69,6 +69,8 @@ fn lower_kind(cx: Cx, r: &Resource) {
         ResourceKind::CapacityBlockPurchase(p) => compute::capacity_block_purchase(cx, r, p),
         ResourceKind::LaunchTemplate(t) => compute::launch_template(cx, r, t),
         ResourceKind::NodeGroup(g) => compute::node_group(cx, r, g),
+        ResourceKind::InstanceProfile(p) => compute::instance_profile(cx, r, p),
+        ResourceKind::Instance(i) => compute::instance(cx, r, i),
         ResourceKind::LustreFileSystem(f) => lustre_file_system(cx, r, f),
         ResourceKind::DataRepositoryAssociation(a) => data_repository_association(cx, r, a),
     }
@@ -95,6 +97,8 @@ fn security_group(cx: Cx, r: &Resource, g: &SecurityGroup) {
         .map(|rule| ec2_security_group::Egress {
             cidr_ip: Some(s(&rule.cidr)),
             ip_protocol: s(&rule.protocol.0),
+            from_port: rule.ports.map(|(from, _)| i64::from(from).into()),
+            to_port: rule.ports.map(|(_, to)| i64::from(to).into()),
             description: Some(s(&rule.description)),
             ..Default::default()
         })

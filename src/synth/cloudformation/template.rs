@@ -414,6 +414,7 @@ fn read(kind: Kind, attr: Attr) -> Option<Read> {
         (Kind::FsxFileSystem, Id) => Read::Ref,
         (Kind::FsxFileSystem, DnsName) => Read::GetAtt("DNSName"),
         (Kind::FsxFileSystem, MountName) => Read::GetAtt("LustreMountName"),
+        (Kind::InstanceProfile, Name) => Read::Ref,
         _ => return None,
     })
 }
@@ -729,6 +730,7 @@ mod tests {
             Kind::Eip => ec2_eip::Eip::ATTRIBUTES,
             Kind::LogGroup => logs_log_group::LogGroup::ATTRIBUTES,
             Kind::FsxFileSystem => fsx_file_system::FileSystem::ATTRIBUTES,
+            Kind::InstanceProfile => iam_instance_profile::InstanceProfile::ATTRIBUTES,
         }
     }
 

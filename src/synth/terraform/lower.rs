@@ -87,7 +87,7 @@ pub(crate) fn upload(cx: Cx, stage: StageId, dir: &str, u: &Upload) {
     let bucket_name = cx.expr(&u.bucket.name());
     let bucket_base = snake(&logical_id(u.bucket.path()));
     for file in &u.files {
-        let rel = format!("../{dir}/{}", file.name);
+        let rel = format!("../../{dir}/{}", file.name);
         let source = format!("${{path.module}}/{}", escape_template(&rel));
         let hash = format!(
             "${{filemd5(\"${{path.module}}/{}\")}}",
@@ -151,20 +151,10 @@ pub(crate) fn helm(cx: Cx, stage: StageId, name: &str, values_file: &str, r: &He
     body.insert(
         "values".into(),
         json!([format!(
-            "${{file(\"${{path.module}}/../{}\")}}",
+            "${{file(\"${{path.module}}/../../{}\")}}",
             hcl_string_body(values_file)
         )]),
     );
-    for (_, attr) in &r.set_from_outputs {
-        // The same output CloudFormation gives the value (`network_vpc_id`).
-        let key = snake(&attr.output_key());
-        let value = cx.attr(attr);
-        cx.output(
-            &key,
-            &format!("{} of {}, for a later stage", attr.attr.as_str(), attr.path),
-            value,
-        );
-    }
     if !r.set_from_outputs.is_empty() {
         let sets: Vec<Value> = r
             .set_from_outputs
@@ -173,8 +163,9 @@ pub(crate) fn helm(cx: Cx, stage: StageId, name: &str, values_file: &str, r: &He
             .collect();
         body.insert("set".into(), Value::Array(sets));
     }
-    // The chart's pods may run on nodes created later (HyperPod's): installing must not wait.
-    body.insert("wait".into(), json!(false));
+    // The same choice as `helm --wait` on the command line (false when the chart's pods run
+    // on nodes a later stage creates).
+    body.insert("wait".into(), json!(r.wait));
     let release = cx.add_named("helm_release", snake(name), name, Value::Object(body));
     let mut after = cx.earlier_stages(stage);
     if let Some(cluster) = cx.eks_cluster() {

@@ -1,7 +1,9 @@
-//! The Terraform backend: one Terraform JSON root module per stack (`<stack>/terraform/`:
-//! `versions.tf.json` and `main.tf.json`)
-//! holding every CloudFormation, upload and Helm stage of the stack, with stage order kept by
-//! references and `depends_on`.
+//! The Terraform backend: Terraform JSON root modules for every CloudFormation, upload and
+//! Helm stage of a stack, one per phase (`<stack>/terraform/<NN>-<first stage>/`:
+//! `versions.tf.json` and `main.tf.json`), with stage order inside a phase kept by references
+//! and `depends_on`. A phase never mixes AWS-API and Kubernetes-API stages, so every
+//! `terraform apply` runs from outside the VPC: the Kubernetes-API phases through the admin
+//! host's tunnel, which an earlier phase creates.
 //!
 //! Resources are named after construct paths (`Network/Vpc` -> `aws_vpc.network_vpc`), so the
 //! two formats correspond one to one where they agree. References are `${type.name.attr}`
@@ -21,23 +23,72 @@ pub use module::{
 };
 
 use super::{Backend, BackendInput, BackendOutput};
-use crate::app::{Stack, StageId, StageKind, Tags};
+use crate::app::{AttrRef, Stack, StageId, StageKind, Tags};
 use crate::assembly::manifest::{Artifact, ArtifactFormat};
 use crate::diagnostics::Diagnostics;
 use crate::resources::ResourceGraph;
 use serde_json::{json, Value};
+use std::collections::BTreeMap;
 
-/// The files of the root module of `stack` (name and content), none when the stack has no
-/// infrastructure stage.
+/// A root module's directory and its files (name and content).
+pub type ModuleFiles = (String, Vec<(&'static str, Value)>);
+
+/// One root module of a stack: a run of consecutive stages that one `terraform apply` can
+/// deploy from outside the VPC.
+struct Phase {
+    /// Its directory under `<stack>/terraform/` (`01-foundation`: the first stage's file
+    /// prefix).
+    dir: String,
+    /// Its stages.
+    stages: Vec<StageId>,
+}
+
+/// Splits the stages into phases. A phase holds either stages that talk only to AWS APIs
+/// (CloudFormation and upload stages) or stages that talk to the Kubernetes API (Helm), never
+/// both: Kubernetes-API stages need the tunnel through the admin host, which an earlier phase
+/// creates. A Kubernetes (kubectl) stage, which Terraform does not deploy, also ends a phase,
+/// since what follows may need its objects.
+fn phases(stack: &Stack) -> Vec<Phase> {
+    let mut phases: Vec<Phase> = Vec::new();
+    let mut open: Option<bool> = None;
+    for (index, stage) in stack.stages().iter().enumerate() {
+        let kube = match stage.kind {
+            StageKind::CloudFormation | StageKind::Upload(_) => false,
+            StageKind::Helm(_) => true,
+            StageKind::Kubernetes => {
+                open = None;
+                continue;
+            }
+        };
+        let id = StageId::from_index(index);
+        match (open, phases.last_mut()) {
+            (Some(k), Some(phase)) if k == kube => phase.stages.push(id),
+            _ => phases.push(Phase {
+                dir: format!("{:02}-{}", index + 1, stage.name),
+                stages: vec![id],
+            }),
+        }
+        open = Some(kube);
+    }
+    phases
+}
+
+/// The root modules of `stack`, one per phase: each module's directory and files (name and
+/// content); none when the stack has no infrastructure stage.
 /// `stage_file(index)` is the artifact path of stage `index` relative to the stack's folder
-/// (`02-lifecycle-scripts`, `03-hyperpod-dependencies.values.yaml`), which the module reads
-/// through `${path.module}/../`.
-pub fn root_module(
+/// (`02-lifecycle-scripts`, `03-hyperpod-dependencies.values.yaml`), which the modules read
+/// through `${path.module}/../../`.
+///
+/// A reference to a resource of an earlier phase reads that phase's output through a
+/// `terraform_remote_state` data source (local backend, the state file next to its module);
+/// the earlier phase declares the output. Helm phases configure the Helm provider from the
+/// kubeconfig (by default `~/.kube/config`), which the runbook points at the admin tunnel.
+pub fn root_modules(
     stack: &Stack,
     graph: &ResourceGraph,
     tags: &Tags,
     stage_file: impl Fn(usize) -> String,
-) -> Result<Vec<(&'static str, Value)>, Diagnostics> {
+) -> Result<Vec<ModuleFiles>, Diagnostics> {
     if !stack
         .stages()
         .iter()
@@ -45,34 +96,86 @@ pub fn root_module(
     {
         return Ok(Vec::new());
     }
-    let mut cx = module::RootModule::new(stack, tags);
-    for (index, stage) in stack.stages().iter().enumerate() {
-        let id = StageId::from_index(index);
-        match &stage.kind {
-            StageKind::CloudFormation => {
-                for r in graph.resources.iter().filter(|r| r.stage == id) {
-                    resources::lower(&mut cx, r);
+    let mut modules: Vec<(String, module::RootModule<'_>)> = Vec::new();
+    let mut earlier: BTreeMap<String, String> = BTreeMap::new();
+    for phase in phases(stack) {
+        let mut cx = module::RootModule::new(stack, tags).with_earlier(earlier.clone());
+        for &id in &phase.stages {
+            let index = id.index();
+            let Some(stage) = stack.stages().get(index) else {
+                continue;
+            };
+            match &stage.kind {
+                StageKind::CloudFormation => {
+                    for r in graph.resources.iter().filter(|r| r.stage == id) {
+                        resources::lower(&mut cx, r);
+                    }
                 }
+                StageKind::Upload(upload) => lower::upload(&mut cx, id, &stage_file(index), upload),
+                StageKind::Helm(release) => {
+                    lower::helm(&mut cx, id, &stage.name, &stage_file(index), release)
+                }
+                StageKind::Kubernetes => {}
             }
-            StageKind::Upload(upload) => lower::upload(&mut cx, id, &stage_file(index), upload),
-            StageKind::Helm(release) => {
-                lower::helm(&mut cx, id, &stage.name, &stage_file(index), release)
-            }
-            StageKind::Kubernetes => {}
+        }
+        for path in cx.paths() {
+            earlier.insert(path.clone(), phase.dir.clone());
+        }
+        // Every resource of the phase's stages, lowered or not (a part a format states
+        // separately is named after its owner), belongs to it.
+        for r in graph
+            .resources
+            .iter()
+            .filter(|r| phase.stages.contains(&r.stage))
+        {
+            earlier.insert(r.path.clone(), phase.dir.clone());
+        }
+        modules.push((phase.dir, cx));
+    }
+    // Each phase outputs what later phases read of it.
+    let mut reads: Vec<(String, AttrRef)> = Vec::new();
+    for (_, cx) in &modules {
+        for (phase, attrs) in cx.remote_reads() {
+            reads.extend(attrs.into_iter().map(|a| (phase.clone(), a)));
         }
     }
-    let helm = cx.eks_cluster().map(|cluster| {
-        json!({"kubernetes": {
-            "host": cluster.interp("endpoint"),
-            "cluster_ca_certificate": format!("${{base64decode({}.certificate_authority[0].data)}}", cluster.address()),
-            "exec": {
-                "api_version": "client.authentication.k8s.io/v1beta1",
-                "command": "aws",
-                "args": ["eks", "get-token", "--cluster-name", cluster.interp("name"), "--region", stack.region()],
-            },
-        }})
-    });
-    cx.finish(helm)
+    for (phase, attr) in reads {
+        if let Some((_, cx)) = modules.iter_mut().find(|(dir, _)| *dir == phase) {
+            let value = cx.attr(&attr);
+            cx.output(
+                &module::RootModule::output_name(&attr),
+                &format!("{} of {}, for a later phase", attr.attr.as_str(), attr.path),
+                value,
+            );
+        }
+    }
+    let mut out = Vec::new();
+    let mut ds = Diagnostics::new();
+    for (dir, cx) in modules {
+        let helm = json!({"kubernetes": {
+            "config_path": "${pathexpand(var.kubeconfig)}",
+        }});
+        let mut cx = cx;
+        if cx.has_helm_release() {
+            cx.variable(
+                "kubeconfig",
+                module::Variable {
+                    description: "The kubeconfig whose current context reaches the cluster (through the admin host's tunnel: see the runbook).".to_owned(),
+                    default: Some("~/.kube/config".to_owned()),
+                    pattern: None,
+                    error_message: String::new(),
+                },
+            );
+        }
+        match cx.finish(Some(helm)) {
+            Ok(files) => out.push((dir, files)),
+            Err(e) => ds.extend(e),
+        }
+    }
+    if ds.has_errors() {
+        return Err(ds);
+    }
+    Ok(out)
 }
 
 /// The Terraform backend: one root module per stack (`<stack>/terraform/`), which reads the
@@ -87,7 +190,7 @@ impl Backend for Terraform {
         _ds: &mut Diagnostics,
     ) -> Result<BackendOutput, Diagnostics> {
         let stack = input.stack;
-        let module = root_module(stack, input.graph, input.tags, |index| {
+        let modules = root_modules(stack, input.graph, input.tags, |index| {
             let Some(stage) = stack.stages().get(index) else {
                 return String::new();
             };
@@ -98,13 +201,15 @@ impl Backend for Terraform {
             }
         })?;
         let mut out = BackendOutput::default();
-        for (name, content) in module {
-            let path = format!("{}/terraform/{name}", stack.name());
-            let mut text = serde_json::to_string_pretty(&content).unwrap_or_default();
-            text.push('\n');
-            out.files.push((path.clone(), text.into_bytes()));
-            out.stack_artifacts
-                .push(Artifact::new(ArtifactFormat::Terraform, path));
+        for (dir, files) in modules {
+            for (name, content) in files {
+                let path = format!("{}/terraform/{dir}/{name}", stack.name());
+                let mut text = serde_json::to_string_pretty(&content).unwrap_or_default();
+                text.push('\n');
+                out.files.push((path.clone(), text.into_bytes()));
+                out.stack_artifacts
+                    .push(Artifact::new(ArtifactFormat::Terraform, path));
+            }
         }
         Ok(out)
     }

@@ -8,6 +8,7 @@ use crate::app::{logical_id, Attr, AttrRef, Kind, Stack, StageId, Tags};
 use crate::diagnostics::{Code, Diagnostics};
 use crate::resources::iam::{PolicyDocument, PrincipalKind};
 use serde_json::{json, Map, Value};
+use std::cell::RefCell;
 use std::collections::BTreeMap;
 
 /// `hashicorp/aws`: 6.x; the committed test schema is 6.66.0.
@@ -116,6 +117,7 @@ pub(crate) fn resource_type(kind: Kind) -> &'static str {
         Kind::Eip => "aws_eip",
         Kind::LogGroup => "aws_cloudwatch_log_group",
         Kind::FsxFileSystem => "aws_fsx_lustre_file_system",
+        Kind::InstanceProfile => "aws_iam_instance_profile",
     }
 }
 
@@ -153,6 +155,7 @@ fn attribute(kind: Kind, attr: Attr) -> Option<&'static str> {
         (Kind::FsxFileSystem, Id) => "id",
         (Kind::FsxFileSystem, DnsName) => "dns_name",
         (Kind::FsxFileSystem, MountName) => "mount_name",
+        (Kind::InstanceProfile, Name) => "name",
         _ => return None,
     })
 }
@@ -173,7 +176,7 @@ pub(crate) struct RootModule<'a> {
     pub stack: &'a Stack,
     tags: &'a Tags,
     resources: Map<String, Value>,
-    data: BTreeMap<&'static str, Value>,
+    data: BTreeMap<&'static str, BTreeMap<String, Value>>,
     variables: Map<String, Value>,
     locals: Map<String, Value>,
     outputs: Map<String, Value>,
@@ -185,6 +188,12 @@ pub(crate) struct RootModule<'a> {
     role_policies: BTreeMap<String, Vec<String>>,
     /// The first EKS cluster lowered: the cluster the Helm provider talks to.
     eks_cluster: Option<Addr>,
+    /// The phase (root module directory) of each resource path lowered by an earlier phase:
+    /// references to them read that phase's state (`terraform_remote_state`).
+    earlier: BTreeMap<String, String>,
+    /// The attributes read from each earlier phase's outputs, by phase (filled while
+    /// references are lowered, which only read the module).
+    remote_reads: RefCell<BTreeMap<String, Vec<AttrRef>>>,
     pub ds: Diagnostics,
 }
 
@@ -202,8 +211,21 @@ impl<'a> RootModule<'a> {
             stage_addresses: BTreeMap::new(),
             role_policies: BTreeMap::new(),
             eks_cluster: None,
+            earlier: BTreeMap::new(),
+            remote_reads: RefCell::new(BTreeMap::new()),
             ds: Diagnostics::new(),
         }
+    }
+
+    /// Resource paths lowered by earlier phases, each with its phase directory.
+    pub fn with_earlier(mut self, earlier: BTreeMap<String, String>) -> Self {
+        self.earlier = earlier;
+        self
+    }
+
+    /// The output an earlier phase gives `r` under (`network_vpc_id`).
+    pub fn output_name(r: &AttrRef) -> String {
+        snake(&r.output_key())
     }
 
     /// Adds a resource of type `ty` for construct path `path` (named `snake(logical id)`).
@@ -285,6 +307,11 @@ impl<'a> RootModule<'a> {
         addr
     }
 
+    /// Whether the module holds a Helm release.
+    pub fn has_helm_release(&self) -> bool {
+        self.resources.contains_key("helm_release")
+    }
+
     /// The stack's EKS cluster (the first lowered), for the Helm provider.
     pub fn eks_cluster(&self) -> Option<Addr> {
         self.eks_cluster.clone()
@@ -317,8 +344,21 @@ impl<'a> RootModule<'a> {
             .collect()
     }
 
-    /// The bare expression reading `r` (`aws_vpc.network_vpc.id`).
+    /// The bare expression reading `r` (`aws_vpc.network_vpc.id`); for a resource of an
+    /// earlier phase, that phase's output read through `terraform_remote_state`.
     pub fn expr(&self, r: &AttrRef) -> String {
+        if let Some(phase) = self.earlier.get(&r.path) {
+            let mut reads = self.remote_reads.borrow_mut();
+            let reads = reads.entry(phase.clone()).or_default();
+            if !reads.contains(r) {
+                reads.push(r.clone());
+            }
+            return format!(
+                "data.terraform_remote_state.{}.outputs.{}",
+                remote_state_name(phase),
+                Self::output_name(r)
+            );
+        }
         format!(
             "{}.{}.{}",
             resource_type(r.kind),
@@ -342,13 +382,24 @@ impl<'a> RootModule<'a> {
                 "data.aws_caller_identity.current.account_id",
             ),
         };
-        self.data.entry(ty).or_insert_with(|| json!({}));
+        self.data_named(ty, "current", json!({}));
         expr
     }
 
     /// Declares a data source `data.<ty>.<name>` once (in a fixed order: by type).
     pub fn data_source(&mut self, ty: &'static str, body: Value) {
-        self.data.entry(ty).or_insert(body);
+        self.data_named(ty, "current", body);
+    }
+
+    /// Declares a data source `data.<ty>.<name>` once (the first body given wins) and returns
+    /// its address.
+    pub fn data_named(&mut self, ty: &'static str, name: &str, body: Value) -> String {
+        self.data
+            .entry(ty)
+            .or_default()
+            .entry(name.to_owned())
+            .or_insert(body);
+        format!("data.{ty}.{name}")
     }
 
     /// A text as a Terraform string template: literals escaped, references and pseudo values
@@ -472,20 +523,49 @@ impl<'a> RootModule<'a> {
         );
     }
 
+    /// The attributes this module reads of each earlier phase, by phase directory.
+    pub fn remote_reads(&self) -> BTreeMap<String, Vec<AttrRef>> {
+        self.remote_reads.borrow().clone()
+    }
+
+    /// Every resource path this module lowered.
+    pub fn paths(&self) -> impl Iterator<Item = &String> {
+        self.names.values()
+    }
+
     /// The root module's files (`versions.tf.json`, `main.tf.json`), keys in a fixed order.
     /// `helm` configures the Helm provider (used when a `helm_release` is emitted).
-    pub fn finish(self, helm: Option<Value>) -> Result<Vec<(&'static str, Value)>, Diagnostics> {
+    pub fn finish(
+        mut self,
+        helm: Option<Value>,
+    ) -> Result<Vec<(&'static str, Value)>, Diagnostics> {
         if self.ds.has_errors() {
             return Err(self.ds);
         }
+        for phase in self.remote_reads.borrow().keys() {
+            self.data
+                .entry("terraform_remote_state")
+                .or_default()
+                .insert(
+                    remote_state_name(phase),
+                    json!({
+                        "backend": "local",
+                        "config": {"path": format!("${{path.module}}/../{phase}/terraform.tfstate")},
+                    }),
+                );
+        }
         let tags = self.tags;
         let awscc = self.resources.keys().any(|t| t.starts_with("awscc_"));
+        let aws = self.resources.keys().any(|t| t.starts_with("aws_"))
+            || self.data.keys().any(|t| t.starts_with("aws_"));
         let helm = helm.filter(|_| self.resources.contains_key("helm_release"));
         let mut providers = Map::new();
-        providers.insert(
-            "aws".into(),
-            json!({"source": AWS_PROVIDER.0, "version": AWS_PROVIDER.1}),
-        );
+        if aws {
+            providers.insert(
+                "aws".into(),
+                json!({"source": AWS_PROVIDER.0, "version": AWS_PROVIDER.1}),
+            );
+        }
         if awscc {
             providers.insert(
                 "awscc".into(),
@@ -500,10 +580,12 @@ impl<'a> RootModule<'a> {
         }
         let region = self.stack.region();
         let mut provider = Map::new();
-        provider.insert(
-            "aws".into(),
-            json!({"region": region, "default_tags": {"tags": tags}}),
-        );
+        if aws {
+            provider.insert(
+                "aws".into(),
+                json!({"region": region, "default_tags": {"tags": tags}}),
+            );
+        }
         if awscc {
             provider.insert("awscc".into(), json!({"region": region}));
         }
@@ -531,7 +613,10 @@ impl<'a> RootModule<'a> {
             let data: Map<String, Value> = self
                 .data
                 .into_iter()
-                .map(|(ty, body)| (ty.to_owned(), json!({ "current": body })))
+                .map(|(ty, by_name)| {
+                    let by_name: Map<String, Value> = by_name.into_iter().collect();
+                    (ty.to_owned(), Value::Object(by_name))
+                })
                 .collect();
             root.insert("data".into(), Value::Object(data));
         }
@@ -547,6 +632,12 @@ impl<'a> RootModule<'a> {
             (MAIN_FILE, Value::Object(root)),
         ])
     }
+}
+
+/// The `terraform_remote_state` data source reading phase directory `phase`
+/// (`01-foundation` -> `phase_01_foundation`: an identifier starts with a letter).
+fn remote_state_name(phase: &str) -> String {
+    format!("phase_{}", snake(phase))
 }
 
 fn principal_key(kind: PrincipalKind) -> &'static str {

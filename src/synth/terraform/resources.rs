@@ -69,6 +69,8 @@ fn lower_kind(cx: Cx, r: &Resource) {
         ResourceKind::CapacityBlockPurchase(p) => compute::capacity_block_purchase(cx, r, p),
         ResourceKind::LaunchTemplate(t) => compute::launch_template(cx, r, t),
         ResourceKind::NodeGroup(g) => compute::node_group(cx, r, g),
+        ResourceKind::InstanceProfile(p) => compute::instance_profile(cx, r, p),
+        ResourceKind::Instance(i) => compute::instance(cx, r, i),
         ResourceKind::LustreFileSystem(f) => lustre_file_system(cx, r, f),
         ResourceKind::DataRepositoryAssociation(a) => data_repository_association(cx, r, a),
     }
@@ -93,15 +95,20 @@ fn security_group(cx: Cx, r: &Resource, g: &SecurityGroup) {
     // Terraform removes the default allow-all egress rule of a new group, so each rule the
     // group states is a resource.
     for rule in &g.egress {
+        let mut body = json!({
+            "security_group_id": group.interp("id"),
+            "ip_protocol": rule.protocol.0,
+            "cidr_ipv4": rule.cidr,
+            "description": rule.description,
+        });
+        if let (Some((from, to)), Value::Object(m)) = (rule.ports, &mut body) {
+            m.insert("from_port".into(), json!(from));
+            m.insert("to_port".into(), json!(to));
+        }
         cx.add(
             "aws_vpc_security_group_egress_rule",
             &format!("{}/{}", parent(&r.path), rule.id),
-            json!({
-                "security_group_id": group.interp("id"),
-                "ip_protocol": rule.protocol.0,
-                "cidr_ipv4": rule.cidr,
-                "description": rule.description,
-            }),
+            body,
         );
     }
 }

@@ -5,6 +5,7 @@
 pub mod ec2_capacity_reservation;
 pub mod ec2_eip;
 pub mod ec2_flow_log;
+pub mod ec2_instance;
 pub mod ec2_internet_gateway;
 pub mod ec2_launch_template;
 pub mod ec2_nat_gateway;

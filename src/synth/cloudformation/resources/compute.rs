@@ -1,11 +1,13 @@
 //! CloudFormation lowering of the compute kinds: `AWS::SageMaker::Cluster`,
-//! `AWS::EC2::LaunchTemplate` and `AWS::EKS::Nodegroup`; inputs are template parameters.
+//! `AWS::EC2::LaunchTemplate`, `AWS::EKS::Nodegroup`, `AWS::IAM::InstanceProfile` and
+//! `AWS::EC2::Instance`; inputs are template parameters.
 
 use super::network::parameter;
 use super::{e, s, Cx};
 use crate::app::logical_id;
 use crate::resources::{
-    CapacityBlockPurchase, HyperPodCluster, LaunchTemplate, NodeGroup, Resource,
+    CapacityBlockPurchase, HyperPodCluster, Instance, InstanceProfile, LaunchTemplate, NodeGroup,
+    Resource,
 };
 use crate::synth::cloudformation::expr::{Expr, Val};
 use crate::synth::cloudformation::l1::*;
@@ -233,6 +235,75 @@ pub(super) fn node_group(cx: Cx, r: &Resource, g: &NodeGroup) {
                     })
                     .collect()
             }),
+            ..Default::default()
+        },
+    );
+}
+
+pub(super) fn instance_profile(cx: Cx, r: &Resource, p: &InstanceProfile) {
+    let role = cx.attr(r.stage, &p.role);
+    cx.add(
+        r.stage,
+        &r.path,
+        &iam_instance_profile::InstanceProfile {
+            roles: vec![e(role)],
+            ..Default::default()
+        },
+    );
+}
+
+/// The AMI is a `{{resolve:ssm:...}}` dynamic reference to the public parameter, read when the
+/// stack is created or updated.
+pub(super) fn instance(cx: Cx, r: &Resource, i: &Instance) {
+    let subnet = cx.attr(r.stage, &i.subnet);
+    let profile = cx.attr(r.stage, &i.instance_profile);
+    let groups = i
+        .security_groups
+        .iter()
+        .map(|a| e(cx.attr(r.stage, a)))
+        .collect();
+    let m = &i.metadata;
+    let v = &i.root_volume;
+    cx.add(
+        r.stage,
+        &r.path,
+        &ec2_instance::Instance {
+            image_id: Some(s(format!("{{{{resolve:ssm:{}}}}}", i.image_parameter))),
+            instance_type: Some(s(&i.instance_type)),
+            subnet_id: Some(e(subnet)),
+            security_group_ids: Some(groups),
+            iam_instance_profile: Some(e(profile)),
+            monitoring: Some(true.into()),
+            ebs_optimized: Some(true.into()),
+            metadata_options: Some(ec2_instance::MetadataOptions {
+                http_endpoint: Some(s(if m.endpoint_enabled {
+                    "enabled"
+                } else {
+                    "disabled"
+                })),
+                http_tokens: Some(s(if m.tokens_required {
+                    "required"
+                } else {
+                    "optional"
+                })),
+                http_put_response_hop_limit: Some(m.hop_limit.into()),
+                ..Default::default()
+            }),
+            block_device_mappings: Some(vec![ec2_instance::BlockDeviceMapping {
+                device_name: s(&v.device_name),
+                ebs: Some(ec2_instance::Ebs {
+                    volume_size: Some(v.size_gb.into()),
+                    volume_type: Some(s(&v.volume_type)),
+                    encrypted: Some(v.encrypted.into()),
+                    delete_on_termination: Some(v.delete_on_termination.into()),
+                    ..Default::default()
+                }),
+                ..Default::default()
+            }]),
+            tags: Some(vec![ec2_instance::Tag {
+                key: s("Name"),
+                value: s(&i.name_tag),
+            }]),
             ..Default::default()
         },
     );

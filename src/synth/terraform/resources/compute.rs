@@ -1,13 +1,14 @@
 //! Terraform lowering of the compute kinds: `awscc_sagemaker_cluster` (hashicorp/aws has
 //! none), `aws_ec2_capacity_block_reservation`, `aws_launch_template` and
-//! `aws_eks_node_group`; inputs are variables.
+//! `aws_eks_node_group`, `aws_iam_instance_profile` and `aws_instance`; inputs are variables.
 
 use super::network::variable;
 use super::Cx;
 use crate::app::logical_id;
 use crate::resources::ADDONS_NEEDING_NODES;
 use crate::resources::{
-    CapacityBlockPurchase, HyperPodCluster, LaunchTemplate, NodeGroup, Resource,
+    CapacityBlockPurchase, HyperPodCluster, Instance, InstanceProfile, LaunchTemplate, NodeGroup,
+    Resource,
 };
 use crate::synth::terraform::module::{escape_template, hcl_string, snake, Addr};
 use serde_json::{json, Map, Value};
@@ -247,4 +248,50 @@ pub(super) fn node_group(cx: Cx, r: &Resource, g: &NodeGroup) {
     let policies = cx.role_policies(&g.node_role.path);
     cx.depends_on(&group, &policies);
     cx.record_stage(r.stage, &group);
+}
+
+pub(super) fn instance_profile(cx: Cx, r: &Resource, p: &InstanceProfile) {
+    let role = cx.attr(&p.role);
+    cx.add("aws_iam_instance_profile", &r.path, json!({"role": role}));
+}
+
+/// The AMI comes from the public SSM parameter through an `aws_ssm_parameter` data source; a
+/// newer AMI there shows as a replacement in `terraform plan` (the host keeps no state).
+pub(super) fn instance(cx: Cx, r: &Resource, i: &Instance) {
+    let data = cx.data_named(
+        "aws_ssm_parameter",
+        &snake(&logical_id(&format!("{}Image", r.path))),
+        json!({"name": i.image_parameter}),
+    );
+    let subnet = cx.attr(&i.subnet);
+    let profile = cx.attr(&i.instance_profile);
+    let groups: Vec<Value> = i.security_groups.iter().map(|a| cx.attr(a)).collect();
+    let m = &i.metadata;
+    let v = &i.root_volume;
+    cx.add(
+        "aws_instance",
+        &r.path,
+        json!({
+            "ami": format!("${{{data}.value}}"),
+            "instance_type": i.instance_type,
+            "subnet_id": subnet,
+            "vpc_security_group_ids": groups,
+            "iam_instance_profile": profile,
+            "associate_public_ip_address": false,
+            "monitoring": true,
+            "ebs_optimized": true,
+            "metadata_options": {
+                "http_endpoint": if m.endpoint_enabled { "enabled" } else { "disabled" },
+                "http_tokens": if m.tokens_required { "required" } else { "optional" },
+                "http_put_response_hop_limit": m.hop_limit,
+            },
+            "root_block_device": {
+                "volume_size": v.size_gb,
+                "volume_type": v.volume_type,
+                "encrypted": v.encrypted,
+                "delete_on_termination": v.delete_on_termination,
+            },
+            "tags": {"Name": i.name_tag},
+        }),
+    );
 }

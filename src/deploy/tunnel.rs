@@ -1,0 +1,236 @@
+//! The Session Manager tunnel to a private EKS API endpoint through the stack's admin host:
+//! the commands that open it (printed for the user), and opening it for `--run-external`
+//! (a background `aws ssm start-session` port forward and a kubeconfig of its own pointing
+//! kubectl and helm at `https://127.0.0.1:<port>`, certificates still checked against the
+//! endpoint's name).
+
+use super::error::DeployError;
+use crate::assembly::manifest::AdminHostManifest;
+use std::net::{Ipv4Addr, SocketAddrV4, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// How long the port forward may take to accept connections.
+const OPEN_TIMEOUT: Duration = Duration::from_secs(90);
+
+/// The shell commands that open the tunnel and point kubectl at it (as the runbook has them).
+pub fn instructions(cluster: &str, region: &str, admin: &AdminHostManifest) -> Vec<String> {
+    let port = admin.local_port;
+    vec![
+        format!("INSTANCE=$(aws ec2 describe-instances --region {region} --filters Name=tag:Name,Values={} Name=instance-state-name,Values=running --query 'Reservations[0].Instances[0].InstanceId' --output text)", admin.name_tag),
+        format!("ENDPOINT=$(aws eks describe-cluster --region {region} --name {cluster} --query cluster.endpoint --output text)"),
+        format!("aws ssm start-session --region {region} --target \"$INSTANCE\" --document-name AWS-StartPortForwardingSessionToRemoteHost --parameters \"host=${{ENDPOINT#https://}},portNumber=443,localPortNumber={port}\" &"),
+        format!("aws eks update-kubeconfig --region {region} --name {cluster}"),
+        format!("kubectl config set-cluster \"$(aws eks describe-cluster --region {region} --name {cluster} --query cluster.arn --output text)\" --server https://127.0.0.1:{port} --tls-server-name \"${{ENDPOINT#https://}}\""),
+    ]
+}
+
+/// An open tunnel; closing it (drop) ends the session.
+pub struct Tunnel {
+    session: Child,
+    kubeconfig: PathBuf,
+}
+
+impl Tunnel {
+    /// Finds the admin host, writes `<dir>/kubeconfig` for the tunnel and starts the port
+    /// forward, returning once it accepts connections.
+    pub fn open(
+        cluster: &str,
+        region: &str,
+        admin: &AdminHostManifest,
+        dir: &Path,
+    ) -> Result<Tunnel, DeployError> {
+        let tag = format!("Name=tag:Name,Values={}", admin.name_tag);
+        let instance = output(&[
+            "ec2",
+            "describe-instances",
+            "--region",
+            region,
+            "--filters",
+            &tag,
+            "Name=instance-state-name,Values=running",
+            "--query",
+            "Reservations[0].Instances[0].InstanceId",
+            "--output",
+            "text",
+        ])?;
+        if !instance.starts_with("i-") {
+            return Err(failed(
+                "aws ec2 describe-instances",
+                format!(
+                    "no running admin host tagged `{}` (found `{instance}`)",
+                    admin.name_tag
+                ),
+            ));
+        }
+        let describe = |query: &str| {
+            output(&[
+                "eks",
+                "describe-cluster",
+                "--region",
+                region,
+                "--name",
+                cluster,
+                "--query",
+                query,
+                "--output",
+                "text",
+            ])
+        };
+        let endpoint = describe("cluster.endpoint")?;
+        let arn = describe("cluster.arn")?;
+        let host = endpoint.trim_start_matches("https://").to_owned();
+        let kubeconfig = dir.join("kubeconfig");
+        let path = kubeconfig.display().to_string();
+        let server = format!("https://127.0.0.1:{}", admin.local_port);
+        run(
+            "aws",
+            &[
+                "eks",
+                "update-kubeconfig",
+                "--region",
+                region,
+                "--name",
+                cluster,
+                "--kubeconfig",
+                &path,
+            ],
+        )?;
+        run(
+            "kubectl",
+            &[
+                "config",
+                "set-cluster",
+                &arn,
+                "--kubeconfig",
+                &path,
+                "--server",
+                &server,
+                "--tls-server-name",
+                &host,
+            ],
+        )?;
+        let parameters = format!(
+            "host={host},portNumber=443,localPortNumber={}",
+            admin.local_port
+        );
+        let session = Command::new("aws")
+            .args([
+                "ssm",
+                "start-session",
+                "--region",
+                region,
+                "--target",
+                &instance,
+            ])
+            .args([
+                "--document-name",
+                "AWS-StartPortForwardingSessionToRemoteHost",
+            ])
+            .args(["--parameters", &parameters])
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .map_err(|e| {
+                failed(
+                    "aws ssm start-session",
+                    format!("could not be started: {e}"),
+                )
+            })?;
+        let mut tunnel = Tunnel {
+            session,
+            kubeconfig,
+        };
+        let local = SocketAddrV4::new(Ipv4Addr::LOCALHOST, admin.local_port);
+        let started = Instant::now();
+        loop {
+            if TcpStream::connect_timeout(&local.into(), Duration::from_secs(1)).is_ok() {
+                return Ok(tunnel);
+            }
+            if let Ok(Some(status)) = tunnel.session.try_wait() {
+                return Err(failed("aws ssm start-session", format!("ended ({status}) before the tunnel opened; is the Session Manager plugin installed?")));
+            }
+            if started.elapsed() > OPEN_TIMEOUT {
+                return Err(failed(
+                    "aws ssm start-session",
+                    format!(
+                        "port {} did not open within {} s",
+                        admin.local_port,
+                        OPEN_TIMEOUT.as_secs()
+                    ),
+                ));
+            }
+            std::thread::sleep(Duration::from_millis(500));
+        }
+    }
+
+    /// The kubeconfig pointing at the tunnel (`KUBECONFIG` for kubectl and helm).
+    pub fn kubeconfig(&self) -> &Path {
+        &self.kubeconfig
+    }
+}
+
+impl Drop for Tunnel {
+    fn drop(&mut self) {
+        let _ = self.session.kill();
+        let _ = self.session.wait();
+    }
+}
+
+fn failed(command: &str, problem: String) -> DeployError {
+    DeployError::External {
+        command: command.to_owned(),
+        problem,
+    }
+}
+
+fn output(args: &[&str]) -> Result<String, DeployError> {
+    let shown = format!("aws {}", args.join(" "));
+    let out = Command::new("aws")
+        .args(args)
+        .stdin(Stdio::null())
+        .output()
+        .map_err(|e| failed(&shown, format!("could not be started: {e}")))?;
+    if !out.status.success() {
+        return Err(failed(
+            &shown,
+            String::from_utf8_lossy(&out.stderr).trim().to_owned(),
+        ));
+    }
+    Ok(String::from_utf8_lossy(&out.stdout).trim().to_owned())
+}
+
+fn run(program: &str, args: &[&str]) -> Result<(), DeployError> {
+    let shown = format!("{program} {}", args.join(" "));
+    let status = Command::new(program)
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .status()
+        .map_err(|e| failed(&shown, format!("could not be started: {e}")))?;
+    if status.success() {
+        Ok(())
+    } else {
+        Err(failed(&shown, format!("failed ({status})")))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn instructions_forward_the_endpoint_through_the_named_host() {
+        let admin = AdminHostManifest {
+            name_tag: "kimi-k3-admin".into(),
+            local_port: 8443,
+        };
+        let lines = instructions("kimi-k3", "us-west-2", &admin).join("\n");
+        assert!(lines.contains("Values=kimi-k3-admin"));
+        assert!(lines.contains("AWS-StartPortForwardingSessionToRemoteHost"));
+        assert!(lines.contains("localPortNumber=8443"));
+        assert!(lines.contains("--server https://127.0.0.1:8443"));
+    }
+}
