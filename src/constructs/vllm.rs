@@ -63,6 +63,17 @@ pub struct StartupBudget {
     pub total_secs: u64,
 }
 
+/// The startup probe's allowance when the weights' size is unknown (one hour), seconds.
+pub const DEFAULT_STARTUP_SECS: u64 = 3600;
+
+/// What a Deployment's progress deadline allows beyond the startup probe, seconds: scheduling
+/// and pulling the image (about 20 GB for `vllm/vllm-openai`) happen before the probe starts
+/// counting.
+pub const ROLLOUT_MARGIN_SECS: u64 = 900;
+
+/// The period of the startup probe, seconds.
+pub const STARTUP_PROBE_PERIOD_SECS: u64 = 10;
+
 impl StartupBudget {
     /// The budget for `weight_bytes` at `throughput`.
     pub fn compute(weight_bytes: u64, throughput: StorageThroughput) -> Self {
@@ -354,6 +365,27 @@ impl VllmServer {
     pub fn startup_budget(&self) -> Option<StartupBudget> {
         self.weights()
             .map(|bytes| StartupBudget::compute(bytes, self.throughput))
+    }
+
+    /// How long the startup probe of a pod that downloads the weights itself waits: the
+    /// startup budget, or [`DEFAULT_STARTUP_SECS`] when the weights' size is unknown, rounded
+    /// up to whole probe periods.
+    pub fn startup_probe_secs(&self) -> u64 {
+        self.startup_budget()
+            .map_or(DEFAULT_STARTUP_SECS, |b| b.total_secs)
+            .div_ceil(STARTUP_PROBE_PERIOD_SECS)
+            .max(1)
+            .saturating_mul(STARTUP_PROBE_PERIOD_SECS)
+    }
+
+    /// The progress deadline of a Deployment running this server, seconds: the startup probe's
+    /// allowance plus [`ROLLOUT_MARGIN_SECS`]. Kubernetes marks a Deployment that makes no
+    /// progress for this long `ProgressDeadlineExceeded` (the default is 600 s), and
+    /// `kubectl rollout status` fails on that at once whatever its `--timeout`; derived from
+    /// the same budget as the startup probe, the deadline always outlasts it.
+    pub fn rollout_deadline_secs(&self) -> u64 {
+        self.startup_probe_secs()
+            .saturating_add(ROLLOUT_MARGIN_SECS)
     }
 
     /// The tensor parallel size on an instance with `gpus` GPUs.

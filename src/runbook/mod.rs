@@ -236,6 +236,9 @@ pub struct EndpointData {
     pub startup_secs: u64,
     /// The same in minutes.
     pub startup_minutes: u64,
+    /// How long to wait for a Deployment's rollout: its progress deadline (the startup
+    /// probe's allowance plus the margin for scheduling and the image pull).
+    pub rollout_timeout_secs: u64,
     /// The Service is a load balancer (internal or internet-facing).
     pub load_balancer: bool,
     /// The load balancer is internal.
@@ -700,6 +703,7 @@ fn endpoint(
         deployment: !operator,
         startup_secs,
         startup_minutes: startup_secs.div_ceil(60),
+        rollout_timeout_secs: server.rollout_deadline_secs(),
         load_balancer: !matches!(exposure, Exposure::ClusterIp),
         internal: matches!(exposure, Exposure::InternalLoadBalancer),
         request_body,

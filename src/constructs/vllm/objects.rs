@@ -3,7 +3,10 @@
 //! and a [`VllmDeployment`]'s Namespace, ServiceAccount, Deployment, Service (internal NLB by
 //! default), PodDisruptionBudget and NetworkPolicy.
 
-use super::{Exposure, InferenceEndpoint, VllmDeployment, LB_SCHEME_ANNOTATION, VLLM_PORT};
+use super::{
+    Exposure, InferenceEndpoint, VllmDeployment, LB_SCHEME_ANNOTATION, STARTUP_PROBE_PERIOD_SECS,
+    VLLM_PORT,
+};
 use crate::app::Stack;
 use crate::constructs::nodes::GPU_TAINT;
 use crate::resources::kubernetes::crd::inference_endpoint_config::*;
@@ -214,11 +217,12 @@ pub fn deployment(stack: &Stack, d: &VllmDeployment) -> VllmObjects {
         ..Default::default()
     };
 
-    // The pod downloads the weights itself: startup covers download, load and warm-up.
-    let budget = server.startup_budget();
-    let startup_failures = budget.map_or(360, |b| {
-        i32::try_from(b.total_secs.div_ceil(10)).unwrap_or(i32::MAX)
-    });
+    // The pod downloads the weights itself: startup covers download, load and warm-up. The
+    // progress deadline comes from the same budget, so a rollout that is still within its
+    // startup probe is never declared failed (ProgressDeadlineExceeded).
+    let period = STARTUP_PROBE_PERIOD_SECS;
+    let startup_failures = i32::try_from(server.startup_probe_secs() / period).unwrap_or(i32::MAX);
+    let progress_deadline = i32::try_from(server.rollout_deadline_secs()).unwrap_or(i32::MAX);
     let health = |period: i32, failures: i32| Probe {
         http_get: Some(HTTPGetAction {
             path: Some("/health".to_owned()),
@@ -304,7 +308,7 @@ pub fn deployment(stack: &Stack, d: &VllmDeployment) -> VllmObjects {
             requests: Some(requests),
             ..Default::default()
         }),
-        startup_probe: Some(health(10, startup_failures)),
+        startup_probe: Some(health(period as i32, startup_failures)),
         readiness_probe: Some(health(10, 3)),
         liveness_probe: Some(health(10, 6)),
         volume_mounts: Some(vec![
@@ -391,6 +395,7 @@ pub fn deployment(stack: &Stack, d: &VllmDeployment) -> VllmObjects {
         metadata: meta(Some(skips)),
         spec: Some(DeploymentSpec {
             replicas: Some(d.replica_count()),
+            progress_deadline_seconds: Some(progress_deadline),
             selector: LabelSelector {
                 match_labels: Some(selector.clone()),
                 ..Default::default()

@@ -1,0 +1,156 @@
+//! The served workload as deployed: properties every reference stack (and the builders at
+//! other settings) must keep, read back from the synthesized Kubernetes objects and runbooks.
+
+use hyperforge::app::Stack;
+use hyperforge::constructs::*;
+use hyperforge::reference::{self, kimi_k3_server, CAPACITY_BLOCK_AZ_ID};
+use hyperforge::{App, Assembly};
+use serde_json::Value;
+
+/// Every reference app with its synthesized assembly.
+fn reference_assemblies() -> Vec<(App, Assembly)> {
+    reference::all()
+        .into_iter()
+        .chain(reference::variants())
+        .map(|app| {
+            let assembly = app.synth().unwrap_or_else(|d| panic!("{d}"));
+            (app, assembly)
+        })
+        .collect()
+}
+
+/// The Kubernetes objects of an assembly's Kubernetes stages (path, object).
+fn objects(assembly: &Assembly) -> Vec<(String, Value)> {
+    let mut out = Vec::new();
+    for (path, bytes) in assembly.files() {
+        if !path.ends_with(".yaml") || path.ends_with(".values.yaml") {
+            continue;
+        }
+        let text = String::from_utf8_lossy(bytes);
+        for doc in text.split("---\n").filter(|d| !d.trim().is_empty()) {
+            let value: Value = serde_yaml::from_str(doc).unwrap();
+            if value.get("kind").is_some() {
+                out.push((path.clone(), value));
+            }
+        }
+    }
+    out
+}
+
+fn of_kind<'a>(objects: &'a [(String, Value)], kind: &str) -> Vec<&'a Value> {
+    objects
+        .iter()
+        .filter(|(_, o)| o["kind"] == kind)
+        .map(|(_, o)| o)
+        .collect()
+}
+
+/// The runbooks of an assembly, one per stack.
+fn runbooks(assembly: &Assembly) -> Vec<&str> {
+    assembly
+        .files()
+        .keys()
+        .filter(|p| p.ends_with("RUNBOOK.md"))
+        .map(|p| assembly.text(p).unwrap())
+        .collect()
+}
+
+fn secs(v: &Value) -> u64 {
+    v.as_u64().unwrap_or_else(|| panic!("not a number: {v}"))
+}
+
+/// A small EKS stack serving `deployment`.
+fn eks_app(deployment: impl FnOnce(&NetworkHandle) -> VllmDeployment) -> App {
+    let mut stack = Stack::new("eks", "us-west-2");
+    let f = stack.cloudformation_stage("foundation");
+    let net = stack.add(f, Network::new("Network").gpu_subnet(CAPACITY_BLOCK_AZ_ID));
+    stack.add(
+        f,
+        EksCluster::new("Eks", "eks").subnets(&net.private_subnets),
+    );
+    let w = stack.kubernetes_stage("workload");
+    stack.add(w, deployment(&net));
+    App::new().stack(stack)
+}
+
+// F4: the progress deadline outlasts the startup probe.
+
+/// The startup probe's allowance of a Deployment's (only) container, seconds.
+fn startup_allowance(deployment: &Value) -> u64 {
+    let probe = &deployment["spec"]["template"]["spec"]["containers"][0]["startupProbe"];
+    secs(&probe["periodSeconds"]) * secs(&probe["failureThreshold"])
+        + probe["initialDelaySeconds"].as_u64().unwrap_or(0)
+}
+
+#[test]
+fn every_deployment_outlasts_its_startup_budget_and_the_runbook_waits_for_it() {
+    let budget = kimi_k3_server().startup_budget().unwrap().total_secs;
+    let mut seen = 0;
+    for (_, assembly) in reference_assemblies() {
+        let objects = objects(&assembly);
+        let books = runbooks(&assembly);
+        for d in of_kind(&objects, "Deployment") {
+            seen += 1;
+            let deadline = secs(&d["spec"]["progressDeadlineSeconds"]);
+            let allowance = startup_allowance(d);
+            assert!(
+                allowance >= budget,
+                "probe {allowance} s < budget {budget} s"
+            );
+            assert!(
+                deadline > allowance,
+                "progress deadline {deadline} s does not outlast the startup probe ({allowance} s)"
+            );
+            let name = d["metadata"]["name"].as_str().unwrap();
+            let wait = format!("kubectl rollout status deployment/{name} ");
+            let line = books
+                .iter()
+                .flat_map(|b| b.lines())
+                .find(|l| l.starts_with(&wait))
+                .unwrap_or_else(|| panic!("no rollout wait for {name}"));
+            let timeout: u64 = line
+                .rsplit("--timeout=")
+                .next()
+                .and_then(|t| t.strip_suffix('s'))
+                .and_then(|t| t.parse().ok())
+                .unwrap_or_else(|| panic!("no timeout in `{line}`"));
+            assert!(
+                timeout >= deadline,
+                "the runbook waits {timeout} s, less than the progress deadline {deadline} s"
+            );
+        }
+    }
+    assert!(seen >= 2, "the EKS references have Deployments");
+}
+
+#[test]
+fn the_progress_deadline_follows_the_budget_at_any_throughput() {
+    for (download, weights) in [
+        (50e6, 1_560_936_091_448u64),
+        (500e6, 1_560_936_091_448),
+        (5e9, 1_000_000_000),
+        (1e6, 1 << 40),
+    ] {
+        let server = kimi_k3_server()
+            .weight_bytes(weights)
+            .storage_throughput(StorageThroughput {
+                download_bytes_per_sec: download,
+                ..StorageThroughput::default()
+            });
+        let budget = server.startup_budget().unwrap().total_secs;
+        let app = eks_app(|_| VllmDeployment::new("Vllm", server, "p6-b300.48xlarge"));
+        let assembly = app.synth().unwrap_or_else(|d| panic!("{d}"));
+        let objects = objects(&assembly);
+        let d = of_kind(&objects, "Deployment")[0];
+        let deadline = secs(&d["spec"]["progressDeadlineSeconds"]);
+        let allowance = startup_allowance(d);
+        assert!(
+            allowance >= budget.min(i32::MAX as u64),
+            "{download}: {allowance} < {budget}"
+        );
+        assert!(
+            deadline > allowance,
+            "{download}: {deadline} <= {allowance}"
+        );
+    }
+}
