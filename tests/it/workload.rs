@@ -154,3 +154,44 @@ fn the_progress_deadline_follows_the_budget_at_any_throughput() {
         );
     }
 }
+
+// F9: the load balancer checks vLLM's health endpoint, not just the open port.
+
+#[test]
+fn load_balancers_check_health_over_http_on_the_serving_port() {
+    let mut seen = 0;
+    for (_, assembly) in reference_assemblies() {
+        let objects = objects(&assembly);
+        for svc in of_kind(&objects, "Service") {
+            if svc["spec"]["type"] != "LoadBalancer" {
+                continue;
+            }
+            seen += 1;
+            let a = &svc["metadata"]["annotations"];
+            let key = |k: &str| format!("service.beta.kubernetes.io/aws-load-balancer-{k}");
+            assert_eq!(a[key("healthcheck-protocol")], "http", "{a}");
+            assert_eq!(a[key("healthcheck-path")], "/health", "{a}");
+            assert_eq!(a[key("nlb-target-type")], "ip", "{a}");
+            // For ip targets the traffic port is the pod port the Service targets: 8000.
+            assert_eq!(a[key("healthcheck-port")], "traffic-port", "{a}");
+            let target = &svc["spec"]["ports"][0]["targetPort"];
+            let selector = svc["spec"]["selector"].as_object().unwrap();
+            let deployment = of_kind(&objects, "Deployment")
+                .into_iter()
+                .find(|d| {
+                    selector
+                        .iter()
+                        .all(|(k, v)| d["spec"]["template"]["metadata"]["labels"][k.as_str()] == *v)
+                })
+                .expect("the Service selects a Deployment");
+            let port = deployment["spec"]["template"]["spec"]["containers"][0]["ports"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|p| p["name"] == *target || p["containerPort"] == *target)
+                .expect("the target port is a container port");
+            assert_eq!(port["containerPort"], 8000);
+        }
+    }
+    assert!(seen >= 2, "the EKS references have load balancers");
+}

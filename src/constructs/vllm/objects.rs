@@ -436,6 +436,18 @@ pub fn deployment(stack: &Stack, d: &VllmDeployment) -> VllmObjects {
                 "ip".to_owned(),
             );
             annotations.insert(LB_SCHEME_ANNOTATION.to_owned(), scheme.to_owned());
+            // The target group checks vLLM's `/health` over HTTP on the traffic port, which
+            // for `ip` targets is the pod's port 8000. The Load Balancer Controller's default
+            // protocol is TCP (v2.13.2 docs/guide/service/annotations.md, healthcheck-protocol),
+            // which ignores the path and passes as soon as the port accepts connections.
+            annotations.insert(
+                "service.beta.kubernetes.io/aws-load-balancer-healthcheck-protocol".to_owned(),
+                "http".to_owned(),
+            );
+            annotations.insert(
+                "service.beta.kubernetes.io/aws-load-balancer-healthcheck-port".to_owned(),
+                "traffic-port".to_owned(),
+            );
             annotations.insert(
                 "service.beta.kubernetes.io/aws-load-balancer-healthcheck-path".to_owned(),
                 "/health".to_owned(),
