@@ -173,6 +173,10 @@ codes! {
         "Model endpoints get an internal Network Load Balancer by default. An internet-facing one must be asked for by name (`VllmDeployment::internet_facing_load_balancer`), never through a raw annotation.";
     InvalidWeightBytes = "HF0413", Error, "the weights' size is out of range",
         "`weight_bytes` states the checkpoint's size for models the catalog does not know; it sizes the node's model cache and the startup budget. Give 1 byte to 1 PiB.";
+    InvalidModelRevision = "HF0414", Error, "model revision is not a commit SHA",
+        "A model revision pins the Hugging Face repository to one commit: 40 lowercase hexadecimal digits, as `https://huggingface.co/api/models/<model>/revision/main` reports in `sha`. Branches and tags are refused: a branch moves with every push and a tag can be re-pointed, so neither pins the code `--trust-remote-code` runs, and HyperPod's `huggingFaceModel.commitSHA` accepts only a commit.";
+    UnpinnedRemoteCode = "HF0415", Warning, "the model's own code runs from an unpinned revision",
+        "With `trust_remote_code` vLLM imports Python from the model repository and runs it in the server (as root in the vllm/vllm-openai image). Without a revision that code comes from the repository's `main` branch at every cold start, so a push to the repository changes what runs. Pin the commit you reviewed with `VllmServer::revision` (stack files: `revision`); the EKS path passes it as `--revision` and `--code-revision`, the HyperPod path as `huggingFaceModel.commitSHA`.";
     InvalidThroughput = "HF0410", Error, "storage throughput must be positive",
         "The startup budget divides the weights' size by the download and load throughput; they must be greater than zero.";
     InvalidGpuMemoryUtilization = "HF0411", Error, "GPU memory utilization is outside (0, 1]",

@@ -226,6 +226,10 @@ pub struct EndpointData {
     pub model_id: String,
     /// Served model name (`model` in requests).
     pub served_model_name: String,
+    /// The pinned commit of the model repository, or empty.
+    pub revision: String,
+    /// Whether the server runs the repository's own code.
+    pub remote_code: bool,
     /// Port.
     pub port: u16,
     /// Served by the HyperPod inference operator (`InferenceEndpointConfig`).
@@ -698,6 +702,8 @@ fn endpoint(
         namespace: namespace.to_owned(),
         model_id: server.model_id().to_owned(),
         served_model_name: server.served_name().to_owned(),
+        revision: server.model_revision().unwrap_or_default().to_owned(),
+        remote_code: server.runs_remote_code(),
         port: SERVING_PORT,
         operator,
         deployment: !operator,

@@ -195,3 +195,94 @@ fn load_balancers_check_health_over_http_on_the_serving_port() {
     }
     assert!(seen >= 2, "the EKS references have load balancers");
 }
+
+// F7: remote code runs from one pinned commit.
+
+fn arg_after<'a>(args: &'a [Value], flag: &str) -> Option<&'a str> {
+    let i = args.iter().position(|a| a == flag)?;
+    args.get(i + 1)?.as_str()
+}
+
+fn is_commit(sha: &str) -> bool {
+    sha.len() == 40 && sha.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
+}
+
+#[test]
+fn remote_code_is_pinned_to_one_commit_on_both_paths() {
+    let (mut deployments, mut endpoints) = (0, 0);
+    for (_, assembly) in reference_assemblies() {
+        let objects = objects(&assembly);
+        for d in of_kind(&objects, "Deployment") {
+            deployments += 1;
+            let args = d["spec"]["template"]["spec"]["containers"][0]["args"]
+                .as_array()
+                .unwrap();
+            assert!(args.iter().any(|a| a == "--trust-remote-code"));
+            let revision = arg_after(args, "--revision").expect("--revision");
+            assert!(is_commit(revision), "{revision}");
+            assert_eq!(arg_after(args, "--code-revision"), Some(revision));
+            assert_eq!(arg_after(args, "--model"), Some("moonshotai/Kimi-K3"));
+        }
+        for iec in of_kind(&objects, "InferenceEndpointConfig") {
+            endpoints += 1;
+            let sha = iec["spec"]["modelSourceConfig"]["huggingFaceModel"]["commitSHA"]
+                .as_str()
+                .expect("commitSHA");
+            assert!(is_commit(sha), "{sha}");
+            // The worker serves the operator's copy, already at that commit.
+            let args = iec["spec"]["worker"]["args"].as_array().unwrap();
+            assert_eq!(arg_after(args, "--model"), Some("/opt/ml/model"));
+        }
+        for book in runbooks(&assembly) {
+            if book.contains("--trust-remote-code") || book.contains("kubectl apply") {
+                assert!(
+                    book.contains("/revision/main"),
+                    "the runbook shows how to find the commit"
+                );
+            }
+        }
+    }
+    assert!(deployments >= 2 && endpoints >= 1);
+}
+
+#[test]
+fn revisions_must_be_commits_and_remote_code_without_one_is_reported() {
+    let server = || {
+        VllmServer::new("moonshotai/Kimi-K3", "vllm/vllm-openai:kimi-k3").trust_remote_code(true)
+    };
+    for bad in [
+        "main",
+        "v1.0",
+        "0123456789ABCDEF0123456789ABCDEF01234567",
+        "0123abc",
+    ] {
+        let app =
+            eks_app(|_| VllmDeployment::new("Vllm", server().revision(bad), "p6-b300.48xlarge"));
+        let err = app.synth().unwrap_err();
+        assert!(
+            err.contains(hyperforge::Code::InvalidModelRevision, "eks/Vllm"),
+            "{bad}: {err}"
+        );
+    }
+    let app = eks_app(|_| VllmDeployment::new("Vllm", server(), "p6-b300.48xlarge"));
+    let assembly = app.synth().unwrap_or_else(|d| panic!("{d}"));
+    assert!(
+        assembly
+            .warnings()
+            .contains(hyperforge::Code::UnpinnedRemoteCode, "eks/Vllm"),
+        "{}",
+        assembly.warnings()
+    );
+    let app = eks_app(|_| {
+        VllmDeployment::new(
+            "Vllm",
+            server().revision("89abcdef0123456789abcdef0123456789abcdef"),
+            "p6-b300.48xlarge",
+        )
+    });
+    let assembly = app.synth().unwrap_or_else(|d| panic!("{d}"));
+    assert!(!assembly
+        .warnings()
+        .iter()
+        .any(|d| d.code == hyperforge::Code::UnpinnedRemoteCode));
+}

@@ -97,7 +97,7 @@ pub fn inference_endpoint_config(stack: &Stack, ep: &InferenceEndpoint) -> Infer
                         optional: None,
                     }
                 }),
-                commit_sha: None,
+                commit_sha: server.model_revision().map(str::to_owned),
             }),
             ..Default::default()
         },
@@ -295,7 +295,7 @@ pub fn deployment(stack: &Stack, d: &VllmDeployment) -> VllmObjects {
         name: "vllm".to_owned(),
         image: Some(server.image().to_owned()),
         image_pull_policy: Some("Always".to_owned()),
-        args: Some(server.args(server.model_id(), gpus)),
+        args: Some(server.hub_args(gpus)),
         env: Some(env),
         ports: Some(vec![ContainerPort {
             name: Some("http".to_owned()),
