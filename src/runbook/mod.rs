@@ -7,7 +7,10 @@
 use crate::app::{Stack, StageId};
 use crate::assembly::manifest::{Artifact, Chart, StackManifest, StageManifest};
 use crate::catalog;
-use crate::constructs::{CapacityClaim, CapacitySource, Exposure, Launcher, Placements};
+use crate::constructs::vllm::objects::shm_gib;
+use crate::constructs::{
+    CapacityClaim, CapacitySource, Exposure, Launcher, Placements, ServedModel,
+};
 use handlebars::Handlebars;
 use serde::Serialize;
 use std::sync::OnceLock;
@@ -230,6 +233,10 @@ pub struct EndpointData {
     pub revision: String,
     /// Whether the server runs the repository's own code.
     pub remote_code: bool,
+    /// GPUs per replica (the tensor parallel group's size on one node).
+    pub gpus: u32,
+    /// The shared memory the EKS path mounts for that many GPUs, GiB.
+    pub shm_gib: u64,
     /// Port.
     pub port: u16,
     /// Served by the HyperPod inference operator (`InferenceEndpointConfig`).
@@ -345,13 +352,7 @@ pub fn data(stack: &Stack, manifest: &StackManifest) -> RunbookData {
             }
         }
         for served in facts.served_models {
-            endpoints.push(endpoint(
-                served.object_name,
-                served.namespace,
-                served.server,
-                served.hyperpod,
-                served.exposure,
-            ));
+            endpoints.push(endpoint(&served));
         }
     }
     capacity.extend(pools);
@@ -680,13 +681,14 @@ fn capacity_line(
     }
 }
 
-fn endpoint(
-    name: &str,
-    namespace: &str,
-    server: &crate::constructs::VllmServer,
-    operator: bool,
-    exposure: Exposure,
-) -> EndpointData {
+fn endpoint(served: &ServedModel<'_>) -> EndpointData {
+    let (name, namespace, server, operator, exposure) = (
+        served.object_name,
+        served.namespace,
+        served.server,
+        served.hyperpod,
+        served.exposure,
+    );
     let startup_secs = server
         .startup_budget()
         .map(|b| b.total_secs)
@@ -704,6 +706,8 @@ fn endpoint(
         served_model_name: server.served_name().to_owned(),
         revision: server.model_revision().unwrap_or_default().to_owned(),
         remote_code: server.runs_remote_code(),
+        gpus: served.gpus,
+        shm_gib: shm_gib(served.gpus),
         port: SERVING_PORT,
         operator,
         deployment: !operator,

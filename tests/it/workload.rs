@@ -286,3 +286,47 @@ fn revisions_must_be_commits_and_remote_code_without_one_is_reported() {
         .iter()
         .any(|d| d.code == hyperforge::Code::UnpinnedRemoteCode));
 }
+
+// S2: the HyperPod worker serves the copy the operator's init container downloaded; S1: shared
+// memory for tensor parallelism.
+
+#[test]
+fn the_hyperpod_worker_serves_the_prefetched_copy_and_the_runbook_checks_shared_memory() {
+    let mut seen = 0;
+    for (_, assembly) in reference_assemblies() {
+        let objects = objects(&assembly);
+        for iec in of_kind(&objects, "InferenceEndpointConfig") {
+            seen += 1;
+            let source = &iec["spec"]["modelSourceConfig"];
+            assert_eq!(source["modelSourceType"], "huggingface");
+            // Without prefetch the operator leaves the download to the server, and the mount
+            // the server reads would be empty.
+            assert_eq!(source["prefetchEnabled"], true);
+            let worker = &iec["spec"]["worker"];
+            let mount = worker["modelVolumeMount"]["mountPath"].as_str().unwrap();
+            let args = worker["args"].as_array().unwrap();
+            assert_eq!(arg_after(args, "--model"), Some(mount));
+            let name = iec["metadata"]["name"].as_str().unwrap();
+            assert!(runbooks(&assembly)
+                .iter()
+                .any(|b| b.contains("df -h /dev/shm") && b.contains(&format!("grep {name}"))));
+        }
+        for d in of_kind(&objects, "Deployment") {
+            let pod = &d["spec"]["template"]["spec"];
+            let mount = pod["containers"][0]["volumeMounts"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|m| m["mountPath"] == "/dev/shm")
+                .expect("a /dev/shm mount");
+            let volume = pod["volumes"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|v| v["name"] == mount["name"])
+                .unwrap();
+            assert_eq!(volume["emptyDir"]["medium"], "Memory");
+        }
+    }
+    assert!(seen >= 1);
+}

@@ -46,11 +46,27 @@ fn labels(stack: &Stack, name: &str) -> BTreeMap<String, String> {
 
 /// The `InferenceEndpointConfig` serving `ep` on HyperPod.
 ///
-/// The operator's init container downloads the weights from Hugging Face into the model volume
-/// (with the token, when given, visible to that init container only); vLLM then serves the
-/// mounted copy, so the 1.4 TB are fetched once. The defaults the operator would otherwise
-/// apply are set to what vLLM needs: invocation path `v1/chat/completions`, load-balancer health
-/// check `/health`, metrics scraped from port 8000, and a deploy timeout sized from the weights.
+/// With `prefetchEnabled: true` the operator's init container downloads the weights from
+/// Hugging Face, at the pinned `commitSHA`, into the model volume mounted at
+/// [`MODEL_MOUNT_PATH`] (the token, when given, is visible to that init container only); vLLM
+/// then serves the mounted copy (`--model /opt/ml/model`), so the 1.4 TB are fetched once per
+/// pod. Without prefetch the operator leaves the download to the runtime, which would find an
+/// empty directory at that path. Source: AWS, "Deploy models from Amazon S3, Amazon FSx, or
+/// Hugging Face Hub using kubectl" (sagemaker-hyperpod-model-deployment-deploy-ftm): "When
+/// `true`, an init container downloads the model before the inference container starts. When
+/// `false`, the inference runtime (vLLM, TGI, SGLang) downloads the model natively at
+/// startup", and its Hugging Face example pairs `prefetchEnabled: true` with vLLM
+/// `--model /opt/ml/model`, so the downloader writes the repository's files at the mount's
+/// root, not a Hub cache tree.
+///
+/// The defaults the operator would otherwise apply are set to what vLLM needs: invocation path
+/// `v1/chat/completions`, load-balancer health check `/health`, metrics scraped from port 8000,
+/// and a deploy timeout sized from the weights.
+///
+/// The worker gets no `/dev/shm` volume: the CRD (sagemaker-hyperpod-cli 011ca927) has no
+/// `volumeMounts` on `worker`, and `spec.kubernetes.volumes` are for init containers only, so
+/// the container runtime's default shared memory applies unless the operator adds more; the
+/// runbook checks its size once the worker runs (ARCHITECTURE.md, Decisions).
 pub fn inference_endpoint_config(stack: &Stack, ep: &InferenceEndpoint) -> InferenceEndpointConfig {
     let server = ep.server();
     let gpus = ep.gpus().unwrap_or(1);
@@ -88,6 +104,7 @@ pub fn inference_endpoint_config(stack: &Stack, ep: &InferenceEndpoint) -> Infer
         max_deploy_time_in_seconds: budget.map(|b| i32::try_from(b.total_secs).unwrap_or(i32::MAX)),
         model_source_config: InferenceEndpointConfigModelSourceConfig {
             model_source_type: "huggingface".to_owned(),
+            prefetch_enabled: Some(true),
             hugging_face_model: Some(InferenceEndpointConfigModelSourceConfigHuggingFaceModel {
                 model_id: server.model_id().to_owned(),
                 token_secret_ref: server.hf_token().map(|t| {
@@ -157,6 +174,12 @@ fn probe_threshold(seconds: u64, period: u64) -> i32 {
 pub const HF_CACHE: &str = "/root/.cache/huggingface";
 
 const GIB: u64 = 1 << 30;
+
+/// The shared memory (`/dev/shm`, memory-backed) a vLLM pod on `gpus` GPUs gets, GiB: 8 per
+/// GPU, for NCCL and the message queue between vLLM's worker processes.
+pub fn shm_gib(gpus: u32) -> u64 {
+    8 * u64::from(gpus)
+}
 
 fn q(s: impl Into<String>) -> Quantity {
     Quantity(s.into())
@@ -238,7 +261,7 @@ pub fn deployment(stack: &Stack, d: &VllmDeployment) -> VllmObjects {
     let cache_gib = server
         .weights()
         .map_or(1024, |b| b.saturating_add(b / 10).div_ceil(GIB));
-    let shm_gib = 8 * u64::from(gpus);
+    let shm_gib = shm_gib(gpus);
 
     let mut env = vec![EnvVar {
         name: "HF_HOME".to_owned(),
