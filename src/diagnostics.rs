@@ -179,6 +179,10 @@ codes! {
         "Model endpoints get an internal Network Load Balancer by default. An internet-facing one must be asked for by name (`VllmDeployment::internet_facing_load_balancer`), never through a raw annotation.";
     InvalidWeightBytes = "HF0413", Error, "the weights' size is out of range",
         "`weight_bytes` states the checkpoint's size for models the catalog does not know; it sizes the node's model cache and the startup budget. Give 1 byte to 1 PiB.";
+    InvalidModelRevision = "HF0414", Error, "model revision is not a commit SHA",
+        "A model revision pins the Hugging Face repository to one commit: 40 lowercase hexadecimal digits, as `https://huggingface.co/api/models/<model>/revision/main` reports in `sha`. Branches and tags are refused: a branch moves with every push and a tag can be re-pointed, so neither pins the code `--trust-remote-code` runs, and HyperPod's `huggingFaceModel.commitSHA` accepts only a commit.";
+    UnpinnedRemoteCode = "HF0415", Warning, "the model's own code runs from an unpinned revision",
+        "With `trust_remote_code` vLLM imports Python from the model repository and runs it in the server (as root in the vllm/vllm-openai image). Without a revision that code comes from the repository's `main` branch at every cold start, so a push to the repository changes what runs. Pin the commit you reviewed with `VllmServer::revision` (stack files: `revision`); the EKS path passes it as `--revision` and `--code-revision`, the HyperPod path as `huggingFaceModel.commitSHA`.";
     InvalidThroughput = "HF0410", Error, "storage throughput must be positive",
         "The startup budget divides the weights' size by the download and load throughput; they must be greater than zero.";
     InvalidGpuMemoryUtilization = "HF0411", Error, "GPU memory utilization is outside (0, 1]",
@@ -194,7 +198,7 @@ codes! {
     OversizedInstance = "HF0505", Warning, "a smaller catalog instance would serve this model",
         "The model leaves so much memory unused that a cheaper instance type from the catalog holds it with room for the KV cache. The deployment works; it costs more than it needs to. The message names the smaller type and both on-demand prices (us-east-1).";
     WeightsDownloadedPerPod = "HF0506", Warning, "every new worker pod downloads the full weights from the Hugging Face Hub",
-        "With `modelSourceType: huggingface` the inference operator's init container downloads the checkpoint into each worker pod's model volume: every replica, and every pod recreated after a node replacement or reschedule, fetches it again. `prefetchEnabled` only stages the weights in host RAM before loading; it is not a cache. Mirror the weights to S3 or FSx for Lustre (`modelSourceType: s3` / `fsx`) to load from AWS storage instead.";
+        "With `modelSourceType: huggingface` the inference operator's init container downloads the checkpoint into each worker pod's model volume: every replica, and every pod recreated after a node replacement or reschedule, fetches it again. `prefetchEnabled` only decides whether that init container or the server itself downloads; it is not a cache. Mirror the weights to S3 or FSx for Lustre (`modelSourceType: s3` / `fsx`) to load from AWS storage instead.";
     ModelNotInCatalog = "HF0507", Warning, "the model is not in the catalog; memory and parallelism were not checked",
         "hyperforge sizes a deployment from the model's parameters, attention layers and heads. Describe the model with `VllmServer::model_spec(Model::new(..)...)` so the checks run, or add it to the catalog.";
     ContextLengthExceedsModel = "HF0508", Error, "max model length exceeds the model's context length",

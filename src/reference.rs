@@ -25,11 +25,19 @@ pub const TRAINING_PLAN_AZ_ID: &str = "usw2-az2";
 pub const TRAINING_PLAN_ARN: &str =
     "arn:aws:sagemaker:us-west-2:111122223333:training-plan/kimi-k3-p6-b300";
 
+/// A placeholder for the commit of `moonshotai/Kimi-K3` the deployment serves: replace it with
+/// the commit you reviewed (the runbook's workload stage shows how to look it up and check it).
+/// Kimi K3 runs its repository's own code (`trust_remote_code`), so the reference pins one
+/// commit for weights and code rather than following `main`; this value is not a real commit
+/// and the download fails until it is replaced.
+pub const MODEL_REVISION: &str = "0123456789abcdef0123456789abcdef01234567";
+
 /// The vLLM server for Kimi K3, as the reference deployment runs it.
 pub fn kimi_k3_server() -> VllmServer {
     VllmServer::new("moonshotai/Kimi-K3", "vllm/vllm-openai:kimi-k3")
         .served_model_name("Kimi-K3")
         .trust_remote_code(true)
+        .revision(MODEL_REVISION)
         .load_format("fastsafetensors")
         .prefix_caching(true)
         .tool_call_parser("kimi_k3")

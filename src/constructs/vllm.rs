@@ -63,6 +63,17 @@ pub struct StartupBudget {
     pub total_secs: u64,
 }
 
+/// The startup probe's allowance when the weights' size is unknown (one hour), seconds.
+pub const DEFAULT_STARTUP_SECS: u64 = 3600;
+
+/// What a Deployment's progress deadline allows beyond the startup probe, seconds: scheduling
+/// and pulling the image (about 20 GB for `vllm/vllm-openai`) happen before the probe starts
+/// counting.
+pub const ROLLOUT_MARGIN_SECS: u64 = 900;
+
+/// The period of the startup probe, seconds.
+pub const STARTUP_PROBE_PERIOD_SECS: u64 = 10;
+
 impl StartupBudget {
     /// The budget for `weight_bytes` at `throughput`.
     pub fn compute(weight_bytes: u64, throughput: StorageThroughput) -> Self {
@@ -101,6 +112,7 @@ pub struct VllmServer {
     max_model_len: Option<u64>,
     load_format: Option<String>,
     trust_remote_code: bool,
+    revision: Option<String>,
     tool_call_parser: Option<String>,
     reasoning_parser: Option<String>,
     prefix_caching: bool,
@@ -124,6 +136,8 @@ const OWNED_ARGS: &[&str] = &[
     "--max-model-len",
     "--load-format",
     "--trust-remote-code",
+    "--revision",
+    "--code-revision",
     "--tool-call-parser",
     "--reasoning-parser",
     "--enable-auto-tool-choice",
@@ -166,6 +180,7 @@ impl VllmServer {
             max_model_len: None,
             load_format: None,
             trust_remote_code: false,
+            revision: None,
             tool_call_parser: None,
             reasoning_parser: None,
             prefix_caching: false,
@@ -221,6 +236,19 @@ impl VllmServer {
     /// Runs the model repository's own code (needed by Kimi models).
     pub fn trust_remote_code(mut self, trust: bool) -> Self {
         self.trust_remote_code = trust;
+        self
+    }
+
+    /// Pins the model repository to commit `sha`: 40 lowercase hexadecimal digits, the `sha`
+    /// of `https://huggingface.co/api/models/<model>/revision/main` at the commit you reviewed.
+    /// Weights, configuration and the code `trust_remote_code` runs all come from that commit:
+    /// on EKS through vLLM's `--revision` and `--code-revision` (the tokenizer follows
+    /// `--revision`), on HyperPod through the operator's `huggingFaceModel.commitSHA`.
+    ///
+    /// Branches and tags are refused (`HF0414`): a branch moves with every push and a tag can
+    /// be re-pointed, so neither pins what runs, and `commitSHA` accepts only a commit.
+    pub fn revision(mut self, sha: impl Into<String>) -> Self {
+        self.revision = Some(sha.into());
         self
     }
 
@@ -295,6 +323,16 @@ impl VllmServer {
         &self.model_id
     }
 
+    /// The pinned model revision (a commit SHA), if any.
+    pub fn model_revision(&self) -> Option<&str> {
+        self.revision.as_deref()
+    }
+
+    /// Whether the server runs the model repository's own code.
+    pub fn runs_remote_code(&self) -> bool {
+        self.trust_remote_code
+    }
+
     /// The container image.
     pub fn image(&self) -> &str {
         &self.image
@@ -356,12 +394,55 @@ impl VllmServer {
             .map(|bytes| StartupBudget::compute(bytes, self.throughput))
     }
 
+    /// How long the startup probe of a pod that downloads the weights itself waits: the
+    /// startup budget, or [`DEFAULT_STARTUP_SECS`] when the weights' size is unknown, rounded
+    /// up to whole probe periods.
+    pub fn startup_probe_secs(&self) -> u64 {
+        self.startup_budget()
+            .map_or(DEFAULT_STARTUP_SECS, |b| b.total_secs)
+            .div_ceil(STARTUP_PROBE_PERIOD_SECS)
+            .max(1)
+            .saturating_mul(STARTUP_PROBE_PERIOD_SECS)
+    }
+
+    /// The progress deadline of a Deployment running this server, seconds: the startup probe's
+    /// allowance plus [`ROLLOUT_MARGIN_SECS`]. Kubernetes marks a Deployment that makes no
+    /// progress for this long `ProgressDeadlineExceeded` (the default is 600 s), and
+    /// `kubectl rollout status` fails on that at once whatever its `--timeout`; derived from
+    /// the same budget as the startup probe, the deadline always outlasts it.
+    pub fn rollout_deadline_secs(&self) -> u64 {
+        self.startup_probe_secs()
+            .saturating_add(ROLLOUT_MARGIN_SECS)
+    }
+
     /// The tensor parallel size on an instance with `gpus` GPUs.
     pub fn tensor_parallel(&self, gpus: u32) -> u32 {
         self.tensor_parallel_size.unwrap_or(gpus)
     }
 
-    /// The server's command-line arguments, serving the weights at `model_path`.
+    /// The server's command-line arguments when vLLM downloads the model itself (the EKS
+    /// path): the model id, pinned to the revision when one is set (`--revision` for weights,
+    /// configuration and tokenizer, `--code-revision` for the code `--trust-remote-code` runs).
+    pub fn hub_args(&self, gpus: u32) -> Vec<String> {
+        let mut args = self.args(&self.model_id, gpus);
+        if let Some(sha) = &self.revision {
+            // After `--model` and its value, so the pin reads next to the model.
+            let at = 2.min(args.len());
+            args.splice(
+                at..at,
+                [
+                    "--revision".to_owned(),
+                    sha.clone(),
+                    "--code-revision".to_owned(),
+                    sha.clone(),
+                ],
+            );
+        }
+        args
+    }
+
+    /// The server's command-line arguments, serving a local copy of the weights at
+    /// `model_path` (the revision was pinned where the copy was made).
     pub fn args(&self, model_path: &str, gpus: u32) -> Vec<String> {
         let mut args = vec![
             "--model".to_owned(),
@@ -428,6 +509,27 @@ impl VllmServer {
                 ),
                 "use 1-63 letters and digits with single hyphens between them (`Kimi-K3`)",
             );
+        }
+        match &self.revision {
+            Some(sha) if !is_commit_sha(sha) => ds.report_field(
+                Code::InvalidModelRevision,
+                path,
+                "revision",
+                format!("model revision `{sha}` is not a commit SHA"),
+                format!("give the 40-hex-digit commit, e.g. the `sha` of https://huggingface.co/api/models/{}/revision/main; branches and tags move", self.model_id),
+            ),
+            Some(_) => {}
+            None if self.trust_remote_code => ds.report_field(
+                Code::UnpinnedRemoteCode,
+                path,
+                "trust_remote_code",
+                format!(
+                    "`{}` runs the repository's own code from its main branch at every start",
+                    self.model_id
+                ),
+                format!("pin the commit you reviewed: `.revision(\"<sha>\")` (stack files: `revision`); `curl -s https://huggingface.co/api/models/{}/revision/main` prints the current one as `sha`", self.model_id),
+            ),
+            None => {}
         }
         let tag = self.image.rsplit_once(':').map(|(_, t)| t);
         let pinned =
@@ -550,6 +652,15 @@ fn is_hf_model_id(id: &str) -> bool {
                 .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | '-'))
     };
     matches!(id.split_once('/'), Some((org, name)) if ok(org) && ok(name))
+}
+
+/// A full Git commit id as the Hugging Face Hub and HyperPod's `commitSHA` write it: 40
+/// lowercase hexadecimal digits.
+pub fn is_commit_sha(revision: &str) -> bool {
+    revision.len() == 40
+        && revision
+            .bytes()
+            .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
 }
 
 fn is_model_name(name: &str) -> bool {
@@ -774,6 +885,7 @@ stack_file_shape! {
         MAX_MODEL_LEN: opt "max_model_len", Ty::U64, "Maximum context length.";
         LOAD_FORMAT: opt "load_format", Ty::Str, "The weight loader (`fastsafetensors`, ...).";
         TRUST_REMOTE_CODE: opt "trust_remote_code", Ty::Bool, "Run the model repository's own code.";
+        REVISION: opt "revision", Ty::Str, "The model repository's commit to serve: 40 lowercase hex digits (branches and tags move, so they are refused).";
         TOOL_CALL_PARSER: opt "tool_call_parser", Ty::Str, "Tool-call parser (enables automatic tool choice).";
         REASONING_PARSER: opt "reasoning_parser", Ty::Str, "Reasoning parser.";
         PREFIX_CACHING: opt "prefix_caching", Ty::Bool, "Automatic prefix caching.";
@@ -837,6 +949,9 @@ fn server(
         }
         if let Some(v) = r.bool(&f::TRUST_REMOTE_CODE) {
             s = s.trust_remote_code(v);
+        }
+        if let Some(v) = r.text(&f::REVISION) {
+            s = s.revision(v);
         }
         if let Some(v) = r.text(&f::LOAD_FORMAT) {
             s = s.load_format(v);
@@ -1097,6 +1212,29 @@ mod tests {
         let joined = args.join(" ");
         assert!(joined.starts_with("--model /opt/ml/model --served-model-name Kimi-K3 --port 8000 --tensor-parallel-size 8"));
         assert!(joined.contains("--enable-auto-tool-choice --tool-call-parser kimi_k3"));
+    }
+
+    #[test]
+    fn the_revision_pins_the_hub_download_but_not_a_local_copy() {
+        let sha = "0123456789abcdef0123456789abcdef01234567";
+        let s = VllmServer::new("moonshotai/Kimi-K3", "vllm/vllm-openai:kimi-k3")
+            .trust_remote_code(true)
+            .revision(sha);
+        let hub = s.hub_args(8).join(" ");
+        assert!(hub.starts_with(&format!(
+            "--model moonshotai/Kimi-K3 --revision {sha} --code-revision {sha} "
+        )));
+        assert!(!s.args("/opt/ml/model", 8).join(" ").contains("revision"));
+        assert!(is_commit_sha(sha));
+        for bad in [
+            "main",
+            "v1",
+            &sha.to_ascii_uppercase(),
+            &sha[..39],
+            &format!("{sha}0"),
+        ] {
+            assert!(!is_commit_sha(bad), "{bad}");
+        }
     }
 
     #[test]

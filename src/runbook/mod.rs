@@ -7,7 +7,10 @@
 use crate::app::{Stack, StageId};
 use crate::assembly::manifest::{Artifact, Chart, StackManifest, StageManifest};
 use crate::catalog;
-use crate::constructs::{CapacityClaim, CapacitySource, Exposure, Launcher, Placements};
+use crate::constructs::vllm::objects::shm_gib;
+use crate::constructs::{
+    CapacityClaim, CapacitySource, Exposure, Launcher, Placements, ServedModel,
+};
 use handlebars::Handlebars;
 use serde::Serialize;
 use std::sync::OnceLock;
@@ -245,6 +248,14 @@ pub struct EndpointData {
     pub model_id: String,
     /// Served model name (`model` in requests).
     pub served_model_name: String,
+    /// The pinned commit of the model repository, or empty.
+    pub revision: String,
+    /// Whether the server runs the repository's own code.
+    pub remote_code: bool,
+    /// GPUs per replica (the tensor parallel group's size on one node).
+    pub gpus: u32,
+    /// The shared memory the EKS path mounts for that many GPUs, GiB.
+    pub shm_gib: u64,
     /// Port.
     pub port: u16,
     /// Served by the HyperPod inference operator (`InferenceEndpointConfig`).
@@ -255,6 +266,9 @@ pub struct EndpointData {
     pub startup_secs: u64,
     /// The same in minutes.
     pub startup_minutes: u64,
+    /// How long to wait for a Deployment's rollout: its progress deadline (the startup
+    /// probe's allowance plus the margin for scheduling and the image pull).
+    pub rollout_timeout_secs: u64,
     /// The Service is a load balancer (internal or internet-facing).
     pub load_balancer: bool,
     /// The load balancer is internal.
@@ -377,13 +391,7 @@ pub fn data(stack: &Stack, manifest: &StackManifest) -> RunbookData {
             }
         }
         for served in facts.served_models {
-            endpoints.push(endpoint(
-                served.object_name,
-                served.namespace,
-                served.server,
-                served.hyperpod,
-                served.exposure,
-            ));
+            endpoints.push(endpoint(&served));
         }
     }
     capacity.extend(pools);
@@ -760,13 +768,14 @@ fn capacity_line(
     }
 }
 
-fn endpoint(
-    name: &str,
-    namespace: &str,
-    server: &crate::constructs::VllmServer,
-    operator: bool,
-    exposure: Exposure,
-) -> EndpointData {
+fn endpoint(served: &ServedModel<'_>) -> EndpointData {
+    let (name, namespace, server, operator, exposure) = (
+        served.object_name,
+        served.namespace,
+        served.server,
+        served.hyperpod,
+        served.exposure,
+    );
     let startup_secs = server
         .startup_budget()
         .map(|b| b.total_secs)
@@ -782,11 +791,16 @@ fn endpoint(
         namespace: namespace.to_owned(),
         model_id: server.model_id().to_owned(),
         served_model_name: server.served_name().to_owned(),
+        revision: server.model_revision().unwrap_or_default().to_owned(),
+        remote_code: server.runs_remote_code(),
+        gpus: served.gpus,
+        shm_gib: shm_gib(served.gpus),
         port: SERVING_PORT,
         operator,
         deployment: !operator,
         startup_secs,
         startup_minutes: startup_secs.div_ceil(60),
+        rollout_timeout_secs: server.rollout_deadline_secs(),
         load_balancer: !matches!(exposure, Exposure::ClusterIp),
         internal: matches!(exposure, Exposure::InternalLoadBalancer),
         request_body,

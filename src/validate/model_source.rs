@@ -4,8 +4,9 @@
 //! `huggingface` or `kubernetesVolume`; with `huggingface` the operator's init container
 //! downloads the model into the worker pod's model volume, so every new pod (each replica,
 //! and any pod recreated after a node replacement or reschedule) downloads it again.
-//! `prefetchEnabled` (default false) "pre-fetches the model to RAM" before the server loads
-//! it: it speeds loading, it does not keep a copy between pods. hyperforge lowers endpoints
+//! `prefetchEnabled` (set by hyperforge) makes that init container download before the server
+//! starts instead of leaving the download to the server; either way nothing keeps a copy
+//! between pods. hyperforge lowers endpoints
 //! with `modelSourceType: huggingface`, so the rule warns when that download is long: more
 //! than [`SLOW_DOWNLOAD_SECS`] at the server's assumed download throughput.
 
@@ -41,6 +42,6 @@ pub fn check(served: &ServedModel<'_>, path: &str, ds: &mut Diagnostics) {
             budget.download_secs.div_ceil(60),
             server.throughput().download_bytes_per_sec / 1e6,
         ),
-        "a copy in AWS storage the operator mounts (modelSourceType s3 or fsx, e.g. FSx for Lustre in the cluster's zone) avoids the download; InferenceEndpoint lowers only the Hub source today. prefetchEnabled only stages weights in host RAM and does not avoid it",
+        "a copy in AWS storage the operator mounts (modelSourceType s3 or fsx, e.g. FSx for Lustre in the cluster's zone) avoids the download; InferenceEndpoint lowers only the Hub source today. prefetchEnabled only decides who downloads (the init container or the server) and does not avoid it",
     );
 }

@@ -26,3 +26,4 @@ mod snapshots;
 mod stackfile;
 mod terraform_schema;
 mod validation;
+mod workload;

@@ -3,7 +3,10 @@
 //! and a [`VllmDeployment`]'s Namespace, ServiceAccount, Deployment, Service (internal NLB by
 //! default), PodDisruptionBudget and NetworkPolicy.
 
-use super::{Exposure, InferenceEndpoint, VllmDeployment, LB_SCHEME_ANNOTATION, VLLM_PORT};
+use super::{
+    Exposure, InferenceEndpoint, VllmDeployment, LB_SCHEME_ANNOTATION, STARTUP_PROBE_PERIOD_SECS,
+    VLLM_PORT,
+};
 use crate::app::Stack;
 use crate::constructs::nodes::GPU_TAINT;
 use crate::resources::kubernetes::crd::inference_endpoint_config::*;
@@ -43,11 +46,27 @@ fn labels(stack: &Stack, name: &str) -> BTreeMap<String, String> {
 
 /// The `InferenceEndpointConfig` serving `ep` on HyperPod.
 ///
-/// The operator's init container downloads the weights from Hugging Face into the model volume
-/// (with the token, when given, visible to that init container only); vLLM then serves the
-/// mounted copy, so the 1.4 TB are fetched once. The defaults the operator would otherwise
-/// apply are set to what vLLM needs: invocation path `v1/chat/completions`, load-balancer health
-/// check `/health`, metrics scraped from port 8000, and a deploy timeout sized from the weights.
+/// With `prefetchEnabled: true` the operator's init container downloads the weights from
+/// Hugging Face, at the pinned `commitSHA`, into the model volume mounted at
+/// [`MODEL_MOUNT_PATH`] (the token, when given, is visible to that init container only); vLLM
+/// then serves the mounted copy (`--model /opt/ml/model`), so the 1.4 TB are fetched once per
+/// pod. Without prefetch the operator leaves the download to the runtime, which would find an
+/// empty directory at that path. Source: AWS, "Deploy models from Amazon S3, Amazon FSx, or
+/// Hugging Face Hub using kubectl" (sagemaker-hyperpod-model-deployment-deploy-ftm): "When
+/// `true`, an init container downloads the model before the inference container starts. When
+/// `false`, the inference runtime (vLLM, TGI, SGLang) downloads the model natively at
+/// startup", and its Hugging Face example pairs `prefetchEnabled: true` with vLLM
+/// `--model /opt/ml/model`, so the downloader writes the repository's files at the mount's
+/// root, not a Hub cache tree.
+///
+/// The defaults the operator would otherwise apply are set to what vLLM needs: invocation path
+/// `v1/chat/completions`, load-balancer health check `/health`, metrics scraped from port 8000,
+/// and a deploy timeout sized from the weights.
+///
+/// The worker gets no `/dev/shm` volume: the CRD (sagemaker-hyperpod-cli 011ca927) has no
+/// `volumeMounts` on `worker`, and `spec.kubernetes.volumes` are for init containers only, so
+/// the container runtime's default shared memory applies unless the operator adds more; the
+/// runbook checks its size once the worker runs (ARCHITECTURE.md, Decisions).
 pub fn inference_endpoint_config(stack: &Stack, ep: &InferenceEndpoint) -> InferenceEndpointConfig {
     let server = ep.server();
     let gpus = ep.gpus().unwrap_or(1);
@@ -85,6 +104,7 @@ pub fn inference_endpoint_config(stack: &Stack, ep: &InferenceEndpoint) -> Infer
         max_deploy_time_in_seconds: budget.map(|b| i32::try_from(b.total_secs).unwrap_or(i32::MAX)),
         model_source_config: InferenceEndpointConfigModelSourceConfig {
             model_source_type: "huggingface".to_owned(),
+            prefetch_enabled: Some(true),
             hugging_face_model: Some(InferenceEndpointConfigModelSourceConfigHuggingFaceModel {
                 model_id: server.model_id().to_owned(),
                 token_secret_ref: server.hf_token().map(|t| {
@@ -94,7 +114,7 @@ pub fn inference_endpoint_config(stack: &Stack, ep: &InferenceEndpoint) -> Infer
                         optional: None,
                     }
                 }),
-                commit_sha: None,
+                commit_sha: server.model_revision().map(str::to_owned),
             }),
             ..Default::default()
         },
@@ -155,6 +175,12 @@ pub const HF_CACHE: &str = "/root/.cache/huggingface";
 
 const GIB: u64 = 1 << 30;
 
+/// The shared memory (`/dev/shm`, memory-backed) a vLLM pod on `gpus` GPUs gets, GiB: 8 per
+/// GPU, for NCCL and the message queue between vLLM's worker processes.
+pub fn shm_gib(gpus: u32) -> u64 {
+    8 * u64::from(gpus)
+}
+
 fn q(s: impl Into<String>) -> Quantity {
     Quantity(s.into())
 }
@@ -214,11 +240,12 @@ pub fn deployment(stack: &Stack, d: &VllmDeployment) -> VllmObjects {
         ..Default::default()
     };
 
-    // The pod downloads the weights itself: startup covers download, load and warm-up.
-    let budget = server.startup_budget();
-    let startup_failures = budget.map_or(360, |b| {
-        i32::try_from(b.total_secs.div_ceil(10)).unwrap_or(i32::MAX)
-    });
+    // The pod downloads the weights itself: startup covers download, load and warm-up. The
+    // progress deadline comes from the same budget, so a rollout that is still within its
+    // startup probe is never declared failed (ProgressDeadlineExceeded).
+    let period = STARTUP_PROBE_PERIOD_SECS;
+    let startup_failures = i32::try_from(server.startup_probe_secs() / period).unwrap_or(i32::MAX);
+    let progress_deadline = i32::try_from(server.rollout_deadline_secs()).unwrap_or(i32::MAX);
     let health = |period: i32, failures: i32| Probe {
         http_get: Some(HTTPGetAction {
             path: Some("/health".to_owned()),
@@ -234,7 +261,7 @@ pub fn deployment(stack: &Stack, d: &VllmDeployment) -> VllmObjects {
     let cache_gib = server
         .weights()
         .map_or(1024, |b| b.saturating_add(b / 10).div_ceil(GIB));
-    let shm_gib = 8 * u64::from(gpus);
+    let shm_gib = shm_gib(gpus);
 
     let mut env = vec![EnvVar {
         name: "HF_HOME".to_owned(),
@@ -291,7 +318,7 @@ pub fn deployment(stack: &Stack, d: &VllmDeployment) -> VllmObjects {
         name: "vllm".to_owned(),
         image: Some(server.image().to_owned()),
         image_pull_policy: Some("Always".to_owned()),
-        args: Some(server.args(server.model_id(), gpus)),
+        args: Some(server.hub_args(gpus)),
         env: Some(env),
         ports: Some(vec![ContainerPort {
             name: Some("http".to_owned()),
@@ -304,7 +331,7 @@ pub fn deployment(stack: &Stack, d: &VllmDeployment) -> VllmObjects {
             requests: Some(requests),
             ..Default::default()
         }),
-        startup_probe: Some(health(10, startup_failures)),
+        startup_probe: Some(health(period as i32, startup_failures)),
         readiness_probe: Some(health(10, 3)),
         liveness_probe: Some(health(10, 6)),
         volume_mounts: Some(vec![
@@ -391,6 +418,7 @@ pub fn deployment(stack: &Stack, d: &VllmDeployment) -> VllmObjects {
         metadata: meta(Some(skips)),
         spec: Some(DeploymentSpec {
             replicas: Some(d.replica_count()),
+            progress_deadline_seconds: Some(progress_deadline),
             selector: LabelSelector {
                 match_labels: Some(selector.clone()),
                 ..Default::default()
@@ -431,6 +459,18 @@ pub fn deployment(stack: &Stack, d: &VllmDeployment) -> VllmObjects {
                 "ip".to_owned(),
             );
             annotations.insert(LB_SCHEME_ANNOTATION.to_owned(), scheme.to_owned());
+            // The target group checks vLLM's `/health` over HTTP on the traffic port, which
+            // for `ip` targets is the pod's port 8000. The Load Balancer Controller's default
+            // protocol is TCP (v2.13.2 docs/guide/service/annotations.md, healthcheck-protocol),
+            // which ignores the path and passes as soon as the port accepts connections.
+            annotations.insert(
+                "service.beta.kubernetes.io/aws-load-balancer-healthcheck-protocol".to_owned(),
+                "http".to_owned(),
+            );
+            annotations.insert(
+                "service.beta.kubernetes.io/aws-load-balancer-healthcheck-port".to_owned(),
+                "traffic-port".to_owned(),
+            );
             annotations.insert(
                 "service.beta.kubernetes.io/aws-load-balancer-healthcheck-path".to_owned(),
                 "/health".to_owned(),

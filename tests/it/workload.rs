@@ -1,0 +1,332 @@
+//! The served workload as deployed: properties every reference stack (and the builders at
+//! other settings) must keep, read back from the synthesized Kubernetes objects and runbooks.
+
+use hyperforge::app::Stack;
+use hyperforge::constructs::*;
+use hyperforge::reference::{self, kimi_k3_server, CAPACITY_BLOCK_AZ_ID};
+use hyperforge::{App, Assembly};
+use serde_json::Value;
+
+/// Every reference app with its synthesized assembly.
+fn reference_assemblies() -> Vec<(App, Assembly)> {
+    reference::all()
+        .into_iter()
+        .chain(reference::variants())
+        .map(|app| {
+            let assembly = app.synth().unwrap_or_else(|d| panic!("{d}"));
+            (app, assembly)
+        })
+        .collect()
+}
+
+/// The Kubernetes objects of an assembly's Kubernetes stages (path, object).
+fn objects(assembly: &Assembly) -> Vec<(String, Value)> {
+    let mut out = Vec::new();
+    for (path, bytes) in assembly.files() {
+        if !path.ends_with(".yaml") || path.ends_with(".values.yaml") {
+            continue;
+        }
+        let text = String::from_utf8_lossy(bytes);
+        for doc in text.split("---\n").filter(|d| !d.trim().is_empty()) {
+            let value: Value = serde_yaml::from_str(doc).unwrap();
+            if value.get("kind").is_some() {
+                out.push((path.clone(), value));
+            }
+        }
+    }
+    out
+}
+
+fn of_kind<'a>(objects: &'a [(String, Value)], kind: &str) -> Vec<&'a Value> {
+    objects
+        .iter()
+        .filter(|(_, o)| o["kind"] == kind)
+        .map(|(_, o)| o)
+        .collect()
+}
+
+/// The runbooks of an assembly, one per stack.
+fn runbooks(assembly: &Assembly) -> Vec<&str> {
+    assembly
+        .files()
+        .keys()
+        .filter(|p| p.ends_with("RUNBOOK.md"))
+        .map(|p| assembly.text(p).unwrap())
+        .collect()
+}
+
+fn secs(v: &Value) -> u64 {
+    v.as_u64().unwrap_or_else(|| panic!("not a number: {v}"))
+}
+
+/// A small EKS stack serving `deployment`.
+fn eks_app(deployment: impl FnOnce(&NetworkHandle) -> VllmDeployment) -> App {
+    let mut stack = Stack::new("eks", "us-west-2");
+    let f = stack.cloudformation_stage("foundation");
+    let net = stack.add(f, Network::new("Network").gpu_subnet(CAPACITY_BLOCK_AZ_ID));
+    stack.add(
+        f,
+        EksCluster::new("Eks", "eks").subnets(&net.private_subnets),
+    );
+    let w = stack.kubernetes_stage("workload");
+    stack.add(w, deployment(&net));
+    App::new().stack(stack)
+}
+
+// F4: the progress deadline outlasts the startup probe.
+
+/// The startup probe's allowance of a Deployment's (only) container, seconds.
+fn startup_allowance(deployment: &Value) -> u64 {
+    let probe = &deployment["spec"]["template"]["spec"]["containers"][0]["startupProbe"];
+    secs(&probe["periodSeconds"]) * secs(&probe["failureThreshold"])
+        + probe["initialDelaySeconds"].as_u64().unwrap_or(0)
+}
+
+#[test]
+fn every_deployment_outlasts_its_startup_budget_and_the_runbook_waits_for_it() {
+    let budget = kimi_k3_server().startup_budget().unwrap().total_secs;
+    let mut seen = 0;
+    for (_, assembly) in reference_assemblies() {
+        let objects = objects(&assembly);
+        let books = runbooks(&assembly);
+        for d in of_kind(&objects, "Deployment") {
+            seen += 1;
+            let deadline = secs(&d["spec"]["progressDeadlineSeconds"]);
+            let allowance = startup_allowance(d);
+            assert!(
+                allowance >= budget,
+                "probe {allowance} s < budget {budget} s"
+            );
+            assert!(
+                deadline > allowance,
+                "progress deadline {deadline} s does not outlast the startup probe ({allowance} s)"
+            );
+            let name = d["metadata"]["name"].as_str().unwrap();
+            let wait = format!("kubectl rollout status deployment/{name} ");
+            let line = books
+                .iter()
+                .flat_map(|b| b.lines())
+                .find(|l| l.starts_with(&wait))
+                .unwrap_or_else(|| panic!("no rollout wait for {name}"));
+            let timeout: u64 = line
+                .rsplit("--timeout=")
+                .next()
+                .and_then(|t| t.strip_suffix('s'))
+                .and_then(|t| t.parse().ok())
+                .unwrap_or_else(|| panic!("no timeout in `{line}`"));
+            assert!(
+                timeout >= deadline,
+                "the runbook waits {timeout} s, less than the progress deadline {deadline} s"
+            );
+        }
+    }
+    assert!(seen >= 2, "the EKS references have Deployments");
+}
+
+#[test]
+fn the_progress_deadline_follows_the_budget_at_any_throughput() {
+    for (download, weights) in [
+        (50e6, 1_560_936_091_448u64),
+        (500e6, 1_560_936_091_448),
+        (5e9, 1_000_000_000),
+        (1e6, 1 << 40),
+    ] {
+        let server = kimi_k3_server()
+            .weight_bytes(weights)
+            .storage_throughput(StorageThroughput {
+                download_bytes_per_sec: download,
+                ..StorageThroughput::default()
+            });
+        let budget = server.startup_budget().unwrap().total_secs;
+        let app = eks_app(|_| VllmDeployment::new("Vllm", server, "p6-b300.48xlarge"));
+        let assembly = app.synth().unwrap_or_else(|d| panic!("{d}"));
+        let objects = objects(&assembly);
+        let d = of_kind(&objects, "Deployment")[0];
+        let deadline = secs(&d["spec"]["progressDeadlineSeconds"]);
+        let allowance = startup_allowance(d);
+        assert!(
+            allowance >= budget.min(i32::MAX as u64),
+            "{download}: {allowance} < {budget}"
+        );
+        assert!(
+            deadline > allowance,
+            "{download}: {deadline} <= {allowance}"
+        );
+    }
+}
+
+// F9: the load balancer checks vLLM's health endpoint, not just the open port.
+
+#[test]
+fn load_balancers_check_health_over_http_on_the_serving_port() {
+    let mut seen = 0;
+    for (_, assembly) in reference_assemblies() {
+        let objects = objects(&assembly);
+        for svc in of_kind(&objects, "Service") {
+            if svc["spec"]["type"] != "LoadBalancer" {
+                continue;
+            }
+            seen += 1;
+            let a = &svc["metadata"]["annotations"];
+            let key = |k: &str| format!("service.beta.kubernetes.io/aws-load-balancer-{k}");
+            assert_eq!(a[key("healthcheck-protocol")], "http", "{a}");
+            assert_eq!(a[key("healthcheck-path")], "/health", "{a}");
+            assert_eq!(a[key("nlb-target-type")], "ip", "{a}");
+            // For ip targets the traffic port is the pod port the Service targets: 8000.
+            assert_eq!(a[key("healthcheck-port")], "traffic-port", "{a}");
+            let target = &svc["spec"]["ports"][0]["targetPort"];
+            let selector = svc["spec"]["selector"].as_object().unwrap();
+            let deployment = of_kind(&objects, "Deployment")
+                .into_iter()
+                .find(|d| {
+                    selector
+                        .iter()
+                        .all(|(k, v)| d["spec"]["template"]["metadata"]["labels"][k.as_str()] == *v)
+                })
+                .expect("the Service selects a Deployment");
+            let port = deployment["spec"]["template"]["spec"]["containers"][0]["ports"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|p| p["name"] == *target || p["containerPort"] == *target)
+                .expect("the target port is a container port");
+            assert_eq!(port["containerPort"], 8000);
+        }
+    }
+    assert!(seen >= 2, "the EKS references have load balancers");
+}
+
+// F7: remote code runs from one pinned commit.
+
+fn arg_after<'a>(args: &'a [Value], flag: &str) -> Option<&'a str> {
+    let i = args.iter().position(|a| a == flag)?;
+    args.get(i + 1)?.as_str()
+}
+
+fn is_commit(sha: &str) -> bool {
+    sha.len() == 40 && sha.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
+}
+
+#[test]
+fn remote_code_is_pinned_to_one_commit_on_both_paths() {
+    let (mut deployments, mut endpoints) = (0, 0);
+    for (_, assembly) in reference_assemblies() {
+        let objects = objects(&assembly);
+        for d in of_kind(&objects, "Deployment") {
+            deployments += 1;
+            let args = d["spec"]["template"]["spec"]["containers"][0]["args"]
+                .as_array()
+                .unwrap();
+            assert!(args.iter().any(|a| a == "--trust-remote-code"));
+            let revision = arg_after(args, "--revision").expect("--revision");
+            assert!(is_commit(revision), "{revision}");
+            assert_eq!(arg_after(args, "--code-revision"), Some(revision));
+            assert_eq!(arg_after(args, "--model"), Some("moonshotai/Kimi-K3"));
+        }
+        for iec in of_kind(&objects, "InferenceEndpointConfig") {
+            endpoints += 1;
+            let sha = iec["spec"]["modelSourceConfig"]["huggingFaceModel"]["commitSHA"]
+                .as_str()
+                .expect("commitSHA");
+            assert!(is_commit(sha), "{sha}");
+            // The worker serves the operator's copy, already at that commit.
+            let args = iec["spec"]["worker"]["args"].as_array().unwrap();
+            assert_eq!(arg_after(args, "--model"), Some("/opt/ml/model"));
+        }
+        for book in runbooks(&assembly) {
+            if book.contains("--trust-remote-code") || book.contains("kubectl apply") {
+                assert!(
+                    book.contains("/revision/main"),
+                    "the runbook shows how to find the commit"
+                );
+            }
+        }
+    }
+    assert!(deployments >= 2 && endpoints >= 1);
+}
+
+#[test]
+fn revisions_must_be_commits_and_remote_code_without_one_is_reported() {
+    let server = || {
+        VllmServer::new("moonshotai/Kimi-K3", "vllm/vllm-openai:kimi-k3").trust_remote_code(true)
+    };
+    for bad in [
+        "main",
+        "v1.0",
+        "0123456789ABCDEF0123456789ABCDEF01234567",
+        "0123abc",
+    ] {
+        let app =
+            eks_app(|_| VllmDeployment::new("Vllm", server().revision(bad), "p6-b300.48xlarge"));
+        let err = app.synth().unwrap_err();
+        assert!(
+            err.contains(hyperforge::Code::InvalidModelRevision, "eks/Vllm"),
+            "{bad}: {err}"
+        );
+    }
+    let app = eks_app(|_| VllmDeployment::new("Vllm", server(), "p6-b300.48xlarge"));
+    let assembly = app.synth().unwrap_or_else(|d| panic!("{d}"));
+    assert!(
+        assembly
+            .warnings()
+            .contains(hyperforge::Code::UnpinnedRemoteCode, "eks/Vllm"),
+        "{}",
+        assembly.warnings()
+    );
+    let app = eks_app(|_| {
+        VllmDeployment::new(
+            "Vllm",
+            server().revision("89abcdef0123456789abcdef0123456789abcdef"),
+            "p6-b300.48xlarge",
+        )
+    });
+    let assembly = app.synth().unwrap_or_else(|d| panic!("{d}"));
+    assert!(!assembly
+        .warnings()
+        .iter()
+        .any(|d| d.code == hyperforge::Code::UnpinnedRemoteCode));
+}
+
+// S2: the HyperPod worker serves the copy the operator's init container downloaded; S1: shared
+// memory for tensor parallelism.
+
+#[test]
+fn the_hyperpod_worker_serves_the_prefetched_copy_and_the_runbook_checks_shared_memory() {
+    let mut seen = 0;
+    for (_, assembly) in reference_assemblies() {
+        let objects = objects(&assembly);
+        for iec in of_kind(&objects, "InferenceEndpointConfig") {
+            seen += 1;
+            let source = &iec["spec"]["modelSourceConfig"];
+            assert_eq!(source["modelSourceType"], "huggingface");
+            // Without prefetch the operator leaves the download to the server, and the mount
+            // the server reads would be empty.
+            assert_eq!(source["prefetchEnabled"], true);
+            let worker = &iec["spec"]["worker"];
+            let mount = worker["modelVolumeMount"]["mountPath"].as_str().unwrap();
+            let args = worker["args"].as_array().unwrap();
+            assert_eq!(arg_after(args, "--model"), Some(mount));
+            let name = iec["metadata"]["name"].as_str().unwrap();
+            assert!(runbooks(&assembly)
+                .iter()
+                .any(|b| b.contains("df -h /dev/shm") && b.contains(&format!("grep {name}"))));
+        }
+        for d in of_kind(&objects, "Deployment") {
+            let pod = &d["spec"]["template"]["spec"];
+            let mount = pod["containers"][0]["volumeMounts"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|m| m["mountPath"] == "/dev/shm")
+                .expect("a /dev/shm mount");
+            let volume = pod["volumes"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|v| v["name"] == mount["name"])
+                .unwrap();
+            assert_eq!(volume["emptyDir"]["medium"], "Memory");
+        }
+    }
+    assert!(seen >= 1);
+}
