@@ -66,7 +66,9 @@ fn eks_app(deployment: impl FnOnce(&NetworkHandle) -> VllmDeployment) -> App {
     let net = stack.add(f, Network::new("Network").gpu_subnet(CAPACITY_BLOCK_AZ_ID));
     stack.add(
         f,
-        EksCluster::new("Eks", "eks").subnets(&net.private_subnets),
+        EksCluster::new("Eks", "eks")
+            .subnets(&net.private_subnets)
+            .vpc(&net.vpc),
     );
     let w = stack.kubernetes_stage("workload");
     stack.add(w, deployment(&net));
