@@ -136,6 +136,24 @@ pub fn deploy_commands(
     }
 }
 
+/// Adds `--set key=value` to the `helm upgrade` command for each value read from an earlier
+/// stage's output.
+pub fn with_sets(
+    mut commands: Vec<ExternalCommand>,
+    sets: &[(String, String)],
+) -> Vec<ExternalCommand> {
+    if let Some(upgrade) = commands
+        .iter_mut()
+        .find(|c| c.program == "helm" && c.args.first().map(String::as_str) == Some("upgrade"))
+    {
+        for (key, value) in sets {
+            upgrade.args.push("--set".to_owned());
+            upgrade.args.push(format!("{key}={value}"));
+        }
+    }
+    commands
+}
+
 /// Adds `--wait` to the `helm upgrade` command when the stage waits for its workloads.
 fn with_wait(wait: bool, mut commands: Vec<ExternalCommand>) -> Vec<ExternalCommand> {
     if wait {
@@ -304,4 +322,28 @@ mod tests {
         };
         assert!(deploy_commands(&without_file, Path::new("out"), Path::new("c")).is_empty());
     }
+
+    #[test]
+    fn a_waiting_release_with_values_from_outputs() {
+        let mut stage = helm(
+            "lbc",
+            "kube-system",
+            Chart::Repository {
+                repository: "https://aws.github.io/eks-charts".into(),
+                name: "aws-load-balancer-controller".into(),
+                version: "1.13.2".into(),
+            },
+            "v.yaml",
+        );
+        if let StageManifest::Helm { wait, .. } = &mut stage {
+            *wait = true;
+        }
+        let commands = with_sets(
+            deploy_commands(&stage, Path::new(""), Path::new("c")),
+            &[("vpcId".to_owned(), "vpc-0abc".to_owned())],
+        );
+        let line = commands[0].to_string();
+        assert!(line.ends_with("-f v.yaml --wait --set vpcId=vpc-0abc"), "{line}");
+    }
+
 }

@@ -206,8 +206,27 @@ pub async fn deploy(
             StageManifest::CloudFormation { .. } => run.deploy_cloudformation(stage).await?,
             StageManifest::S3Upload { .. } => run.upload(stage).await?,
             StageManifest::Helm { .. } | StageManifest::Kubernetes { .. } => {
-                let commands =
+                let mut commands =
                     external::deploy_commands(stage, &plan.root, &options.chart_checkouts);
+                if let StageManifest::Helm {
+                    set_from_outputs, ..
+                } = stage
+                {
+                    let mut sets = Vec::new();
+                    for set in set_from_outputs {
+                        let value = run
+                            .bucket_of(
+                                stage.name(),
+                                set.stage.as_deref().unwrap_or_default(),
+                                &set.output,
+                                true,
+                            )
+                            .await?
+                            .unwrap_or_default();
+                        sets.push((set.key.clone(), value));
+                    }
+                    commands = external::with_sets(commands, &sets);
+                }
                 run.external(commands, plan.stages.get(i + 1), "")?
             }
         };
@@ -859,8 +878,8 @@ impl Run<'_> {
         }
     }
 
-    /// The bucket named by an earlier stage's output. `required`: a missing stack or output is
-    /// an error (deploy) rather than `None` (destroy).
+    /// The value of an earlier stage's output (a bucket name, a VPC id for `--set`).
+    /// `required`: a missing stack or output is an error (deploy) rather than `None` (destroy).
     async fn bucket_of(
         &self,
         stage: &str,
