@@ -32,6 +32,13 @@ pub const TRAINING_PLAN_ARN: &str =
 /// and the download fails until it is replaced.
 pub const MODEL_REVISION: &str = "0123456789abcdef0123456789abcdef01234567";
 
+/// A placeholder for the digest of `vllm/vllm-openai:kimi-k3` the deployment runs: replace it
+/// with the digest you tested (the runbook's workload stage shows how to look it up and check
+/// it). The day-0 tag is meant to move, so the reference pins a digest; this value is not a
+/// real digest and the image pull fails until it is replaced.
+pub const IMAGE_DIGEST: &str =
+    "sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef";
+
 /// The Secret holding the API key clients send (`Authorization: Bearer ...`), created by the
 /// operator in the runbook's workload stage; the key itself is never in the assembly.
 pub const API_KEY_SECRET: &str = "kimi-k3-api-key";
@@ -42,6 +49,7 @@ pub const API_KEY_SECRET_KEY: &str = "api-key";
 /// The vLLM server for Kimi K3, as the reference deployment runs it.
 pub fn kimi_k3_server() -> VllmServer {
     VllmServer::new("moonshotai/Kimi-K3", "vllm/vllm-openai:kimi-k3")
+        .image_digest(IMAGE_DIGEST)
         .served_model_name("Kimi-K3")
         .trust_remote_code(true)
         .revision(MODEL_REVISION)

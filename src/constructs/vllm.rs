@@ -107,6 +107,7 @@ impl StartupBudget {
 pub struct VllmServer {
     model_id: String,
     image: String,
+    image_digest: Option<String>,
     served_model_name: String,
     tensor_parallel_size: Option<u32>,
     decode_context_parallel_size: Option<u32>,
@@ -177,6 +178,7 @@ impl VllmServer {
         VllmServer {
             model_id,
             image: image.into(),
+            image_digest: None,
             served_model_name: served,
             tensor_parallel_size: None,
             decode_context_parallel_size: None,
@@ -241,6 +243,15 @@ impl VllmServer {
     /// Runs the model repository's own code (needed by Kimi models).
     pub fn trust_remote_code(mut self, trust: bool) -> Self {
         self.trust_remote_code = trust;
+        self
+    }
+
+    /// Pins the image to `digest` (`sha256:` and 64 lowercase hex digits): the container runs
+    /// `<image>@<digest>`, whatever the tag points at later; the tag stays for readers.
+    /// `docker buildx imagetools inspect <image>` prints a tag's current digest. An image
+    /// pinned by tag only is reported (`HF0417`).
+    pub fn image_digest(mut self, digest: impl Into<String>) -> Self {
+        self.image_digest = Some(digest.into());
         self
     }
 
@@ -360,9 +371,26 @@ impl VllmServer {
         self.trust_remote_code
     }
 
-    /// The container image.
+    /// The container image as given.
     pub fn image(&self) -> &str {
         &self.image
+    }
+
+    /// The digest the image is pinned to (given with `image_digest` or in the image
+    /// reference), if any.
+    pub fn pinned_digest(&self) -> Option<&str> {
+        self.image_digest
+            .as_deref()
+            .or_else(|| self.image.split_once('@').map(|(_, d)| d))
+    }
+
+    /// The image reference the container runs: the image, and `@<digest>` when pinned with
+    /// `image_digest`.
+    pub fn image_reference(&self) -> String {
+        match &self.image_digest {
+            Some(d) => format!("{}@{d}", self.image),
+            None => self.image.clone(),
+        }
     }
 
     /// The served model name.
@@ -558,16 +586,47 @@ impl VllmServer {
             ),
             None => {}
         }
-        let tag = self.image.rsplit_once(':').map(|(_, t)| t);
-        let pinned =
-            self.image.contains('@') || matches!(tag, Some(t) if !t.contains('/') && t != "latest");
-        if !pinned {
+        let (name, inline_digest) = match self.image.split_once('@') {
+            Some((n, d)) => (n, Some(d)),
+            None => (self.image.as_str(), None),
+        };
+        let digests: Vec<&str> = inline_digest
+            .into_iter()
+            .chain(self.image_digest.as_deref())
+            .collect();
+        if digests.len() > 1 || digests.iter().any(|d| !is_image_digest(d)) {
+            ds.report_field(
+                Code::InvalidImageDigest,
+                path,
+                if self.image_digest.is_some() {
+                    "image_digest"
+                } else {
+                    "image"
+                },
+                format!(
+                    "image `{}` has a malformed digest or two of them",
+                    self.image_reference()
+                ),
+                "give one digest, `sha256:` and 64 lowercase hex digits, in the image or with `image_digest`",
+            );
+        }
+        let tag = name.rsplit_once(':').map(|(_, t)| t);
+        let tagged = matches!(tag, Some(t) if !t.contains('/') && t != "latest");
+        if digests.is_empty() && !tagged {
             ds.report_field(
                 Code::UnpinnedImage,
                 path,
                 "image",
                 format!("image `{}` has no tag or is tagged latest", self.image),
-                "pin a tag or digest, e.g. vllm/vllm-openai:kimi-k3",
+                "pin a digest (`image_digest`), or at least a tag, e.g. vllm/vllm-openai:kimi-k3",
+            );
+        } else if digests.is_empty() {
+            ds.report_field(
+                Code::ImageNotPinnedByDigest,
+                path,
+                "image",
+                format!("image `{}` is pinned by a tag the registry can move", self.image),
+                format!("pin the digest the tag points at now: `.image_digest(\"sha256:...\")` (stack files: `image_digest`); `docker buildx imagetools inspect {}` prints it", self.image),
             );
         }
         if let Some(gpus) = gpus {
@@ -697,6 +756,16 @@ fn is_hf_model_id(id: &str) -> bool {
                 .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | '-'))
     };
     matches!(id.split_once('/'), Some((org, name)) if ok(org) && ok(name))
+}
+
+/// An image digest: `sha256:` and 64 lowercase hexadecimal digits.
+pub fn is_image_digest(digest: &str) -> bool {
+    digest.strip_prefix("sha256:").is_some_and(|hex| {
+        hex.len() == 64
+            && hex
+                .bytes()
+                .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+    })
 }
 
 /// A full Git commit id as the Hugging Face Hub and HyperPod's `commitSHA` write it: 40
@@ -957,6 +1026,7 @@ stack_file_shape! {
     pub mod server_fields = "VllmServer", "The vLLM server: the model, the image and the engine's arguments." {
         MODEL: req "model", Ty::Str, "The Hugging Face model id (`organization/name`).";
         IMAGE: req "image", Ty::Str, "The container image, pinned.";
+        IMAGE_DIGEST: opt "image_digest", Ty::Str, "The image's digest (`sha256:...`): the container runs `<image>@<digest>`.";
         SERVED_MODEL_NAME: opt "served_model_name", Ty::Str, "The name clients pass as `model`.";
         TENSOR_PARALLEL_SIZE: opt "tensor_parallel_size", Ty::U32, "Tensor parallel size (default: every GPU of the instance).";
         DECODE_CONTEXT_PARALLEL_SIZE: opt "decode_context_parallel_size", Ty::U32, "Decode context parallel size.";
@@ -1010,6 +1080,7 @@ stack_file_shape! {
         EFA: opt "efa", Ty::Bool, "Request the instance's EFA interfaces.";
         LOAD_BALANCER_SUBNETS: opt "load_balancer_subnets", Ty::Refs(Want::Subnets), "The load balancer's subnets, one per zone (`Network.private_subnets`; public subnets when internet-facing); the NetworkPolicy admits their blocks.";
         CLIENTS: opt "clients", Ty::List(&client_fields::SHAPE), "Pods allowed to reach the server directly.";
+        ALWAYS_PULL_IMAGE: opt "always_pull_image", Ty::Bool, "Ask the registry for the image at every start (`imagePullPolicy: Always`; default `IfNotPresent`).";
     }
 }
 
@@ -1021,6 +1092,9 @@ fn server(
     super::stack_file::object(r, field, |r| {
         use server_fields as f;
         let mut s = VllmServer::new(r.text(&f::MODEL)?, r.text(&f::IMAGE)?);
+        if let Some(v) = r.text(&f::IMAGE_DIGEST) {
+            s = s.image_digest(v);
+        }
         if let Some(v) = r.text(&f::SERVED_MODEL_NAME) {
             s = s.served_model_name(v);
         }
@@ -1156,6 +1230,9 @@ impl super::stack_file::StackFileConstruct for VllmDeployment {
         }
         if let Some(v) = r.bool(&f::EFA) {
             c = c.efa(v);
+        }
+        if let Some(v) = r.bool(&f::ALWAYS_PULL_IMAGE) {
+            c = c.always_pull_image(v);
         }
         if let Some(subnets) = r.subnets(&f::LOAD_BALANCER_SUBNETS).ok()? {
             c = c.load_balancer_subnets(&subnets);
@@ -1397,6 +1474,7 @@ pub struct VllmDeployment {
     efa: bool,
     load_balancer_subnets: Vec<Ref<kind::Subnet>>,
     clients: Vec<Client>,
+    always_pull: bool,
 }
 
 /// Handle to the deployment.
@@ -1436,7 +1514,17 @@ impl VllmDeployment {
             efa: false,
             load_balancer_subnets: Vec::new(),
             clients: Vec::new(),
+            always_pull: false,
         }
+    }
+
+    /// Whether the kubelet asks the registry for the image at every container start
+    /// (`imagePullPolicy: Always`) instead of using the node's copy (`IfNotPresent`, the
+    /// default). With a digest the two run the same image; `Always` only costs a registry
+    /// round trip per start, and a start fails while the registry is unreachable.
+    pub fn always_pull_image(mut self, always: bool) -> Self {
+        self.always_pull = always;
+        self
     }
 
     /// The subnets the load balancer is placed in, one per availability zone (the network's
@@ -1581,6 +1669,15 @@ impl VllmDeployment {
     /// Whether EFA is requested.
     pub fn efa_enabled(&self) -> bool {
         self.efa
+    }
+
+    /// The image pull policy (`IfNotPresent`, or `Always` when asked).
+    pub fn image_pull_policy(&self) -> &'static str {
+        if self.always_pull {
+            "Always"
+        } else {
+            "IfNotPresent"
+        }
     }
 
     /// The load balancer's subnets.

@@ -570,3 +570,91 @@ fn the_vpc_cni_enforces_network_policies_in_both_backends() {
         assert_eq!((cfn, tf), (1, 1));
     }
 }
+
+// F15: the image is pinned by digest and pulled once per node.
+
+#[test]
+fn images_are_pinned_by_digest_and_pulled_only_when_missing() {
+    let mut seen = 0;
+    for (_, assembly) in reference_assemblies() {
+        let objects = objects(&assembly);
+        let images = of_kind(&objects, "Deployment")
+            .into_iter()
+            .map(|d| {
+                let c = &d["spec"]["template"]["spec"]["containers"][0];
+                assert_eq!(c["imagePullPolicy"], "IfNotPresent");
+                assert!(d["metadata"]["annotations"]
+                    .as_object()
+                    .unwrap()
+                    .values()
+                    .all(|v| !v.as_str().unwrap().starts_with("CKV_K8S_43")));
+                &c["image"]
+            })
+            .chain(
+                of_kind(&objects, "InferenceEndpointConfig")
+                    .into_iter()
+                    .map(|i| &i["spec"]["worker"]["image"]),
+            );
+        for image in images {
+            seen += 1;
+            let (_, digest) = image.as_str().unwrap().split_once('@').expect("a digest");
+            let hex = digest.strip_prefix("sha256:").unwrap();
+            assert!(hex.len() == 64 && hex.bytes().all(|b| b.is_ascii_hexdigit()));
+        }
+        for book in runbooks(&assembly) {
+            assert!(book.contains("docker buildx imagetools inspect"));
+        }
+    }
+    assert!(seen >= 3);
+}
+
+#[test]
+fn a_mutable_tag_warns_a_bad_digest_is_refused_and_always_pull_is_asked_for() {
+    let with = |server: VllmServer| {
+        eks_app(|_| {
+            VllmDeployment::new("Vllm", server, "p6-b300.48xlarge")
+                .cluster_ip_service()
+                .always_pull_image(true)
+        })
+    };
+    let tagged = VllmServer::new("moonshotai/Kimi-K3", "vllm/vllm-openai:kimi-k3");
+    let assembly = with(tagged.clone())
+        .synth()
+        .unwrap_or_else(|d| panic!("{d}"));
+    assert!(
+        assembly
+            .warnings()
+            .contains(hyperforge::Code::ImageNotPinnedByDigest, "eks/Vllm"),
+        "{}",
+        assembly.warnings()
+    );
+    let tagged_objects = objects(&assembly);
+    let c = &of_kind(&tagged_objects, "Deployment")[0]["spec"]["template"]["spec"]["containers"][0];
+    assert_eq!(c["imagePullPolicy"], "Always");
+    assert_eq!(c["image"], "vllm/vllm-openai:kimi-k3");
+
+    let digest = format!("sha256:{}", "ab".repeat(32));
+    let pinned = with(tagged.clone().image_digest(&digest))
+        .synth()
+        .unwrap_or_else(|d| panic!("{d}"));
+    assert!(!pinned
+        .warnings()
+        .iter()
+        .any(|d| d.code == hyperforge::Code::ImageNotPinnedByDigest));
+    let objects = objects(&pinned);
+    let c = &of_kind(&objects, "Deployment")[0]["spec"]["template"]["spec"]["containers"][0];
+    assert_eq!(c["image"], format!("vllm/vllm-openai:kimi-k3@{digest}"));
+
+    for bad in [
+        tagged.clone().image_digest("sha256:abc"),
+        tagged.clone().image_digest(digest.to_ascii_uppercase()),
+        VllmServer::new("moonshotai/Kimi-K3", format!("vllm/vllm-openai@{digest}"))
+            .image_digest(&digest),
+    ] {
+        let err = with(bad).synth().unwrap_err();
+        assert!(
+            err.contains(hyperforge::Code::InvalidImageDigest, "eks/Vllm"),
+            "{err}"
+        );
+    }
+}

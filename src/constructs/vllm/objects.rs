@@ -141,7 +141,7 @@ pub fn inference_endpoint_config(stack: &Stack, ep: &InferenceEndpoint) -> Infer
             ..Default::default()
         },
         worker: InferenceEndpointConfigWorker {
-            image: server.image().to_owned(),
+            image: server.image_reference(),
             args: Some(server.args(MODEL_MOUNT_PATH, gpus)),
             environment_variables: (!env.is_empty()).then_some(env),
             model_invocation_port: InferenceEndpointConfigWorkerModelInvocationPort {
@@ -242,8 +242,13 @@ const CHECKOV_SKIPS: &[(&str, &str)] = &[
     ("CKV_K8S_22", "vLLM writes compile and kernel caches under its home directory; the root filesystem stays writable"),
     ("CKV_K8S_23", "the vllm/vllm-openai image runs as root and keeps its caches under /root; privilege escalation and every capability are dropped instead"),
     ("CKV_K8S_40", "the vllm/vllm-openai image runs as root (see CKV_K8S_23)"),
-    ("CKV_K8S_43", "the image is pinned by tag in the description; pin a digest with VllmServer's image to satisfy this"),
 ];
+
+/// Suppressed only for an image without a digest (which validation reports, HF0417).
+const CHECKOV_SKIP_NO_DIGEST: (&str, &str) = (
+    "CKV_K8S_43",
+    "the image is pinned by tag only (warning HF0417); pin a digest with VllmServer::image_digest",
+);
 
 /// The objects of `d` in stack `stack`.
 pub fn deployment(stack: &Stack, d: &VllmDeployment) -> VllmObjects {
@@ -365,8 +370,8 @@ pub fn deployment(stack: &Stack, d: &VllmDeployment) -> VllmObjects {
 
     let container = Container {
         name: "vllm".to_owned(),
-        image: Some(server.image().to_owned()),
-        image_pull_policy: Some("Always".to_owned()),
+        image: Some(server.image_reference()),
+        image_pull_policy: Some(d.image_pull_policy().to_owned()),
         args: Some(server.hub_args(gpus)),
         env: Some(env),
         ports: Some(vec![ContainerPort {
@@ -417,9 +422,14 @@ pub fn deployment(stack: &Stack, d: &VllmDeployment) -> VllmObjects {
         "CKV_K8S_35",
         "vLLM reads its API key (VLLM_API_KEY) and the Hub token (HF_TOKEN) from the environment only; both come from Secrets, never literals",
     ));
+    let no_digest = server
+        .pinned_digest()
+        .is_none()
+        .then_some(CHECKOV_SKIP_NO_DIGEST);
     let skips = CHECKOV_SKIPS
         .iter()
         .copied()
+        .chain(no_digest)
         .chain(secret_env)
         .enumerate()
         .map(|(i, (id, reason))| {
