@@ -183,6 +183,8 @@ codes! {
         "A tag is a name the registry can move: the same description can start a different engine after a restart or on a new node (the day-0 `vllm/vllm-openai:kimi-k3` tag is meant to be re-pointed when the model lands in a release). Pin the image by digest with `VllmServer::image_digest(\"sha256:...\")` (stack files: `image_digest`); `docker buildx imagetools inspect <image>` prints the tag's current digest. The tag stays in the reference for readers; the digest decides what runs.";
     InvalidImageDigest = "HF0418", Error, "image digest is malformed or given twice",
         "An image digest is `sha256:` followed by 64 lowercase hexadecimal digits, given either in the image reference (`repo@sha256:...`) or with `image_digest`, not both.";
+    InvalidPullThroughCache = "HF0419", Error, "ECR pull-through cache rule is malformed",
+        "A pull-through cache has a repository prefix of 2-30 lowercase letters and digits separated by `.`, `_`, `-` or `/`, an upstream registry host without a scheme (`registry-1.docker.io`), and, for Docker Hub (which ECR reaches only with credentials), the ARN of a Secrets Manager secret in the stack's region whose name starts with `ecr-pullthroughcache/`, holding `username` and `accessToken`.";
     InvalidThroughput = "HF0410", Error, "storage throughput must be positive",
         "The startup budget divides the weights' size by the download and load throughput; they must be greater than zero.";
     InvalidGpuMemoryUtilization = "HF0411", Error, "GPU memory utilization is outside (0, 1]",
