@@ -32,12 +32,28 @@ pub const TRAINING_PLAN_ARN: &str =
 /// and the download fails until it is replaced.
 pub const MODEL_REVISION: &str = "0123456789abcdef0123456789abcdef01234567";
 
+/// A placeholder for the digest of `vllm/vllm-openai:kimi-k3` the deployment runs: replace it
+/// with the digest you tested (the runbook's workload stage shows how to look it up and check
+/// it). The day-0 tag is meant to move, so the reference pins a digest; this value is not a
+/// real digest and the image pull fails until it is replaced.
+pub const IMAGE_DIGEST: &str =
+    "sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef";
+
+/// The Secret holding the API key clients send (`Authorization: Bearer ...`), created by the
+/// operator in the runbook's workload stage; the key itself is never in the assembly.
+pub const API_KEY_SECRET: &str = "kimi-k3-api-key";
+
+/// The key inside [`API_KEY_SECRET`].
+pub const API_KEY_SECRET_KEY: &str = "api-key";
+
 /// The vLLM server for Kimi K3, as the reference deployment runs it.
 pub fn kimi_k3_server() -> VllmServer {
     VllmServer::new("moonshotai/Kimi-K3", "vllm/vllm-openai:kimi-k3")
+        .image_digest(IMAGE_DIGEST)
         .served_model_name("Kimi-K3")
         .trust_remote_code(true)
         .revision(MODEL_REVISION)
+        .api_key_secret(API_KEY_SECRET, API_KEY_SECRET_KEY)
         .load_format("fastsafetensors")
         .prefix_caching(true)
         .tool_call_parser("kimi_k3")
@@ -197,7 +213,9 @@ pub fn kimi_k3_eks_stack(name: &str) -> Stack {
     let workload = stack.kubernetes_stage("workload");
     stack.add(
         workload,
-        VllmDeployment::new("KimiK3", kimi_k3_server(), "p6-b300.48xlarge").name("kimi-k3"),
+        VllmDeployment::new("KimiK3", kimi_k3_server(), "p6-b300.48xlarge")
+            .name("kimi-k3")
+            .load_balancer_subnets(&network.private_subnets),
     );
     stack
 }
@@ -257,7 +275,9 @@ pub fn kimi_k3_eks_karpenter() -> App {
     let workload = stack.kubernetes_stage("workload");
     stack.add(
         workload,
-        VllmDeployment::new("KimiK3", kimi_k3_server(), "p6-b300.48xlarge").name("kimi-k3"),
+        VllmDeployment::new("KimiK3", kimi_k3_server(), "p6-b300.48xlarge")
+            .name("kimi-k3")
+            .load_balancer_subnets(&network.private_subnets),
     );
     App::new().tag("managed-by", "hyperforge").stack(stack)
 }

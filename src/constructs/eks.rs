@@ -130,6 +130,7 @@ pub struct EksCluster {
     vpc: Option<Ref<kind::Vpc>>,
     access_entries: Vec<AccessEntry>,
     addons: Vec<EksAddon>,
+    network_policy: bool,
 }
 
 /// Handles to the cluster's resources.
@@ -145,7 +146,10 @@ pub struct EksClusterHandle {
     pub name: String,
 }
 
-const CORE_ADDONS: &[&str] = &["vpc-cni", "kube-proxy", "coredns", "eks-pod-identity-agent"];
+/// The VPC CNI add-on.
+const VPC_CNI: &str = "vpc-cni";
+
+const CORE_ADDONS: &[&str] = &[VPC_CNI, "kube-proxy", "coredns", "eks-pod-identity-agent"];
 
 /// Every control-plane log type.
 const LOG_TYPES: &[&str] = &[
@@ -178,7 +182,17 @@ impl EksCluster {
                     version: None,
                 })
                 .collect(),
+            network_policy: true,
         }
+    }
+
+    /// Whether the VPC CNI enforces Kubernetes NetworkPolicies (default on). The VPC CNI
+    /// add-on leaves them unenforced unless its configuration sets `enableNetworkPolicy`
+    /// (EKS User Guide, `cni-network-policy`); without it the NetworkPolicy of a vLLM
+    /// Deployment is decorative.
+    pub fn network_policy(mut self, enforced: bool) -> Self {
+        self.network_policy = enforced;
+        self
     }
 
     /// The Kubernetes version (`1.33`).
@@ -285,6 +299,11 @@ impl EksCluster {
     /// Add-ons in order.
     pub fn addons(&self) -> &[EksAddon] {
         &self.addons
+    }
+
+    /// Whether NetworkPolicies are enforced.
+    pub fn network_policy_enforced(&self) -> bool {
+        self.network_policy
     }
 
     pub(crate) fn references(&self) -> Vec<AttrRef> {
@@ -521,7 +540,12 @@ impl Construct for EksCluster {
                     name: addon.name.clone(),
                     version: addon.version.clone(),
                     service_account_role: None,
-                    configuration: None,
+                    configuration: (addon.name == VPC_CNI && self.network_policy).then(|| {
+                        res::AddonConfiguration::object([(
+                            "enableNetworkPolicy",
+                            res::AddonConfiguration::Str("true".to_owned()),
+                        )])
+                    }),
                     // The nodes come later: the HyperPod cluster makes the add-ons needing
                     // them (`ADDONS_NEEDING_NODES`) wait for it.
                     nodes: None,
@@ -671,6 +695,7 @@ stack_file_shape! {
         PUBLIC_ACCESS_CIDRS: opt "public_access_cidrs", Ty::StrList, "Also allow the public endpoint from these blocks (default: private only).";
         ACCESS_ENTRIES: opt "access_entries", Ty::List(&access_entry_fields::SHAPE), "Principals allowed into the cluster.";
         ADDONS: opt "addons", Ty::List(&addon_fields::SHAPE), "EKS add-ons.";
+        NETWORK_POLICY: opt "network_policy", Ty::Bool, "Whether the VPC CNI enforces NetworkPolicies (default true).";
     }
 }
 
@@ -718,6 +743,9 @@ impl super::stack_file::StackFileConstruct for EksCluster {
             Some((name?, version))
         }) {
             c = c.addon(name, version);
+        }
+        if let Some(v) = r.bool(&fields::NETWORK_POLICY) {
+            c = c.network_policy(v);
         }
         Some(c)
     }

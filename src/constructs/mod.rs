@@ -39,6 +39,7 @@ pub use crate::app::text;
 /// IAM policy documents, now part of the resource layer ([`crate::resources::iam`]).
 pub use crate::resources::iam;
 pub mod controllers;
+pub mod ecr;
 pub mod eks;
 pub mod fsx_lustre;
 pub mod helm;
@@ -53,6 +54,7 @@ pub mod vllm;
 
 pub use cidr::Ipv4Cidr;
 pub use controllers::{LoadBalancerController, LoadBalancerControllerHandle};
+pub use ecr::{EcrPullThroughCache, EcrPullThroughCacheHandle};
 pub use eks::{AccessEntry, AccessPolicy, EksAddon, EksCluster, EksClusterHandle, EndpointAccess};
 pub use fsx_lustre::{
     DataRepository, FsxLustre, FsxLustreHandle, LustreCompression, LustreDeployment,
@@ -349,6 +351,7 @@ constructs! {
     Karpenter(Karpenter),
     KarpenterNodePool(KarpenterNodePool),
     FsxLustre(FsxLustre),
+    EcrPullThroughCache(EcrPullThroughCache),
 }
 
 /// A stored construct with its typed view, stack and display path.

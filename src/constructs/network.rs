@@ -68,6 +68,45 @@ pub fn zone_of_subnet<'a>(stack: &'a Stack, subnet: &Ref<kind::Subnet>) -> Optio
     })
 }
 
+/// What a subnet of a network is, for documents that name it outside the templates (a
+/// Service's load balancer subnets, a NetworkPolicy's address blocks).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SubnetFacts {
+    /// Its block (`10.192.128.0/24`).
+    pub cidr: String,
+    /// Its `Name` tag (`kimi-k3-eks-private-1`), which the Load Balancer Controller resolves.
+    pub name: String,
+    /// Whether it routes to the internet gateway (a public subnet).
+    pub public: bool,
+}
+
+/// The facts of `subnet` when it belongs to a valid network of `stack`.
+pub fn subnet_facts(stack: &Stack, subnet: &Ref<kind::Subnet>) -> Option<SubnetFacts> {
+    stack.nodes().iter().find_map(|n| {
+        let network = n.construct.as_any().downcast_ref::<Network>()?;
+        let child = subnet.path().strip_prefix(&format!("{}/", n.id))?;
+        network.subnet_facts(stack.name(), child)
+    })
+}
+
+/// The `Name` tag of the public subnet in zone index `az_index`.
+fn public_subnet_name(stack: &str, az_index: u32) -> String {
+    format!("{stack}-public-{}", az_index + 1)
+}
+
+/// The `Name` tag of the private subnet in zone index `az_index`.
+fn private_subnet_name(stack: &str, az_index: u32) -> String {
+    format!("{stack}-private-{}", az_index + 1)
+}
+
+/// The `Name` tag of zonal subnet `child` (`HyperPodSubnet` -> `<stack>-hyperpod`).
+fn zonal_subnet_name(stack: &str, child: &str) -> String {
+    format!(
+        "{stack}-{}",
+        child.trim_end_matches("Subnet").to_ascii_lowercase()
+    )
+}
+
 /// The most availability zones any AWS region has (us-east-1 has six).
 pub const MAX_AVAILABILITY_ZONES: u32 = 6;
 
@@ -227,6 +266,35 @@ impl Network {
 
     fn subnet_prefix(vpc: Ipv4Cidr) -> u8 {
         (vpc.prefix() + 8).min(28)
+    }
+
+    /// The facts of its subnet `child` (`PrivateSubnet1`) in stack `stack`; `None` when there
+    /// is no such subnet or the network has errors.
+    pub fn subnet_facts(&self, stack: &str, child: &str) -> Option<SubnetFacts> {
+        let plan = self.plan()?;
+        let planned = |subnets: &[SubnetPlan], public: bool| {
+            subnets.iter().find(|s| s.id == child).map(|s| SubnetFacts {
+                cidr: s.cidr.to_string(),
+                name: if public {
+                    public_subnet_name(stack, s.az_index)
+                } else {
+                    private_subnet_name(stack, s.az_index)
+                },
+                public,
+            })
+        };
+        planned(&plan.public_subnets, true)
+            .or_else(|| planned(&plan.private_subnets, false))
+            .or_else(|| {
+                plan.zonal
+                    .iter()
+                    .find(|(id, _, _)| *id == child)
+                    .map(|(id, block, _)| SubnetFacts {
+                        cidr: block.to_string(),
+                        name: zonal_subnet_name(stack, id),
+                        public: false,
+                    })
+            })
     }
 
     /// The planned layout; `None` while the description has errors (see `validate`).
@@ -516,7 +584,7 @@ impl Construct for Network {
                     tags: vec![
                         (
                             "Name".to_owned(),
-                            format!("{stack_name}-public-{}", sp.az_index + 1),
+                            public_subnet_name(&stack_name, sp.az_index),
                         ),
                         ("kubernetes.io/role/elb".to_owned(), "1".to_owned()),
                     ],
@@ -594,7 +662,7 @@ impl Construct for Network {
             };
         let internal_elb = || ("kubernetes.io/role/internal-elb".to_owned(), "1".to_owned());
         for sp in &plan.private_subnets {
-            let name = format!("{stack_name}-private-{}", sp.az_index + 1);
+            let name = private_subnet_name(&stack_name, sp.az_index);
             scope.add(
                 &sp.id,
                 Subnet {
@@ -616,7 +684,7 @@ impl Construct for Network {
                     cidr: block.to_string(),
                 },
             );
-            let name = format!("{stack_name}-{}", short.to_ascii_lowercase());
+            let name = zonal_subnet_name(&stack_name, child);
             let zone = StackInput {
                 name: format!("{}AzId", logical_id(&scope.path(child))),
                 description: zone_input_description(child).to_owned(),

@@ -4,7 +4,9 @@
 
 pub mod objects;
 
+use super::network::subnet_facts;
 use super::{Construct, Context, Facts, ServedModel};
+use crate::app::{kind, AttrRef, Ref, Stack};
 use crate::catalog::{self, Model};
 use crate::diagnostics::{Code, Diagnostics};
 use crate::resources::{KubeObject, Scope};
@@ -105,6 +107,7 @@ impl StartupBudget {
 pub struct VllmServer {
     model_id: String,
     image: String,
+    image_digest: Option<String>,
     served_model_name: String,
     tensor_parallel_size: Option<u32>,
     decode_context_parallel_size: Option<u32>,
@@ -120,6 +123,7 @@ pub struct VllmServer {
     env: Vec<(String, String)>,
     extra_args: Vec<String>,
     hf_token: Option<SecretKeyRef>,
+    api_key: Option<SecretKeyRef>,
     weight_bytes: Option<u64>,
     model_spec: Option<Model>,
     throughput: StorageThroughput,
@@ -144,6 +148,7 @@ const OWNED_ARGS: &[&str] = &[
     "--enable-prefix-caching",
     "--moe-backend",
     "--port",
+    "--api-key",
 ];
 
 /// The long form of a command-line flag as vLLM's parser reads it: the value after `=` dropped,
@@ -173,6 +178,7 @@ impl VllmServer {
         VllmServer {
             model_id,
             image: image.into(),
+            image_digest: None,
             served_model_name: served,
             tensor_parallel_size: None,
             decode_context_parallel_size: None,
@@ -188,6 +194,7 @@ impl VllmServer {
             env: Vec::new(),
             extra_args: Vec::new(),
             hf_token: None,
+            api_key: None,
             weight_bytes: None,
             model_spec: None,
             throughput: StorageThroughput::default(),
@@ -236,6 +243,15 @@ impl VllmServer {
     /// Runs the model repository's own code (needed by Kimi models).
     pub fn trust_remote_code(mut self, trust: bool) -> Self {
         self.trust_remote_code = trust;
+        self
+    }
+
+    /// Pins the image to `digest` (`sha256:` and 64 lowercase hex digits): the container runs
+    /// `<image>@<digest>`, whatever the tag points at later; the tag stays for readers.
+    /// `docker buildx imagetools inspect <image>` prints a tag's current digest. An image
+    /// pinned by tag only is reported (`HF0417`).
+    pub fn image_digest(mut self, digest: impl Into<String>) -> Self {
+        self.image_digest = Some(digest.into());
         self
     }
 
@@ -297,6 +313,20 @@ impl VllmServer {
         self
     }
 
+    /// Requires clients to send `Authorization: Bearer <key>` on the OpenAI routes, the key
+    /// read from Secret `name`, key `key` into `VLLM_API_KEY` (vLLM reads it when
+    /// `--api-key` is not given: `vllm/entrypoints/openai/api_server.py`, `build_app`). The
+    /// key never appears in the assembly; the runbook creates the Secret. vLLM checks the key
+    /// only on paths under `/v1`, so `/health` (probes, load balancer health checks) and
+    /// `/metrics` stay open.
+    pub fn api_key_secret(mut self, name: impl Into<String>, key: impl Into<String>) -> Self {
+        self.api_key = Some(SecretKeyRef {
+            name: name.into(),
+            key: key.into(),
+        });
+        self
+    }
+
     /// The weights' size in bytes, when the model is not in the catalog (overrides the
     /// model's own size for the startup budget and the memory checks).
     pub fn weight_bytes(mut self, bytes: u64) -> Self {
@@ -323,6 +353,14 @@ impl VllmServer {
         &self.model_id
     }
 
+    /// The API key's Secret, if any.
+    pub fn api_key(&self) -> Option<&SecretKeyRef> {
+        self.api_key.as_ref()
+    }
+
+    /// The environment variable vLLM reads its API key from.
+    pub const API_KEY_ENV: &'static str = "VLLM_API_KEY";
+
     /// The pinned model revision (a commit SHA), if any.
     pub fn model_revision(&self) -> Option<&str> {
         self.revision.as_deref()
@@ -333,9 +371,26 @@ impl VllmServer {
         self.trust_remote_code
     }
 
-    /// The container image.
+    /// The container image as given.
     pub fn image(&self) -> &str {
         &self.image
+    }
+
+    /// The digest the image is pinned to (given with `image_digest` or in the image
+    /// reference), if any.
+    pub fn pinned_digest(&self) -> Option<&str> {
+        self.image_digest
+            .as_deref()
+            .or_else(|| self.image.split_once('@').map(|(_, d)| d))
+    }
+
+    /// The image reference the container runs: the image, and `@<digest>` when pinned with
+    /// `image_digest`.
+    pub fn image_reference(&self) -> String {
+        match &self.image_digest {
+            Some(d) => format!("{}@{d}", self.image),
+            None => self.image.clone(),
+        }
     }
 
     /// The served model name.
@@ -531,16 +586,47 @@ impl VllmServer {
             ),
             None => {}
         }
-        let tag = self.image.rsplit_once(':').map(|(_, t)| t);
-        let pinned =
-            self.image.contains('@') || matches!(tag, Some(t) if !t.contains('/') && t != "latest");
-        if !pinned {
+        let (name, inline_digest) = match self.image.split_once('@') {
+            Some((n, d)) => (n, Some(d)),
+            None => (self.image.as_str(), None),
+        };
+        let digests: Vec<&str> = inline_digest
+            .into_iter()
+            .chain(self.image_digest.as_deref())
+            .collect();
+        if digests.len() > 1 || digests.iter().any(|d| !is_image_digest(d)) {
+            ds.report_field(
+                Code::InvalidImageDigest,
+                path,
+                if self.image_digest.is_some() {
+                    "image_digest"
+                } else {
+                    "image"
+                },
+                format!(
+                    "image `{}` has a malformed digest or two of them",
+                    self.image_reference()
+                ),
+                "give one digest, `sha256:` and 64 lowercase hex digits, in the image or with `image_digest`",
+            );
+        }
+        let tag = name.rsplit_once(':').map(|(_, t)| t);
+        let tagged = matches!(tag, Some(t) if !t.contains('/') && t != "latest");
+        if digests.is_empty() && !tagged {
             ds.report_field(
                 Code::UnpinnedImage,
                 path,
                 "image",
                 format!("image `{}` has no tag or is tagged latest", self.image),
-                "pin a tag or digest, e.g. vllm/vllm-openai:kimi-k3",
+                "pin a digest (`image_digest`), or at least a tag, e.g. vllm/vllm-openai:kimi-k3",
+            );
+        } else if digests.is_empty() {
+            ds.report_field(
+                Code::ImageNotPinnedByDigest,
+                path,
+                "image",
+                format!("image `{}` is pinned by a tag the registry can move", self.image),
+                format!("pin the digest the tag points at now: `.image_digest(\"sha256:...\")` (stack files: `image_digest`); `docker buildx imagetools inspect {}` prints it", self.image),
             );
         }
         if let Some(gpus) = gpus {
@@ -614,6 +700,24 @@ impl VllmServer {
                 );
             }
         }
+        for (field, secret) in [
+            ("hf_token_secret", &self.hf_token),
+            ("api_key_secret", &self.api_key),
+        ] {
+            let Some(secret) = secret else { continue };
+            if !is_dns_subdomain(&secret.name) || !is_secret_key(&secret.key) {
+                ds.report_field(
+                    Code::InvalidKubernetesName,
+                    path,
+                    field,
+                    format!(
+                        "Secret `{}` key `{}` is not a valid Secret name and key",
+                        secret.name, secret.key
+                    ),
+                    "Secret names are lowercase DNS names (`kimi-k3-api-key`); keys are letters, digits, `-`, `_` and `.`",
+                );
+            }
+        }
         if let Some(bytes) = self.weight_bytes {
             if !(1..=MAX_WEIGHT_BYTES).contains(&bytes) {
                 ds.report_field(
@@ -654,6 +758,16 @@ fn is_hf_model_id(id: &str) -> bool {
     matches!(id.split_once('/'), Some((org, name)) if ok(org) && ok(name))
 }
 
+/// An image digest: `sha256:` and 64 lowercase hexadecimal digits.
+pub fn is_image_digest(digest: &str) -> bool {
+    digest.strip_prefix("sha256:").is_some_and(|hex| {
+        hex.len() == 64
+            && hex
+                .bytes()
+                .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+    })
+}
+
 /// A full Git commit id as the Hugging Face Hub and HyperPod's `commitSHA` write it: 40
 /// lowercase hexadecimal digits.
 pub fn is_commit_sha(revision: &str) -> bool {
@@ -671,6 +785,40 @@ fn is_env_name(name: &str) -> bool {
     !name.is_empty()
         && !name.starts_with(|c: char| c.is_ascii_digit())
         && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+}
+
+/// DNS-1123 subdomain (a Secret's name): 1-253 characters, dot-separated DNS labels.
+fn is_dns_subdomain(name: &str) -> bool {
+    name.len() <= 253 && name.split('.').all(is_dns_label)
+}
+
+/// A Secret's data key: 1-253 letters, digits, `-`, `_` and `.`.
+fn is_secret_key(key: &str) -> bool {
+    !key.is_empty()
+        && key.len() <= 253
+        && key
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
+}
+
+/// A label value: at most 63 letters, digits, `-`, `_` and `.`, alphanumeric at both ends.
+fn is_label_value(value: &str) -> bool {
+    value.is_empty()
+        || (value.len() <= 63
+            && value.starts_with(|c: char| c.is_ascii_alphanumeric())
+            && value.ends_with(|c: char| c.is_ascii_alphanumeric())
+            && value
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.')))
+}
+
+/// A label key: an optional DNS-subdomain prefix and `/`, then a name as a label value.
+fn is_label_key(key: &str) -> bool {
+    let (prefix, name) = match key.rsplit_once('/') {
+        Some((p, n)) => (Some(p), n),
+        None => (None, key),
+    };
+    prefix.is_none_or(is_dns_subdomain) && !name.is_empty() && is_label_value(name)
 }
 
 /// DNS-1123 label: 1-63 lowercase letters, digits and hyphens, alphanumeric at both ends.
@@ -878,6 +1026,7 @@ stack_file_shape! {
     pub mod server_fields = "VllmServer", "The vLLM server: the model, the image and the engine's arguments." {
         MODEL: req "model", Ty::Str, "The Hugging Face model id (`organization/name`).";
         IMAGE: req "image", Ty::Str, "The container image, pinned.";
+        IMAGE_DIGEST: opt "image_digest", Ty::Str, "The image's digest (`sha256:...`): the container runs `<image>@<digest>`.";
         SERVED_MODEL_NAME: opt "served_model_name", Ty::Str, "The name clients pass as `model`.";
         TENSOR_PARALLEL_SIZE: opt "tensor_parallel_size", Ty::U32, "Tensor parallel size (default: every GPU of the instance).";
         DECODE_CONTEXT_PARALLEL_SIZE: opt "decode_context_parallel_size", Ty::U32, "Decode context parallel size.";
@@ -893,6 +1042,7 @@ stack_file_shape! {
         ENV: opt "env", Ty::StrMap, "Environment variables, in order (never secrets).";
         EXTRA_ARGS: opt "extra_args", Ty::StrList, "Arguments the typed fields do not cover.";
         HF_TOKEN_SECRET: opt "hf_token_secret", Ty::Obj(&secret_key_ref_fields::SHAPE), "The Secret holding the Hugging Face token.";
+        API_KEY_SECRET: opt "api_key_secret", Ty::Obj(&secret_key_ref_fields::SHAPE), "The Secret holding the API key clients send as a bearer token (read into VLLM_API_KEY).";
         WEIGHT_BYTES: opt "weight_bytes", Ty::U64, "The weights' size, for models not in the catalog.";
         STORAGE_THROUGHPUT: opt "storage_throughput", Ty::Obj(&storage_throughput_fields::SHAPE), "Storage throughput for the startup budget.";
     }
@@ -910,6 +1060,13 @@ stack_file_shape! {
 }
 
 stack_file_shape! {
+    pub mod client_fields = "Client", "Pods allowed to reach the server directly." {
+        NAMESPACE: req "namespace", Ty::Str, "The clients' namespace.";
+        POD_LABELS: opt "pod_labels", Ty::StrMap, "Labels the client pods carry (default: every pod of the namespace).";
+    }
+}
+
+stack_file_shape! {
     pub mod deployment_fields = <VllmDeployment as Construct>::KIND, "A vLLM Deployment and its Service on EKS GPU nodes." {
         ID: req "vllm_deployment", Ty::Str, "The construct id.";
         SERVER: req "server", Ty::Obj(&server_fields::SHAPE), "The vLLM server.";
@@ -921,6 +1078,9 @@ stack_file_shape! {
         EXPOSURE: opt "exposure", Ty::Enum(Exposure::NAMES), "How the Service is exposed (default `internal_load_balancer`).";
         SERVICE_ANNOTATIONS: opt "service_annotations", Ty::StrMap, "Annotations on the Service.";
         EFA: opt "efa", Ty::Bool, "Request the instance's EFA interfaces.";
+        LOAD_BALANCER_SUBNETS: opt "load_balancer_subnets", Ty::Refs(Want::Subnets), "The load balancer's subnets, one per zone (`Network.private_subnets`; public subnets when internet-facing); the NetworkPolicy admits their blocks.";
+        CLIENTS: opt "clients", Ty::List(&client_fields::SHAPE), "Pods allowed to reach the server directly.";
+        ALWAYS_PULL_IMAGE: opt "always_pull_image", Ty::Bool, "Ask the registry for the image at every start (`imagePullPolicy: Always`; default `IfNotPresent`).";
     }
 }
 
@@ -932,6 +1092,9 @@ fn server(
     super::stack_file::object(r, field, |r| {
         use server_fields as f;
         let mut s = VllmServer::new(r.text(&f::MODEL)?, r.text(&f::IMAGE)?);
+        if let Some(v) = r.text(&f::IMAGE_DIGEST) {
+            s = s.image_digest(v);
+        }
         if let Some(v) = r.text(&f::SERVED_MODEL_NAME) {
             s = s.served_model_name(v);
         }
@@ -981,6 +1144,14 @@ fn server(
         });
         if let Some((n, k)) = secret.flatten() {
             s = s.hf_token_secret(n, k);
+        }
+        let api_key = super::stack_file::object(r, &f::API_KEY_SECRET, |h| {
+            let name = h.text(&secret_key_ref_fields::NAME);
+            let key = h.text(&secret_key_ref_fields::KEY);
+            Some((name?, key?))
+        });
+        if let Some((n, k)) = api_key.flatten() {
+            s = s.api_key_secret(n, k);
         }
         if let Some(v) = r.u64(&f::WEIGHT_BYTES) {
             s = s.weight_bytes(v);
@@ -1059,6 +1230,19 @@ impl super::stack_file::StackFileConstruct for VllmDeployment {
         }
         if let Some(v) = r.bool(&f::EFA) {
             c = c.efa(v);
+        }
+        if let Some(v) = r.bool(&f::ALWAYS_PULL_IMAGE) {
+            c = c.always_pull_image(v);
+        }
+        if let Some(subnets) = r.subnets(&f::LOAD_BALANCER_SUBNETS).ok()? {
+            c = c.load_balancer_subnets(&subnets);
+        }
+        for (namespace, labels) in super::stack_file::list(r, &f::CLIENTS, |o| {
+            let namespace = o.text(&client_fields::NAMESPACE);
+            let labels = o.str_map(&client_fields::POD_LABELS);
+            Some((namespace?, labels))
+        }) {
+            c = c.allow_pods(namespace, labels);
         }
         Some(c)
     }
@@ -1264,6 +1448,16 @@ stack_file_names!(Exposure {
     ClusterIp => "cluster_ip",
 });
 
+/// Pods allowed to reach the server directly (in-cluster clients): every pod of a namespace, or
+/// the pods of a namespace carrying all the given labels.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Client {
+    /// The clients' namespace.
+    pub namespace: String,
+    /// The labels the client pods carry; empty for every pod of the namespace.
+    pub pod_labels: std::collections::BTreeMap<String, String>,
+}
+
 /// A vLLM server deployed as a Kubernetes Deployment behind a Service on port 8000, on nodes of
 /// one instance type (the EKS path).
 #[derive(Clone, Debug)]
@@ -1278,6 +1472,9 @@ pub struct VllmDeployment {
     exposure: Exposure,
     service_annotations: std::collections::BTreeMap<String, String>,
     efa: bool,
+    load_balancer_subnets: Vec<Ref<kind::Subnet>>,
+    clients: Vec<Client>,
+    always_pull: bool,
 }
 
 /// Handle to the deployment.
@@ -1291,6 +1488,9 @@ pub struct VllmDeploymentHandle {
 
 /// The Service annotation that selects an internet-facing load balancer.
 pub const LB_SCHEME_ANNOTATION: &str = "service.beta.kubernetes.io/aws-load-balancer-scheme";
+
+/// The Service annotation placing the load balancer in named subnets.
+pub const LB_SUBNETS_ANNOTATION: &str = "service.beta.kubernetes.io/aws-load-balancer-subnets";
 
 impl VllmDeployment {
     /// Serves `server` on nodes of `instance_type` (EC2 name); objects are named after the
@@ -1312,7 +1512,63 @@ impl VllmDeployment {
             exposure: Exposure::InternalLoadBalancer,
             service_annotations: std::collections::BTreeMap::new(),
             efa: false,
+            load_balancer_subnets: Vec::new(),
+            clients: Vec::new(),
+            always_pull: false,
         }
+    }
+
+    /// Whether the kubelet asks the registry for the image at every container start
+    /// (`imagePullPolicy: Always`) instead of using the node's copy (`IfNotPresent`, the
+    /// default). With a digest the two run the same image; `Always` only costs a registry
+    /// round trip per start, and a start fails while the registry is unreachable.
+    pub fn always_pull_image(mut self, always: bool) -> Self {
+        self.always_pull = always;
+        self
+    }
+
+    /// The subnets the load balancer is placed in, one per availability zone (the network's
+    /// private subnets for the internal default, its public subnets for an internet-facing
+    /// one). The Service names them (`aws-load-balancer-subnets`, by `Name` tag), and the
+    /// NetworkPolicy admits port 8000 from their blocks only: a Network Load Balancer with
+    /// `ip` targets and client IP preservation off (the default for TCP) connects to the pod
+    /// from its own addresses in these subnets, for traffic and health checks alike (Load
+    /// Balancer Controller v2.13.2 docs/guide/service/nlb.md, "Worker node security groups
+    /// rules"). Required unless the Service is a ClusterIP.
+    pub fn load_balancer_subnets<'a, I>(mut self, subnets: I) -> Self
+    where
+        I: IntoIterator<Item = &'a Ref<kind::Subnet>>,
+    {
+        self.load_balancer_subnets
+            .extend(subnets.into_iter().cloned());
+        self
+    }
+
+    /// Lets every pod of namespace `namespace` reach the server on port 8000.
+    pub fn allow_namespace(mut self, namespace: impl Into<String>) -> Self {
+        self.clients.push(Client {
+            namespace: namespace.into(),
+            pod_labels: std::collections::BTreeMap::new(),
+        });
+        self
+    }
+
+    /// Lets the pods of namespace `namespace` carrying all of `labels` reach the server on
+    /// port 8000.
+    pub fn allow_pods<I, K, V>(mut self, namespace: impl Into<String>, labels: I) -> Self
+    where
+        I: IntoIterator<Item = (K, V)>,
+        K: Into<String>,
+        V: Into<String>,
+    {
+        self.clients.push(Client {
+            namespace: namespace.into(),
+            pod_labels: labels
+                .into_iter()
+                .map(|(k, v)| (k.into(), v.into()))
+                .collect(),
+        });
+        self
     }
 
     /// Object name.
@@ -1345,8 +1601,10 @@ impl VllmDeployment {
         self
     }
 
-    /// An internet-facing Network Load Balancer. The endpoint has no authentication of its own:
-    /// put an authenticating proxy or API gateway in front of it.
+    /// An internet-facing Network Load Balancer, placed in the public subnets given with
+    /// [`VllmDeployment::load_balancer_subnets`]. Give the server an API key
+    /// ([`VllmServer::api_key_secret`]); the key travels in clear over the load balancer's TCP
+    /// listener, so put a TLS-terminating proxy or API gateway in front for real traffic.
     pub fn internet_facing_load_balancer(mut self) -> Self {
         self.exposure = Exposure::InternetFacingLoadBalancer;
         self
@@ -1413,7 +1671,82 @@ impl VllmDeployment {
         self.efa
     }
 
-    pub(crate) fn validate(&self, path: &str, ds: &mut Diagnostics) {
+    /// The image pull policy (`IfNotPresent`, or `Always` when asked).
+    pub fn image_pull_policy(&self) -> &'static str {
+        if self.always_pull {
+            "Always"
+        } else {
+            "IfNotPresent"
+        }
+    }
+
+    /// The load balancer's subnets.
+    pub fn lb_subnets(&self) -> &[Ref<kind::Subnet>] {
+        &self.load_balancer_subnets
+    }
+
+    /// The in-cluster clients allowed to reach the server.
+    pub fn clients(&self) -> &[Client] {
+        &self.clients
+    }
+
+    pub(crate) fn validate(&self, stack: &Stack, path: &str, ds: &mut Diagnostics) {
+        let load_balanced = self.exposure != Exposure::ClusterIp;
+        if load_balanced && self.load_balancer_subnets.is_empty() {
+            ds.report_field(
+                Code::LoadBalancerSubnets,
+                path,
+                "load_balancer_subnets",
+                "the load balancer's subnets are not given, so the NetworkPolicy cannot admit it",
+                "pass the network's subnets: `.load_balancer_subnets(&network.private_subnets)` (public subnets for an internet-facing load balancer), or use `.cluster_ip_service()`",
+            );
+        }
+        for subnet in &self.load_balancer_subnets {
+            match subnet_facts(stack, subnet) {
+                None => ds.report_field(
+                    Code::LoadBalancerSubnets,
+                    path,
+                    "load_balancer_subnets",
+                    format!("`{}` is not a subnet of a network in this stack", subnet.path()),
+                    "pass subnets from the handle of a `Network` in the same stack",
+                ),
+                Some(f) if self.exposure == Exposure::InternetFacingLoadBalancer && !f.public => ds.report_field(
+                    Code::LoadBalancerSubnets,
+                    path,
+                    "load_balancer_subnets",
+                    format!("the internet-facing load balancer is placed in `{}`, which has no route to the internet", f.name),
+                    "place an internet-facing load balancer in the network's public subnets",
+                ),
+                Some(_) => {}
+            }
+        }
+        if !load_balanced && !self.load_balancer_subnets.is_empty() {
+            ds.report_field(
+                Code::LoadBalancerSubnets,
+                path,
+                "load_balancer_subnets",
+                "load balancer subnets are given for a ClusterIP Service, which has no load balancer",
+                "remove them, or expose the Service through a load balancer",
+            );
+        }
+        for client in &self.clients {
+            let labels_ok = client
+                .pod_labels
+                .iter()
+                .all(|(k, v)| is_label_key(k) && is_label_value(v));
+            if !is_dns_label(&client.namespace) || !labels_ok {
+                ds.report_field(
+                    Code::InvalidKubernetesName,
+                    path,
+                    "clients",
+                    format!(
+                        "client namespace `{}` or its pod labels are not valid Kubernetes names",
+                        client.namespace
+                    ),
+                    "namespaces are DNS labels; label keys are `[prefix/]name`, values at most 63 letters, digits, `-`, `_` and `.`",
+                );
+            }
+        }
         for (what, value) in [("object name", &self.name), ("namespace", &self.namespace)] {
             if !is_dns_label(value) {
                 ds.report(
@@ -1494,8 +1827,12 @@ impl Construct for VllmDeployment {
         }
     }
 
+    fn references(&self) -> Vec<AttrRef> {
+        self.load_balancer_subnets.iter().map(|s| s.id()).collect()
+    }
+
     fn validate(&self, cx: &Context<'_>, ds: &mut Diagnostics) {
-        VllmDeployment::validate(self, cx.path, ds);
+        VllmDeployment::validate(self, cx.stack, cx.path, ds);
     }
 
     /// The Namespace, ServiceAccount, Deployment, Service, PodDisruptionBudget and

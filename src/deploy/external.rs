@@ -343,7 +343,9 @@ mod tests {
             &[("vpcId".to_owned(), "vpc-0abc".to_owned())],
         );
         let line = commands[0].to_string();
-        assert!(line.ends_with("-f v.yaml --wait --set vpcId=vpc-0abc"), "{line}");
+        assert!(
+            line.ends_with("-f v.yaml --wait --set vpcId=vpc-0abc"),
+            "{line}"
+        );
     }
-
 }

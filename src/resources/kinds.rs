@@ -94,6 +94,7 @@ resource_kinds! {
     Instance,
     LustreFileSystem,
     DataRepositoryAssociation,
+    EcrPullThroughCacheRule,
 }
 
 /// An IP protocol of a security group rule (`-1` is every protocol).
@@ -238,6 +239,22 @@ pub struct StackInput {
     /// usw2-az2`).
     pub expected: String,
 }
+
+/// An ECR pull-through cache rule: an image `<repo>` of the upstream registry is pulled as
+/// `<account>.dkr.ecr.<region>.amazonaws.com/<repository_prefix>/<repo>` and kept in the
+/// account's private registry, so nodes pull from ECR instead of the upstream registry.
+#[derive(Clone, Debug, PartialEq)]
+pub struct EcrPullThroughCacheRule {
+    /// The repository namespace of the cached images (`docker-hub`).
+    pub repository_prefix: String,
+    /// The upstream registry (`registry-1.docker.io`).
+    pub upstream_registry_url: String,
+    /// The ARN of the Secrets Manager secret (named `ecr-pullthroughcache/...`) holding the
+    /// upstream credentials, chosen when the stack is deployed; Docker Hub requires one.
+    pub credential: Option<StackInput>,
+}
+
+impl ResourceFacts for EcrPullThroughCacheRule {}
 
 impl ResourceFacts for SecurityGroup {
     const HANDLE: Option<Kind> = Some(Kind::SecurityGroup);

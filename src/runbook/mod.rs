@@ -252,6 +252,18 @@ pub struct EndpointData {
     pub revision: String,
     /// Whether the server runs the repository's own code.
     pub remote_code: bool,
+    /// The image reference the container runs.
+    pub image: String,
+    /// The image as given (its tag, for readers), when pinned by `image_digest`; else empty.
+    pub image_tag: String,
+    /// The digest the image is pinned to, or empty.
+    pub image_digest: String,
+    /// The Secret holding the API key, or empty when the endpoint takes none.
+    pub api_key_secret: String,
+    /// The key inside that Secret.
+    pub api_key_key: String,
+    /// The kubectl JSONPath reading that key from the Secret.
+    pub api_key_jsonpath: String,
     /// GPUs per replica (the tensor parallel group's size on one node).
     pub gpus: u32,
     /// The shared memory the EKS path mounts for that many GPUs, GiB.
@@ -793,6 +805,19 @@ fn endpoint(served: &ServedModel<'_>) -> EndpointData {
         served_model_name: server.served_name().to_owned(),
         revision: server.model_revision().unwrap_or_default().to_owned(),
         remote_code: server.runs_remote_code(),
+        image: server.image_reference(),
+        image_tag: if server.image_reference() == server.image() {
+            String::new()
+        } else {
+            server.image().to_owned()
+        },
+        image_digest: server.pinned_digest().unwrap_or_default().to_owned(),
+        api_key_secret: server.api_key().map(|k| k.name.clone()).unwrap_or_default(),
+        api_key_key: server.api_key().map(|k| k.key.clone()).unwrap_or_default(),
+        api_key_jsonpath: server
+            .api_key()
+            .map(|k| format!("{{.data.{}}}", k.key))
+            .unwrap_or_default(),
         gpus: served.gpus,
         shm_gib: shm_gib(served.gpus),
         port: SERVING_PORT,

@@ -141,7 +141,11 @@ mod tests {
             }
         }
         let w = stack.kubernetes_stage("workload");
-        stack.add(w, VllmDeployment::new("KimiK3", server, instance_type));
+        stack.add(
+            w,
+            VllmDeployment::new("KimiK3", server, instance_type)
+                .load_balancer_subnets(&net.private_subnets),
+        );
         App::new().stack(stack).validate()
     }
 

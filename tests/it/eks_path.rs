@@ -23,6 +23,14 @@ fn eks_app(
     let group = gpu_group(&net, &eks);
     stack.add(f, group);
     let w = stack.kubernetes_stage("workload");
+    // The load balancer goes where its scheme needs it: private or public subnets.
+    let deployment = match deployment.exposure() {
+        Exposure::ClusterIp => deployment,
+        Exposure::InternetFacingLoadBalancer => {
+            deployment.load_balancer_subnets(&net.public_subnets)
+        }
+        Exposure::InternalLoadBalancer => deployment.load_balancer_subnets(&net.private_subnets),
+    };
     stack.add(w, deployment);
     App::new().stack(stack)
 }

@@ -17,6 +17,7 @@ mod diagnostics_doc;
 mod eks_path;
 mod external_validators;
 mod fsx;
+mod image_cache;
 mod layers;
 mod manifest;
 mod numeric_inputs;

@@ -156,7 +156,8 @@ fn app(n: &Numbers) -> App {
         w,
         VllmDeployment::new("KimiK3", server, "p6-b300.48xlarge")
             .replicas(i32::try_from(n.replicas).unwrap_or(i32::MAX))
-            .gpus(n.gpus),
+            .gpus(n.gpus)
+            .load_balancer_subnets(&net.private_subnets),
     );
     App::new().stack(stack)
 }

@@ -68,7 +68,10 @@ fn runbooks_mention_only_what_exists() {
             }
             assert!(text.contains("\"model\":\"Kimi-K3\"") && text.contains("model=\"Kimi-K3\""));
             assert!(text.contains("8000") && text.contains("/v1/chat/completions"));
-            assert!(text.contains("/health") && text.contains("api_key=\"EMPTY\""));
+            // The references take an API key: the runbook creates its Secret and sends it.
+            assert!(text.contains("/health") && text.contains("os.environ[\"VLLM_API_KEY\"]"));
+            assert!(text.contains("-H \"Authorization: Bearer $VLLM_API_KEY\""));
+            assert!(text.contains("kubectl create secret generic kimi-k3-api-key"));
             assert!(text.contains("Not refundable"));
             assert!(
                 !text.contains("{{") && !text.contains("&quot;"),

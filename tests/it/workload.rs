@@ -140,7 +140,9 @@ fn the_progress_deadline_follows_the_budget_at_any_throughput() {
                 ..StorageThroughput::default()
             });
         let budget = server.startup_budget().unwrap().total_secs;
-        let app = eks_app(|_| VllmDeployment::new("Vllm", server, "p6-b300.48xlarge"));
+        let app = eks_app(|_| {
+            VllmDeployment::new("Vllm", server, "p6-b300.48xlarge").cluster_ip_service()
+        });
         let assembly = app.synth().unwrap_or_else(|d| panic!("{d}"));
         let objects = objects(&assembly);
         let d = of_kind(&objects, "Deployment")[0];
@@ -266,7 +268,8 @@ fn revisions_must_be_commits_and_remote_code_without_one_is_reported() {
             "{bad}: {err}"
         );
     }
-    let app = eks_app(|_| VllmDeployment::new("Vllm", server(), "p6-b300.48xlarge"));
+    let app =
+        eks_app(|_| VllmDeployment::new("Vllm", server(), "p6-b300.48xlarge").cluster_ip_service());
     let assembly = app.synth().unwrap_or_else(|d| panic!("{d}"));
     assert!(
         assembly
@@ -281,6 +284,7 @@ fn revisions_must_be_commits_and_remote_code_without_one_is_reported() {
             server().revision("89abcdef0123456789abcdef0123456789abcdef"),
             "p6-b300.48xlarge",
         )
+        .cluster_ip_service()
     });
     let assembly = app.synth().unwrap_or_else(|d| panic!("{d}"));
     assert!(!assembly
@@ -331,4 +335,332 @@ fn the_hyperpod_worker_serves_the_prefetched_copy_and_the_runbook_checks_shared_
         }
     }
     assert!(seen >= 1);
+}
+
+// F14: the API key comes from a Secret, the NetworkPolicy admits only the load balancer and
+// named clients, and the VPC CNI enforces it.
+
+/// The `Name` tag and block of every subnet in the assembly's CloudFormation templates.
+fn template_subnets(assembly: &Assembly) -> Vec<(String, String)> {
+    let mut out = Vec::new();
+    for (path, bytes) in assembly.files() {
+        if !path.ends_with(".template.json") {
+            continue;
+        }
+        let t: Value = serde_json::from_slice(bytes).unwrap();
+        for r in t["Resources"]
+            .as_object()
+            .into_iter()
+            .flatten()
+            .map(|(_, r)| r)
+        {
+            if r["Type"] != "AWS::EC2::Subnet" {
+                continue;
+            }
+            let name = r["Properties"]["Tags"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|t| t["Key"] == "Name")
+                .and_then(|t| t["Value"].as_str())
+                .unwrap()
+                .to_owned();
+            out.push((
+                name,
+                r["Properties"]["CidrBlock"].as_str().unwrap().to_owned(),
+            ));
+        }
+    }
+    out
+}
+
+fn api_key_env(env: &Value) -> &Value {
+    env.as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["name"] == "VLLM_API_KEY")
+        .expect("VLLM_API_KEY")
+}
+
+#[test]
+fn the_api_key_is_read_from_a_secret_on_both_paths() {
+    let mut seen = 0;
+    for (_, assembly) in reference_assemblies() {
+        let objects = objects(&assembly);
+        let envs = of_kind(&objects, "Deployment")
+            .into_iter()
+            .map(|d| {
+                (
+                    &d["spec"]["template"]["spec"]["containers"][0]["env"],
+                    &d["spec"]["template"]["spec"]["containers"][0]["args"],
+                )
+            })
+            .chain(
+                of_kind(&objects, "InferenceEndpointConfig")
+                    .into_iter()
+                    .map(|i| {
+                        (
+                            &i["spec"]["worker"]["environmentVariables"],
+                            &i["spec"]["worker"]["args"],
+                        )
+                    }),
+            );
+        for (env, args) in envs {
+            seen += 1;
+            let key = api_key_env(env);
+            assert!(key.get("value").is_none(), "{key}");
+            let secret = &key["valueFrom"]["secretKeyRef"];
+            assert_eq!(secret["name"], reference::API_KEY_SECRET);
+            assert_eq!(secret["key"], reference::API_KEY_SECRET_KEY);
+            assert!(!args.as_array().unwrap().iter().any(|a| a == "--api-key"));
+        }
+        for book in runbooks(&assembly) {
+            assert!(book.contains(&format!(
+                "kubectl create secret generic {}",
+                reference::API_KEY_SECRET
+            )));
+        }
+    }
+    assert!(seen >= 3);
+}
+
+#[test]
+fn the_network_policy_admits_only_the_load_balancer_subnets_and_named_clients() {
+    let mut seen = 0;
+    for (_, assembly) in reference_assemblies() {
+        let objects = objects(&assembly);
+        let subnets = template_subnets(&assembly);
+        for policy in of_kind(&objects, "NetworkPolicy") {
+            seen += 1;
+            let name = policy["metadata"]["name"].as_str().unwrap();
+            let svc = of_kind(&objects, "Service")
+                .into_iter()
+                .find(|s| s["metadata"]["name"] == name)
+                .unwrap();
+            let placed: Vec<&str> = svc["metadata"]["annotations"]
+                ["service.beta.kubernetes.io/aws-load-balancer-subnets"]
+                .as_str()
+                .expect("the load balancer's subnets are named")
+                .split(", ")
+                .collect();
+            let mut expected: Vec<&str> = placed
+                .iter()
+                .map(|n| {
+                    subnets
+                        .iter()
+                        .find(|(name, _)| name == n)
+                        .unwrap_or_else(|| panic!("no subnet named {n}"))
+                        .1
+                        .as_str()
+                })
+                .collect();
+            expected.sort();
+            let rules = policy["spec"]["ingress"].as_array().unwrap();
+            let mut admitted = Vec::new();
+            for rule in rules {
+                let from = rule["from"]
+                    .as_array()
+                    .expect("every rule names its sources");
+                assert!(!from.is_empty());
+                assert_eq!(rule["ports"][0]["port"], 8000);
+                for peer in from {
+                    admitted.push(
+                        peer["ipBlock"]["cidr"]
+                            .as_str()
+                            .expect("only address blocks"),
+                    );
+                    assert!(peer["ipBlock"].get("except").is_none());
+                }
+            }
+            admitted.sort();
+            assert_eq!(admitted, expected, "{name}");
+        }
+    }
+    assert!(seen >= 2);
+}
+
+#[test]
+fn clients_are_admitted_by_namespace_and_labels_and_a_cluster_ip_service_admits_no_one_else() {
+    let app = eks_app(|_| {
+        VllmDeployment::new("Vllm", kimi_k3_server(), "p6-b300.48xlarge")
+            .cluster_ip_service()
+            .allow_namespace("gateway")
+            .allow_pods("apps", [("app.kubernetes.io/name", "chat")])
+    });
+    let assembly = app.synth().unwrap_or_else(|d| panic!("{d}"));
+    let objects = objects(&assembly);
+    let policy = of_kind(&objects, "NetworkPolicy")[0];
+    let rules = policy["spec"]["ingress"].as_array().unwrap();
+    assert_eq!(
+        rules.len(),
+        1,
+        "no load balancer rule for a ClusterIP Service"
+    );
+    let from = rules[0]["from"].as_array().unwrap();
+    assert_eq!(
+        from[0]["namespaceSelector"]["matchLabels"]["kubernetes.io/metadata.name"],
+        "gateway"
+    );
+    assert!(from[0].get("podSelector").is_none());
+    assert_eq!(
+        from[1]["podSelector"]["matchLabels"]["app.kubernetes.io/name"],
+        "chat"
+    );
+    let svc = of_kind(&objects, "Service")[0];
+    assert!(svc["metadata"].get("annotations").is_none_or(|a| a
+        .get("service.beta.kubernetes.io/aws-load-balancer-subnets")
+        .is_none()));
+
+    // A load balancer needs its subnets, of the right kind for its scheme.
+    let app = eks_app(|_| VllmDeployment::new("Vllm", kimi_k3_server(), "p6-b300.48xlarge"));
+    let err = app.synth().unwrap_err();
+    assert!(
+        err.contains(hyperforge::Code::LoadBalancerSubnets, "eks/Vllm"),
+        "{err}"
+    );
+    let app = eks_app(|net| {
+        VllmDeployment::new("Vllm", kimi_k3_server(), "p6-b300.48xlarge")
+            .internet_facing_load_balancer()
+            .load_balancer_subnets(&net.private_subnets)
+    });
+    let err = app.synth().unwrap_err();
+    assert!(
+        err.contains(hyperforge::Code::LoadBalancerSubnets, "eks/Vllm"),
+        "{err}"
+    );
+    let app = eks_app(|net| {
+        VllmDeployment::new("Vllm", kimi_k3_server(), "p6-b300.48xlarge")
+            .internet_facing_load_balancer()
+            .load_balancer_subnets(&net.public_subnets)
+    });
+    app.synth().unwrap_or_else(|d| panic!("{d}"));
+}
+
+#[test]
+fn the_vpc_cni_enforces_network_policies_in_both_backends() {
+    for (_, assembly) in reference_assemblies() {
+        let mut cfn = 0;
+        let mut tf = 0;
+        for (path, bytes) in assembly.files() {
+            if path.ends_with(".template.json") {
+                let t: Value = serde_json::from_slice(bytes).unwrap();
+                for r in t["Resources"].as_object().unwrap().values() {
+                    if r["Type"] == "AWS::EKS::Addon" && r["Properties"]["AddonName"] == "vpc-cni" {
+                        cfn += 1;
+                        let values: Value = serde_json::from_str(
+                            r["Properties"]["ConfigurationValues"].as_str().unwrap(),
+                        )
+                        .unwrap();
+                        assert_eq!(values["enableNetworkPolicy"], "true");
+                    }
+                }
+            } else if path.ends_with("main.tf.json") {
+                let m: Value = serde_json::from_slice(bytes).unwrap();
+                // Phases without add-ons (the Helm ones) have none.
+                let Some(addons) = m["resource"]["aws_eks_addon"].as_object() else {
+                    continue;
+                };
+                for (name, r) in addons {
+                    if r["addon_name"] == "vpc-cni" {
+                        tf += 1;
+                        let local = r["configuration_values"]
+                            .as_str()
+                            .unwrap()
+                            .trim_start_matches("${jsonencode(local.")
+                            .trim_end_matches(")}");
+                        assert_eq!(m["locals"][local]["enableNetworkPolicy"], "true", "{name}");
+                    }
+                }
+            }
+        }
+        assert_eq!((cfn, tf), (1, 1));
+    }
+}
+
+// F15: the image is pinned by digest and pulled once per node.
+
+#[test]
+fn images_are_pinned_by_digest_and_pulled_only_when_missing() {
+    let mut seen = 0;
+    for (_, assembly) in reference_assemblies() {
+        let objects = objects(&assembly);
+        let images = of_kind(&objects, "Deployment")
+            .into_iter()
+            .map(|d| {
+                let c = &d["spec"]["template"]["spec"]["containers"][0];
+                assert_eq!(c["imagePullPolicy"], "IfNotPresent");
+                assert!(d["metadata"]["annotations"]
+                    .as_object()
+                    .unwrap()
+                    .values()
+                    .all(|v| !v.as_str().unwrap().starts_with("CKV_K8S_43")));
+                &c["image"]
+            })
+            .chain(
+                of_kind(&objects, "InferenceEndpointConfig")
+                    .into_iter()
+                    .map(|i| &i["spec"]["worker"]["image"]),
+            );
+        for image in images {
+            seen += 1;
+            let (_, digest) = image.as_str().unwrap().split_once('@').expect("a digest");
+            let hex = digest.strip_prefix("sha256:").unwrap();
+            assert!(hex.len() == 64 && hex.bytes().all(|b| b.is_ascii_hexdigit()));
+        }
+        for book in runbooks(&assembly) {
+            assert!(book.contains("docker buildx imagetools inspect"));
+        }
+    }
+    assert!(seen >= 3);
+}
+
+#[test]
+fn a_mutable_tag_warns_a_bad_digest_is_refused_and_always_pull_is_asked_for() {
+    let with = |server: VllmServer| {
+        eks_app(|_| {
+            VllmDeployment::new("Vllm", server, "p6-b300.48xlarge")
+                .cluster_ip_service()
+                .always_pull_image(true)
+        })
+    };
+    let tagged = VllmServer::new("moonshotai/Kimi-K3", "vllm/vllm-openai:kimi-k3");
+    let assembly = with(tagged.clone())
+        .synth()
+        .unwrap_or_else(|d| panic!("{d}"));
+    assert!(
+        assembly
+            .warnings()
+            .contains(hyperforge::Code::ImageNotPinnedByDigest, "eks/Vllm"),
+        "{}",
+        assembly.warnings()
+    );
+    let tagged_objects = objects(&assembly);
+    let c = &of_kind(&tagged_objects, "Deployment")[0]["spec"]["template"]["spec"]["containers"][0];
+    assert_eq!(c["imagePullPolicy"], "Always");
+    assert_eq!(c["image"], "vllm/vllm-openai:kimi-k3");
+
+    let digest = format!("sha256:{}", "ab".repeat(32));
+    let pinned = with(tagged.clone().image_digest(&digest))
+        .synth()
+        .unwrap_or_else(|d| panic!("{d}"));
+    assert!(!pinned
+        .warnings()
+        .iter()
+        .any(|d| d.code == hyperforge::Code::ImageNotPinnedByDigest));
+    let objects = objects(&pinned);
+    let c = &of_kind(&objects, "Deployment")[0]["spec"]["template"]["spec"]["containers"][0];
+    assert_eq!(c["image"], format!("vllm/vllm-openai:kimi-k3@{digest}"));
+
+    for bad in [
+        tagged.clone().image_digest("sha256:abc"),
+        tagged.clone().image_digest(digest.to_ascii_uppercase()),
+        VllmServer::new("moonshotai/Kimi-K3", format!("vllm/vllm-openai@{digest}"))
+            .image_digest(&digest),
+    ] {
+        let err = with(bad).synth().unwrap_err();
+        assert!(
+            err.contains(hyperforge::Code::InvalidImageDigest, "eks/Vllm"),
+            "{err}"
+        );
+    }
 }

@@ -4,10 +4,11 @@
 //! default), PodDisruptionBudget and NetworkPolicy.
 
 use super::{
-    Exposure, InferenceEndpoint, VllmDeployment, LB_SCHEME_ANNOTATION, STARTUP_PROBE_PERIOD_SECS,
-    VLLM_PORT,
+    Client, Exposure, InferenceEndpoint, VllmDeployment, VllmServer, LB_SCHEME_ANNOTATION,
+    LB_SUBNETS_ANNOTATION, STARTUP_PROBE_PERIOD_SECS, VLLM_PORT,
 };
 use crate::app::Stack;
+use crate::constructs::network::{subnet_facts, SubnetFacts};
 use crate::constructs::nodes::GPU_TAINT;
 use crate::resources::kubernetes::crd::inference_endpoint_config::*;
 use k8s_openapi::api::apps::v1::{Deployment, DeploymentSpec, DeploymentStrategy};
@@ -18,7 +19,8 @@ use k8s_openapi::api::core::v1::{
     ServiceAccount, ServicePort, ServiceSpec, Toleration, Volume, VolumeMount,
 };
 use k8s_openapi::api::networking::v1::{
-    NetworkPolicy, NetworkPolicyIngressRule, NetworkPolicyPort, NetworkPolicySpec,
+    IPBlock, NetworkPolicy, NetworkPolicyIngressRule, NetworkPolicyPeer, NetworkPolicyPort,
+    NetworkPolicySpec,
 };
 use k8s_openapi::api::policy::v1::{PodDisruptionBudget, PodDisruptionBudgetSpec};
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
@@ -73,16 +75,36 @@ pub fn inference_endpoint_config(stack: &Stack, ep: &InferenceEndpoint) -> Infer
     let budget = server.startup_budget();
     let gpu_quantity =
         BTreeMap::from([("nvidia.com/gpu".to_owned(), IntOrString::Int(gpus as i32))]);
-    let env: Vec<_> = server
-        .environment()
-        .iter()
-        .map(
-            |(name, value)| InferenceEndpointConfigWorkerEnvironmentVariables {
+    // The API key reaches vLLM from its Secret (the CRD's environment variables take
+    // `valueFrom.secretKeyRef`); the operator's load balancer forwards the client's
+    // `Authorization` header, and its health check and metrics use `/health` and `/metrics`,
+    // which vLLM leaves open.
+    let api_key =
+        server
+            .api_key()
+            .map(|secret| InferenceEndpointConfigWorkerEnvironmentVariables {
+                name: VllmServer::API_KEY_ENV.to_owned(),
+                value: None,
+                value_from: Some(InferenceEndpointConfigWorkerEnvironmentVariablesValueFrom {
+                    secret_key_ref: Some(
+                        InferenceEndpointConfigWorkerEnvironmentVariablesValueFromSecretKeyRef {
+                            key: secret.key.clone(),
+                            name: Some(secret.name.clone()),
+                            optional: Some(false),
+                        },
+                    ),
+                    ..Default::default()
+                }),
+            });
+    let env: Vec<_> = api_key
+        .into_iter()
+        .chain(server.environment().iter().map(|(name, value)| {
+            InferenceEndpointConfigWorkerEnvironmentVariables {
                 name: name.clone(),
                 value: Some(value.clone()),
                 value_from: None,
-            },
-        )
+            }
+        }))
         .collect();
     let startup_probe = budget.map(|b| InferenceEndpointConfigWorkerProbesStartupProbe {
         http_get: Some(InferenceEndpointConfigWorkerProbesStartupProbeHttpGet {
@@ -119,7 +141,7 @@ pub fn inference_endpoint_config(stack: &Stack, ep: &InferenceEndpoint) -> Infer
             ..Default::default()
         },
         worker: InferenceEndpointConfigWorker {
-            image: server.image().to_owned(),
+            image: server.image_reference(),
             args: Some(server.args(MODEL_MOUNT_PATH, gpus)),
             environment_variables: (!env.is_empty()).then_some(env),
             model_invocation_port: InferenceEndpointConfigWorkerModelInvocationPort {
@@ -135,8 +157,21 @@ pub fn inference_endpoint_config(stack: &Stack, ep: &InferenceEndpoint) -> Infer
                 limits: Some(gpu_quantity),
                 claims: None,
             },
-            probes: startup_probe.map(|p| InferenceEndpointConfigWorkerProbes {
-                startup_probe: Some(p),
+            probes: Some(InferenceEndpointConfigWorkerProbes {
+                startup_probe,
+                // Readiness on `/health`, which vLLM leaves open when an API key guards the
+                // `/v1` routes, instead of the operator's unstated default.
+                readiness_probe: Some(InferenceEndpointConfigWorkerProbesReadinessProbe {
+                    http_get: Some(InferenceEndpointConfigWorkerProbesReadinessProbeHttpGet {
+                        path: Some("/health".to_owned()),
+                        port: IntOrString::Int(VLLM_PORT),
+                        ..Default::default()
+                    }),
+                    period_seconds: Some(10),
+                    failure_threshold: Some(3),
+                    timeout_seconds: Some(5),
+                    ..Default::default()
+                }),
                 ..Default::default()
             }),
             ..Default::default()
@@ -207,8 +242,13 @@ const CHECKOV_SKIPS: &[(&str, &str)] = &[
     ("CKV_K8S_22", "vLLM writes compile and kernel caches under its home directory; the root filesystem stays writable"),
     ("CKV_K8S_23", "the vllm/vllm-openai image runs as root and keeps its caches under /root; privilege escalation and every capability are dropped instead"),
     ("CKV_K8S_40", "the vllm/vllm-openai image runs as root (see CKV_K8S_23)"),
-    ("CKV_K8S_43", "the image is pinned by tag in the description; pin a digest with VllmServer's image to satisfy this"),
 ];
+
+/// Suppressed only for an image without a digest (which validation reports, HF0417).
+const CHECKOV_SKIP_NO_DIGEST: (&str, &str) = (
+    "CKV_K8S_43",
+    "the image is pinned by tag only (warning HF0417); pin a digest with VllmServer::image_digest",
+);
 
 /// The objects of `d` in stack `stack`.
 pub fn deployment(stack: &Stack, d: &VllmDeployment) -> VllmObjects {
@@ -282,6 +322,20 @@ pub fn deployment(stack: &Stack, d: &VllmDeployment) -> VllmObjects {
             ..Default::default()
         });
     }
+    if let Some(secret) = server.api_key() {
+        env.push(EnvVar {
+            name: VllmServer::API_KEY_ENV.to_owned(),
+            value_from: Some(EnvVarSource {
+                secret_key_ref: Some(SecretKeySelector {
+                    name: secret.name.clone(),
+                    key: secret.key.clone(),
+                    optional: Some(false),
+                }),
+                ..Default::default()
+            }),
+            ..Default::default()
+        });
+    }
     env.extend(server.environment().iter().map(|(k, v)| EnvVar {
         name: k.clone(),
         value: Some(v.clone()),
@@ -316,8 +370,8 @@ pub fn deployment(stack: &Stack, d: &VllmDeployment) -> VllmObjects {
 
     let container = Container {
         name: "vllm".to_owned(),
-        image: Some(server.image().to_owned()),
-        image_pull_policy: Some("Always".to_owned()),
+        image: Some(server.image_reference()),
+        image_pull_policy: Some(d.image_pull_policy().to_owned()),
         args: Some(server.hub_args(gpus)),
         env: Some(env),
         ports: Some(vec![ContainerPort {
@@ -362,8 +416,21 @@ pub fn deployment(stack: &Stack, d: &VllmDeployment) -> VllmObjects {
         ..Default::default()
     };
 
+    // vLLM reads its API key from `VLLM_API_KEY` or the command line only, and the Hub
+    // client its token from `HF_TOKEN`: an environment variable from a Secret is the way in.
+    let secret_env = (server.api_key().is_some() || server.hf_token().is_some()).then_some((
+        "CKV_K8S_35",
+        "vLLM reads its API key (VLLM_API_KEY) and the Hub token (HF_TOKEN) from the environment only; both come from Secrets, never literals",
+    ));
+    let no_digest = server
+        .pinned_digest()
+        .is_none()
+        .then_some(CHECKOV_SKIP_NO_DIGEST);
     let skips = CHECKOV_SKIPS
         .iter()
+        .copied()
+        .chain(no_digest)
+        .chain(secret_env)
         .enumerate()
         .map(|(i, (id, reason))| {
             (
@@ -478,6 +545,20 @@ pub fn deployment(stack: &Stack, d: &VllmDeployment) -> VllmObjects {
             "LoadBalancer"
         }
     };
+    // The load balancer's subnets: named on the Service (the controller resolves `Name` tags
+    // in the cluster's VPC) and admitted by the NetworkPolicy by their blocks.
+    let lb_subnets: Vec<SubnetFacts> = if service_type == "LoadBalancer" {
+        d.lb_subnets()
+            .iter()
+            .filter_map(|s| subnet_facts(stack, s))
+            .collect()
+    } else {
+        Vec::new()
+    };
+    if !lb_subnets.is_empty() {
+        let names: Vec<&str> = lb_subnets.iter().map(|f| f.name.as_str()).collect();
+        annotations.insert(LB_SUBNETS_ANNOTATION.to_owned(), names.join(", "));
+    }
     for (k, v) in d.service_annotations() {
         annotations.entry(k.clone()).or_insert_with(|| v.clone());
     }
@@ -545,18 +626,72 @@ pub fn deployment(stack: &Stack, d: &VllmDeployment) -> VllmObjects {
                     ..Default::default()
                 }),
                 policy_types: Some(vec!["Ingress".to_owned()]),
-                ingress: Some(vec![NetworkPolicyIngressRule {
-                    ports: Some(vec![NetworkPolicyPort {
-                        port: Some(IntOrString::Int(VLLM_PORT)),
-                        protocol: Some("TCP".to_owned()),
-                        ..Default::default()
-                    }]),
-                    from: None,
-                }]),
+                ingress: Some(ingress_rules(&lb_subnets, d.clients())),
                 ..Default::default()
             }),
         },
     }
+}
+
+/// Who may open connections to port 8000: the load balancer, from its subnets' blocks (with
+/// `ip` targets and client IP preservation off, the Network Load Balancer connects from its own
+/// addresses there, for traffic and health checks), and the named in-cluster clients. Nothing
+/// else: other pods of the VPC, including pods on nodes in other subnets, are refused. The
+/// node's own address (kubelet probes) is always admitted by the VPC CNI's policy agent
+/// (aws-network-policy-agent #65), and `kubectl port-forward` enters the pod through the node,
+/// so both keep working. Pods on nodes in the load balancer's subnets share those blocks; the
+/// API key still stands between them and the model.
+fn ingress_rules(lb_subnets: &[SubnetFacts], clients: &[Client]) -> Vec<NetworkPolicyIngressRule> {
+    let port = || {
+        Some(vec![NetworkPolicyPort {
+            port: Some(IntOrString::Int(VLLM_PORT)),
+            protocol: Some("TCP".to_owned()),
+            ..Default::default()
+        }])
+    };
+    let mut rules = Vec::new();
+    if !lb_subnets.is_empty() {
+        rules.push(NetworkPolicyIngressRule {
+            ports: port(),
+            from: Some(
+                lb_subnets
+                    .iter()
+                    .map(|f| NetworkPolicyPeer {
+                        ip_block: Some(IPBlock {
+                            cidr: f.cidr.clone(),
+                            except: None,
+                        }),
+                        ..Default::default()
+                    })
+                    .collect(),
+            ),
+        });
+    }
+    if !clients.is_empty() {
+        rules.push(NetworkPolicyIngressRule {
+            ports: port(),
+            from: Some(
+                clients
+                    .iter()
+                    .map(|c| NetworkPolicyPeer {
+                        namespace_selector: Some(LabelSelector {
+                            match_labels: Some(BTreeMap::from([(
+                                "kubernetes.io/metadata.name".to_owned(),
+                                c.namespace.clone(),
+                            )])),
+                            ..Default::default()
+                        }),
+                        pod_selector: (!c.pod_labels.is_empty()).then(|| LabelSelector {
+                            match_labels: Some(c.pod_labels.clone()),
+                            ..Default::default()
+                        }),
+                        ..Default::default()
+                    })
+                    .collect(),
+            ),
+        });
+    }
+    rules
 }
 
 #[cfg(test)]

@@ -10,9 +10,9 @@ use super::lower::{bucket, managed_policy, name_tag};
 use super::template::StackTemplates;
 use crate::app::logical_id;
 use crate::resources::{
-    Bucket, DataRepositoryAssociation, Direction, KmsKey, LustreFileSystem, Peer,
-    PodIdentityAssociation, Resource, ResourceKind, Role, SecurityGroup, SecurityGroupRule,
-    StackOutput,
+    Bucket, DataRepositoryAssociation, Direction, EcrPullThroughCacheRule, KmsKey,
+    LustreFileSystem, Peer, PodIdentityAssociation, Resource, ResourceKind, Role, SecurityGroup,
+    SecurityGroupRule, StackOutput,
 };
 
 mod compute;
@@ -73,7 +73,26 @@ fn lower_kind(cx: Cx, r: &Resource) {
         ResourceKind::Instance(i) => compute::instance(cx, r, i),
         ResourceKind::LustreFileSystem(f) => lustre_file_system(cx, r, f),
         ResourceKind::DataRepositoryAssociation(a) => data_repository_association(cx, r, a),
+        ResourceKind::EcrPullThroughCacheRule(rule) => pull_through_cache_rule(cx, r, rule),
     }
+}
+
+/// The rule, its credential secret's ARN a template parameter.
+fn pull_through_cache_rule(cx: Cx, r: &Resource, rule: &EcrPullThroughCacheRule) {
+    let credential = rule
+        .credential
+        .as_ref()
+        .map(|input| e(network::parameter(cx, r.stage, input)));
+    cx.add(
+        r.stage,
+        &r.path,
+        &ecr_pull_through_cache_rule::PullThroughCacheRule {
+            ecr_repository_prefix: Some(s(&rule.repository_prefix)),
+            upstream_registry_url: Some(s(&rule.upstream_registry_url)),
+            credential_arn: credential,
+            ..Default::default()
+        },
+    );
 }
 
 /// Records the resource's dependencies and suppressions on the template resource at its path

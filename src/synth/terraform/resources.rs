@@ -8,9 +8,9 @@ use super::lower::{bucket, managed_policy, name_tag};
 use super::module::{snake, RootModule};
 use crate::app::logical_id;
 use crate::resources::{
-    Bucket, DataRepositoryAssociation, Direction, KmsKey, LustreFileSystem, Peer,
-    PodIdentityAssociation, Resource, ResourceKind, Role, SecurityGroup, SecurityGroupRule,
-    StackOutput,
+    Bucket, DataRepositoryAssociation, Direction, EcrPullThroughCacheRule, KmsKey,
+    LustreFileSystem, Peer, PodIdentityAssociation, Resource, ResourceKind, Role, SecurityGroup,
+    SecurityGroupRule, StackOutput,
 };
 use serde_json::{json, Map, Value};
 
@@ -73,7 +73,29 @@ fn lower_kind(cx: Cx, r: &Resource) {
         ResourceKind::Instance(i) => compute::instance(cx, r, i),
         ResourceKind::LustreFileSystem(f) => lustre_file_system(cx, r, f),
         ResourceKind::DataRepositoryAssociation(a) => data_repository_association(cx, r, a),
+        ResourceKind::EcrPullThroughCacheRule(rule) => pull_through_cache_rule(cx, r, rule),
     }
+}
+
+/// The rule, its credential secret's ARN a variable.
+fn pull_through_cache_rule(cx: Cx, r: &Resource, rule: &EcrPullThroughCacheRule) {
+    let mut body = Map::new();
+    body.insert(
+        "ecr_repository_prefix".into(),
+        json!(rule.repository_prefix),
+    );
+    body.insert(
+        "upstream_registry_url".into(),
+        json!(rule.upstream_registry_url),
+    );
+    if let Some(input) = &rule.credential {
+        body.insert("credential_arn".into(), network::variable(cx, input));
+    }
+    cx.add(
+        "aws_ecr_pull_through_cache_rule",
+        &r.path,
+        Value::Object(body),
+    );
 }
 
 /// The parent path of `path` (`Sg/Group` -> `Sg`).

@@ -21,6 +21,7 @@ pub mod ec2_vpc;
 pub mod ec2_vpc_cidr_block;
 pub mod ec2_vpc_endpoint;
 pub mod ec2_vpc_gateway_attachment;
+pub mod ecr_pull_through_cache_rule;
 pub mod eks_access_entry;
 pub mod eks_addon;
 pub mod eks_cluster;
