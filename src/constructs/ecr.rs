@@ -11,13 +11,17 @@
 //! The first pull of an image creates its repository under the prefix: the principal pulling
 //! (the nodes' role) needs `ecr:BatchImportUpstreamImage`, and `ecr:CreateRepository` until the
 //! repository exists, on `repository/<prefix>/*` (Amazon ECR User Guide, "IAM permissions
-//! required to sync an upstream registry"). The node roles hyperforge writes do not grant them
-//! yet; create the repository once and grant the import through the registry's permissions.
+//! required to sync an upstream registry"), beyond the read-only registry policy every node
+//! role has. [`EcrPullThroughCache::pulled_by`] grants both to a node role, scoped to the
+//! cache's prefix in the stack's account and region.
 
 use super::{Construct, Context};
 use crate::app::logical_id;
+use crate::app::text::{Pseudo, Text};
+use crate::app::{kind, AttrRef, Ref};
 use crate::diagnostics::{Code, Diagnostics};
-use crate::resources::{EcrPullThroughCacheRule, Scope, StackInput};
+use crate::resources::iam::{PolicyDocument, Statement};
+use crate::resources::{EcrPullThroughCacheRule, RolePolicy, Scope, StackInput};
 
 /// The Docker Hub registry, as ECR names the upstream.
 pub const DOCKER_HUB: &str = "registry-1.docker.io";
@@ -36,6 +40,7 @@ pub struct EcrPullThroughCache {
     repository_prefix: String,
     upstream_registry_url: String,
     credential_arn: Option<String>,
+    pulled_by: Vec<Ref<kind::Role>>,
 }
 
 /// Handle to the cache.
@@ -58,7 +63,15 @@ impl EcrPullThroughCache {
             repository_prefix: repository_prefix.into(),
             upstream_registry_url: upstream_registry_url.into(),
             credential_arn: None,
+            pulled_by: Vec::new(),
         }
+    }
+
+    /// Lets the nodes with `role` pull through the cache (the first pull of an image imports
+    /// it and creates its repository). Pass `node_group.role` or `karpenter.node_role`.
+    pub fn pulled_by(mut self, role: &Ref<kind::Role>) -> Self {
+        self.pulled_by.push(role.clone());
+        self
     }
 
     /// A cache of Docker Hub under `docker-hub/`, authenticating with the secret `credential_arn`.
@@ -243,6 +256,34 @@ impl Construct for EcrPullThroughCache {
                 credential,
             },
         );
+        let repositories = Text::lit("arn:")
+            .push_pseudo(Pseudo::Partition)
+            .push_lit(":ecr:")
+            .push_pseudo(Pseudo::Region)
+            .push_lit(":")
+            .push_pseudo(Pseudo::AccountId)
+            .push_lit(format!(
+                ":repository/{}/*",
+                self.repository_prefix.trim_end_matches('/')
+            ));
+        for (i, role) in self.pulled_by.iter().enumerate() {
+            scope.add(
+                &format!("PullPolicy{}", i + 1),
+                RolePolicy {
+                    name: format!("pull-through-{}", self.repository_prefix.replace('/', "-")),
+                    role: role.name(),
+                    document: PolicyDocument::new().statement(
+                        Statement::allow(["ecr:BatchImportUpstreamImage", "ecr:CreateRepository"])
+                            .sid("PullThroughCache")
+                            .resource(repositories.clone()),
+                    ),
+                },
+            );
+        }
+    }
+
+    fn references(&self) -> Vec<AttrRef> {
+        self.pulled_by.iter().map(|r| r.name()).collect()
     }
 }
 
@@ -254,6 +295,7 @@ stack_file_shape! {
         REPOSITORY_PREFIX: req "repository_prefix", Ty::Str, "The repository namespace of the cached images (`docker-hub`).";
         UPSTREAM_REGISTRY_URL: req "upstream_registry_url", Ty::Str, "The upstream registry's host (`registry-1.docker.io`).";
         CREDENTIAL_ARN: opt "credential_arn", Ty::Str, "The Secrets Manager secret (`ecr-pullthroughcache/...`) with the upstream credentials; the default of a deploy-time input.";
+        PULLED_BY: opt "pulled_by", Ty::Refs(Want::NodeRole), "Node groups or Karpenter whose nodes pull through the cache (granted the import).";
     }
 }
 
@@ -263,7 +305,11 @@ impl super::stack_file::StackFileConstruct for EcrPullThroughCache {
     fn build(id: &str, r: &mut dyn super::stack_file::FieldReader) -> Option<Self> {
         let prefix = r.text(&fields::REPOSITORY_PREFIX);
         let url = r.text(&fields::UPSTREAM_REGISTRY_URL);
+        let roles = r.node_roles(&fields::PULLED_BY);
         let mut c = EcrPullThroughCache::new(id, prefix?, url?);
+        for role in roles.ok()?.unwrap_or_default() {
+            c = c.pulled_by(&role);
+        }
         if let Some(arn) = r.text(&fields::CREDENTIAL_ARN) {
             c = c.credential_arn(arn);
         }

@@ -34,6 +34,8 @@ pub enum Want {
     Subnet,
     /// An S3 bucket: `Lifecycle` or `Lifecycle.bucket`.
     Bucket,
+    /// The role of nodes: a managed node group or Karpenter (its node role).
+    NodeRole,
 }
 
 impl Want {
@@ -49,6 +51,7 @@ impl Want {
             Want::Karpenter => "Karpenter (a `karpenter` construct)",
             Want::Subnet => "one subnet (`<network>.gpu_subnet` or `.hyperpod_subnet`)",
             Want::Bucket => "a bucket (a `lifecycle_scripts` construct, or `<lifecycle>.bucket`)",
+            Want::NodeRole => "nodes (a `managed_node_group` or `karpenter` construct)",
         }
     }
 }
@@ -222,6 +225,8 @@ pub trait FieldReader {
     fn karpenter(&mut self, field: &'static Field) -> Resolved<KarpenterHandle>;
     /// A bucket reference.
     fn bucket(&mut self, field: &'static Field) -> Resolved<Ref<kind::Bucket>>;
+    /// The node roles a list field names (managed node groups or Karpenter).
+    fn node_roles(&mut self, field: &'static Field) -> Resolved<Vec<Ref<kind::Role>>>;
 
     /// Runs `body` with a reader of the nested object `field` (an [`Ty::Obj`]), if present.
     fn object(&mut self, field: &'static Field, body: &mut dyn FnMut(&mut dyn FieldReader));

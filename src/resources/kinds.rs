@@ -95,6 +95,7 @@ resource_kinds! {
     LustreFileSystem,
     DataRepositoryAssociation,
     EcrPullThroughCacheRule,
+    RolePolicy,
 }
 
 /// An IP protocol of a security group rule (`-1` is every protocol).
@@ -255,6 +256,25 @@ pub struct EcrPullThroughCacheRule {
 }
 
 impl ResourceFacts for EcrPullThroughCacheRule {}
+
+/// An inline policy added to a role that another construct created (a grant).
+#[derive(Clone, Debug, PartialEq)]
+pub struct RolePolicy {
+    /// The policy's name, unique on the role.
+    pub name: String,
+    /// The role's name.
+    pub role: AttrRef,
+    /// The document.
+    pub document: PolicyDocument,
+}
+
+impl ResourceFacts for RolePolicy {
+    fn references(&self) -> Vec<AttrRef> {
+        let mut out = vec![self.role.clone()];
+        out.extend(self.document.references());
+        out
+    }
+}
 
 impl ResourceFacts for SecurityGroup {
     const HANDLE: Option<Kind> = Some(Kind::SecurityGroup);

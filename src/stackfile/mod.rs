@@ -23,7 +23,8 @@ use crate::constructs::stack_file::{
 use crate::constructs::{
     self, ClusterSecurityGroup, ClusterSecurityGroupHandle, Construct, EksCluster,
     EksClusterHandle, HelmRelease, HyperPodCluster, HyperPodHandle, Karpenter, KarpenterHandle,
-    LifecycleScripts, LifecycleScriptsHandle, Network, NetworkHandle,
+    LifecycleScripts, LifecycleScriptsHandle, ManagedNodeGroup, Network, NetworkHandle,
+    NodeGroupHandle,
 };
 use crate::diagnostics::{Code, Diagnostic, Diagnostics};
 use schema::{Field, Shape, Ty, Want};
@@ -1090,6 +1091,48 @@ impl Builder {
         out
     }
 
+    /// Node roles: each item names a managed node group or Karpenter.
+    fn node_roles(&mut self, node: &Node, context: &str) -> Option<Vec<Ref<kind::Role>>> {
+        let list: Vec<&Node> = match &node.value {
+            Value::Seq(list) => list.iter().collect(),
+            _ => vec![node],
+        };
+        let mut out = Some(Vec::new());
+        for (i, item) in list.into_iter().enumerate() {
+            let ctx = if matches!(node.value, Value::Seq(_)) {
+                format!("{context}[{i}]")
+            } else {
+                context.to_owned()
+            };
+            let got = match self.lookup(item, &ctx) {
+                None => None,
+                Some((h, None)) => match (h.get::<NodeGroupHandle>(), h.get::<KarpenterHandle>()) {
+                    (Some(g), _) => Some(g.role.clone()),
+                    (_, Some(k)) => Some(k.node_role.clone()),
+                    _ if h.failed(ManagedNodeGroup::KIND) || h.failed(Karpenter::KIND) => None,
+                    _ => {
+                        let found = describe(&h, None);
+                        self.wrong_kind(item, &ctx, &found, Want::NodeRole);
+                        None
+                    }
+                },
+                Some((h, Some(attr))) => {
+                    let found = describe(&h, Some(&attr));
+                    self.wrong_kind(item, &ctx, &found, Want::NodeRole);
+                    None
+                }
+            };
+            out = match (out, got) {
+                (Some(mut acc), Some(r)) => {
+                    acc.push(r);
+                    Some(acc)
+                }
+                _ => None,
+            };
+        }
+        out
+    }
+
     fn eks(&mut self, node: &Node, context: &str) -> Option<EksClusterHandle> {
         self.resolve_as(node, context, Want::Eks, EksCluster::KIND, &["cluster"])
     }
@@ -1422,6 +1465,10 @@ impl FieldReader for Reader<'_> {
 
     fn bucket(&mut self, field: &'static Field) -> Resolved<Ref<kind::Bucket>> {
         self.resolve(field, Want::Bucket, Builder::bucket)
+    }
+
+    fn node_roles(&mut self, field: &'static Field) -> Resolved<Vec<Ref<kind::Role>>> {
+        self.resolve(field, Want::NodeRole, Builder::node_roles)
     }
 
     fn object(&mut self, field: &'static Field, body: &mut dyn FnMut(&mut dyn FieldReader)) {

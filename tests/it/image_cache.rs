@@ -23,8 +23,28 @@ fn app_with(cache: EcrPullThroughCache) -> App {
     App::new().tag("managed-by", "hyperforge").stack(stack)
 }
 
+/// The cache beside a cluster whose system nodes pull through it (so the validators see the
+/// grant too).
 fn app() -> App {
-    app_with(EcrPullThroughCache::docker_hub("ImageCache", CREDENTIAL))
+    use hyperforge::constructs::{EksCluster, ManagedNodeGroup};
+    let mut stack = Stack::new("images", "us-west-2").tag("workload", "image-cache");
+    let s = stack.cloudformation_stage("foundation");
+    let net = stack.add(s, Network::new("Network"));
+    let eks = stack.add(
+        s,
+        EksCluster::new("Eks", "images")
+            .subnets(&net.private_subnets)
+            .vpc(&net.vpc),
+    );
+    let nodes = stack.add(
+        s,
+        ManagedNodeGroup::system("System", &eks.cluster, &net.private_subnets),
+    );
+    stack.add(
+        s,
+        EcrPullThroughCache::docker_hub("ImageCache", CREDENTIAL).pulled_by(&nodes.role),
+    );
+    App::new().tag("managed-by", "hyperforge").stack(stack)
 }
 
 fn json_file(assembly: &hyperforge::Assembly, suffix: &str) -> Value {
@@ -124,10 +144,19 @@ stages:
     kind: cloudformation
     constructs:
       - network: Network
+      - eks_cluster: Eks
+        name: images
+        subnets: Network.private_subnets
+        vpc: Network
+      - managed_node_group: System
+        preset: system
+        cluster: Eks
+        subnets: Network.private_subnets
       - ecr_pull_through_cache: ImageCache
         repository_prefix: docker-hub
         upstream_registry_url: registry-1.docker.io
         credential_arn: arn:aws:secretsmanager:us-west-2:111122223333:secret:ecr-pullthroughcache/docker-hub
+        pulled_by: [System]
 ";
 
 #[test]
@@ -135,7 +164,10 @@ fn the_stack_file_gives_the_same_bytes() {
     let from_file = load_str("stacks/images.yaml", STACK_FILE).unwrap_or_else(|d| panic!("{d}"));
     let a = from_file.synth().unwrap_or_else(|d| panic!("{d}"));
     let b = app().synth().unwrap_or_else(|d| panic!("{d}"));
-    assert_eq!(a.files(), b.files());
+    assert!(
+        a.files() == b.files(),
+        "the stack file and the builders differ"
+    );
 }
 
 fn synthesized() -> tempfile::TempDir {
@@ -195,4 +227,70 @@ fn terraform_passes_checkov() {
         Ok(report) => eprintln!("{report}"),
         Err(findings) => panic!("{findings}"),
     }
+}
+
+/// The nodes that pull through the cache may import and create its repositories, scoped to
+/// the prefix, in both backends; the stack file names the node group the same way.
+#[test]
+fn pulling_nodes_are_granted_the_import_on_the_prefix_only() {
+    use hyperforge::constructs::{EksCluster, ManagedNodeGroup};
+    let mut stack = Stack::new("images", "us-west-2");
+    let s = stack.cloudformation_stage("foundation");
+    let net = stack.add(s, Network::new("Network"));
+    let eks = stack.add(
+        s,
+        EksCluster::new("Eks", "images")
+            .subnets(&net.private_subnets)
+            .vpc(&net.vpc),
+    );
+    let nodes = stack.add(
+        s,
+        ManagedNodeGroup::system("System", &eks.cluster, &net.private_subnets),
+    );
+    stack.add(
+        s,
+        EcrPullThroughCache::docker_hub("ImageCache", CREDENTIAL).pulled_by(&nodes.role),
+    );
+    let assembly = App::new()
+        .stack(stack)
+        .synth()
+        .unwrap_or_else(|d| panic!("{d}"));
+    let t = json_file(&assembly, ".template.json");
+    let p = &t["Resources"]["ImageCachePullPolicy1"];
+    assert_eq!(p["Type"], "AWS::IAM::Policy");
+    assert_eq!(p["Properties"]["Roles"], json!([{"Ref": "SystemNodeRole"}]));
+    let st = &p["Properties"]["PolicyDocument"]["Statement"][0];
+    assert_eq!(
+        st["Action"],
+        json!(["ecr:BatchImportUpstreamImage", "ecr:CreateRepository"])
+    );
+    assert_eq!(
+        st["Resource"],
+        json!({"Fn::Sub": "arn:${AWS::Partition}:ecr:${AWS::Region}:${AWS::AccountId}:repository/docker-hub/*"})
+    );
+    let m = json_file(&assembly, "main.tf.json");
+    let p = &m["resource"]["aws_iam_role_policy"]["image_cache_pull_policy1"];
+    assert_eq!(p["role"], "${aws_iam_role.system_node_role.name}");
+    let local = &m["locals"]["image_cache_pull_policy1"]["Statement"][0];
+    assert_eq!(
+        local["Resource"],
+        "arn:${data.aws_partition.current.partition}:ecr:${data.aws_region.current.region}:${data.aws_caller_identity.current.account_id}:repository/docker-hub/*"
+    );
+
+    let file = STACK_FILE.to_owned();
+    let from_file = load_str("stacks/images.yaml", &file)
+        .unwrap_or_else(|d| panic!("{d}"))
+        .synth()
+        .unwrap_or_else(|d| panic!("{d}"));
+    assert_eq!(
+        json_file(&from_file, ".template.json")["Resources"]["ImageCachePullPolicy1"],
+        t["Resources"]["ImageCachePullPolicy1"]
+    );
+    let wrong = file.replace("pulled_by: [System]", "pulled_by: [Network]");
+    let ds = load_str("stacks/images.yaml", &wrong).unwrap_err();
+    assert!(
+        ds.iter()
+            .any(|d| d.code == Code::StackFileWrongReferenceKind),
+        "{ds}"
+    );
 }

@@ -11,8 +11,8 @@ use super::template::StackTemplates;
 use crate::app::logical_id;
 use crate::resources::{
     Bucket, DataRepositoryAssociation, Direction, EcrPullThroughCacheRule, KmsKey,
-    LustreFileSystem, Peer, PodIdentityAssociation, Resource, ResourceKind, Role, SecurityGroup,
-    SecurityGroupRule, StackOutput,
+    LustreFileSystem, Peer, PodIdentityAssociation, Resource, ResourceKind, Role, RolePolicy,
+    SecurityGroup, SecurityGroupRule, StackOutput,
 };
 
 mod compute;
@@ -74,10 +74,26 @@ fn lower_kind(cx: Cx, r: &Resource) {
         ResourceKind::LustreFileSystem(f) => lustre_file_system(cx, r, f),
         ResourceKind::DataRepositoryAssociation(a) => data_repository_association(cx, r, a),
         ResourceKind::EcrPullThroughCacheRule(rule) => pull_through_cache_rule(cx, r, rule),
+        ResourceKind::RolePolicy(p) => role_policy(cx, r, p),
     }
 }
 
 /// The rule, its credential secret's ARN a template parameter.
+fn role_policy(cx: Cx, r: &Resource, p: &RolePolicy) {
+    let role = cx.attr(r.stage, &p.role);
+    let document = cx.policy(r.stage, &p.document);
+    cx.add(
+        r.stage,
+        &r.path,
+        &iam_policy::Policy {
+            policy_name: s(&p.name),
+            policy_document: document,
+            roles: Some(vec![e(role)]),
+            ..Default::default()
+        },
+    );
+}
+
 fn pull_through_cache_rule(cx: Cx, r: &Resource, rule: &EcrPullThroughCacheRule) {
     let credential = rule
         .credential

@@ -9,8 +9,8 @@ use super::module::{snake, RootModule};
 use crate::app::logical_id;
 use crate::resources::{
     Bucket, DataRepositoryAssociation, Direction, EcrPullThroughCacheRule, KmsKey,
-    LustreFileSystem, Peer, PodIdentityAssociation, Resource, ResourceKind, Role, SecurityGroup,
-    SecurityGroupRule, StackOutput,
+    LustreFileSystem, Peer, PodIdentityAssociation, Resource, ResourceKind, Role, RolePolicy,
+    SecurityGroup, SecurityGroupRule, StackOutput,
 };
 use serde_json::{json, Map, Value};
 
@@ -74,10 +74,21 @@ fn lower_kind(cx: Cx, r: &Resource) {
         ResourceKind::LustreFileSystem(f) => lustre_file_system(cx, r, f),
         ResourceKind::DataRepositoryAssociation(a) => data_repository_association(cx, r, a),
         ResourceKind::EcrPullThroughCacheRule(rule) => pull_through_cache_rule(cx, r, rule),
+        ResourceKind::RolePolicy(p) => role_policy(cx, r, p),
     }
 }
 
 /// The rule, its credential secret's ARN a variable.
+fn role_policy(cx: Cx, r: &Resource, p: &RolePolicy) {
+    let policy = cx.policy(&snake(&logical_id(&r.path)), &p.document);
+    let role = cx.attr(&p.role);
+    cx.add(
+        "aws_iam_role_policy",
+        &r.path,
+        json!({"name": p.name, "role": role, "policy": policy}),
+    );
+}
+
 fn pull_through_cache_rule(cx: Cx, r: &Resource, rule: &EcrPullThroughCacheRule) {
     let mut body = Map::new();
     body.insert(
