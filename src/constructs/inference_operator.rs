@@ -236,11 +236,17 @@ impl Construct for InferenceOperator {
                     &format!("system:serviceaccount:{ns}:aws-load-balancer-controller"),
                     "AWS Load Balancer Controller of the inference operator",
                     &[],
-                    Some(("load-balancer-controller", load_balancer_controller_policy())),
+                    Some((
+                        "load-balancer-controller",
+                        load_balancer_controller_policy(),
+                    )),
                     None,
                 ),
             )
-            .suppress("CKV_AWS_111", "the load balancer controller creates load balancers and security groups whose ARNs exist only after it runs; changes to existing ones are conditioned on its elbv2.k8s.aws/cluster tag");
+            .suppress(
+                "CKV_AWS_111",
+                super::controllers::LOAD_BALANCER_CONTROLLER_WRITE_REASON,
+            );
         scope.add(
             "S3CsiDriverRole",
             self.irsa_role(
