@@ -354,10 +354,17 @@ pub fn tls_certificates_policy(tls_bucket: &Ref<kind::Bucket>) -> PolicyDocument
                 .sid("ListCertificates")
                 .resource(Text::attr(tls_bucket.arn())),
         )
+        // The operator deletes certificates it replaces or no longer needs (AWS's add-on
+        // migration grants it, Sid TLSBucketDeleteObjectsPermission).
         .statement(
-            Statement::allow(["s3:GetObject", "s3:PutObject", "s3:PutObjectTagging"])
-                .sid("WriteCertificates")
-                .resource(Text::attr(tls_bucket.arn()).push_lit("/*")),
+            Statement::allow([
+                "s3:DeleteObject",
+                "s3:GetObject",
+                "s3:PutObject",
+                "s3:PutObjectTagging",
+            ])
+            .sid("WriteCertificates")
+            .resource(Text::attr(tls_bucket.arn()).push_lit("/*")),
         )
         .statement(
             Statement::allow(["acm:AddTagsToCertificate"])
