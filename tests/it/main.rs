@@ -10,6 +10,7 @@ mod fixtures;
 
 mod checkov_kubernetes;
 mod cli;
+mod conformance;
 mod construct_model;
 mod crd_inference_endpoint_config;
 mod diagnostics_doc;
