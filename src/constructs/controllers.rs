@@ -10,6 +10,10 @@ use crate::resources::{PodIdentityAssociation, Role, Scope};
 /// The controller's service account (in `kube-system`).
 pub const LOAD_BALANCER_CONTROLLER_SERVICE_ACCOUNT: &str = "aws-load-balancer-controller";
 
+/// Why checkov's CKV_AWS_111 (write access without constraints) is accepted on a role with
+/// the controller's policy.
+pub const LOAD_BALANCER_CONTROLLER_WRITE_REASON: &str = "the load balancer controller creates load balancers and security groups whose ARNs exist only after it runs, and adds ingress rules to the security groups of its targets (nodes and pods), which it does not own, as its published policy allows; changes to what it created are conditioned on its elbv2.k8s.aws/cluster tag";
+
 /// The AWS Load Balancer Controller's IAM role and Pod Identity association.
 #[derive(Clone, Debug)]
 pub struct LoadBalancerController {
@@ -77,7 +81,7 @@ impl Construct for LoadBalancerController {
                     name: None,
                 },
             )
-            .suppress("CKV_AWS_111", "the load balancer controller creates load balancers and security groups whose ARNs exist only after it runs; changes to existing ones are conditioned on its elbv2.k8s.aws/cluster tag");
+            .suppress("CKV_AWS_111", LOAD_BALANCER_CONTROLLER_WRITE_REASON);
         scope.add(
             "PodIdentityAssociation",
             PodIdentityAssociation {

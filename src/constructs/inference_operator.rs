@@ -53,7 +53,9 @@ impl InferenceOperator {
         }
     }
 
-    /// Lets the S3 CSI driver read models from bucket `name` (for `modelSourceType: s3`).
+    /// Lets the S3 CSI driver read models from bucket `name` (for `modelSourceType: s3`). Naming
+    /// buckets narrows the driver's access to them; without any, it may read every bucket of
+    /// the stack's account but the TLS bucket (see [`InferenceOperator::s3_csi_driver_policy`]).
     pub fn model_bucket(mut self, name: impl Into<String>) -> Self {
         self.model_buckets.push(name.into());
         self
@@ -79,26 +81,48 @@ impl InferenceOperator {
         &self.model_buckets
     }
 
-    /// Read access for the S3 CSI driver to the model buckets, if any were named.
-    pub fn model_buckets_policy(&self) -> Option<PolicyDocument> {
+    /// The Mountpoint for S3 CSI driver's permissions: list the bucket, read its objects, which
+    /// is all a mount of model weights needs (AWS's add-on templates also grant writes for
+    /// general-purpose mounts; served models are only read). Scoped to the named model buckets;
+    /// with none named, to every bucket of the stack's own account (AWS's templates grant every
+    /// bucket of any account), except the operator's TLS bucket: the driver has no business with
+    /// the endpoints' certificates.
+    pub fn s3_csi_driver_policy(&self, tls_bucket: &Ref<kind::Bucket>) -> PolicyDocument {
+        let bucket = |name: &str| {
+            Text::lit("arn:")
+                .push_pseudo(Pseudo::Partition)
+                .push_lit(format!(":s3:::{name}"))
+        };
+        let list = Statement::allow(["s3:ListBucket"]).sid("ListModelBuckets");
+        let read = Statement::allow(["s3:GetObject"]).sid("ReadModels");
         if self.model_buckets.is_empty() {
-            return None;
+            let own_account = |st: Statement| {
+                st.condition(
+                    "StringEquals",
+                    "s3:ResourceAccount",
+                    vec![Text::default().push_pseudo(Pseudo::AccountId)],
+                )
+            };
+            return PolicyDocument::new()
+                .statement(own_account(list.resource(bucket("*"))))
+                .statement(own_account(read.resource(bucket("*/*"))))
+                .statement(
+                    Statement::deny(["s3:*"])
+                        .sid("NotTheTlsBucket")
+                        .resource(Text::attr(tls_bucket.arn()))
+                        .resource(Text::attr(tls_bucket.arn()).push_lit("/*")),
+                );
         }
-        let mut list = Statement::allow(["s3:ListBucket"]).sid("ListModelBuckets");
-        let mut read = Statement::allow(["s3:GetObject"]).sid("ReadModels");
-        for b in &self.model_buckets {
-            list = list.resource(
-                Text::lit("arn:")
-                    .push_pseudo(Pseudo::Partition)
-                    .push_lit(format!(":s3:::{b}")),
-            );
-            read = read.resource(
-                Text::lit("arn:")
-                    .push_pseudo(Pseudo::Partition)
-                    .push_lit(format!(":s3:::{b}/*")),
-            );
-        }
-        Some(PolicyDocument::new().statement(list).statement(read))
+        let (list, read) = self
+            .model_buckets
+            .iter()
+            .fold((list, read), |(list, read), b| {
+                (
+                    list.resource(bucket(b)),
+                    read.resource(bucket(&format!("{b}/*"))),
+                )
+            });
+        PolicyDocument::new().statement(list).statement(read)
     }
 
     /// The name of the operator's execution role: the add-on requires the prefix
@@ -236,18 +260,24 @@ impl Construct for InferenceOperator {
                     &format!("system:serviceaccount:{ns}:aws-load-balancer-controller"),
                     "AWS Load Balancer Controller of the inference operator",
                     &[],
-                    Some(("load-balancer-controller", load_balancer_controller_policy())),
+                    Some((
+                        "load-balancer-controller",
+                        load_balancer_controller_policy(),
+                    )),
                     None,
                 ),
             )
-            .suppress("CKV_AWS_111", "the load balancer controller creates load balancers and security groups whose ARNs exist only after it runs; changes to existing ones are conditioned on its elbv2.k8s.aws/cluster tag");
+            .suppress(
+                "CKV_AWS_111",
+                super::controllers::LOAD_BALANCER_CONTROLLER_WRITE_REASON,
+            );
         scope.add(
             "S3CsiDriverRole",
             self.irsa_role(
                 "system:serviceaccount:kube-system:s3-csi-driver-sa",
                 "Mountpoint for Amazon S3 CSI driver: mounts model buckets into endpoint pods",
                 &[],
-                self.model_buckets_policy().map(|doc| ("read-models", doc)),
+                Some(("read-models", self.s3_csi_driver_policy(&handle.tls_bucket))),
                 None,
             ),
         );
@@ -348,10 +378,17 @@ pub fn tls_certificates_policy(tls_bucket: &Ref<kind::Bucket>) -> PolicyDocument
                 .sid("ListCertificates")
                 .resource(Text::attr(tls_bucket.arn())),
         )
+        // The operator deletes certificates it replaces or no longer needs (AWS's add-on
+        // migration grants it, Sid TLSBucketDeleteObjectsPermission).
         .statement(
-            Statement::allow(["s3:GetObject", "s3:PutObject", "s3:PutObjectTagging"])
-                .sid("WriteCertificates")
-                .resource(Text::attr(tls_bucket.arn()).push_lit("/*")),
+            Statement::allow([
+                "s3:DeleteObject",
+                "s3:GetObject",
+                "s3:PutObject",
+                "s3:PutObjectTagging",
+            ])
+            .sid("WriteCertificates")
+            .resource(Text::attr(tls_bucket.arn()).push_lit("/*")),
         )
         .statement(
             Statement::allow(["acm:AddTagsToCertificate"])
@@ -388,7 +425,7 @@ stack_file_shape! {
         EKS: req "eks", Ty::Ref(Want::Eks), "The EKS cluster.";
         HYPERPOD: req "hyperpod", Ty::Ref(Want::HyperPod), "The HyperPod cluster.";
         VPC: req "vpc", Ty::Ref(Want::Vpc), "The VPC of the load balancers.";
-        MODEL_BUCKETS: opt "model_buckets", Ty::StrList, "Buckets the S3 CSI driver may read models from.";
+        MODEL_BUCKETS: opt "model_buckets", Ty::StrList, "Buckets the S3 CSI driver may read models from; without any, every bucket of the stack's account but the TLS bucket.";
     }
 }
 

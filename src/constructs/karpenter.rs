@@ -454,10 +454,12 @@ impl Construct for KarpenterNodePool {
     }
 }
 
-/// The Karpenter controller's permissions, after its published policy: launch and tag
-/// instances, fleets and launch templates owned by this cluster (including into capacity
-/// reservations), read what it needs, manage instance profiles for the node role, pass only
-/// the node role.
+/// The Karpenter controller's permissions, covering its published policy (the getting-started
+/// CloudFormation template of the release the pinned chart runs; checked statement by statement
+/// by `tests/it/conformance.rs`): launch and tag instances, fleets and launch templates owned by
+/// this cluster (including into capacity reservations), read what it needs, manage and list
+/// instance profiles for the node role, pass only the node role. No interruption queue is
+/// configured (`settings.interruptionQueue` unset), so no SQS permission.
 pub fn controller_policy(
     cluster_name: &str,
     cluster_arn: AttrRef,
@@ -478,6 +480,8 @@ pub fn controller_policy(
         "launch-template/*",
         "spot-instances-request/*",
     ];
+    // Launching into a reservation names it in the tagged request too.
+    let reservation = "capacity-reservation/*";
     let mut tagged_create = Statement::allow([
         "ec2:CreateFleet",
         "ec2:CreateLaunchTemplate",
@@ -501,6 +505,7 @@ pub fn controller_policy(
         tagged_create = tagged_create.resource(arn(target));
         tag_on_create = tag_on_create.resource(arn(target));
     }
+    tagged_create = tagged_create.resource(arn(reservation));
     PolicyDocument::new()
         .statement(
             Statement::allow(["ec2:CreateFleet", "ec2:RunInstances"])
@@ -564,7 +569,10 @@ pub fn controller_policy(
                 .condition(
                     "StringEquals",
                     "iam:PassedToService",
-                    vec![Text::lit("ec2.amazonaws.com")],
+                    vec![
+                        Text::lit("ec2.amazonaws.com"),
+                        Text::lit("ec2.amazonaws.com.cn"),
+                    ],
                 ),
         )
         .statement(
@@ -583,6 +591,14 @@ pub fn controller_policy(
                 true,
                 Text::lit("instance-profile/*"),
             )),
+        )
+        // Since 1.7 the EC2NodeClass finalizer and the instance-profile garbage collector list
+        // the profiles; without this, deleting an EC2NodeClass never finishes. The action
+        // has no resource-level scope.
+        .statement(
+            Statement::allow(["iam:ListInstanceProfiles"])
+                .sid("ListInstanceProfiles")
+                .resource("*"),
         )
         .statement(
             Statement::allow(["eks:DescribeCluster"])

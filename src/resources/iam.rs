@@ -203,9 +203,11 @@ pub fn deny_insecure_transport(bucket_arn: AttrRef) -> Statement {
         .condition("Bool", "aws:SecureTransport", vec![Text::lit("false")])
 }
 
-/// The AWS Load Balancer Controller's permissions, after its published IAM policy: read what
-/// it needs, create load balancers, target groups and security groups, and change only those
-/// it tagged for its cluster.
+/// The AWS Load Balancer Controller's permissions, a superset of its published IAM policy
+/// (`docs/install/iam_policy.json` of the controller release the pinned chart runs; checked
+/// statement by statement by `tests/it/conformance.rs`): read what it needs, create load
+/// balancers, target groups and security groups, change only those it tagged for its cluster,
+/// and open the targets' security groups to its own.
 pub fn load_balancer_controller_policy() -> PolicyDocument {
     let elb = |resource: &str| Text::arn("elasticloadbalancing", true, true, Text::lit(resource));
     let elbv2_tagged = |st: Statement| {
@@ -267,10 +269,40 @@ pub fn load_balancer_controller_policy() -> PolicyDocument {
                 "elasticloadbalancing:DescribeTrustStores",
                 "iam:GetServerCertificate",
                 "iam:ListServerCertificates",
+                "shield:DescribeProtection",
                 "shield:GetSubscriptionState",
+                "waf-regional:GetWebACL",
+                "waf-regional:GetWebACLForResource",
+                "wafv2:GetWebACL",
                 "wafv2:GetWebACLForResource",
             ])
             .sid("Discover")
+            .resource("*"),
+        )
+        // The web ACL and Shield Advanced protection an Ingress asks for by annotation; these
+        // services scope by web ACL and protection ids the controller learns at run time.
+        .statement(
+            Statement::allow([
+                "shield:CreateProtection",
+                "shield:DeleteProtection",
+                "waf-regional:AssociateWebACL",
+                "waf-regional:DisassociateWebACL",
+                "wafv2:AssociateWebACL",
+                "wafv2:DisassociateWebACL",
+            ])
+            .sid("ProtectLoadBalancers")
+            .resource("*"),
+        )
+        // Since v2.6 the controller gives its load balancers a backend security group and adds
+        // a rule for it to the security group of every target ENI: the nodes' or pods' groups,
+        // which it did not create and which carry no elbv2.k8s.aws/cluster tag. Without this
+        // unconditional statement (upstream's) health checks and traffic are dropped.
+        .statement(
+            Statement::allow([
+                "ec2:AuthorizeSecurityGroupIngress",
+                "ec2:RevokeSecurityGroupIngress",
+            ])
+            .sid("OpenTargetSecurityGroups")
             .resource("*"),
         )
         .statement(
@@ -329,6 +361,7 @@ pub fn load_balancer_controller_policy() -> PolicyDocument {
                 "elasticloadbalancing:ModifyRule",
                 "elasticloadbalancing:AddListenerCertificates",
                 "elasticloadbalancing:RemoveListenerCertificates",
+                "elasticloadbalancing:SetRulePriorities",
                 "elasticloadbalancing:SetWebAcl",
             ])
             .sid("ManageListeners")
@@ -352,6 +385,7 @@ pub fn load_balancer_controller_policy() -> PolicyDocument {
                 "elasticloadbalancing:DeleteLoadBalancer",
                 "elasticloadbalancing:DeleteTargetGroup",
                 "elasticloadbalancing:ModifyCapacityReservation",
+                "elasticloadbalancing:ModifyIpPools",
                 "elasticloadbalancing:ModifyListenerAttributes",
                 "elasticloadbalancing:ModifyLoadBalancerAttributes",
                 "elasticloadbalancing:ModifyTargetGroup",
@@ -362,7 +396,9 @@ pub fn load_balancer_controller_policy() -> PolicyDocument {
             ])
             .sid("ManageOwnLoadBalancers")
             .resource(elb("loadbalancer/*"))
-            .resource(elb("targetgroup/*/*")),
+            .resource(elb("targetgroup/*/*"))
+            // ModifyListenerAttributes acts on the listener.
+            .resource(elb("listener/*")),
         ))
         .statement(
             Statement::allow([
