@@ -472,6 +472,8 @@ pub fn controller_policy(
     let owned = format!("aws:ResourceTag/kubernetes.io/cluster/{cluster_name}");
     let request_owned = format!("aws:RequestTag/kubernetes.io/cluster/{cluster_name}");
     let owned_value = || vec![Text::lit("owned")];
+    let region = || Text::lit("").push_pseudo(crate::app::text::Pseudo::Region);
+    let profiles = || Text::arn("iam", false, true, Text::lit("instance-profile/*"));
     let launch_targets = [
         "fleet/*",
         "instance/*",
@@ -575,22 +577,86 @@ pub fn controller_policy(
                     ],
                 ),
         )
+        // Instance profiles: created only with the tags Karpenter puts on its own, and changed
+        // or deleted only when they carry them (upstream's scoping), so the controller cannot
+        // touch another workload's profiles.
+        .statement(
+            Statement::allow(["iam:CreateInstanceProfile"])
+                .sid("CreateOwnedInstanceProfiles")
+                .resource(profiles())
+                .condition("StringEquals", request_owned.as_str(), owned_value())
+                .condition(
+                    "StringEquals",
+                    "aws:RequestTag/eks:eks-cluster-name",
+                    vec![Text::lit(cluster_name)],
+                )
+                .condition(
+                    "StringEquals",
+                    "aws:RequestTag/topology.kubernetes.io/region",
+                    vec![region()],
+                )
+                .condition(
+                    "StringLike",
+                    "aws:RequestTag/karpenter.k8s.aws/ec2nodeclass",
+                    vec![Text::lit("*")],
+                ),
+        )
+        .statement(
+            Statement::allow(["iam:TagInstanceProfile"])
+                .sid("TagOwnedInstanceProfiles")
+                .resource(profiles())
+                .condition("StringEquals", owned.as_str(), owned_value())
+                .condition(
+                    "StringEquals",
+                    "aws:ResourceTag/topology.kubernetes.io/region",
+                    vec![region()],
+                )
+                .condition("StringEquals", request_owned.as_str(), owned_value())
+                .condition(
+                    "StringEquals",
+                    "aws:RequestTag/eks:eks-cluster-name",
+                    vec![Text::lit(cluster_name)],
+                )
+                .condition(
+                    "StringEquals",
+                    "aws:RequestTag/topology.kubernetes.io/region",
+                    vec![region()],
+                )
+                .condition(
+                    "StringLike",
+                    "aws:ResourceTag/karpenter.k8s.aws/ec2nodeclass",
+                    vec![Text::lit("*")],
+                )
+                .condition(
+                    "StringLike",
+                    "aws:RequestTag/karpenter.k8s.aws/ec2nodeclass",
+                    vec![Text::lit("*")],
+                ),
+        )
         .statement(
             Statement::allow([
                 "iam:AddRoleToInstanceProfile",
-                "iam:CreateInstanceProfile",
                 "iam:DeleteInstanceProfile",
-                "iam:GetInstanceProfile",
                 "iam:RemoveRoleFromInstanceProfile",
-                "iam:TagInstanceProfile",
             ])
-            .sid("ManageNodeInstanceProfiles")
-            .resource(Text::arn(
-                "iam",
-                false,
-                true,
-                Text::lit("instance-profile/*"),
-            )),
+            .sid("ManageOwnedInstanceProfiles")
+            .resource(profiles())
+            .condition("StringEquals", owned.as_str(), owned_value())
+            .condition(
+                "StringEquals",
+                "aws:ResourceTag/topology.kubernetes.io/region",
+                vec![region()],
+            )
+            .condition(
+                "StringLike",
+                "aws:ResourceTag/karpenter.k8s.aws/ec2nodeclass",
+                vec![Text::lit("*")],
+            ),
+        )
+        .statement(
+            Statement::allow(["iam:GetInstanceProfile"])
+                .sid("ReadInstanceProfiles")
+                .resource(profiles()),
         )
         // Since 1.7 the EC2NodeClass finalizer and the instance-profile garbage collector list
         // the profiles; without this, deleting an EC2NodeClass never finishes. The action

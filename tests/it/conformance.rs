@@ -1310,3 +1310,45 @@ fn helm_values_check_reports_a_made_up_key() {
     )
     .is_empty());
 }
+
+/// Karpenter may create, tag, change and delete only instance profiles that carry this
+/// cluster's ownership tag (upstream's scoping), in both backends: an unconditioned grant
+/// would let it delete any profile in the account.
+#[test]
+fn karpenter_changes_only_its_own_instance_profiles() {
+    let mut checked = 0;
+    for stack in reference() {
+        let cluster = stack.eks_cluster.as_deref().unwrap_or_default();
+        for backend in BACKENDS {
+            for (role, policy) in stack.policies_named(backend, KARPENTER_POLICY) {
+                for s in policy.statements.iter().filter(|s| s.allow) {
+                    let mutating = s.actions.iter().any(|a| {
+                        matches!(
+                            a.as_str(),
+                            "iam:CreateInstanceProfile"
+                                | "iam:TagInstanceProfile"
+                                | "iam:AddRoleToInstanceProfile"
+                                | "iam:RemoveRoleFromInstanceProfile"
+                                | "iam:DeleteInstanceProfile"
+                        )
+                    });
+                    if !mutating {
+                        continue;
+                    }
+                    let tagged = s.conditions.iter().any(|c| {
+                        c.key
+                            .ends_with(&format!("/kubernetes.io/cluster/{cluster}"))
+                            && c.values.iter().any(|v| v == "owned")
+                    });
+                    assert!(
+                        tagged,
+                        "{} {backend:?} {role}: {:?} changes instance profiles not owned by the cluster",
+                        stack.name, s.sid
+                    );
+                    checked += 1;
+                }
+            }
+        }
+    }
+    assert!(checked >= 6, "{checked}");
+}
