@@ -4,7 +4,7 @@
 //! targeted On-Demand Capacity Reservations, never by open matching).
 
 use super::nodes::{GPU_PRESENT_LABEL, GPU_TAINT};
-use super::{CapacityClaim, CapacitySource, Construct, Context, Facts, Launcher};
+use super::{CapacityClaim, CapacitySource, Construct, Context, Facts, Launcher, PodStorage};
 use crate::app::text::Text;
 use crate::app::{kind, AttrRef, Ref};
 use crate::catalog;
@@ -447,6 +447,8 @@ impl Construct for KarpenterNodePool {
                 count: 0,
                 max_count: max,
                 provisioned_on_demand: true,
+                // `instanceStorePolicy: RAID0` and a 200 GiB root volume.
+                pod_storage: PodStorage::ec2(self.instance_type(), true, 200),
             }],
             node_pools: vec![self.object_name().to_owned()],
             ..Facts::default()

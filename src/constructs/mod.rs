@@ -64,7 +64,7 @@ pub use hyperpod::{
 };
 pub use inference_operator::{InferenceOperator, InferenceOperatorHandle};
 pub use karpenter::{Karpenter, KarpenterHandle, KarpenterNodePool, ReservationSelector};
-pub use lifecycle::{LifecycleScripts, LifecycleScriptsHandle};
+pub use lifecycle::{ContainerStorage, LifecycleScripts, LifecycleScriptsHandle};
 pub use network::{NatGateways, Network, NetworkHandle};
 pub use nodes::{
     AmiType, CapacityBlock, CapacityBlockPurchase, ManagedNodeGroup, NodeCapacity, NodeGroupHandle,
@@ -218,6 +218,46 @@ pub struct CapacityClaim {
     pub max_count: i64,
     /// Whether the claim is a Karpenter pool (nodes appear on demand up to `max_count`).
     pub provisioned_on_demand: bool,
+    /// The node-local storage holding each node's container images and pod volumes (where a
+    /// served model's weights are downloaded to), when known.
+    pub pod_storage: Option<PodStorage>,
+}
+
+/// The node-local storage of a claim's nodes that holds container images and pod volumes.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PodStorage {
+    /// Its size in bytes, per node.
+    pub bytes: u64,
+    /// What it is, for messages (`the local NVMe at /opt/dlami/nvme`).
+    pub what: String,
+    /// The field of the claim's construct that chose it (for diagnostics).
+    pub field: &'static str,
+    /// How to get more, for the help line.
+    pub remedy: String,
+}
+
+impl PodStorage {
+    /// EC2 nodes (EKS node groups, Karpenter pools): the local NVMe as one RAID 0 volume when
+    /// `raid0` and the type has any (nodeadm puts containerd and kubelet there), else the root
+    /// volume of `root_gib` GiB.
+    pub fn ec2(instance_type: &str, raid0: bool, root_gib: i64) -> Option<PodStorage> {
+        let instance = crate::catalog::instance(instance_type)?;
+        if raid0 && instance.local_nvme_gb > 0 {
+            return Some(PodStorage {
+                bytes: instance.local_nvme_gb.saturating_mul(1_000_000_000),
+                what: format!("the local NVMe as RAID 0 ({} GB)", instance.local_nvme_gb),
+                field: "instance_type",
+                remedy: "use an instance type with more local NVMe".to_owned(),
+            });
+        }
+        let gib = u64::try_from(root_gib).ok()?;
+        Some(PodStorage {
+            bytes: gib.saturating_mul(1 << 30),
+            what: format!("the {gib} GiB root volume"),
+            field: "root_volume_gb",
+            remedy: "raise the root volume, or use an instance type with local NVMe".to_owned(),
+        })
+    }
 }
 
 /// A model served by a construct, with the hardware each replica gets.

@@ -4,7 +4,7 @@
 //! `CAPACITY_BLOCK`, subnets only in the block's zone) or on-demand. Optional EFA interfaces laid
 //! out over the instance's network cards.
 
-use super::{CapacityClaim, CapacitySource, Construct, Context, Facts, Launcher};
+use super::{CapacityClaim, CapacitySource, Construct, Context, Facts, Launcher, PodStorage};
 use crate::app::{kind, AttrRef, Ref, Stack};
 use crate::catalog::{self, regions::AzId};
 use crate::diagnostics::{Code, Diagnostics};
@@ -746,6 +746,11 @@ impl Construct for ManagedNodeGroup {
                 count: desired,
                 max_count: max,
                 provisioned_on_demand: false,
+                pod_storage: PodStorage::ec2(
+                    self.instance_type(),
+                    self.local_nvme_raid0(),
+                    self.root_volume_gb,
+                ),
             }],
             ..Facts::default()
         }
