@@ -1,6 +1,6 @@
 //! The SageMaker HyperPod Inference Operator, installed as the EKS add-on
 //! `amazon-sagemaker-hyperpod-inference`, with the add-ons it needs (cert-manager,
-//! metrics-server, the Mountpoint for S3 CSI driver), its IAM roles (trusted through the
+//! metrics-server, the Mountpoint for S3 and FSx for Lustre CSI drivers), its IAM roles (trusted through the
 //! cluster's OIDC provider, named as the add-on requires) and the bucket for the TLS
 //! certificates it generates.
 
@@ -150,7 +150,8 @@ impl InferenceOperator {
             version: None,
             service_account_role: None,
             configuration: None,
-            nodes: None,
+            // The operator's dependencies run Deployments.
+            needs_nodes: true,
         }
     }
 
@@ -251,31 +252,29 @@ impl Construct for InferenceOperator {
                 None,
             ),
         );
-        // The add-ons' pods run on the HyperPod cluster's nodes.
-        let nodes = Some(self.hyperpod.cluster.arn());
-        let dependencies = ["CertManagerAddon", "MetricsServerAddon", "S3CsiDriverAddon"];
-        scope.add(
-            dependencies[0],
-            EksAddon {
-                nodes: nodes.clone(),
-                ..self.addon("cert-manager")
-            },
-        );
-        scope.add(
-            dependencies[1],
-            EksAddon {
-                nodes: nodes.clone(),
-                ..self.addon("metrics-server")
-            },
-        );
+        // The add-ons' pods run on the HyperPod cluster's nodes: each waits for the cluster
+        // (`ResourceGraph::order_after_nodes`), the same way in every format.
+        let dependencies = [
+            "CertManagerAddon",
+            "MetricsServerAddon",
+            "S3CsiDriverAddon",
+            "FsxCsiDriverAddon",
+        ];
+        scope.add(dependencies[0], self.addon("cert-manager"));
+        scope.add(dependencies[1], self.addon("metrics-server"));
         scope.add(
             dependencies[2],
             EksAddon {
                 service_account_role: Some(role("S3CsiDriverRole").arn()),
-                nodes,
                 ..self.addon("aws-mountpoint-s3-csi-driver")
             },
         );
+        // AWS's installer of the inference add-on (sagemaker-hyperpod-cli, inference-operator
+        // migration/helm_to_addon.sh) makes sure the FSx CSI driver exists, as the operator's
+        // Helm chart did (`fsx.enabled: true`, no role): endpoints with `modelSourceType: fsx`
+        // mount a file system through it. Mounting existing file systems (static
+        // provisioning) needs no AWS permissions, so it gets no role.
+        scope.add(dependencies[3], self.addon("aws-fsx-csi-driver"));
         let configuration = Config::object([
             ("executionRoleArn", Config::Ref(handle.execution_role.arn())),
             (
@@ -327,12 +326,14 @@ impl Construct for InferenceOperator {
             ),
         ]);
         let after = dependencies.map(|id| scope.path(id));
-        // It waits for the add-ons above (and so for the nodes).
+        // It waits for the add-ons above, and so for the nodes (its configuration names the
+        // HyperPod cluster as well).
         scope
             .add(
                 "Addon",
                 EksAddon {
                     configuration: Some(configuration),
+                    needs_nodes: false,
                     ..self.addon("amazon-sagemaker-hyperpod-inference")
                 },
             )

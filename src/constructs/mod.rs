@@ -126,6 +126,7 @@ pub fn expand(stack: &Stack) -> ResourceGraph {
         };
         graph.expand_node(stack, node, |scope| construct.expand(scope));
     }
+    graph.order_after_nodes();
     graph
 }
 

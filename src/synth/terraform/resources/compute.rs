@@ -5,7 +5,6 @@
 use super::network::variable;
 use super::Cx;
 use crate::app::logical_id;
-use crate::resources::ADDONS_NEEDING_NODES;
 use crate::resources::{
     CapacityBlockPurchase, HyperPodCluster, LaunchTemplate, NodeGroup, Resource,
 };
@@ -21,7 +20,8 @@ fn addr(ty: &'static str, path: &str) -> Addr {
 }
 
 /// The cluster waits for the earlier stages (the uploaded lifecycle scripts, the Helm chart)
-/// and for its execution role's policies; the EKS add-ons whose pods need nodes wait for it.
+/// and for its execution role's policies. (The EKS add-ons whose pods need its nodes wait for
+/// it through their `Resource::depends_on`.)
 /// awscc has no provider-level default tags, so the stack's tags are set here.
 pub(super) fn hyperpod_cluster(cx: Cx, r: &Resource, c: &HyperPodCluster) {
     let mut groups = Vec::new();
@@ -105,14 +105,6 @@ pub(super) fn hyperpod_cluster(cx: Cx, r: &Resource, c: &HyperPodCluster) {
     let mut waits = cx.earlier_stages(r.stage);
     waits.extend(role_policies);
     cx.depends_on(&cluster, &waits);
-    let eks_id = c.eks_cluster.construct_id().to_owned();
-    for addon in ADDONS_NEEDING_NODES {
-        let addon = addr(
-            "aws_eks_addon",
-            &format!("{eks_id}/{}Addon", crate::app::pascal_id(addon)),
-        );
-        cx.depends_on(&addon, &[cluster.address()]);
-    }
 }
 
 /// Charged in full at purchase, never refunded; `terraform destroy` only removes it from state.
