@@ -319,3 +319,64 @@ fn an_acknowledged_purchase_becomes_a_terraform_reservation_the_launch_template_
         .get("Default")
         .is_none());
 }
+
+/// The objects of the Karpenter reference's GPU capacity stage.
+fn karpenter_objects(app: &App) -> Vec<Value> {
+    let assembly = app.synth().unwrap_or_else(|d| panic!("{d}"));
+    let text = assembly
+        .text("kimi-k3-eks-karpenter/06-gpu-capacity.yaml")
+        .expect("the capacity stage");
+    serde_yaml::Deserializer::from_str(text)
+        .map(|doc| serde::Deserialize::deserialize(doc).expect("YAML"))
+        .collect()
+}
+
+#[test]
+fn karpenter_pins_the_ami_and_never_replaces_a_drifted_capacity_block_node() {
+    let objects = karpenter_objects(&hyperforge::reference::kimi_k3_eks_karpenter());
+    let class = objects
+        .iter()
+        .find(|o| o["kind"] == "EC2NodeClass")
+        .unwrap();
+    let alias = class["spec"]["amiSelectorTerms"][0]["alias"]
+        .as_str()
+        .unwrap();
+    assert_eq!(
+        alias,
+        format!("al2023@{}", karpenter::DEFAULT_AL2023_AMI_VERSION)
+    );
+    assert!(
+        !alias.ends_with("@latest"),
+        "a floating alias drifts every node at each release"
+    );
+    let pool = objects.iter().find(|o| o["kind"] == "NodePool").unwrap();
+    let budgets = pool["spec"]["disruption"]["budgets"].as_array().unwrap();
+    assert!(
+        budgets
+            .iter()
+            .any(|b| b["nodes"] == "0" && b["reasons"] == json!(["Drifted"])),
+        "{budgets:?}"
+    );
+    // Empty nodes are still consolidated: no budget blocks every reason.
+    assert!(budgets.iter().all(|b| b.get("reasons").is_some()));
+
+    // The release is a builder option.
+    let pool = KarpenterNodePool::capacity_block(
+        "P",
+        "p",
+        &KarpenterHandle {
+            controller_role: hyperforge::app::Ref::new("s", "K/ControllerRole"),
+            node_role: hyperforge::app::Ref::new("s", "K/NodeRole"),
+            node_role_name: "KarpenterNodeRole-s".to_owned(),
+            cluster_name: "s".to_owned(),
+        },
+        "p6-b300.48xlarge",
+        ReservationSelector::Id(CAPACITY_BLOCK_RESERVATION_ID.to_owned()),
+    )
+    .ami_version("v20990101");
+    let class = pool.ec2_node_class("s");
+    assert_eq!(
+        class.spec.ami_selector_terms[0].alias.as_deref(),
+        Some("al2023@v20990101")
+    );
+}
