@@ -6,13 +6,13 @@
 
 use super::eks::EksClusterHandle;
 use super::hyperpod::HyperPodHandle;
-use super::Construct;
+use super::{Construct, Context, Facts, VersionedBucket};
 use crate::app::text::{Pseudo, Text};
 use crate::app::{kind, AttrRef, Ref};
 use crate::resources::iam::{
     irsa_trust_statement, load_balancer_controller_policy, PolicyDocument, PrincipalKind, Statement,
 };
-use crate::resources::{AddonConfiguration as Config, Bucket, EksAddon, Role, Scope};
+use crate::resources::{AddonConfiguration as Config, Bucket, EksAddon, Role, Scope, StackOutput};
 
 /// Namespace of the operator's service accounts.
 pub const OPERATOR_NAMESPACE: &str = "hyperpod-inference-system";
@@ -185,6 +185,16 @@ impl Construct for InferenceOperator {
         InferenceOperator::references(self)
     }
 
+    fn facts(&self, cx: &Context<'_>) -> Facts<'_> {
+        Facts {
+            versioned_buckets: vec![VersionedBucket {
+                name: self.handle(cx.stack.name()).tls_bucket.name(),
+                holds: "the TLS certificates the inference operator wrote".to_owned(),
+            }],
+            ..Facts::default()
+        }
+    }
+
     fn expand(&self, scope: &mut Scope<'_>) {
         let stack = scope.stack();
         let handle = self.handle(stack.name());
@@ -195,6 +205,14 @@ impl Construct for InferenceOperator {
             "TlsBucket",
             Bucket {
                 no_access_log_reason: "Receives the TLS certificates the inference operator generates; the operator is its only writer",
+                deleted_with_objects: Some("the operator writes the certificates and writes them again when it is reinstalled; nothing else keeps them"),
+            },
+        );
+        scope.add(
+            "TlsBucketNameOutput",
+            StackOutput {
+                description: "Bucket of the inference operator's TLS certificates (empty it before deleting the stack)".to_owned(),
+                value: handle.tls_bucket.name(),
             },
         );
         scope.add(

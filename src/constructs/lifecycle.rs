@@ -7,7 +7,7 @@
 //! volume, so that storage must hold the weights (checked by `validate::storage`, `HF0510`).
 
 use super::helm::{Upload, UploadFile};
-use super::Construct;
+use super::{Construct, Context, Facts, VersionedBucket};
 use crate::app::{kind, Ref};
 use crate::resources::{Bucket, Scope, StackOutput};
 
@@ -168,11 +168,23 @@ impl Construct for LifecycleScripts {
         }
     }
 
+    fn facts(&self, cx: &Context<'_>) -> Facts<'_> {
+        Facts {
+            versioned_buckets: vec![VersionedBucket {
+                name: self.handle(cx.stack.name()).bucket.name(),
+                holds: "the lifecycle scripts".to_owned(),
+            }],
+            ..Facts::default()
+        }
+    }
+
     fn expand(&self, scope: &mut Scope<'_>) {
         scope.add(
             "Bucket",
             Bucket {
                 no_access_log_reason: "Holds only the generated HyperPod lifecycle scripts, which are also in the synthesized assembly; object-level access is recorded by CloudTrail data events where enabled",
+                // Terraform's upload deletes every version of what it wrote.
+                deleted_with_objects: None,
             },
         );
         let bucket = self.handle(scope.stack().name()).bucket.name();

@@ -153,6 +153,18 @@ pub struct Facts<'a> {
     pub served_models: Vec<ServedModel<'a>>,
     /// Kubernetes objects that provision nodes (Karpenter NodePool names).
     pub node_pools: Vec<String>,
+    /// Versioned buckets the construct creates: emptied of every object version before the
+    /// stack holding them is deleted (CloudFormation deletes only empty buckets).
+    pub versioned_buckets: Vec<VersionedBucket>,
+}
+
+/// A versioned bucket, named by the stack output of its name.
+#[derive(Clone, Debug, PartialEq)]
+pub struct VersionedBucket {
+    /// Its name (a stack output: [`AttrRef::output_key`]).
+    pub name: AttrRef,
+    /// What it holds, for people.
+    pub holds: String,
 }
 
 /// An EKS cluster created by a construct.

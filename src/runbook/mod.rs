@@ -126,6 +126,17 @@ pub struct CloudFormationStage {
     pub creates_hyperpod: bool,
     /// GPU instance types of node groups in this stage (wait for the nodes).
     pub gpu_node_types: Vec<String>,
+    /// Versioned buckets of this stage, emptied before the stack is deleted.
+    pub buckets: Vec<BucketData>,
+}
+
+/// A versioned bucket, by the stack output naming it.
+#[derive(Clone, Debug, Serialize)]
+pub struct BucketData {
+    /// The output holding the bucket's name.
+    pub output: String,
+    /// What it holds.
+    pub holds: String,
 }
 
 /// One template parameter.
@@ -390,9 +401,14 @@ pub fn data(stack: &Stack, manifest: &StackManifest) -> RunbookData {
                 let capabilities = capabilities.join(" ");
                 let mut creates_hyperpod = false;
                 let mut gpu_node_types = Vec::new();
+                let mut buckets = Vec::new();
                 for placed in placements.in_stage(id) {
                     let facts = placed.facts();
                     creates_hyperpod |= facts.hyperpod_cluster.is_some();
+                    buckets.extend(facts.versioned_buckets.iter().map(|b| BucketData {
+                        output: b.name.output_key(),
+                        holds: b.holds.clone(),
+                    }));
                     for claim in facts.capacity {
                         let gpu = catalog::instance(&claim.instance_type)
                             .is_some_and(|i| i.gpu_count > 0);
@@ -413,6 +429,7 @@ pub fn data(stack: &Stack, manifest: &StackManifest) -> RunbookData {
                     parameters,
                     creates_hyperpod,
                     gpu_node_types,
+                    buckets,
                 });
             }
             StageManifest::S3Upload { bucket, prefix, .. } => {

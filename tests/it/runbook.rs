@@ -2,6 +2,7 @@
 //! CloudFormation stack name they mention exists, and they say how to reach the model.
 
 use hyperforge::reference;
+use serde_json::{json, Value};
 use std::collections::BTreeSet;
 
 /// Tokens that look like assembly paths (`<stack>/...`) or stage stack names (`<stack>-...`).
@@ -107,4 +108,90 @@ fn runbook_commands_follow_the_capacity() {
         .rfind("delete-stack --region us-west-2 --stack-name kimi-k3-eks-nodes")
         .unwrap();
     assert!(workload < nodes);
+}
+
+/// Every bucket of every CloudFormation stage is emptied of all object versions and delete
+/// markers before its stack is deleted (CloudFormation deletes only empty buckets), by the
+/// stack output that names it; Terraform empties on destroy only the bucket whose objects
+/// nothing in the deployment wrote (the inference operator's certificates).
+#[test]
+fn every_bucket_is_emptied_before_its_stack_is_deleted() {
+    for app in reference::all().into_iter().chain(reference::variants()) {
+        let assembly = app.synth().unwrap_or_else(|d| panic!("{d}"));
+        for stack in &assembly.manifest().stacks {
+            let text = assembly
+                .text(&format!("{}/RUNBOOK.md", stack.name))
+                .unwrap();
+            let cleanup = &text[text.find("## 5. Cleanup").expect("a cleanup section")..];
+            for stage in &stack.stages {
+                let Some(stack_name) = stage.stack_name() else {
+                    continue;
+                };
+                let template: Value =
+                    serde_json::from_str(assembly.text(&stage.artifacts()[0].path).unwrap())
+                        .unwrap();
+                let buckets: Vec<&String> = template["Resources"]
+                    .as_object()
+                    .unwrap()
+                    .iter()
+                    .filter(|(_, r)| r["Type"] == "AWS::S3::Bucket")
+                    .map(|(id, _)| id)
+                    .collect();
+                let delete = cleanup
+                    .find(&format!(
+                        "delete-stack --region us-west-2 --stack-name {stack_name}\n"
+                    ))
+                    .unwrap_or_else(|| panic!("{stack_name} is never deleted"));
+                let section_start = cleanup[..delete].rfind("### Stage").unwrap();
+                let section = &cleanup[section_start..delete];
+                for bucket in buckets {
+                    let output = template["Outputs"]
+                        .as_object()
+                        .unwrap()
+                        .iter()
+                        .find(|(k, o)| {
+                            !k.starts_with("Export") && o["Value"] == json!({"Ref": bucket})
+                        })
+                        .map(|(k, _)| k.clone())
+                        .unwrap_or_else(|| panic!("{stack_name}: no output names bucket {bucket}"));
+                    let reads = format!("--stack-name {stack_name} \\\n  --query \"Stacks[0].Outputs[?OutputKey=='{output}'].OutputValue\"");
+                    assert!(section.contains(&reads), "{stack_name}: {bucket} is not read before the stack is deleted:\n{section}");
+                    for needed in [
+                        "for KIND in Versions DeleteMarkers",
+                        "list-object-versions",
+                        "delete-objects",
+                        "VersionId: VersionId",
+                    ] {
+                        assert!(
+                            section.contains(needed),
+                            "{stack_name}: emptying {bucket} lacks `{needed}`"
+                        );
+                    }
+                    assert!(
+                        !section.contains("console"),
+                        "exact commands, not the console"
+                    );
+                }
+            }
+            // Terraform: force_destroy on the operator's bucket only.
+            let Some(tf) = stack.terraform.as_ref() else {
+                continue;
+            };
+            for a in &tf.artifacts {
+                let module: Value = serde_json::from_str(assembly.text(&a.path).unwrap()).unwrap();
+                for (name, body) in module["resource"]["aws_s3_bucket"]
+                    .as_object()
+                    .into_iter()
+                    .flatten()
+                {
+                    let forced = body.get("force_destroy") == Some(&json!(true));
+                    assert_eq!(
+                        forced,
+                        name == "inference_operator_tls_bucket",
+                        "{name}: {body}"
+                    );
+                }
+            }
+        }
+    }
 }
