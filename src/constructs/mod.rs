@@ -156,6 +156,19 @@ pub struct Facts<'a> {
     /// Versioned buckets the construct creates: emptied of every object version before the
     /// stack holding them is deleted (CloudFormation deletes only empty buckets).
     pub versioned_buckets: Vec<VersionedBucket>,
+    /// Node groups created at size 0 that are scaled once their Capacity Block is `active`.
+    pub capacity_block_groups: Vec<CapacityBlockGroup>,
+}
+
+/// A Capacity Block node group, created at size 0, to scale once its block is `active`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CapacityBlockGroup {
+    /// The EKS node group name.
+    pub node_group: String,
+    /// The template parameter (Terraform: variable) holding the reservation id.
+    pub reservation_input: String,
+    /// Sizes to scale to: (min, desired, max).
+    pub sizes: (i64, i64, i64),
 }
 
 /// A versioned bucket, named by the stack output of its name.

@@ -128,6 +128,25 @@ pub struct CloudFormationStage {
     pub gpu_node_types: Vec<String>,
     /// Versioned buckets of this stage, emptied before the stack is deleted.
     pub buckets: Vec<BucketData>,
+    /// Capacity Block node groups of this stage, scaled once their block is active.
+    pub capacity_blocks: Vec<BlockScalingData>,
+}
+
+/// A Capacity Block node group created at size 0.
+#[derive(Clone, Debug, Serialize)]
+pub struct BlockScalingData {
+    /// The EKS node group name.
+    pub node_group: String,
+    /// The template parameter holding the reservation id.
+    pub parameter: String,
+    /// The Terraform variable holding it.
+    pub variable: String,
+    /// Sizes to scale to.
+    pub min: i64,
+    /// Desired size.
+    pub desired: i64,
+    /// Maximum size.
+    pub max: i64,
 }
 
 /// A versioned bucket, by the stack output naming it.
@@ -402,8 +421,19 @@ pub fn data(stack: &Stack, manifest: &StackManifest) -> RunbookData {
                 let mut creates_hyperpod = false;
                 let mut gpu_node_types = Vec::new();
                 let mut buckets = Vec::new();
+                let mut capacity_blocks = Vec::new();
                 for placed in placements.in_stage(id) {
                     let facts = placed.facts();
+                    capacity_blocks.extend(facts.capacity_block_groups.iter().map(|g| {
+                        BlockScalingData {
+                            node_group: g.node_group.clone(),
+                            variable: crate::app::snake_case(&g.reservation_input),
+                            parameter: g.reservation_input.clone(),
+                            min: g.sizes.0,
+                            desired: g.sizes.1,
+                            max: g.sizes.2,
+                        }
+                    }));
                     creates_hyperpod |= facts.hyperpod_cluster.is_some();
                     buckets.extend(facts.versioned_buckets.iter().map(|b| BucketData {
                         output: b.name.output_key(),
@@ -430,6 +460,7 @@ pub fn data(stack: &Stack, manifest: &StackManifest) -> RunbookData {
                     creates_hyperpod,
                     gpu_node_types,
                     buckets,
+                    capacity_blocks,
                 });
             }
             StageManifest::S3Upload { bucket, prefix, .. } => {

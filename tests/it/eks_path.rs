@@ -380,3 +380,51 @@ fn karpenter_pins_the_ami_and_never_replaces_a_drifted_capacity_block_node() {
         Some("al2023@v20990101")
     );
 }
+
+/// A Capacity Block group is created at size 0 in both formats (EKS: non-zero before the
+/// block is active only produces launch errors), Terraform leaves the size to the runbook,
+/// and the runbook checks the block's state before scaling the named group.
+#[test]
+fn a_capacity_block_group_starts_at_zero_and_the_runbook_scales_it_once_active() {
+    let assembly = hyperforge::reference::kimi_k3_eks()
+        .synth()
+        .unwrap_or_else(|d| panic!("{d}"));
+    let t: Value =
+        serde_json::from_str(assembly.text("kimi-k3-eks/02-nodes.template.json").unwrap()).unwrap();
+    let ng = &t["Resources"]["GpuNodesNodeGroup"]["Properties"];
+    assert_eq!(ng["ScalingConfig"]["DesiredSize"], 0);
+    assert_eq!(ng["ScalingConfig"]["MaxSize"], 1);
+    let name = ng["NodegroupName"].as_str().expect("a named group");
+    // The system group keeps its size and a generated name.
+    let system = &t["Resources"]["SystemNodesNodeGroup"]["Properties"];
+    assert_eq!(system["ScalingConfig"]["DesiredSize"], 2);
+    assert!(system.get("NodegroupName").is_none());
+
+    let tf: Value =
+        serde_json::from_str(assembly.text("kimi-k3-eks/terraform/main.tf.json").unwrap()).unwrap();
+    let group = &tf["resource"]["aws_eks_node_group"]["gpu_nodes_node_group"];
+    assert_eq!(group["scaling_config"]["desired_size"], 0);
+    assert_eq!(group["node_group_name"], name);
+    assert_eq!(
+        group["lifecycle"]["ignore_changes"],
+        json!(["scaling_config[0].desired_size"])
+    );
+
+    let runbook = assembly.text("kimi-k3-eks/RUNBOOK.md").unwrap();
+    let check = runbook
+        .find("--query 'CapacityReservations[0].State' --output text")
+        .expect("the runbook reads the block's state");
+    let scale = runbook
+        .find(&format!(
+            "--nodegroup-name {name} --scaling-config minSize=0,maxSize=1,desiredSize=1"
+        ))
+        .expect("the runbook scales the group");
+    let workload = runbook
+        .find("kubectl apply -f kimi-k3-eks/05-workload.yaml")
+        .unwrap();
+    assert!(check < scale && scale < workload);
+    assert!(runbook[check..scale].contains("if [ \"$STATE\" = active ]; then"));
+    assert!(runbook.contains(
+        "--query \"Stacks[0].Parameters[?ParameterKey=='GpuNodesCapacityReservationId'].ParameterValue\""
+    ));
+}

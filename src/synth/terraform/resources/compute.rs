@@ -203,6 +203,9 @@ pub(super) fn node_group(cx: Cx, r: &Resource, g: &NodeGroup) {
     let template = addr("aws_launch_template", &g.launch_template);
     let subnets: Vec<Value> = g.subnets.iter().map(|a| cx.attr(a)).collect();
     let mut body = Map::new();
+    if let Some(name) = &g.name {
+        body.insert("node_group_name".into(), json!(name));
+    }
     body.insert("cluster_name".into(), cx.attr(&g.cluster));
     body.insert("node_role_arn".into(), cx.attr(&g.node_role));
     body.insert("subnet_ids".into(), json!(subnets));
@@ -234,6 +237,12 @@ pub(super) fn node_group(cx: Cx, r: &Resource, g: &NodeGroup) {
             })
             .collect();
         body.insert("taint".into(), Value::Array(taints));
+    }
+    if g.desired_size_set_later {
+        body.insert(
+            "lifecycle".into(),
+            json!({"ignore_changes": ["scaling_config[0].desired_size"]}),
+        );
     }
     let group = cx.add("aws_eks_node_group", &r.path, Value::Object(body));
     let policies = cx.role_policies(&g.node_role.path);
