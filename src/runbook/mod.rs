@@ -72,8 +72,16 @@ pub struct CapacityData {
     pub total_vcpus: i64,
     /// The EC2 on-demand quota family letter (`P`, `G`).
     pub family: String,
-    /// On-demand price of all instances, or empty when the catalog has none.
+    /// On-demand price of all instances in the stack's region, or empty when the catalog has
+    /// none there.
     pub on_demand_per_hour: String,
+    /// When the stack's region is not priced: the price in the region the catalog holds
+    /// (us-east-1), for reference only; else empty.
+    pub reference_per_hour: String,
+    /// Whether SageMaker HyperPod launches the instances (its own quotas, no EC2 vCPU quota).
+    pub hyperpod: bool,
+    /// Whether a Karpenter pool selects the block by tags rather than by id.
+    pub selected_by_tags: bool,
     /// Capacity from a training plan.
     pub training_plan: bool,
     /// Capacity from an EC2 Capacity Block.
@@ -243,6 +251,20 @@ pub struct KubernetesStage {
     pub endpoints: Vec<EndpointData>,
     /// Karpenter node pools applied here.
     pub node_pools: Vec<String>,
+    /// Capacity reservation ids the manifest names (Karpenter pools selecting their block by
+    /// id), each with the shell variable the runbook substitutes for it.
+    pub reservations: Vec<ReservationData>,
+    /// The command applying the manifest (with the reservation ids substituted, if any).
+    pub apply: String,
+}
+
+/// A reservation id written into a manifest, substituted when it is applied.
+#[derive(Clone, Debug, Serialize)]
+pub struct ReservationData {
+    /// The shell variable (`RESERVATION`, `RESERVATION_2`).
+    pub variable: String,
+    /// The id the description was synthesized with.
+    pub id: String,
 }
 
 /// One served model endpoint.
@@ -283,7 +305,7 @@ pub struct TerraformData {
     pub vars: String,
     /// Git charts to check out first.
     pub git_charts: Vec<GitChart>,
-    /// Kubernetes manifests applied after `terraform apply`, in order.
+    /// The commands applying the Kubernetes manifests after `terraform apply`, in order.
     pub kubernetes: Vec<String>,
 }
 
@@ -359,7 +381,7 @@ pub fn data(stack: &Stack, manifest: &StackManifest) -> RunbookData {
             hyperpod_cluster = name;
         }
         for claim in facts.capacity {
-            if let Some((line, pool)) = claim_capacity_line(claim) {
+            if let Some((line, pool)) = claim_capacity_line(claim, &region) {
                 if pool {
                     pools.push(line);
                 } else {
@@ -527,8 +549,25 @@ pub fn data(stack: &Stack, manifest: &StackManifest) -> RunbookData {
                 cluster_seen = true;
                 let mut stage_endpoints = Vec::new();
                 let mut node_pools = Vec::new();
+                let mut reservations: Vec<ReservationData> = Vec::new();
                 for placed in placements.in_stage(id) {
                     let facts = placed.facts();
+                    for claim in &facts.capacity {
+                        if let CapacitySource::CapacityBlock { reservation, .. } = &claim.source {
+                            let by_id = reservation.starts_with("cr-")
+                                && !reservations.iter().any(|r| &r.id == reservation);
+                            if by_id {
+                                let variable = match reservations.len() {
+                                    0 => "RESERVATION".to_owned(),
+                                    n => format!("RESERVATION_{}", n + 1),
+                                };
+                                reservations.push(ReservationData {
+                                    variable,
+                                    id: reservation.clone(),
+                                });
+                            }
+                        }
+                    }
                     for served in &facts.served_models {
                         if let Some(ep) = endpoints.iter().find(|x| x.name == served.object_name) {
                             stage_endpoints.push(ep.clone());
@@ -536,10 +575,21 @@ pub fn data(stack: &Stack, manifest: &StackManifest) -> RunbookData {
                     }
                     node_pools.extend(facts.node_pools);
                 }
+                let apply = if reservations.is_empty() {
+                    format!("kubectl apply -f {first_path}")
+                } else {
+                    let seds: Vec<String> = reservations
+                        .iter()
+                        .map(|r| format!("-e \"s/{}/${{{}:-{}}}/g\"", r.id, r.variable, r.id))
+                        .collect();
+                    format!("sed {} {first_path} | kubectl apply -f -", seds.join(" "))
+                };
                 data.kubernetes.push(KubernetesStage {
                     manifest: first_path,
                     endpoints: stage_endpoints,
                     node_pools,
+                    reservations,
+                    apply,
                 });
             }
         }
@@ -581,7 +631,7 @@ pub fn data(stack: &Stack, manifest: &StackManifest) -> RunbookData {
                 git_charts,
                 kubernetes: stages
                     .iter()
-                    .flat_map(|s| s.kubernetes.iter().map(|k| k.manifest.clone()))
+                    .flat_map(|s| s.kubernetes.iter().map(|k| k.apply.clone()))
                     .collect(),
             }
         })
@@ -608,10 +658,13 @@ pub fn data(stack: &Stack, manifest: &StackManifest) -> RunbookData {
 
 /// The runbook's line for a capacity claim, and whether it is a Karpenter pool; `None` for
 /// on-demand instances without GPUs (system nodes).
-fn claim_capacity_line(claim: CapacityClaim) -> Option<(CapacityData, bool)> {
+fn claim_capacity_line(claim: CapacityClaim, region: &str) -> Option<(CapacityData, bool)> {
     let pool = claim.provisioned_on_demand;
+    let hyperpod = claim.launcher == Launcher::HyperPod;
     let line = match (claim.launcher, claim.source) {
         (_, CapacitySource::CapacityBlock { reservation, .. }) if pool => capacity_line(
+            region,
+            hyperpod,
             claim.path,
             &claim.instance_type,
             claim.service_instance_type,
@@ -629,6 +682,8 @@ fn claim_capacity_line(claim: CapacityClaim) -> Option<(CapacityData, bool)> {
                 ..
             },
         ) => capacity_line(
+            region,
+            hyperpod,
             claim.path,
             &claim.instance_type,
             claim.service_instance_type,
@@ -646,6 +701,8 @@ fn claim_capacity_line(claim: CapacityClaim) -> Option<(CapacityData, bool)> {
                 reserved_instance_count,
             },
         ) => capacity_line(
+            region,
+            hyperpod,
             claim.path,
             &claim.instance_type,
             claim.service_instance_type,
@@ -656,6 +713,8 @@ fn claim_capacity_line(claim: CapacityClaim) -> Option<(CapacityData, bool)> {
             availability_zone_id.unwrap_or_default(),
         ),
         (Launcher::HyperPod, CapacitySource::OnDemand) => capacity_line(
+            region,
+            hyperpod,
             claim.path,
             &claim.instance_type,
             claim.service_instance_type,
@@ -670,6 +729,8 @@ fn claim_capacity_line(claim: CapacityClaim) -> Option<(CapacityData, bool)> {
                 return None;
             }
             capacity_line(
+                region,
+                hyperpod,
                 claim.path,
                 &claim.instance_type,
                 claim.service_instance_type,
@@ -686,6 +747,8 @@ fn claim_capacity_line(claim: CapacityClaim) -> Option<(CapacityData, bool)> {
 
 #[allow(clippy::too_many_arguments)]
 fn capacity_line(
+    region: &str,
+    hyperpod: bool,
     path: String,
     instance_type: &str,
     deployed_type: String,
@@ -711,9 +774,16 @@ fn capacity_line(
             .map(|c| c.to_ascii_uppercase().to_string())
             .unwrap_or_default(),
         on_demand_per_hour: entry
+            .and_then(|i| i.on_demand_usd_per_hour(region))
+            .map(|p| format!("${:.2}", p * count.max(0) as f64))
+            .unwrap_or_default(),
+        reference_per_hour: entry
+            .filter(|i| i.on_demand_usd_per_hour(region).is_none())
             .and_then(|i| i.on_demand_usd_per_hour_us_east_1)
             .map(|p| format!("${:.2}", p * count.max(0) as f64))
             .unwrap_or_default(),
+        hyperpod,
+        selected_by_tags: capacity_block && reservation.starts_with("tag "),
         training_plan,
         capacity_block,
         reservation,

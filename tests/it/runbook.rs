@@ -108,7 +108,13 @@ fn runbook_commands_follow_the_capacity() {
     assert!(text.contains(
         "git -C ../sagemaker-hyperpod-cli checkout 011ca927123e02b35a399935bbb3ab1905fe33c7"
     ));
-    assert!(text.contains("192 vCPU per instance"));
+    // HyperPod: SageMaker quotas only; its instances use no EC2 vCPU quota.
+    assert!(text.contains("for cluster usage` of at least 1"));
+    assert!(!text.contains("vCPU per") && !text.contains("Running On-Demand"));
+    // Priced in the stack's region, or said plainly that the catalog has no price there.
+    assert!(text
+        .contains("no on-demand price for `p6-b300.48xlarge` in\nus-west-2, this stack's region"));
+    assert!(!text.contains("price of\n1 x `p6-b300.48xlarge` in us-east-1"));
 
     let eks = reference::kimi_k3_eks().synth().unwrap();
     let text = eks.text("kimi-k3-eks/RUNBOOK.md").unwrap();
@@ -119,6 +125,8 @@ fn runbook_commands_follow_the_capacity() {
     assert!(text.contains("--set vpcId=$(aws cloudformation describe-stacks"));
     assert!(text.contains("--repo https://nvidia.github.io/k8s-device-plugin --version 0.18.2"));
     assert!(text.contains("terraform init && terraform apply"));
+    assert!(text.contains("of at least 192 vCPUs (192 vCPU per `p6-b300.48xlarge`)"));
+
     // Cleanup runs in reverse: the workload goes before the node groups' stack.
     let workload = text
         .rfind("kubectl delete -f kimi-k3-eks/05-workload.yaml")
@@ -127,6 +135,17 @@ fn runbook_commands_follow_the_capacity() {
         .rfind("delete-stack --region us-west-2 --stack-name kimi-k3-eks-nodes")
         .unwrap();
     assert!(workload < nodes);
+
+    // Karpenter: the reservation id written into the EC2NodeClass is substituted on apply.
+    let karpenter = reference::kimi_k3_eks_karpenter().synth().unwrap();
+    let text = karpenter.text("kimi-k3-eks-karpenter/RUNBOOK.md").unwrap();
+    let manifest = karpenter
+        .text("kimi-k3-eks-karpenter/06-gpu-capacity.yaml")
+        .unwrap();
+    assert!(manifest.contains("id: cr-0123456789abcdef0"));
+    assert!(text.contains("RESERVATION=cr-0123456789abcdef0\nsed -e \"s/cr-0123456789abcdef0/${RESERVATION:-cr-0123456789abcdef0}/g\" kimi-k3-eks-karpenter/06-gpu-capacity.yaml | kubectl apply -f -"));
+    assert!(!text.contains("kubectl apply -f kimi-k3-eks-karpenter/06-gpu-capacity.yaml"));
+    assert!(!text.contains("pass your reservation id and zone id as the\nparameter overrides"));
 }
 
 /// Every bucket of every CloudFormation stage is emptied of all object versions and delete
