@@ -122,7 +122,7 @@ fn runbook_commands_follow_the_capacity() {
     assert!(text.contains("aws ec2 purchase-capacity-block"));
     assert!(text.contains("kubectl rollout status deployment/kimi-k3 -n kimi-k3 --timeout=7260s"));
     assert!(text.contains("kubectl port-forward svc/kimi-k3 8000:8000 -n kimi-k3"));
-    assert!(text.contains("--set vpcId=$(aws cloudformation describe-stacks"));
+    assert!(text.contains("--set \"vpcId=$(aws cloudformation describe-stacks"));
     assert!(text.contains("--repo https://nvidia.github.io/k8s-device-plugin --version 0.18.2"));
     assert!(text.contains("terraform init && terraform apply"));
     assert!(text.contains("of at least 192 vCPUs (192 vCPU per `p6-b300.48xlarge`)"));
