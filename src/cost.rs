@@ -2,8 +2,9 @@
 //! catalog's published on-demand prices.
 //!
 //! What the figures are, and are not:
-//! - Prices are EC2 on-demand prices in **us-east-1** from the AWS Price List (generated
-//!   2026-07-20), whatever region the stack deploys to.
+//! - Prices are EC2 on-demand prices of the stack's own region. The catalog holds the AWS Price
+//!   List for **us-east-1** only (generated 2026-07-20): a stack elsewhere is not priced, and its
+//!   lines say so and give the us-east-1 price for reference, never as the stack's cost.
 //! - HyperPod bills `ml.` instances at SageMaker prices, which the catalog does not hold; a
 //!   HyperPod instance group is shown at its EC2 on-demand equivalent, labelled as such.
 //! - Capacity Block and training-plan prices are set at purchase (paid up front, changing with
@@ -21,7 +22,8 @@ use crate::catalog;
 use crate::constructs::{CapacityClaim, CapacitySource, Launcher, Placements};
 use std::fmt;
 
-/// Region of the catalog's prices.
+/// Region of the catalog's prices (the only one it prices; see
+/// [`catalog::PRICED_REGIONS`]).
 pub const PRICE_REGION: &str = "us-east-1";
 
 /// Date the price list was generated.
@@ -117,25 +119,35 @@ pub struct CostReport {
     pub excluded: Vec<&'static str>,
 }
 
-/// A line for `count` instances of catalog type `instance_type`, shown as `shown`, priced at
-/// the catalog's EC2 on-demand price with `basis`, or unpriced for `unpriced`.
+/// A line for `count` instances of catalog type `instance_type` in `region`, shown as
+/// `shown`, priced at the catalog's EC2 on-demand price there with `basis`, or unpriced for
+/// `unpriced` (or because the catalog has no price in `region`).
 fn priced_line(
     path: String,
     instance_type: &str,
+    region: &str,
     shown: String,
     count: i64,
     basis: String,
     unpriced: String,
 ) -> CostLine {
     let count = count.max(0);
-    let pricing =
-        match catalog::instance(instance_type).and_then(|i| i.on_demand_usd_per_hour_us_east_1) {
-            Some(price) => Pricing::OnDemandEquivalent {
-                usd_per_hour: price * count as f64,
-                basis,
+    let entry = catalog::instance(instance_type);
+    let pricing = match entry.and_then(|i| i.on_demand_usd_per_hour(region)) {
+        Some(price) => Pricing::OnDemandEquivalent {
+            usd_per_hour: price * count as f64,
+            basis,
+        },
+        None => match entry.and_then(|i| i.on_demand_usd_per_hour_us_east_1) {
+            Some(reference) => Pricing::NotPriced {
+                reason: format!(
+                    "the catalog has no on-demand price for {instance_type} in {region}: it holds {PRICE_REGION} prices only (${:.2}/h there, for reference)",
+                    reference * count as f64
+                ),
             },
             None => Pricing::NotPriced { reason: unpriced },
-        };
+        },
+    };
     CostLine {
         path,
         instance_type: shown,
@@ -146,7 +158,7 @@ fn priced_line(
 
 /// The line of one capacity claim: EC2 claims at the catalog's on-demand price (a Karpenter
 /// pool at its largest size), HyperPod groups at the EC2 on-demand equivalent of their type.
-fn claim_line(claim: CapacityClaim) -> CostLine {
+fn claim_line(claim: CapacityClaim, region: &str) -> CostLine {
     let ec2_unpriced = format!(
         "no on-demand price for {} in the catalog (it lists GPU instance types)",
         claim.instance_type
@@ -187,6 +199,7 @@ fn claim_line(claim: CapacityClaim) -> CostLine {
     priced_line(
         claim.path,
         &claim.instance_type,
+        region,
         claim.service_instance_type,
         count,
         basis,
@@ -203,7 +216,7 @@ pub fn estimate(app: &App) -> CostReport {
             let mut lines = Vec::new();
             for placed in Placements::new(stack).all() {
                 for claim in placed.facts().capacity {
-                    lines.push(claim_line(claim));
+                    lines.push(claim_line(claim, stack.region()));
                 }
             }
             StackCost {
@@ -229,7 +242,7 @@ impl fmt::Display for CostReport {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         writeln!(
             f,
-            "Cost estimate from EC2 on-demand prices in {} (AWS Price List, generated {})",
+            "Cost estimate from EC2 on-demand prices of each stack's region; the catalog holds {} (AWS Price List, generated {})",
             self.price_region, self.price_date
         )?;
         for stack in &self.stacks {
@@ -272,8 +285,40 @@ mod tests {
     use super::*;
 
     #[test]
-    fn reference_stack_costs_one_p6_b300() {
+    fn a_stack_outside_the_priced_region_is_not_priced() {
         let report = estimate(&crate::reference::kimi_k3_hyperpod());
+        let line = &report.stacks[0].lines[0];
+        assert_eq!(report.stacks[0].region, "us-west-2");
+        let Pricing::NotPriced { reason } = &line.pricing else {
+            panic!("us-west-2 priced from us-east-1: {line:?}");
+        };
+        assert!(reason.contains("us-west-2") && reason.contains("$142.42/h there, for reference"));
+        assert_eq!(report.stacks[0].usd_per_hour(), 0.0);
+        assert!(report.stacks[0].has_unpriced());
+    }
+
+    #[test]
+    fn reference_stack_costs_one_p6_b300() {
+        use crate::constructs::{
+            Capacity, EksCluster, HyperPodCluster, InstanceGroup, LifecycleScripts,
+        };
+        // The HyperPod reference's capacity, in the region the catalog prices.
+        let mut stack = crate::app::Stack::new("east", "us-east-1");
+        let f = stack.cloudformation_stage("foundation");
+        let eks = stack.add(f, EksCluster::new("Eks", "east"));
+        let lifecycle = stack.add(f, LifecycleScripts::new("Lifecycle"));
+        stack.add(
+            f,
+            HyperPodCluster::new("HyperPod", "east", &eks.cluster, &lifecycle).instance_group(
+                InstanceGroup::new("p6-b300", "ml.p6-b300.48xlarge").capacity(
+                    Capacity::training_plan(
+                        "arn:aws:sagemaker:us-east-1:111122223333:training-plan/east",
+                        "use1-az2",
+                    ),
+                ),
+            ),
+        );
+        let report = estimate(&crate::app::App::new().stack(stack));
         assert_eq!(report.stacks.len(), 1);
         let stack = &report.stacks[0];
         assert_eq!(stack.lines.len(), 1);

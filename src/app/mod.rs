@@ -579,6 +579,33 @@ pub fn logical_id(path: &str) -> String {
     path.split('/').collect()
 }
 
+/// The snake_case of a logical id, Terraform's names for resources and variables (`NetworkVpc` -> `network_vpc`,
+/// `AmazonEKSClusterPolicy` -> `amazon_eks_cluster_policy`, `NatEip1` -> `nat_eip1`).
+pub fn snake_case(id: &str) -> String {
+    let chars: Vec<char> = id.chars().collect();
+    let mut out = String::new();
+    for (i, &c) in chars.iter().enumerate() {
+        if !c.is_ascii_alphanumeric() {
+            if !out.is_empty() && !out.ends_with('_') {
+                out.push('_');
+            }
+            continue;
+        }
+        if c.is_ascii_uppercase() && i > 0 {
+            let prev = chars[i - 1];
+            let next_lower = chars.get(i + 1).is_some_and(|n| n.is_ascii_lowercase());
+            let boundary = prev.is_ascii_lowercase()
+                || prev.is_ascii_digit()
+                || (prev.is_ascii_uppercase() && next_lower);
+            if boundary && !out.is_empty() && !out.ends_with('_') {
+                out.push('_');
+            }
+        }
+        out.push(c.to_ascii_lowercase());
+    }
+    out.trim_end_matches('_').to_owned()
+}
+
 /// A name made of words (`eks-pod-identity-agent`, `p6-b300`) as a logical-id segment
 /// (`EksPodIdentityAgent`, `P6B300`).
 pub fn pascal_id(name: &str) -> String {

@@ -41,7 +41,20 @@ pub struct InstanceType {
     pub on_demand_usd_per_hour_us_east_1: Option<f64>,
 }
 
+/// The regions whose on-demand prices the catalog holds (the AWS Price List was read for
+/// us-east-1 only). Prices differ between regions, so no other region is priced from them.
+pub const PRICED_REGIONS: &[&str] = &["us-east-1"];
+
 impl InstanceType {
+    /// The published EC2 on-demand price in `region`, USD per hour; `None` when the catalog
+    /// holds no price there (every region outside [`PRICED_REGIONS`]).
+    pub fn on_demand_usd_per_hour(&self, region: &str) -> Option<f64> {
+        match region {
+            "us-east-1" => self.on_demand_usd_per_hour_us_east_1,
+            _ => None,
+        }
+    }
+
     /// The SageMaker HyperPod name (`ml.p6-b300.48xlarge`).
     pub fn ml_name(&self) -> String {
         format!("ml.{}", self.name)

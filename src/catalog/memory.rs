@@ -26,6 +26,19 @@ pub fn gib(bytes: f64) -> f64 {
     bytes / GIB
 }
 
+/// Room beyond the weights a serving node's pod storage keeps for container images, logs and
+/// partial downloads (the EKS Deployment's ephemeral-storage limit adds the same).
+pub const POD_STORAGE_EXTRA_BYTES: u64 = 100 * (1 << 30);
+
+/// The node-local storage a node serving `weight_bytes` of weights needs for its pod volumes
+/// and images: the weights plus a tenth (a download's temporary files), plus
+/// [`POD_STORAGE_EXTRA_BYTES`].
+pub fn pod_storage_needed(weight_bytes: u64) -> u64 {
+    weight_bytes
+        .saturating_add(weight_bytes / 10)
+        .saturating_add(POD_STORAGE_EXTRA_BYTES)
+}
+
 /// The memory picture of one model on one instance.
 #[derive(Clone, Debug, PartialEq)]
 pub struct MemoryPlan {

@@ -7,6 +7,6 @@ pub mod memory;
 pub mod models;
 pub mod regions;
 
-pub use instances::{instance, instances, InstanceType};
+pub use instances::{instance, instances, InstanceType, PRICED_REGIONS};
 pub use memory::MemoryPlan;
 pub use models::{model, models, AttentionKind, Experts, Model, Precision};

@@ -546,9 +546,9 @@ impl Construct for EksCluster {
                             res::AddonConfiguration::Str("true".to_owned()),
                         )])
                     }),
-                    // The nodes come later: the HyperPod cluster makes the add-ons needing
-                    // them (`ADDONS_NEEDING_NODES`) wait for it.
-                    nodes: None,
+                    // Waits for a HyperPod cluster bringing the nodes, where there is one
+                    // (`ResourceGraph::order_after_nodes`).
+                    needs_nodes: res::ADDONS_NEEDING_NODES.contains(&addon.name.as_str()),
                 },
             );
         }

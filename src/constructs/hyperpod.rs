@@ -2,8 +2,8 @@
 //! `NodeRecovery: Automatic`, and instance groups whose capacity is a typed choice: a Flexible
 //! Training Plan (ARN and availability zone id) or on-demand.
 
-use super::lifecycle::LifecycleScriptsHandle;
-use super::{CapacityClaim, CapacitySource, Construct, Context, Facts, Launcher};
+use super::lifecycle::{ContainerStorage, LifecycleScriptsHandle};
+use super::{CapacityClaim, CapacitySource, Construct, Context, Facts, Launcher, PodStorage};
 use crate::app::text::{Pseudo, Text};
 use crate::app::{kind, AttrRef, Ref, Stack, StageKind};
 use crate::catalog::{self, regions::AzId};
@@ -200,7 +200,9 @@ impl InstanceGroup {
         self
     }
 
-    /// Size of the EBS volume mounted at `/opt/sagemaker`, in GB.
+    /// Size of the EBS volume mounted at `/opt/sagemaker`, in GB. It holds container images and
+    /// pod volumes (the downloaded weights) when the lifecycle scripts choose
+    /// [`ContainerStorage::EbsVolume`].
     pub fn ebs_volume_gb(mut self, gb: i64) -> Self {
         self.ebs_volume_gb = gb;
         self
@@ -567,6 +569,40 @@ impl HyperPodCluster {
         self.validate_ordering(stack, path, ds);
     }
 
+    /// Where a group's nodes keep container images and pod volumes, per the lifecycle scripts'
+    /// choice; `None` when the script was replaced or the type is unknown. (An instance store
+    /// on a type without one is 0 bytes: the script would fail the node's creation.)
+    pub fn pod_storage(&self, group: &InstanceGroup) -> Option<PodStorage> {
+        let instance = catalog::instance(&group.instance_type)?;
+        match self.lifecycle.container_storage? {
+            ContainerStorage::InstanceStore => Some(PodStorage {
+                bytes: instance.local_nvme_gb.saturating_mul(1_000_000_000),
+                what: format!(
+                    "the local NVMe at {} ({} GB)",
+                    ContainerStorage::InstanceStore.mount_point(),
+                    instance.local_nvme_gb
+                ),
+                field: "instance_type",
+                remedy: "use an instance type with more local NVMe, or put container data on the group's EBS volume (`ContainerStorage::EbsVolume`) and size `ebs_volume_gb` for it".to_owned(),
+            }),
+            ContainerStorage::EbsVolume => {
+                let gb = u64::try_from(group.ebs_volume_gb).ok()?;
+                Some(PodStorage {
+                    bytes: gb.saturating_mul(1_000_000_000),
+                    what: format!(
+                        "the {gb} GB EBS volume at {}",
+                        ContainerStorage::EbsVolume.mount_point()
+                    ),
+                    field: "ebs_volume_gb",
+                    remedy: format!(
+                        "put container data on the local NVMe (`LifecycleScripts::container_storage(ContainerStorage::InstanceStore)`, {} GB on {}) or raise `ebs_volume_gb`",
+                        instance.local_nvme_gb, instance.name
+                    ),
+                })
+            }
+        }
+    }
+
     /// The zone id of the first node subnet, when it is a network's HyperPod subnet.
     fn subnet_zone(&self, stack: &Stack) -> Option<AzId> {
         let subnet = self.subnets.first()?;
@@ -852,6 +888,7 @@ impl Construct for HyperPodCluster {
                 count: g.instance_count(),
                 max_count: g.instance_count(),
                 provisioned_on_demand: false,
+                pod_storage: self.pod_storage(g),
             })
             .collect();
         Facts {

@@ -1,18 +1,18 @@
 //! The SageMaker HyperPod Inference Operator, installed as the EKS add-on
 //! `amazon-sagemaker-hyperpod-inference`, with the add-ons it needs (cert-manager,
-//! metrics-server, the Mountpoint for S3 CSI driver), its IAM roles (trusted through the
+//! metrics-server, the Mountpoint for S3 and FSx for Lustre CSI drivers), its IAM roles (trusted through the
 //! cluster's OIDC provider, named as the add-on requires) and the bucket for the TLS
 //! certificates it generates.
 
 use super::eks::EksClusterHandle;
 use super::hyperpod::HyperPodHandle;
-use super::Construct;
+use super::{Construct, Context, Facts, VersionedBucket};
 use crate::app::text::{Pseudo, Text};
 use crate::app::{kind, AttrRef, Ref};
 use crate::resources::iam::{
     irsa_trust_statement, load_balancer_controller_policy, PolicyDocument, PrincipalKind, Statement,
 };
-use crate::resources::{AddonConfiguration as Config, Bucket, EksAddon, Role, Scope};
+use crate::resources::{AddonConfiguration as Config, Bucket, EksAddon, Role, Scope, StackOutput};
 
 /// Namespace of the operator's service accounts.
 pub const OPERATOR_NAMESPACE: &str = "hyperpod-inference-system";
@@ -174,7 +174,8 @@ impl InferenceOperator {
             version: None,
             service_account_role: None,
             configuration: None,
-            nodes: None,
+            // The operator's dependencies run Deployments.
+            needs_nodes: true,
         }
     }
 
@@ -208,6 +209,16 @@ impl Construct for InferenceOperator {
         InferenceOperator::references(self)
     }
 
+    fn facts(&self, cx: &Context<'_>) -> Facts<'_> {
+        Facts {
+            versioned_buckets: vec![VersionedBucket {
+                name: self.handle(cx.stack.name()).tls_bucket.name(),
+                holds: "the TLS certificates the inference operator wrote".to_owned(),
+            }],
+            ..Facts::default()
+        }
+    }
+
     fn expand(&self, scope: &mut Scope<'_>) {
         let stack = scope.stack();
         let handle = self.handle(stack.name());
@@ -218,6 +229,14 @@ impl Construct for InferenceOperator {
             "TlsBucket",
             Bucket {
                 no_access_log_reason: "Receives the TLS certificates the inference operator generates; the operator is its only writer",
+                deleted_with_objects: Some("the operator writes the certificates and writes them again when it is reinstalled; nothing else keeps them"),
+            },
+        );
+        scope.add(
+            "TlsBucketNameOutput",
+            StackOutput {
+                description: "Bucket of the inference operator's TLS certificates (empty it before deleting the stack)".to_owned(),
+                value: handle.tls_bucket.name(),
             },
         );
         scope.add(
@@ -281,31 +300,29 @@ impl Construct for InferenceOperator {
                 None,
             ),
         );
-        // The add-ons' pods run on the HyperPod cluster's nodes.
-        let nodes = Some(self.hyperpod.cluster.arn());
-        let dependencies = ["CertManagerAddon", "MetricsServerAddon", "S3CsiDriverAddon"];
-        scope.add(
-            dependencies[0],
-            EksAddon {
-                nodes: nodes.clone(),
-                ..self.addon("cert-manager")
-            },
-        );
-        scope.add(
-            dependencies[1],
-            EksAddon {
-                nodes: nodes.clone(),
-                ..self.addon("metrics-server")
-            },
-        );
+        // The add-ons' pods run on the HyperPod cluster's nodes: each waits for the cluster
+        // (`ResourceGraph::order_after_nodes`), the same way in every format.
+        let dependencies = [
+            "CertManagerAddon",
+            "MetricsServerAddon",
+            "S3CsiDriverAddon",
+            "FsxCsiDriverAddon",
+        ];
+        scope.add(dependencies[0], self.addon("cert-manager"));
+        scope.add(dependencies[1], self.addon("metrics-server"));
         scope.add(
             dependencies[2],
             EksAddon {
                 service_account_role: Some(role("S3CsiDriverRole").arn()),
-                nodes,
                 ..self.addon("aws-mountpoint-s3-csi-driver")
             },
         );
+        // AWS's installer of the inference add-on (sagemaker-hyperpod-cli, inference-operator
+        // migration/helm_to_addon.sh) makes sure the FSx CSI driver exists, as the operator's
+        // Helm chart did (`fsx.enabled: true`, no role): endpoints with `modelSourceType: fsx`
+        // mount a file system through it. Mounting existing file systems (static
+        // provisioning) needs no AWS permissions, so it gets no role.
+        scope.add(dependencies[3], self.addon("aws-fsx-csi-driver"));
         let configuration = Config::object([
             ("executionRoleArn", Config::Ref(handle.execution_role.arn())),
             (
@@ -357,12 +374,14 @@ impl Construct for InferenceOperator {
             ),
         ]);
         let after = dependencies.map(|id| scope.path(id));
-        // It waits for the add-ons above (and so for the nodes).
+        // It waits for the add-ons above, and so for the nodes (its configuration names the
+        // HyperPod cluster as well).
         scope
             .add(
                 "Addon",
                 EksAddon {
                     configuration: Some(configuration),
+                    needs_nodes: false,
                     ..self.addon("amazon-sagemaker-hyperpod-inference")
                 },
             )

@@ -4,7 +4,7 @@
 //! targeted On-Demand Capacity Reservations, never by open matching).
 
 use super::nodes::{GPU_PRESENT_LABEL, GPU_TAINT};
-use super::{CapacityClaim, CapacitySource, Construct, Context, Facts, Launcher};
+use super::{CapacityClaim, CapacitySource, Construct, Context, Facts, Launcher, PodStorage};
 use crate::app::text::Text;
 use crate::app::{kind, AttrRef, Ref};
 use crate::catalog;
@@ -17,13 +17,23 @@ use crate::resources::kubernetes::crd::ec2_node_class::{
     EC2NodeClassSubnetSelectorTerms,
 };
 use crate::resources::kubernetes::crd::node_pool::{
-    NodePool, NodePoolDisruption, NodePoolSpec, NodePoolTemplate, NodePoolTemplateMetadata,
-    NodePoolTemplateSpec, NodePoolTemplateSpecNodeClassRef, NodePoolTemplateSpecRequirements,
-    NodePoolTemplateSpecTaints,
+    NodePool, NodePoolDisruption, NodePoolDisruptionBudgets, NodePoolSpec, NodePoolTemplate,
+    NodePoolTemplateMetadata, NodePoolTemplateSpec, NodePoolTemplateSpecNodeClassRef,
+    NodePoolTemplateSpecRequirements, NodePoolTemplateSpecTaints,
 };
 use crate::resources::{Access, AccessEntry, KubeObject, PodIdentityAssociation, Role, Scope};
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 use std::collections::BTreeMap;
+
+/// The EKS-optimized Amazon Linux 2023 AMI release GPU pools run by default
+/// (`amiSelectorTerms: [{alias: al2023@<version>}]`): release v20260714 of awslabs/amazon-eks-ami
+/// (its CHANGELOG lists `amazon-eks-node-al2023-x86_64-nvidia-1.33-v20260714`, NVIDIA driver
+/// 580). A pinned release never drifts by itself; `al2023@latest` would mark every node drifted
+/// at each AMI release. To move on, pick a newer release from that CHANGELOG, set it with
+/// [`KarpenterNodePool::ami_version`] (stack files: `ami_version`), synthesize and apply the
+/// pool's stage again, and replace the node when it is idle (drift replacement is off, see
+/// [`KarpenterNodePool::node_pool`]).
+pub const DEFAULT_AL2023_AMI_VERSION: &str = "v20260714";
 
 /// Karpenter's namespace and service account.
 pub const KARPENTER_NAMESPACE: &str = "kube-system";
@@ -159,6 +169,9 @@ impl Construct for Karpenter {
     }
 }
 
+/// The root volume of a pool's nodes, GiB.
+const ROOT_VOLUME_GIB: i64 = 200;
+
 /// How an EC2NodeClass finds its Capacity Block.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum ReservationSelector {
@@ -178,6 +191,7 @@ pub struct KarpenterNodePool {
     instance_type: String,
     reservation: ReservationSelector,
     max_nodes: u32,
+    ami_version: String,
 }
 
 impl KarpenterNodePool {
@@ -196,7 +210,21 @@ impl KarpenterNodePool {
             instance_type: instance_type.into(),
             reservation,
             max_nodes: 1,
+            ami_version: DEFAULT_AL2023_AMI_VERSION.to_owned(),
         }
+    }
+
+    /// The EKS-optimized AL2023 AMI release the nodes run (`v20260714`; default
+    /// [`DEFAULT_AL2023_AMI_VERSION`]). `latest` follows every release, and each release then
+    /// marks the nodes drifted.
+    pub fn ami_version(mut self, version: impl Into<String>) -> Self {
+        self.ami_version = version.into();
+        self
+    }
+
+    /// The AMI alias the EC2NodeClass selects (`al2023@v20260714`).
+    pub fn ami_alias(&self) -> String {
+        format!("al2023@{}", self.ami_version)
     }
 
     /// At most this many nodes (the block's size).
@@ -262,7 +290,7 @@ impl KarpenterNodePool {
             EC2NodeClassSpec {
                 role: Some(self.karpenter.node_role_name.clone()),
                 ami_selector_terms: vec![EC2NodeClassAmiSelectorTerms {
-                    alias: Some("al2023@latest".to_owned()),
+                    alias: Some(self.ami_alias()),
                     ..Default::default()
                 }],
                 subnet_selector_terms: vec![EC2NodeClassSubnetSelectorTerms {
@@ -290,7 +318,7 @@ impl KarpenterNodePool {
                 block_device_mappings: Some(vec![EC2NodeClassBlockDeviceMappings {
                     device_name: Some("/dev/xvda".to_owned()),
                     ebs: Some(EC2NodeClassBlockDeviceMappingsEbs {
-                        volume_size: Some("200Gi".to_owned()),
+                        volume_size: Some(format!("{ROOT_VOLUME_GIB}Gi")),
                         volume_type: Some("gp3".to_owned()),
                         encrypted: Some(true),
                         delete_on_termination: Some(true),
@@ -306,7 +334,10 @@ impl KarpenterNodePool {
     }
 
     /// The NodePool: only reserved capacity of the pool's instance type, on GPU-tainted nodes,
-    /// at most `max_nodes` nodes' worth of GPUs.
+    /// at most `max_nodes` nodes' worth of GPUs. A disruption budget of zero nodes for
+    /// `Drifted` keeps Karpenter from replacing a drifted node (a changed EC2NodeClass or AMI):
+    /// its replacement could not launch while the node holds the whole Capacity Block, and a
+    /// replacement means reloading the weights for hours. Empty nodes are still consolidated.
     pub fn node_pool(&self, stack: &str) -> NodePool {
         let gpus = catalog::instance(&self.instance_type).map_or(0, |i| i.gpu_count);
         let requirement = |key: &str, value: &str| NodePoolTemplateSpecRequirements {
@@ -354,7 +385,11 @@ impl KarpenterNodePool {
                 disruption: Some(NodePoolDisruption {
                     consolidation_policy: Some("WhenEmpty".to_owned()),
                     consolidate_after: "10m".to_owned(),
-                    ..Default::default()
+                    budgets: Some(vec![NodePoolDisruptionBudgets {
+                        nodes: "0".to_owned(),
+                        reasons: Some(vec!["Drifted".to_owned()]),
+                        ..Default::default()
+                    }]),
                 }),
                 ..Default::default()
             },
@@ -447,6 +482,8 @@ impl Construct for KarpenterNodePool {
                 count: 0,
                 max_count: max,
                 provisioned_on_demand: true,
+                // `instanceStorePolicy: RAID0`.
+                pod_storage: PodStorage::ec2(self.instance_type(), true, ROOT_VOLUME_GIB),
             }],
             node_pools: vec![self.object_name().to_owned()],
             ..Facts::default()
@@ -691,6 +728,7 @@ stack_file_shape! {
         RESERVATION_ID: opt "reservation_id", Ty::Str, "Select the Capacity Block by id.";
         RESERVATION_TAGS: opt "reservation_tags", Ty::StrMap, "Select the Capacity Block by tags.";
         MAX_NODES: opt "max_nodes", Ty::U32, "At most this many nodes (default 1).";
+        AMI_VERSION: opt "ami_version", Ty::Str, "The EKS-optimized AL2023 AMI release (`al2023@<version>`; default `v20260714`).";
     }
 }
 
@@ -742,6 +780,9 @@ impl super::stack_file::StackFileConstruct for KarpenterNodePool {
         );
         if let Some(v) = r.u32(&f::MAX_NODES) {
             c = c.max_nodes(v);
+        }
+        if let Some(v) = r.text(&f::AMI_VERSION) {
+            c = c.ami_version(v);
         }
         Some(c)
     }

@@ -1,14 +1,55 @@
 //! HyperPod lifecycle scripts: the bucket that holds them (encrypted, versioned, public access
 //! blocked, TLS only) and the scripts themselves, emitted as artifacts and uploaded by an
 //! upload stage before the cluster is created.
+//!
+//! The default `on_create.sh` chooses where a node keeps container images and pod volumes
+//! ([`ContainerStorage`]): the inference operator downloads a model's weights into a pod
+//! volume, so that storage must hold the weights (checked by `validate::storage`, `HF0510`).
 
 use super::helm::{Upload, UploadFile};
-use super::Construct;
+use super::{Construct, Context, Facts, VersionedBucket};
 use crate::app::{kind, Ref};
 use crate::resources::{Bucket, Scope, StackOutput};
 
-/// The default `on_create.sh`: moves containerd and kubelet data to the EBS volume.
+/// The default `on_create.sh`, with `@CONTAINER_DISK@` standing for the disk it moves
+/// containerd and kubelet data to ([`default_on_create`] fills it in).
 pub const DEFAULT_ON_CREATE: &str = include_str!("assets/on_create.sh");
+
+/// The placeholder of [`DEFAULT_ON_CREATE`] replaced by the disk's mount point.
+const CONTAINER_DISK_PLACEHOLDER: &str = "@CONTAINER_DISK@";
+
+/// Where HyperPod nodes keep containerd's data (images) and kubelet's directory (pod volumes,
+/// among them the one the inference operator downloads the weights into).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum ContainerStorage {
+    /// The instance's local NVMe (instance store), mounted by HyperPod at `/opt/dlami/nvme`:
+    /// tens of TB on GPU instances (30.4 TB on p6-b300), gone when the instance is replaced.
+    #[default]
+    InstanceStore,
+    /// The instance group's EBS volume, mounted by HyperPod at `/opt/sagemaker`, of
+    /// `InstanceGroup::ebs_volume_gb`.
+    EbsVolume,
+}
+
+stack_file_names!(ContainerStorage {
+    InstanceStore => "instance_store",
+    EbsVolume => "ebs_volume",
+});
+
+impl ContainerStorage {
+    /// Where HyperPod mounts the disk.
+    pub fn mount_point(self) -> &'static str {
+        match self {
+            ContainerStorage::InstanceStore => "/opt/dlami/nvme",
+            ContainerStorage::EbsVolume => "/opt/sagemaker",
+        }
+    }
+}
+
+/// The default `on_create.sh` putting containerd and kubelet data on `storage`.
+pub fn default_on_create(storage: ContainerStorage) -> String {
+    DEFAULT_ON_CREATE.replace(CONTAINER_DISK_PLACEHOLDER, storage.mount_point())
+}
 
 /// The lifecycle scripts builder.
 #[derive(Clone, Debug)]
@@ -16,7 +57,11 @@ pub struct LifecycleScripts {
     id: String,
     prefix: String,
     on_create: String,
-    files: Vec<UploadFile>,
+    /// A replacement for the default `on_create.sh`.
+    custom_on_create: Option<String>,
+    container_storage: ContainerStorage,
+    /// Files next to the entry point.
+    extra_files: Vec<UploadFile>,
 }
 
 /// Handle to the scripts and their bucket.
@@ -30,6 +75,9 @@ pub struct LifecycleScriptsHandle {
     pub on_create: String,
     /// The script files.
     pub files: Vec<UploadFile>,
+    /// Where the default `on_create.sh` puts containerd and kubelet data; `None` when the
+    /// script was replaced (hyperforge cannot tell what it does).
+    pub container_storage: Option<ContainerStorage>,
 }
 
 impl LifecycleScriptsHandle {
@@ -44,34 +92,61 @@ impl LifecycleScriptsHandle {
 }
 
 impl LifecycleScripts {
-    /// A bucket with the default `on_create.sh` under `lifecycle/`.
+    /// A bucket with the default `on_create.sh` under `lifecycle/`, which puts containerd and
+    /// kubelet data on the instance store ([`ContainerStorage::InstanceStore`]).
     pub fn new(id: impl Into<String>) -> Self {
         LifecycleScripts {
             id: id.into(),
             prefix: "lifecycle/".to_owned(),
             on_create: "on_create.sh".to_owned(),
-            files: vec![UploadFile {
-                name: "on_create.sh".to_owned(),
-                content: DEFAULT_ON_CREATE.to_owned(),
-            }],
+            custom_on_create: None,
+            container_storage: ContainerStorage::default(),
+            extra_files: Vec::new(),
         }
     }
 
-    /// Replaces the `on_create.sh` script.
+    /// Where the default `on_create.sh` puts containerd and kubelet data (default: the
+    /// instance store). No effect on a replaced script.
+    pub fn container_storage(mut self, storage: ContainerStorage) -> Self {
+        self.container_storage = storage;
+        self
+    }
+
+    /// Replaces the `on_create.sh` script. Where it keeps container images and pod volumes is
+    /// then the script's business: the storage rule (`HF0510`) cannot check it.
     pub fn on_create_script(mut self, content: impl Into<String>) -> Self {
-        if let Some(f) = self.files.iter_mut().find(|f| f.name == self.on_create) {
-            f.content = content.into();
-        }
+        self.custom_on_create = Some(content.into());
         self
     }
 
     /// Adds another file next to the entry point (a script it calls).
     pub fn file(mut self, name: impl Into<String>, content: impl Into<String>) -> Self {
-        self.files.push(UploadFile {
+        self.extra_files.push(UploadFile {
             name: name.into(),
             content: content.into(),
         });
         self
+    }
+
+    /// Where containerd and kubelet data go; `None` for a replaced script.
+    pub fn storage(&self) -> Option<ContainerStorage> {
+        self.custom_on_create
+            .is_none()
+            .then_some(self.container_storage)
+    }
+
+    /// The files uploaded: the entry point, then the added ones.
+    fn files(&self) -> Vec<UploadFile> {
+        let entry = UploadFile {
+            name: self.on_create.clone(),
+            content: self
+                .custom_on_create
+                .clone()
+                .unwrap_or_else(|| default_on_create(self.container_storage)),
+        };
+        std::iter::once(entry)
+            .chain(self.extra_files.iter().cloned())
+            .collect()
     }
 }
 
@@ -88,7 +163,18 @@ impl Construct for LifecycleScripts {
             bucket: Ref::new(stack, format!("{}/Bucket", self.id)),
             prefix: self.prefix.clone(),
             on_create: self.on_create.clone(),
-            files: self.files.clone(),
+            files: self.files(),
+            container_storage: self.storage(),
+        }
+    }
+
+    fn facts(&self, cx: &Context<'_>) -> Facts<'_> {
+        Facts {
+            versioned_buckets: vec![VersionedBucket {
+                name: self.handle(cx.stack.name()).bucket.name(),
+                holds: "the lifecycle scripts".to_owned(),
+            }],
+            ..Facts::default()
         }
     }
 
@@ -97,6 +183,8 @@ impl Construct for LifecycleScripts {
             "Bucket",
             Bucket {
                 no_access_log_reason: "Holds only the generated HyperPod lifecycle scripts, which are also in the synthesized assembly; object-level access is recorded by CloudTrail data events where enabled",
+                // Terraform's upload deletes every version of what it wrote.
+                deleted_with_objects: None,
             },
         );
         let bucket = self.handle(scope.stack().name()).bucket.name();
@@ -122,6 +210,7 @@ stack_file_shape! {
 stack_file_shape! {
     pub mod fields = <LifecycleScripts as Construct>::KIND, "A bucket holding the HyperPod lifecycle scripts (default `on_create.sh`)." {
         ID: req "lifecycle_scripts", Ty::Str, "The construct id.";
+        CONTAINER_STORAGE: opt "container_storage", Ty::Enum(ContainerStorage::NAMES), "Where the default `on_create.sh` puts containerd and kubelet data: `instance_store` (local NVMe at /opt/dlami/nvme, default) or `ebs_volume` (/opt/sagemaker).";
         ON_CREATE_SCRIPT: opt "on_create_script", Ty::Str, "Replaces the `on_create.sh` script.";
         FILES: opt "files", Ty::List(&file_fields::SHAPE), "More files next to the entry point.";
     }
@@ -132,6 +221,12 @@ impl super::stack_file::StackFileConstruct for LifecycleScripts {
 
     fn build(id: &str, r: &mut dyn super::stack_file::FieldReader) -> Option<Self> {
         let mut c = LifecycleScripts::new(id);
+        if let Some(v) = r
+            .text(&fields::CONTAINER_STORAGE)
+            .and_then(|n| ContainerStorage::from_name(&n))
+        {
+            c = c.container_storage(v);
+        }
         if let Some(v) = r.text(&fields::ON_CREATE_SCRIPT) {
             c = c.on_create_script(v);
         }
@@ -143,5 +238,34 @@ impl super::stack_file::StackFileConstruct for LifecycleScripts {
             c = c.file(name, content);
         }
         Some(c)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_default_script_names_the_chosen_disk() {
+        for storage in [ContainerStorage::InstanceStore, ContainerStorage::EbsVolume] {
+            let script = default_on_create(storage);
+            assert!(!script.contains(CONTAINER_DISK_PLACEHOLDER));
+            assert!(script.contains(&format!("CONTAINER_DISK=\"{}\"", storage.mount_point())));
+            // No fstab entries: nothing binds empty directories over the disk's after a reboot.
+            assert!(!script.contains("/etc/fstab\"") && !script.contains(">> /etc/fstab"));
+        }
+        let handle = LifecycleScripts::new("L").handle("s");
+        assert_eq!(
+            handle.container_storage,
+            Some(ContainerStorage::InstanceStore)
+        );
+        assert!(handle.files[0].content.contains("/opt/dlami/nvme"));
+        let custom = LifecycleScripts::new("L")
+            .on_create_script("#!/bin/bash\n")
+            .file("more.sh", "x")
+            .handle("s");
+        assert_eq!(custom.container_storage, None);
+        assert_eq!(custom.files.len(), 2);
+        assert_eq!(custom.files[0].content, "#!/bin/bash\n");
     }
 }

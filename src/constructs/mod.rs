@@ -66,7 +66,7 @@ pub use hyperpod::{
 };
 pub use inference_operator::{InferenceOperator, InferenceOperatorHandle};
 pub use karpenter::{Karpenter, KarpenterHandle, KarpenterNodePool, ReservationSelector};
-pub use lifecycle::{LifecycleScripts, LifecycleScriptsHandle};
+pub use lifecycle::{ContainerStorage, LifecycleScripts, LifecycleScriptsHandle};
 pub use network::{NatGateways, Network, NetworkHandle};
 pub use nodes::{
     AmiType, CapacityBlock, CapacityBlockPurchase, ManagedNodeGroup, NodeCapacity, NodeGroupHandle,
@@ -128,6 +128,7 @@ pub fn expand(stack: &Stack) -> ResourceGraph {
         };
         graph.expand_node(stack, node, |scope| construct.expand(scope));
     }
+    graph.order_after_nodes();
     graph
 }
 
@@ -154,6 +155,31 @@ pub struct Facts<'a> {
     pub served_models: Vec<ServedModel<'a>>,
     /// Kubernetes objects that provision nodes (Karpenter NodePool names).
     pub node_pools: Vec<String>,
+    /// Versioned buckets the construct creates: emptied of every object version before the
+    /// stack holding them is deleted (CloudFormation deletes only empty buckets).
+    pub versioned_buckets: Vec<VersionedBucket>,
+    /// Node groups created at size 0 that are scaled once their Capacity Block is `active`.
+    pub capacity_block_groups: Vec<CapacityBlockGroup>,
+}
+
+/// A Capacity Block node group, created at size 0, to scale once its block is `active`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CapacityBlockGroup {
+    /// The EKS node group name.
+    pub node_group: String,
+    /// The template parameter (Terraform: variable) holding the reservation id.
+    pub reservation_input: String,
+    /// Sizes to scale to: (min, desired, max).
+    pub sizes: (i64, i64, i64),
+}
+
+/// A versioned bucket, named by the stack output of its name.
+#[derive(Clone, Debug, PartialEq)]
+pub struct VersionedBucket {
+    /// Its name (a stack output: [`AttrRef::output_key`]).
+    pub name: AttrRef,
+    /// What it holds, for people.
+    pub holds: String,
 }
 
 /// An EKS cluster created by a construct.
@@ -222,6 +248,46 @@ pub struct CapacityClaim {
     pub max_count: i64,
     /// Whether the claim is a Karpenter pool (nodes appear on demand up to `max_count`).
     pub provisioned_on_demand: bool,
+    /// The node-local storage holding each node's container images and pod volumes (where a
+    /// served model's weights are downloaded to), when known.
+    pub pod_storage: Option<PodStorage>,
+}
+
+/// The node-local storage of a claim's nodes that holds container images and pod volumes.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PodStorage {
+    /// Its size in bytes, per node.
+    pub bytes: u64,
+    /// What it is, for messages (`the local NVMe at /opt/dlami/nvme`).
+    pub what: String,
+    /// The field of the claim's construct that chose it (for diagnostics).
+    pub field: &'static str,
+    /// How to get more, for the help line.
+    pub remedy: String,
+}
+
+impl PodStorage {
+    /// EC2 nodes (EKS node groups, Karpenter pools): the local NVMe as one RAID 0 volume when
+    /// `raid0` and the type has any (nodeadm puts containerd and kubelet there), else the root
+    /// volume of `root_gib` GiB.
+    pub fn ec2(instance_type: &str, raid0: bool, root_gib: i64) -> Option<PodStorage> {
+        let instance = crate::catalog::instance(instance_type)?;
+        if raid0 && instance.local_nvme_gb > 0 {
+            return Some(PodStorage {
+                bytes: instance.local_nvme_gb.saturating_mul(1_000_000_000),
+                what: format!("the local NVMe as RAID 0 ({} GB)", instance.local_nvme_gb),
+                field: "instance_type",
+                remedy: "use an instance type with more local NVMe".to_owned(),
+            });
+        }
+        let gib = u64::try_from(root_gib).ok()?;
+        Some(PodStorage {
+            bytes: gib.saturating_mul(1 << 30),
+            what: format!("the {gib} GiB root volume"),
+            field: "root_volume_gb",
+            remedy: "raise the root volume, or use an instance type with local NVMe".to_owned(),
+        })
+    }
 }
 
 /// A model served by a construct, with the hardware each replica gets.

@@ -4,7 +4,10 @@
 //! `CAPACITY_BLOCK`, subnets only in the block's zone) or on-demand. Optional EFA interfaces laid
 //! out over the instance's network cards.
 
-use super::{CapacityClaim, CapacitySource, Construct, Context, Facts, Launcher};
+use super::{
+    CapacityBlockGroup, CapacityClaim, CapacitySource, Construct, Context, Facts, Launcher,
+    PodStorage,
+};
 use crate::app::{kind, AttrRef, Ref, Stack};
 use crate::catalog::{self, regions::AzId};
 use crate::diagnostics::{Code, Diagnostics};
@@ -320,7 +323,39 @@ impl ManagedNodeGroup {
         self.ami
     }
 
-    /// (min, desired, max).
+    /// The EKS name of the group in stack `stack` (`kimi-k3-eks-gpunodes`), set on Capacity
+    /// Block groups so the runbook can scale them once the block is active. (A named group
+    /// cannot be replaced in place by CloudFormation: a change that replaces it, such as its
+    /// subnets, needs the stack's group deleted first.)
+    pub fn node_group_name(&self, stack: &str) -> String {
+        let mut name: String = format!("{stack}-{}", self.id.to_ascii_lowercase())
+            .chars()
+            .map(|c| {
+                if c.is_ascii_alphanumeric() || c == '-' || c == '_' {
+                    c
+                } else {
+                    '-'
+                }
+            })
+            .collect();
+        name.truncate(63);
+        name
+    }
+
+    /// The template parameter (Terraform: the snake_case variable) holding the Capacity
+    /// Block's reservation id.
+    pub fn reservation_input_name(&self) -> String {
+        format!("{}CapacityReservationId", crate::app::logical_id(&self.id))
+    }
+
+    /// Whether the group's instances come from a Capacity Block (created at size 0, scaled
+    /// once the block is active).
+    pub fn is_capacity_block(&self) -> bool {
+        matches!(self.capacity, NodeCapacity::CapacityBlock(_))
+    }
+
+    /// (min, desired, max); a Capacity Block group is created at 0 and scaled to `desired`
+    /// once its block is active.
     pub fn sizes(&self) -> (i64, i64, i64) {
         (self.min, self.desired, self.max)
     }
@@ -631,7 +666,7 @@ impl Construct for ManagedNodeGroup {
                 });
                 Some(CapacityBlockTarget {
                     reservation: StackInput {
-                        name: format!("{}CapacityReservationId", crate::app::logical_id(id)),
+                        name: self.reservation_input_name(),
                         description: format!("Capacity Block reservation feeding node group {id} (aws ec2 describe-capacity-reservations)"),
                         // A block bought by the Terraform module has no id before it is bought.
                         default: (!block.reservation_id.is_empty())
@@ -696,9 +731,12 @@ impl Construct for ManagedNodeGroup {
                 ],
             },
         );
+        let block = matches!(self.capacity, NodeCapacity::CapacityBlock(_));
         scope.add(
             "NodeGroup",
             NodeGroup {
+                // Named, so the runbook can scale it once the block is active.
+                name: block.then(|| self.node_group_name(scope.stack().name())),
                 cluster: self.cluster.name(),
                 node_role: role.arn(),
                 subnets: self.subnets.iter().map(|s| s.id()).collect(),
@@ -710,7 +748,10 @@ impl Construct for ManagedNodeGroup {
                 .to_owned(),
                 launch_template: scope.path("LaunchTemplate"),
                 min_size: self.min,
-                desired_size: self.desired,
+                // EKS: create a Capacity Block group at 0 until the block is `active` (a
+                // non-zero size before that loops on launch errors); the runbook scales it.
+                desired_size: if block { 0 } else { self.desired },
+                desired_size_set_later: block,
                 max_size: self.max,
                 labels: self.labels.clone(),
                 taints: self
@@ -746,7 +787,21 @@ impl Construct for ManagedNodeGroup {
                 count: desired,
                 max_count: max,
                 provisioned_on_demand: false,
+                pod_storage: PodStorage::ec2(
+                    self.instance_type(),
+                    self.local_nvme_raid0(),
+                    self.root_volume_gb,
+                ),
             }],
+            capacity_block_groups: self
+                .is_capacity_block()
+                .then(|| CapacityBlockGroup {
+                    node_group: self.node_group_name(cx.stack.name()),
+                    reservation_input: self.reservation_input_name(),
+                    sizes: self.sizes(),
+                })
+                .into_iter()
+                .collect(),
             ..Facts::default()
         }
     }

@@ -199,6 +199,8 @@ pub struct NetworkInterface {
 /// nodes need their role's policies to join the cluster.
 #[derive(Clone, Debug, PartialEq)]
 pub struct NodeGroup {
+    /// The group's name; the service chooses one when `None`.
+    pub name: Option<String>,
     /// The cluster's name.
     pub cluster: AttrRef,
     /// The nodes' role (its ARN).
@@ -213,8 +215,12 @@ pub struct NodeGroup {
     pub launch_template: String,
     /// Minimum size.
     pub min_size: i64,
-    /// Desired size.
+    /// Desired size at creation.
     pub desired_size: i64,
+    /// Whether the desired size is changed outside the deployment after creation (a Capacity
+    /// Block group is scaled up once its block is active): Terraform then ignores it, and a
+    /// CloudFormation update leaves it as long as the template's value stays the same.
+    pub desired_size_set_later: bool,
     /// Maximum size.
     pub max_size: i64,
     /// Kubernetes labels of the nodes.

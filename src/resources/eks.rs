@@ -5,7 +5,8 @@ use crate::app::text::{Pseudo, Text};
 use crate::app::AttrRef;
 use crate::app::Kind;
 
-/// EKS add-ons whose pods are a Deployment: they stay `DEGRADED` until some node runs them.
+/// EKS add-ons of the cluster's own set whose pods are a Deployment: they stay `DEGRADED`
+/// until some node runs them ([`EksAddon::needs_nodes`]).
 pub const ADDONS_NEEDING_NODES: &[&str] = &["coredns"];
 
 /// An EKS cluster (control plane) whose Kubernetes secrets are envelope-encrypted with a KMS
@@ -57,9 +58,10 @@ pub struct EksAddon {
     pub service_account_role: Option<AttrRef>,
     /// The add-on's configuration values (a JSON object).
     pub configuration: Option<AddonConfiguration>,
-    /// The HyperPod cluster whose nodes the add-on's pods need before the add-on becomes
-    /// active, when the add-on is created after it.
-    pub nodes: Option<AttrRef>,
+    /// Whether the add-on's pods are a Deployment, so it becomes `ACTIVE` only once some node
+    /// runs them. Such an add-on waits for the HyperPod cluster that brings its cluster's
+    /// nodes ([`ResourceGraph::order_after_nodes`](super::ResourceGraph::order_after_nodes)).
+    pub needs_nodes: bool,
 }
 
 impl EksAddon {
@@ -193,7 +195,6 @@ impl ResourceFacts for EksAddon {
         if let Some(c) = &self.configuration {
             c.references(&mut out);
         }
-        out.extend(self.nodes.iter().cloned());
         out
     }
 }

@@ -173,6 +173,11 @@ pub struct Bucket {
     /// Why the bucket needs no access logging (checkov `CKV_AWS_18`), shown where the finding
     /// is suppressed.
     pub no_access_log_reason: &'static str,
+    /// Why the objects may be deleted with the bucket, for a bucket written by something other
+    /// than the deployment (an operator): Terraform then empties it on destroy
+    /// (`force_destroy`). CloudFormation never deletes a non-empty bucket; the runbook
+    /// empties every versioned bucket before its stack is deleted.
+    pub deleted_with_objects: Option<&'static str>,
 }
 
 /// A value a stage's deployment exports for people and later tools: the output named

@@ -114,6 +114,65 @@ impl ResourceGraph {
         expand(&mut scope);
     }
 
+    /// Makes every EKS add-on that needs nodes ([`EksAddon::needs_nodes`]) wait for the
+    /// HyperPod cluster that brings its cluster's nodes, the same way for every format: the
+    /// add-on is moved into the HyperPod cluster's stage when it sat in an earlier one, placed
+    /// right after the cluster, and depends on it. A HyperPod cluster takes hours to create
+    /// (deep health checks), longer than an add-on waits to become active. Clusters with a
+    /// managed node group in the add-on's stage or earlier are left alone: their nodes come
+    /// within that wait.
+    pub fn order_after_nodes(&mut self) {
+        // (add-on, HyperPod cluster) by index.
+        let mut waits = Vec::new();
+        for (i, r) in self.resources.iter().enumerate() {
+            let ResourceKind::EksAddon(addon) = &r.kind else {
+                continue;
+            };
+            let cluster = addon.cluster.path.as_str();
+            let has_node_group = self.resources.iter().any(|g| {
+                g.stage <= r.stage
+                    && matches!(&g.kind, ResourceKind::NodeGroup(n) if n.cluster.path == cluster)
+            });
+            if !addon.needs_nodes || has_node_group {
+                continue;
+            }
+            let hyperpod = self.resources.iter().position(|h| {
+                matches!(&h.kind, ResourceKind::HyperPodCluster(c) if c.eks_cluster.path == cluster)
+            });
+            if let Some(h) = hyperpod {
+                waits.push((i, h));
+            }
+        }
+        let mut moving = BTreeMap::new();
+        for &(i, h) in &waits {
+            let (stage, path) = (self.resources[h].stage, self.resources[h].path.clone());
+            let addon = &mut self.resources[i];
+            if !addon.depends_on.contains(&path) {
+                addon.depends_on.push(path);
+            }
+            if stage > addon.stage {
+                addon.stage = stage;
+                moving.insert(i, h);
+            }
+        }
+        if moving.is_empty() {
+            return;
+        }
+        // Each moved add-on goes right after its HyperPod cluster, in their original order.
+        let mut after: BTreeMap<usize, Vec<Resource>> = BTreeMap::new();
+        let mut kept = Vec::with_capacity(self.resources.len());
+        for (i, r) in std::mem::take(&mut self.resources).into_iter().enumerate() {
+            match moving.get(&i) {
+                Some(&h) => after.entry(h).or_default().push(r),
+                None => kept.push((i, r)),
+            }
+        }
+        for (i, r) in kept {
+            self.resources.push(r);
+            self.resources.extend(after.remove(&i).unwrap_or_default());
+        }
+    }
+
     /// Checks every reference the graph's resources make: it must name a resource of the kind
     /// it claims. A mismatch is an internal error (HF0902): a handle and an expansion cannot
     /// drift apart silently.

@@ -90,8 +90,16 @@ pub struct CapacityData {
     pub total_vcpus: i64,
     /// The EC2 on-demand quota family letter (`P`, `G`).
     pub family: String,
-    /// On-demand price of all instances, or empty when the catalog has none.
+    /// On-demand price of all instances in the stack's region, or empty when the catalog has
+    /// none there.
     pub on_demand_per_hour: String,
+    /// When the stack's region is not priced: the price in the region the catalog holds
+    /// (us-east-1), for reference only; else empty.
+    pub reference_per_hour: String,
+    /// Whether SageMaker HyperPod launches the instances (its own quotas, no EC2 vCPU quota).
+    pub hyperpod: bool,
+    /// Whether a Karpenter pool selects the block by tags rather than by id.
+    pub selected_by_tags: bool,
     /// Capacity from a training plan.
     pub training_plan: bool,
     /// Capacity from an EC2 Capacity Block.
@@ -146,6 +154,36 @@ pub struct CloudFormationStage {
     pub gpu_node_types: Vec<String>,
     /// Whether the template is deployed from S3 (over the inline limit).
     pub deploy_from_s3: bool,
+    /// Versioned buckets of this stage, emptied before the stack is deleted.
+    pub buckets: Vec<BucketData>,
+    /// Capacity Block node groups of this stage, scaled once their block is active.
+    pub capacity_blocks: Vec<BlockScalingData>,
+}
+
+/// A Capacity Block node group created at size 0.
+#[derive(Clone, Debug, Serialize)]
+pub struct BlockScalingData {
+    /// The EKS node group name.
+    pub node_group: String,
+    /// The template parameter holding the reservation id.
+    pub parameter: String,
+    /// The Terraform variable holding it.
+    pub variable: String,
+    /// Sizes to scale to.
+    pub min: i64,
+    /// Desired size.
+    pub desired: i64,
+    /// Maximum size.
+    pub max: i64,
+}
+
+/// A versioned bucket, by the stack output naming it.
+#[derive(Clone, Debug, Serialize)]
+pub struct BucketData {
+    /// The output holding the bucket's name.
+    pub output: String,
+    /// What it holds.
+    pub holds: String,
 }
 
 /// One template parameter.
@@ -235,6 +273,20 @@ pub struct KubernetesStage {
     pub endpoints: Vec<EndpointData>,
     /// Karpenter node pools applied here.
     pub node_pools: Vec<String>,
+    /// Capacity reservation ids the manifest names (Karpenter pools selecting their block by
+    /// id), each with the shell variable the runbook substitutes for it.
+    pub reservations: Vec<ReservationData>,
+    /// The command applying the manifest (with the reservation ids substituted, if any).
+    pub apply: String,
+}
+
+/// A reservation id written into a manifest, substituted when it is applied.
+#[derive(Clone, Debug, Serialize)]
+pub struct ReservationData {
+    /// The shell variable (`RESERVATION`, `RESERVATION_2`).
+    pub variable: String,
+    /// The id the description was synthesized with.
+    pub id: String,
 }
 
 /// One served model endpoint.
@@ -307,7 +359,7 @@ pub struct TerraformData {
 pub struct TerraformStep {
     /// A root module to apply, if this step is one.
     pub module: Vec<TerraformModule>,
-    /// A Kubernetes manifest to apply with kubectl, if this step is one.
+    /// The lines applying a Kubernetes manifest with kubectl, if this step is one.
     pub kubectl: Vec<String>,
 }
 
@@ -394,7 +446,7 @@ pub fn data(stack: &Stack, manifest: &StackManifest) -> RunbookData {
             hyperpod_cluster = name;
         }
         for claim in facts.capacity {
-            if let Some((line, pool)) = claim_capacity_line(claim) {
+            if let Some((line, pool)) = claim_capacity_line(claim, &region) {
                 if pool {
                     pools.push(line);
                 } else {
@@ -450,9 +502,25 @@ pub fn data(stack: &Stack, manifest: &StackManifest) -> RunbookData {
                 let capabilities = capabilities.join(" ");
                 let mut creates_hyperpod = false;
                 let mut gpu_node_types = Vec::new();
+                let mut buckets = Vec::new();
+                let mut capacity_blocks = Vec::new();
                 for placed in placements.in_stage(id) {
                     let facts = placed.facts();
+                    capacity_blocks.extend(facts.capacity_block_groups.iter().map(|g| {
+                        BlockScalingData {
+                            node_group: g.node_group.clone(),
+                            variable: crate::app::snake_case(&g.reservation_input),
+                            parameter: g.reservation_input.clone(),
+                            min: g.sizes.0,
+                            desired: g.sizes.1,
+                            max: g.sizes.2,
+                        }
+                    }));
                     creates_hyperpod |= facts.hyperpod_cluster.is_some();
+                    buckets.extend(facts.versioned_buckets.iter().map(|b| BucketData {
+                        output: b.name.output_key(),
+                        holds: b.holds.clone(),
+                    }));
                     for claim in facts.capacity {
                         let gpu = catalog::instance(&claim.instance_type)
                             .is_some_and(|i| i.gpu_count > 0);
@@ -474,6 +542,8 @@ pub fn data(stack: &Stack, manifest: &StackManifest) -> RunbookData {
                     parameters,
                     creates_hyperpod,
                     gpu_node_types,
+                    buckets,
+                    capacity_blocks,
                 });
             }
             StageManifest::S3Upload { bucket, prefix, .. } => {
@@ -542,8 +612,25 @@ pub fn data(stack: &Stack, manifest: &StackManifest) -> RunbookData {
                 cluster_seen = true;
                 let mut stage_endpoints = Vec::new();
                 let mut node_pools = Vec::new();
+                let mut reservations: Vec<ReservationData> = Vec::new();
                 for placed in placements.in_stage(id) {
                     let facts = placed.facts();
+                    for claim in &facts.capacity {
+                        if let CapacitySource::CapacityBlock { reservation, .. } = &claim.source {
+                            let by_id = reservation.starts_with("cr-")
+                                && !reservations.iter().any(|r| &r.id == reservation);
+                            if by_id {
+                                let variable = match reservations.len() {
+                                    0 => "RESERVATION".to_owned(),
+                                    n => format!("RESERVATION_{}", n + 1),
+                                };
+                                reservations.push(ReservationData {
+                                    variable,
+                                    id: reservation.clone(),
+                                });
+                            }
+                        }
+                    }
                     for served in &facts.served_models {
                         if let Some(ep) = endpoints.iter().find(|x| x.name == served.object_name) {
                             stage_endpoints.push(ep.clone());
@@ -551,10 +638,21 @@ pub fn data(stack: &Stack, manifest: &StackManifest) -> RunbookData {
                     }
                     node_pools.extend(facts.node_pools);
                 }
+                let apply = if reservations.is_empty() {
+                    format!("kubectl apply -f {first_path}")
+                } else {
+                    let seds: Vec<String> = reservations
+                        .iter()
+                        .map(|r| format!("-e \"s/{}/${{{}:-{}}}/g\"", r.id, r.variable, r.id))
+                        .collect();
+                    format!("sed {} {first_path} | kubectl apply -f -", seds.join(" "))
+                };
                 data.kubernetes.push(KubernetesStage {
                     manifest: first_path,
                     endpoints: stage_endpoints,
                     node_pools,
+                    reservations,
+                    apply,
                 });
             }
         }
@@ -596,9 +694,16 @@ pub fn data(stack: &Stack, manifest: &StackManifest) -> RunbookData {
                     current = Some(steps.len() - 1);
                 }
                 for k in &stage.kubernetes {
+                    // The reservation ids the apply command substitutes, set first.
+                    let mut lines: Vec<String> = k
+                        .reservations
+                        .iter()
+                        .map(|r| format!("{}={}", r.variable, r.id))
+                        .collect();
+                    lines.push(k.apply.clone());
                     steps.push(TerraformStep {
                         module: Vec::new(),
-                        kubectl: vec![k.manifest.clone()],
+                        kubectl: lines,
                     });
                     current = None;
                 }
@@ -667,10 +772,13 @@ pub fn data(stack: &Stack, manifest: &StackManifest) -> RunbookData {
 
 /// The runbook's line for a capacity claim, and whether it is a Karpenter pool; `None` for
 /// on-demand instances without GPUs (system nodes).
-fn claim_capacity_line(claim: CapacityClaim) -> Option<(CapacityData, bool)> {
+fn claim_capacity_line(claim: CapacityClaim, region: &str) -> Option<(CapacityData, bool)> {
     let pool = claim.provisioned_on_demand;
+    let hyperpod = claim.launcher == Launcher::HyperPod;
     let line = match (claim.launcher, claim.source) {
         (_, CapacitySource::CapacityBlock { reservation, .. }) if pool => capacity_line(
+            region,
+            hyperpod,
             claim.path,
             &claim.instance_type,
             claim.service_instance_type,
@@ -688,6 +796,8 @@ fn claim_capacity_line(claim: CapacityClaim) -> Option<(CapacityData, bool)> {
                 ..
             },
         ) => capacity_line(
+            region,
+            hyperpod,
             claim.path,
             &claim.instance_type,
             claim.service_instance_type,
@@ -705,6 +815,8 @@ fn claim_capacity_line(claim: CapacityClaim) -> Option<(CapacityData, bool)> {
                 reserved_instance_count,
             },
         ) => capacity_line(
+            region,
+            hyperpod,
             claim.path,
             &claim.instance_type,
             claim.service_instance_type,
@@ -715,6 +827,8 @@ fn claim_capacity_line(claim: CapacityClaim) -> Option<(CapacityData, bool)> {
             availability_zone_id.unwrap_or_default(),
         ),
         (Launcher::HyperPod, CapacitySource::OnDemand) => capacity_line(
+            region,
+            hyperpod,
             claim.path,
             &claim.instance_type,
             claim.service_instance_type,
@@ -729,6 +843,8 @@ fn claim_capacity_line(claim: CapacityClaim) -> Option<(CapacityData, bool)> {
                 return None;
             }
             capacity_line(
+                region,
+                hyperpod,
                 claim.path,
                 &claim.instance_type,
                 claim.service_instance_type,
@@ -745,6 +861,8 @@ fn claim_capacity_line(claim: CapacityClaim) -> Option<(CapacityData, bool)> {
 
 #[allow(clippy::too_many_arguments)]
 fn capacity_line(
+    region: &str,
+    hyperpod: bool,
     path: String,
     instance_type: &str,
     deployed_type: String,
@@ -770,9 +888,16 @@ fn capacity_line(
             .map(|c| c.to_ascii_uppercase().to_string())
             .unwrap_or_default(),
         on_demand_per_hour: entry
+            .and_then(|i| i.on_demand_usd_per_hour(region))
+            .map(|p| format!("${:.2}", p * count.max(0) as f64))
+            .unwrap_or_default(),
+        reference_per_hour: entry
+            .filter(|i| i.on_demand_usd_per_hour(region).is_none())
             .and_then(|i| i.on_demand_usd_per_hour_us_east_1)
             .map(|p| format!("${:.2}", p * count.max(0) as f64))
             .unwrap_or_default(),
+        hyperpod,
+        selected_by_tags: capacity_block && reservation.starts_with("tag "),
         training_plan,
         capacity_block,
         reservation,

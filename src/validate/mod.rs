@@ -8,6 +8,8 @@
 //!   and oversized instances (`HF0501`, `HF0505`, `HF0507`-`HF0509`);
 //! - [`model_source`]: where the workers get the weights from (`HF0506`);
 //! - [`capacity`]: training plan and Capacity Block instance counts (`HF0314`, `HF0315`);
+//! - [`storage`]: whether the serving nodes' own storage holds the downloaded weights
+//!   (`HF0510`);
 //! - [`limits`]: CloudFormation service limits checked on rendered templates (`HF06xx`),
 //!   called by synthesis after lowering.
 //!
@@ -20,6 +22,7 @@ pub mod memory;
 pub mod model_source;
 pub mod parallelism;
 pub mod region;
+pub mod storage;
 
 use crate::app::{App, Stack};
 use crate::catalog;
@@ -33,6 +36,7 @@ use crate::diagnostics::{Code, Diagnostics};
 pub(crate) fn app(app: &App, ds: &mut Diagnostics) {
     for stack in app.stacks() {
         let placements = Placements::new(stack);
+        let mut claims = Vec::new();
         for placed in placements.all() {
             let facts = placed.facts();
             for claim in &facts.capacity {
@@ -41,6 +45,13 @@ pub(crate) fn app(app: &App, ds: &mut Diagnostics) {
             }
             for served in &facts.served_models {
                 served_model(stack, served, placed.cx.path, ds);
+            }
+            claims.extend(facts.capacity);
+        }
+        // Storage spans constructs: every claim that can run a served model.
+        for placed in placements.all() {
+            for served in &placed.facts().served_models {
+                storage::check(served, placed.cx.path, &claims, ds);
             }
         }
     }

@@ -333,3 +333,116 @@ fn an_acknowledged_purchase_becomes_a_terraform_reservation_the_launch_template_
         .get("Default")
         .is_none());
 }
+
+/// The objects of the Karpenter reference's GPU capacity stage.
+fn karpenter_objects(app: &App) -> Vec<Value> {
+    let assembly = app.synth().unwrap_or_else(|d| panic!("{d}"));
+    let text = assembly
+        .text("kimi-k3-eks-karpenter/06-gpu-capacity.yaml")
+        .expect("the capacity stage");
+    serde_yaml::Deserializer::from_str(text)
+        .map(|doc| serde::Deserialize::deserialize(doc).expect("YAML"))
+        .collect()
+}
+
+#[test]
+fn karpenter_pins_the_ami_and_never_replaces_a_drifted_capacity_block_node() {
+    let objects = karpenter_objects(&hyperforge::reference::kimi_k3_eks_karpenter());
+    let class = objects
+        .iter()
+        .find(|o| o["kind"] == "EC2NodeClass")
+        .unwrap();
+    let alias = class["spec"]["amiSelectorTerms"][0]["alias"]
+        .as_str()
+        .unwrap();
+    assert_eq!(
+        alias,
+        format!("al2023@{}", karpenter::DEFAULT_AL2023_AMI_VERSION)
+    );
+    assert!(
+        !alias.ends_with("@latest"),
+        "a floating alias drifts every node at each release"
+    );
+    let pool = objects.iter().find(|o| o["kind"] == "NodePool").unwrap();
+    let budgets = pool["spec"]["disruption"]["budgets"].as_array().unwrap();
+    assert!(
+        budgets
+            .iter()
+            .any(|b| b["nodes"] == "0" && b["reasons"] == json!(["Drifted"])),
+        "{budgets:?}"
+    );
+    // Empty nodes are still consolidated: no budget blocks every reason.
+    assert!(budgets.iter().all(|b| b.get("reasons").is_some()));
+
+    // The release is a builder option.
+    let pool = KarpenterNodePool::capacity_block(
+        "P",
+        "p",
+        &KarpenterHandle {
+            controller_role: hyperforge::app::Ref::new("s", "K/ControllerRole"),
+            node_role: hyperforge::app::Ref::new("s", "K/NodeRole"),
+            node_role_name: "KarpenterNodeRole-s".to_owned(),
+            cluster_name: "s".to_owned(),
+        },
+        "p6-b300.48xlarge",
+        ReservationSelector::Id(CAPACITY_BLOCK_RESERVATION_ID.to_owned()),
+    )
+    .ami_version("v20990101");
+    let class = pool.ec2_node_class("s");
+    assert_eq!(
+        class.spec.ami_selector_terms[0].alias.as_deref(),
+        Some("al2023@v20990101")
+    );
+}
+
+/// A Capacity Block group is created at size 0 in both formats (EKS: non-zero before the
+/// block is active only produces launch errors), Terraform leaves the size to the runbook,
+/// and the runbook checks the block's state before scaling the named group.
+#[test]
+fn a_capacity_block_group_starts_at_zero_and_the_runbook_scales_it_once_active() {
+    let assembly = hyperforge::reference::kimi_k3_eks()
+        .synth()
+        .unwrap_or_else(|d| panic!("{d}"));
+    let t: Value =
+        serde_json::from_str(assembly.text("kimi-k3-eks/02-nodes.template.json").unwrap()).unwrap();
+    let ng = &t["Resources"]["GpuNodesNodeGroup"]["Properties"];
+    assert_eq!(ng["ScalingConfig"]["DesiredSize"], 0);
+    assert_eq!(ng["ScalingConfig"]["MaxSize"], 1);
+    let name = ng["NodegroupName"].as_str().expect("a named group");
+    // The system group keeps its size and a generated name.
+    let system = &t["Resources"]["SystemNodesNodeGroup"]["Properties"];
+    assert_eq!(system["ScalingConfig"]["DesiredSize"], 2);
+    assert!(system.get("NodegroupName").is_none());
+
+    let tf: Value = serde_json::from_str(
+        assembly
+            .text("kimi-k3-eks/terraform/01-foundation/main.tf.json")
+            .unwrap(),
+    )
+    .unwrap();
+    let group = &tf["resource"]["aws_eks_node_group"]["gpu_nodes_node_group"];
+    assert_eq!(group["scaling_config"]["desired_size"], 0);
+    assert_eq!(group["node_group_name"], name);
+    assert_eq!(
+        group["lifecycle"]["ignore_changes"],
+        json!(["scaling_config[0].desired_size"])
+    );
+
+    let runbook = assembly.text("kimi-k3-eks/RUNBOOK.md").unwrap();
+    let check = runbook
+        .find("--query 'CapacityReservations[0].State' --output text")
+        .expect("the runbook reads the block's state");
+    let scale = runbook
+        .find(&format!(
+            "--nodegroup-name {name} --scaling-config minSize=0,maxSize=1,desiredSize=1"
+        ))
+        .expect("the runbook scales the group");
+    let workload = runbook
+        .find("kubectl apply -f kimi-k3-eks/05-workload.yaml")
+        .unwrap();
+    assert!(check < scale && scale < workload);
+    assert!(runbook[check..scale].contains("if [ \"$STATE\" = active ]; then"));
+    assert!(runbook.contains(
+        "--query \"Stacks[0].Parameters[?ParameterKey=='GpuNodesCapacityReservationId'].ParameterValue\""
+    ));
+}

@@ -26,6 +26,23 @@ pub fn add_hyperpod_stages(
     eks_name: &str,
     group: InstanceGroup,
 ) {
+    add_hyperpod_stages_with(
+        stack,
+        network,
+        eks_name,
+        LifecycleScripts::new("Lifecycle"),
+        group,
+    );
+}
+
+/// [`add_hyperpod_stages`] with the given lifecycle scripts.
+pub fn add_hyperpod_stages_with(
+    stack: &mut Stack,
+    network: Network,
+    eks_name: &str,
+    lifecycle: LifecycleScripts,
+    group: InstanceGroup,
+) {
     let foundation = stack.cloudformation_stage("foundation");
     let net = stack.add(foundation, network);
     let sg = stack.add(foundation, ClusterSecurityGroup::new("Sg", &net.vpc));
@@ -36,7 +53,7 @@ pub fn add_hyperpod_stages(
             .vpc(&net.vpc)
             .security_group(&sg.group),
     );
-    let lifecycle = stack.add(foundation, LifecycleScripts::new("Lifecycle"));
+    let lifecycle = stack.add(foundation, lifecycle);
     stack.upload_stage("scripts", lifecycle.upload());
     stack.helm_stage("deps", HelmRelease::hyperpod_dependencies());
     let cluster = stack.cloudformation_stage("cluster");

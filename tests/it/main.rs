@@ -24,6 +24,7 @@ mod manifest;
 mod numeric_inputs;
 mod parity;
 mod runbook;
+mod runbook_script;
 mod snapshots;
 mod stackfile;
 mod terraform_schema;

@@ -681,3 +681,157 @@ fn node_groups_and_their_capacity_correspond() {
     }
     assert!(compared >= 3, "only {compared} node groups compared");
 }
+
+/// Every `Ref`/`Fn::GetAtt` target in a CloudFormation value.
+fn cfn_references(v: &Value, out: &mut BTreeSet<String>) {
+    match v {
+        Value::Object(m) => {
+            if let Some(Value::String(id)) = m.get("Ref") {
+                out.insert(id.clone());
+            }
+            if let Some(Value::Array(a)) = m.get("Fn::GetAtt") {
+                if let Some(Value::String(id)) = a.first() {
+                    out.insert(id.clone());
+                }
+            }
+            m.values().for_each(|x| cfn_references(x, out));
+        }
+        Value::Array(a) => a.iter().for_each(|x| cfn_references(x, out)),
+        _ => {}
+    }
+}
+
+/// The order both formats create resources in is the resource layer's: every CloudFormation
+/// `DependsOn` is a Terraform `depends_on`, and every Terraform `depends_on` on a resource
+/// CloudFormation also has is kept there too: by `DependsOn` or a reference in the same
+/// template, or by an earlier stage's stack. In particular the add-ons whose pods need the
+/// HyperPod nodes (CoreDNS and the inference operator's dependencies) wait for the HyperPod
+/// cluster in both.
+#[test]
+fn creation_order_corresponds() {
+    for app in synth_reference_apps() {
+        let mut cfn: BTreeMap<String, (String, String, Value)> = BTreeMap::new(); // snake -> (template, id, resource)
+        let mut tf: BTreeMap<String, Value> = BTreeMap::new(); // name -> body
+        let mut files: Vec<_> = artifacts(app.root()).into_iter().collect();
+        files.sort_by(|a, b| a.path.cmp(&b.path));
+        for a in &files {
+            if !["cloudformation", "terraform"].contains(&a.format.as_str()) {
+                continue;
+            }
+            let t = read_json(&a.path);
+            match a.format.as_str() {
+                "cloudformation" => {
+                    let template = a.path.display().to_string();
+                    for (id, r) in t["Resources"].as_object().cloned().unwrap_or_default() {
+                        cfn.insert(snake(&id), (template.clone(), id, r));
+                    }
+                }
+                "terraform" => {
+                    for named in t["resource"]
+                        .as_object()
+                        .cloned()
+                        .unwrap_or_default()
+                        .values()
+                    {
+                        for (name, body) in named.as_object().cloned().unwrap_or_default() {
+                            tf.insert(name, body);
+                        }
+                    }
+                }
+                _ => {}
+            }
+        }
+        let mut hyperpod_waiters = BTreeSet::new();
+        for (name, (template, id, r)) in &cfn {
+            let depends: Vec<String> = match &r["DependsOn"] {
+                Value::String(d) => vec![d.clone()],
+                Value::Array(a) => a
+                    .iter()
+                    .filter_map(|d| d.as_str().map(str::to_owned))
+                    .collect(),
+                _ => Vec::new(),
+            };
+            let tf_depends: BTreeSet<String> = tf
+                .get(name)
+                .and_then(|b| b["depends_on"].as_array())
+                .into_iter()
+                .flatten()
+                .filter_map(|a| a.as_str()?.split('.').nth(1).map(str::to_owned))
+                .collect();
+            for d in &depends {
+                if !tf.contains_key(&snake(d)) {
+                    continue; // a CloudFormation-only resource (the gateway attachment)
+                }
+                assert!(
+                    tf_depends.contains(&snake(d)),
+                    "{template}: {id} DependsOn {d}, but Terraform's {name} does not depend on it ({tf_depends:?})"
+                );
+                if cfn[&snake(d)].2["Type"] == "AWS::SageMaker::Cluster" {
+                    hyperpod_waiters.insert(
+                        r["Properties"]["AddonName"]
+                            .as_str()
+                            .unwrap_or(id)
+                            .to_owned(),
+                    );
+                }
+            }
+            // What the resource waits for in its template, directly or through others.
+            let direct = |r: &Value| {
+                let mut out = BTreeSet::new();
+                cfn_references(&r["Properties"], &mut out);
+                match &r["DependsOn"] {
+                    Value::String(d) => {
+                        out.insert(d.clone());
+                    }
+                    Value::Array(a) => {
+                        out.extend(a.iter().filter_map(|d| d.as_str().map(str::to_owned)))
+                    }
+                    _ => {}
+                }
+                out
+            };
+            let mut refs = BTreeSet::new();
+            let mut todo: Vec<String> = direct(r).into_iter().collect();
+            while let Some(next) = todo.pop() {
+                if refs.insert(next.clone()) {
+                    if let Some((t, _, nr)) = cfn.get(&snake(&next)) {
+                        if t == template {
+                            todo.extend(direct(nr));
+                        }
+                    }
+                }
+            }
+            for target in &tf_depends {
+                let Some((target_template, target_id, _)) = cfn.get(target) else {
+                    continue; // a Terraform-only resource (policies, uploads, Helm releases)
+                };
+                if target_template == template {
+                    assert!(
+                        refs.contains(target_id),
+                        "{template}: Terraform's {name} waits for {target}, CloudFormation's {id} does not"
+                    );
+                } else {
+                    assert!(
+                        target_template < template,
+                        "Terraform's {name} waits for {target}, which CloudFormation creates in a later stack ({target_template})"
+                    );
+                }
+            }
+        }
+        if cfn
+            .values()
+            .any(|(_, _, r)| r["Type"] == "AWS::SageMaker::Cluster")
+        {
+            let expected: BTreeSet<String> = [
+                "coredns",
+                "cert-manager",
+                "metrics-server",
+                "aws-mountpoint-s3-csi-driver",
+                "aws-fsx-csi-driver",
+            ]
+            .map(str::to_owned)
+            .into();
+            assert_eq!(hyperpod_waiters, expected);
+        }
+    }
+}

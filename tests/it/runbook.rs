@@ -2,6 +2,7 @@
 //! CloudFormation stack name they mention exists, and they say how to reach the model.
 
 use hyperforge::reference;
+use serde_json::{json, Value};
 use std::collections::BTreeSet;
 
 /// Tokens that look like assembly paths (`<stack>/...`) or stage stack names (`<stack>-...`).
@@ -50,7 +51,26 @@ fn runbooks_mention_only_what_exists() {
             }
             // The admin host's `Name` tag is the other name the runbook may use.
             let admin = stack.admin_host.as_ref().map(|a| a.name_tag.as_str());
-            for n in &names {
+            // Named node groups share the prefix too.
+            let node_groups: BTreeSet<String> = stack
+                .stages
+                .iter()
+                .filter(|s| s.stack_name().is_some())
+                .filter_map(|s| {
+                    serde_json::from_str::<Value>(assembly.text(&s.artifacts()[0].path)?).ok()
+                })
+                .flat_map(|t| {
+                    t["Resources"]
+                        .as_object()
+                        .into_iter()
+                        .flatten()
+                        .filter_map(|(_, r)| {
+                            r["Properties"]["NodegroupName"].as_str().map(str::to_owned)
+                        })
+                        .collect::<Vec<_>>()
+                })
+                .collect();
+            for n in names.iter().filter(|n| !node_groups.contains(**n)) {
                 assert!(
                     stack_names.contains(n) || Some(*n) == admin,
                     "{runbook_path} mentions stack `{n}`, not in the manifest"
@@ -93,7 +113,13 @@ fn runbook_commands_follow_the_capacity() {
     assert!(text.contains(
         "git -C ../sagemaker-hyperpod-cli checkout 011ca927123e02b35a399935bbb3ab1905fe33c7"
     ));
-    assert!(text.contains("192 vCPU per instance"));
+    // HyperPod: SageMaker quotas only; its instances use no EC2 vCPU quota.
+    assert!(text.contains("for cluster usage` of at least 1"));
+    assert!(!text.contains("vCPU per") && !text.contains("Running On-Demand"));
+    // Priced in the stack's region, or said plainly that the catalog has no price there.
+    assert!(text
+        .contains("no on-demand price for `p6-b300.48xlarge` in\nus-west-2, this stack's region"));
+    assert!(!text.contains("price of\n1 x `p6-b300.48xlarge` in us-east-1"));
 
     let eks = reference::kimi_k3_eks().synth().unwrap();
     let text = eks.text("kimi-k3-eks/RUNBOOK.md").unwrap();
@@ -101,7 +127,7 @@ fn runbook_commands_follow_the_capacity() {
     assert!(text.contains("aws ec2 purchase-capacity-block"));
     assert!(text.contains("kubectl rollout status deployment/kimi-k3 -n kimi-k3 --timeout=8160s"));
     assert!(text.contains("kubectl port-forward svc/kimi-k3 8000:8000 -n kimi-k3"));
-    assert!(text.contains("--set vpcId=$(aws cloudformation describe-stacks"));
+    assert!(text.contains("--set \"vpcId=$(aws cloudformation describe-stacks"));
     assert!(text.contains("--repo https://nvidia.github.io/k8s-device-plugin --version 0.18.2"));
     assert!(text.contains("terraform -chdir=kimi-k3-eks/terraform/01-foundation apply"));
     // The Helm phase applies through the admin tunnel, after the phase that creates it.
@@ -114,6 +140,8 @@ fn runbook_commands_follow_the_capacity() {
     assert!(foundation < helm);
     assert!(text.contains("--document-name AWS-StartPortForwardingSessionToRemoteHost"));
     assert!(text.contains("--tls-server-name \"${ENDPOINT#https://}\""));
+    assert!(text.contains("of at least 192 vCPUs (192 vCPU per `p6-b300.48xlarge`)"));
+
     // Cleanup runs in reverse: the workload goes before the node groups' stack.
     let workload = text
         .rfind("kubectl delete -f kimi-k3-eks/05-workload.yaml")
@@ -122,4 +150,101 @@ fn runbook_commands_follow_the_capacity() {
         .rfind("delete-stack --region us-west-2 --stack-name kimi-k3-eks-nodes")
         .unwrap();
     assert!(workload < nodes);
+
+    // Karpenter: the reservation id written into the EC2NodeClass is substituted on apply.
+    let karpenter = reference::kimi_k3_eks_karpenter().synth().unwrap();
+    let text = karpenter.text("kimi-k3-eks-karpenter/RUNBOOK.md").unwrap();
+    let manifest = karpenter
+        .text("kimi-k3-eks-karpenter/06-gpu-capacity.yaml")
+        .unwrap();
+    assert!(manifest.contains("id: cr-0123456789abcdef0"));
+    assert!(text.contains("RESERVATION=cr-0123456789abcdef0\nsed -e \"s/cr-0123456789abcdef0/${RESERVATION:-cr-0123456789abcdef0}/g\" kimi-k3-eks-karpenter/06-gpu-capacity.yaml | kubectl apply -f -"));
+    assert!(!text.contains("kubectl apply -f kimi-k3-eks-karpenter/06-gpu-capacity.yaml"));
+    assert!(!text.contains("pass your reservation id and zone id as the\nparameter overrides"));
+}
+
+/// Every bucket of every CloudFormation stage is emptied of all object versions and delete
+/// markers before its stack is deleted (CloudFormation deletes only empty buckets), by the
+/// stack output that names it; Terraform empties on destroy only the bucket whose objects
+/// nothing in the deployment wrote (the inference operator's certificates).
+#[test]
+fn every_bucket_is_emptied_before_its_stack_is_deleted() {
+    for app in reference::all().into_iter().chain(reference::variants()) {
+        let assembly = app.synth().unwrap_or_else(|d| panic!("{d}"));
+        for stack in &assembly.manifest().stacks {
+            let text = assembly
+                .text(&format!("{}/RUNBOOK.md", stack.name))
+                .unwrap();
+            let cleanup = &text[text.find("## 5. Cleanup").expect("a cleanup section")..];
+            for stage in &stack.stages {
+                let Some(stack_name) = stage.stack_name() else {
+                    continue;
+                };
+                let template: Value =
+                    serde_json::from_str(assembly.text(&stage.artifacts()[0].path).unwrap())
+                        .unwrap();
+                let buckets: Vec<&String> = template["Resources"]
+                    .as_object()
+                    .unwrap()
+                    .iter()
+                    .filter(|(_, r)| r["Type"] == "AWS::S3::Bucket")
+                    .map(|(id, _)| id)
+                    .collect();
+                let delete = cleanup
+                    .find(&format!(
+                        "delete-stack --region us-west-2 --stack-name {stack_name}\n"
+                    ))
+                    .unwrap_or_else(|| panic!("{stack_name} is never deleted"));
+                let section_start = cleanup[..delete].rfind("### Stage").unwrap();
+                let section = &cleanup[section_start..delete];
+                for bucket in buckets {
+                    let output = template["Outputs"]
+                        .as_object()
+                        .unwrap()
+                        .iter()
+                        .find(|(k, o)| {
+                            !k.starts_with("Export") && o["Value"] == json!({"Ref": bucket})
+                        })
+                        .map(|(k, _)| k.clone())
+                        .unwrap_or_else(|| panic!("{stack_name}: no output names bucket {bucket}"));
+                    let reads = format!("--stack-name {stack_name} \\\n  --query \"Stacks[0].Outputs[?OutputKey=='{output}'].OutputValue\"");
+                    assert!(section.contains(&reads), "{stack_name}: {bucket} is not read before the stack is deleted:\n{section}");
+                    for needed in [
+                        "for KIND in Versions DeleteMarkers",
+                        "list-object-versions",
+                        "delete-objects",
+                        "VersionId: VersionId",
+                    ] {
+                        assert!(
+                            section.contains(needed),
+                            "{stack_name}: emptying {bucket} lacks `{needed}`"
+                        );
+                    }
+                    assert!(
+                        !section.contains("console"),
+                        "exact commands, not the console"
+                    );
+                }
+            }
+            // Terraform: force_destroy on the operator's bucket only.
+            let Some(tf) = stack.terraform.as_ref() else {
+                continue;
+            };
+            for a in &tf.artifacts {
+                let module: Value = serde_json::from_str(assembly.text(&a.path).unwrap()).unwrap();
+                for (name, body) in module["resource"]["aws_s3_bucket"]
+                    .as_object()
+                    .into_iter()
+                    .flatten()
+                {
+                    let forced = body.get("force_destroy") == Some(&json!(true));
+                    assert_eq!(
+                        forced,
+                        name == "inference_operator_tls_bucket",
+                        "{name}: {body}"
+                    );
+                }
+            }
+        }
+    }
 }

@@ -2,10 +2,15 @@
 //! capacity, regions and warnings-as-errors, each rule with a passing and a failing
 //! description, and a description with several faults reported in one run.
 
-use crate::fixtures::{add_hyperpod_stages, training_plan_group, TRAINING_PLAN};
+use crate::fixtures::{
+    add_hyperpod_stages, add_hyperpod_stages_with, training_plan_group, TRAINING_PLAN,
+};
 use hyperforge::app::Stack;
 use hyperforge::catalog::{AttentionKind, Experts, Model, Precision};
-use hyperforge::constructs::{Capacity, InferenceEndpoint, InstanceGroup, Network, VllmServer};
+use hyperforge::constructs::{
+    Capacity, ContainerStorage, InferenceEndpoint, InstanceGroup, LifecycleScripts, Network,
+    VllmServer,
+};
 use hyperforge::{App, Code, Diagnostics, SynthOptions};
 
 const ENDPOINT: &str = "test/Model";
@@ -517,6 +522,95 @@ fn reference_stack_has_no_errors_and_only_the_hub_download_warning() {
     }
 }
 
+// HF0510: the serving node's own storage holds the downloaded weights.
+
+/// Kimi K3 on HyperPod with `lifecycle` and the reference group with an EBS volume of
+/// `ebs_gb`.
+fn k3_on_hyperpod_storage(lifecycle: LifecycleScripts, ebs_gb: i64) -> Diagnostics {
+    let mut stack = Stack::new("test", "us-west-2");
+    add_hyperpod_stages_with(
+        &mut stack,
+        Network::new("Network").hyperpod_subnet("usw2-az2"),
+        "test",
+        lifecycle,
+        training_plan_group().ebs_volume_gb(ebs_gb),
+    );
+    let inference = stack.kubernetes_stage("inference");
+    stack.add(
+        inference,
+        InferenceEndpoint::new("Model", k3(), "ml.p6-b300.48xlarge").name("model"),
+    );
+    App::new().stack(stack).validate()
+}
+
+#[test]
+fn weights_land_on_the_local_nvme_by_default() {
+    let ds = k3_on_hyperpod_storage(LifecycleScripts::new("Lifecycle"), 500);
+    assert!(
+        !ds.contains(Code::PodStorageTooSmallForWeights, GROUP),
+        "{ds}"
+    );
+    assert!(!ds.has_errors(), "{ds}");
+}
+
+#[test]
+fn an_ebs_volume_smaller_than_the_weights_is_refused() {
+    let ebs = LifecycleScripts::new("Lifecycle").container_storage(ContainerStorage::EbsVolume);
+    let ds = k3_on_hyperpod_storage(ebs.clone(), 500);
+    let d = ds
+        .with_code(Code::PodStorageTooSmallForWeights)
+        .next()
+        .unwrap_or_else(|| panic!("no HF0510 in:\n{ds}"));
+    assert_eq!(d.path, GROUP);
+    assert_eq!(d.field.as_deref(), Some("ebs_volume_gb"));
+    assert!(d.message.contains("/opt/sagemaker") && d.message.contains("1453.7 GiB"));
+    assert!(d.notes.iter().any(|n| n.contains(ENDPOINT)), "{d}");
+    // 1,453.7 GiB + a tenth + 100 GiB = 1,699.1 GiB = 1,824.4 GB: 1,800 GB is short, 1,900
+    // GB holds it.
+    assert!(k3_on_hyperpod_storage(ebs.clone(), 1_800)
+        .contains(Code::PodStorageTooSmallForWeights, GROUP));
+    let ds = k3_on_hyperpod_storage(ebs, 1_900);
+    assert!(
+        !ds.contains(Code::PodStorageTooSmallForWeights, GROUP),
+        "{ds}"
+    );
+}
+
+#[test]
+fn a_replaced_lifecycle_script_is_not_judged() {
+    let custom = LifecycleScripts::new("Lifecycle").on_create_script("#!/bin/bash\n");
+    let ds = k3_on_hyperpod_storage(custom, 500);
+    assert!(
+        !ds.contains(Code::PodStorageTooSmallForWeights, GROUP),
+        "{ds}"
+    );
+}
+
+#[test]
+fn weights_larger_than_an_eks_nodes_nvme_are_refused() {
+    // 40 TB of weights exceed the p6-b300's 30.4 TB RAID 0 (and its GPUs: HF0501 as well).
+    let app = hyperforge::reference::kimi_k3_eks();
+    let mut stack = app.stacks()[0].clone();
+    let huge = hyperforge::reference::kimi_k3_server().weight_bytes(40_000_000_000_000);
+    let w = stack.kubernetes_stage("more");
+    stack.add(
+        w,
+        hyperforge::constructs::VllmDeployment::new("Huge", huge, "p6-b300.48xlarge").name("huge"),
+    );
+    let ds = App::new().stack(stack).validate();
+    let d = ds
+        .with_code(Code::PodStorageTooSmallForWeights)
+        .next()
+        .unwrap_or_else(|| panic!("no HF0510 in:\n{ds}"));
+    assert_eq!(d.path, "kimi-k3-eks/GpuNodes");
+    assert!(d.message.contains("RAID 0"), "{d}");
+    assert_eq!(
+        ds.with_code(Code::PodStorageTooSmallForWeights).count(),
+        1,
+        "{ds}"
+    );
+}
+
 #[test]
 fn cost_covers_node_groups_and_karpenter_pools() {
     let report = hyperforge::cost::estimate(&hyperforge::reference::kimi_k3_eks());
@@ -527,7 +621,12 @@ fn cost_covers_node_groups_and_karpenter_pools() {
         .find(|l| l.instance_type == "p6-b300.48xlarge")
         .expect("the GPU node group is priced");
     assert_eq!(gpu.count, 1);
-    assert!((gpu.usd_per_hour().unwrap() - 142.416).abs() < 1e-9);
+    // us-west-2 has no price in the catalog (it holds us-east-1's): said, not borrowed.
+    assert!(gpu.usd_per_hour().is_none());
+    let hyperforge::cost::Pricing::NotPriced { reason } = &gpu.pricing else {
+        unreachable!()
+    };
+    assert!(reason.contains("in us-west-2") && reason.contains("$142.42/h there, for reference"));
     // The system nodes' type has no catalog price: listed, not silently dropped.
     assert!(eks
         .lines
@@ -538,5 +637,5 @@ fn cost_covers_node_groups_and_karpenter_pools() {
     assert!(karpenter.stacks[0]
         .lines
         .iter()
-        .any(|l| l.path.ends_with("/GpuPool") && l.usd_per_hour().is_some()));
+        .any(|l| l.path.ends_with("/GpuPool") && l.count == 1));
 }

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Create (or reuse) the Python virtualenv holding the external validators:
-# cfn-lint, checkov, kubernetes-validate, moto server, jsonschema and PyYAML.
+# cfn-lint, checkov, kubernetes-validate, moto server, ShellCheck, jsonschema and PyYAML.
 #
 #   tests/tools/install-validators.sh
 #
@@ -13,7 +13,7 @@ requirements="$repo_root/tests/tools/requirements-validators.txt"
 venv="${HYPERFORGE_VENV:-$repo_root/.venv-validators}"
 stamp="$venv/.hyperforge-requirements.sha256"
 python="${PYTHON:-python3}"
-tools=(cfn-lint checkov kubernetes-validate moto_server)
+tools=(cfn-lint checkov kubernetes-validate moto_server shellcheck)
 
 log() { printf 'install-validators: %s\n' "$*" >&2; }
 die() { log "error: $*"; exit 1; }

@@ -27,10 +27,15 @@ pub fn templates(
     tags: &Tags,
 ) -> Result<BTreeMap<StageId, Value>, Diagnostics> {
     let mut cx = template::StackTemplates::new(stack);
+    let stage_of: BTreeMap<&str, StageId> = graph
+        .resources
+        .iter()
+        .map(|r| (r.path.as_str(), r.stage))
+        .collect();
     // Resources of Kubernetes stages (their objects) have no template.
     for r in graph.resources.iter() {
         if cx.templates.contains_key(&r.stage) {
-            resources::lower(&mut cx, r);
+            resources::lower(&mut cx, r, &stage_of);
         }
     }
     for stage in stack.stages() {

@@ -8,12 +8,13 @@ use super::expr::{Expr, Val};
 use super::l1::*;
 use super::lower::{bucket, managed_policy, name_tag};
 use super::template::StackTemplates;
-use crate::app::logical_id;
+use crate::app::{logical_id, StageId};
 use crate::resources::{
     Bucket, DataRepositoryAssociation, Direction, EcrPullThroughCacheRule, KmsKey,
     LustreFileSystem, Peer, PodIdentityAssociation, Resource, ResourceKind, Role, RolePolicy,
     SecurityGroup, SecurityGroupRule, StackOutput,
 };
+use std::collections::BTreeMap;
 
 mod compute;
 mod network;
@@ -29,10 +30,12 @@ fn e<T>(expr: Expr) -> Val<T> {
 }
 
 /// Lowers one resource into its stage's template, then records its dependencies and
-/// suppressions on the template resource lowered at its path.
-pub(crate) fn lower(cx: Cx, r: &Resource) {
+/// suppressions on the template resource lowered at its path. `stage_of` gives every
+/// resource's stage: a dependency in an earlier stage is kept by the stage order (an earlier
+/// stack), so only those in the same template become `DependsOn`.
+pub(crate) fn lower(cx: Cx, r: &Resource, stage_of: &BTreeMap<&str, StageId>) {
     lower_kind(cx, r);
-    meta(cx, r);
+    meta(cx, r, stage_of);
 }
 
 fn lower_kind(cx: Cx, r: &Resource) {
@@ -113,11 +116,16 @@ fn pull_through_cache_rule(cx: Cx, r: &Resource, rule: &EcrPullThroughCacheRule)
 
 /// Records the resource's dependencies and suppressions on the template resource at its path
 /// (for kinds lowered to several resources, the one named after the kind's own path).
-fn meta(cx: Cx, r: &Resource) {
+fn meta(cx: Cx, r: &Resource, stage_of: &BTreeMap<&str, StageId>) {
     if r.depends_on.is_empty() && r.suppressions.is_empty() {
         return;
     }
-    let ids: Vec<String> = r.depends_on.iter().map(|p| logical_id(p)).collect();
+    let ids: Vec<String> = r
+        .depends_on
+        .iter()
+        .filter(|p| stage_of.get(p.as_str()) == Some(&r.stage))
+        .map(|p| logical_id(p))
+        .collect();
     if let Some(t) = cx.resource_at(r.stage, &r.path) {
         t.depends_on.extend(ids);
         t.suppressions.extend(r.suppressions.iter().copied());

@@ -28,8 +28,13 @@ pub(super) fn managed_policy(cx: Cx, name: &str) -> Value {
 
 /// The secure bucket (`resources::Bucket`): KMS-encrypted, versioned, owner-enforced,
 /// public access blocked, TLS-only policy.
-pub(super) fn bucket(cx: Cx, path: &str) -> Addr {
-    let b = cx.add("aws_s3_bucket", path, json!({}));
+pub(super) fn bucket(cx: Cx, path: &str, force_destroy: bool) -> Addr {
+    let body = if force_destroy {
+        json!({"force_destroy": true})
+    } else {
+        json!({})
+    };
+    let b = cx.add("aws_s3_bucket", path, body);
     let base = b.name.clone();
     cx.add_named(
         "aws_s3_bucket_server_side_encryption_configuration",

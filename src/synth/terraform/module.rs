@@ -46,30 +46,10 @@ impl Addr {
 }
 
 /// A Terraform resource name: the snake_case of a logical id (`NetworkVpc` -> `network_vpc`,
-/// `AmazonEKSClusterPolicy` -> `amazon_eks_cluster_policy`, `NatEip1` -> `nat_eip1`).
+/// `AmazonEKSClusterPolicy` -> `amazon_eks_cluster_policy`, `NatEip1` -> `nat_eip1`); see
+/// [`crate::app::snake_case`].
 pub fn snake(id: &str) -> String {
-    let chars: Vec<char> = id.chars().collect();
-    let mut out = String::new();
-    for (i, &c) in chars.iter().enumerate() {
-        if !c.is_ascii_alphanumeric() {
-            if !out.is_empty() && !out.ends_with('_') {
-                out.push('_');
-            }
-            continue;
-        }
-        if c.is_ascii_uppercase() && i > 0 {
-            let prev = chars[i - 1];
-            let next_lower = chars.get(i + 1).is_some_and(|n| n.is_ascii_lowercase());
-            let boundary = prev.is_ascii_lowercase()
-                || prev.is_ascii_digit()
-                || (prev.is_ascii_uppercase() && next_lower);
-            if boundary && !out.is_empty() && !out.ends_with('_') {
-                out.push('_');
-            }
-        }
-        out.push(c.to_ascii_lowercase());
-    }
-    out.trim_end_matches('_').to_owned()
+    crate::app::snake_case(id)
 }
 
 /// Escapes a literal for a Terraform string template: `${` and `%{` would start an

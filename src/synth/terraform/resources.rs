@@ -164,8 +164,8 @@ fn security_group_rule(cx: Cx, r: &Resource, rule: &SecurityGroupRule) {
     cx.add(ty, &r.path, Value::Object(body));
 }
 
-fn secure_bucket(cx: Cx, r: &Resource, _b: &Bucket) {
-    bucket(cx, &r.path);
+fn secure_bucket(cx: Cx, r: &Resource, b: &Bucket) {
+    bucket(cx, &r.path, b.deleted_with_objects.is_some());
 }
 
 fn output(cx: Cx, o: &StackOutput) {

@@ -208,6 +208,7 @@ pub(super) fn node_group(cx: Cx, r: &Resource, g: &NodeGroup) {
         r.stage,
         &r.path,
         &eks_nodegroup::Nodegroup {
+            nodegroup_name: g.name.as_ref().map(s),
             cluster_name: e(cluster_name),
             node_role: e(node_role),
             subnets,

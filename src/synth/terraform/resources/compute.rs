@@ -5,7 +5,6 @@
 use super::network::variable;
 use super::Cx;
 use crate::app::logical_id;
-use crate::resources::ADDONS_NEEDING_NODES;
 use crate::resources::{
     CapacityBlockPurchase, HyperPodCluster, Instance, InstanceProfile, LaunchTemplate, NodeGroup,
     Resource,
@@ -22,7 +21,8 @@ fn addr(ty: &'static str, path: &str) -> Addr {
 }
 
 /// The cluster waits for the earlier stages (the uploaded lifecycle scripts, the Helm chart)
-/// and for its execution role's policies; the EKS add-ons whose pods need nodes wait for it.
+/// and for its execution role's policies. (The EKS add-ons whose pods need its nodes wait for
+/// it through their `Resource::depends_on`.)
 /// awscc has no provider-level default tags, so the stack's tags are set here.
 pub(super) fn hyperpod_cluster(cx: Cx, r: &Resource, c: &HyperPodCluster) {
     let mut groups = Vec::new();
@@ -106,14 +106,6 @@ pub(super) fn hyperpod_cluster(cx: Cx, r: &Resource, c: &HyperPodCluster) {
     let mut waits = cx.earlier_stages(r.stage);
     waits.extend(role_policies);
     cx.depends_on(&cluster, &waits);
-    let eks_id = c.eks_cluster.construct_id().to_owned();
-    for addon in ADDONS_NEEDING_NODES {
-        let addon = addr(
-            "aws_eks_addon",
-            &format!("{eks_id}/{}Addon", crate::app::pascal_id(addon)),
-        );
-        cx.depends_on(&addon, &[cluster.address()]);
-    }
 }
 
 /// Charged in full at purchase, never refunded; `terraform destroy` only removes it from state.
@@ -212,6 +204,9 @@ pub(super) fn node_group(cx: Cx, r: &Resource, g: &NodeGroup) {
     let template = addr("aws_launch_template", &g.launch_template);
     let subnets: Vec<Value> = g.subnets.iter().map(|a| cx.attr(a)).collect();
     let mut body = Map::new();
+    if let Some(name) = &g.name {
+        body.insert("node_group_name".into(), json!(name));
+    }
     body.insert("cluster_name".into(), cx.attr(&g.cluster));
     body.insert("node_role_arn".into(), cx.attr(&g.node_role));
     body.insert("subnet_ids".into(), json!(subnets));
@@ -243,6 +238,12 @@ pub(super) fn node_group(cx: Cx, r: &Resource, g: &NodeGroup) {
             })
             .collect();
         body.insert("taint".into(), Value::Array(taints));
+    }
+    if g.desired_size_set_later {
+        body.insert(
+            "lifecycle".into(),
+            json!({"ignore_changes": ["scaling_config[0].desired_size"]}),
+        );
     }
     let group = cx.add("aws_eks_node_group", &r.path, Value::Object(body));
     let policies = cx.role_policies(&g.node_role.path);

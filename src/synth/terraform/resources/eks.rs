@@ -62,7 +62,7 @@ pub(super) fn oidc_provider(cx: Cx, r: &Resource, p: &OidcProvider) {
 }
 
 /// The configuration is a local object of references, encoded when applied. `aws_eks_addon`
-/// waits for the add-on to become active, so an add-on whose pods need nodes waits for them.
+/// waits for the add-on to become active.
 pub(super) fn addon(cx: Cx, r: &Resource, a: &EksAddon) {
     let mut body = Map::new();
     body.insert("cluster_name".into(), cx.attr(&a.cluster));
@@ -86,14 +86,9 @@ pub(super) fn addon(cx: Cx, r: &Resource, a: &EksAddon) {
         let value = configuration(cx, c);
         body.insert("configuration_values".into(), cx.local(&local, value));
     }
-    let addon = cx.add("aws_eks_addon", &r.path, Value::Object(body));
-    // `Resource::depends_on` is applied by `resources::lower` after this.
-    let after: Vec<String> = a
-        .nodes
-        .iter()
-        .filter_map(|n| cx.address_of(&n.path))
-        .collect();
-    cx.depends_on(&addon, &after);
+    // What it waits for (the nodes its pods need) is `Resource::depends_on`, applied by
+    // `resources::lower` after this.
+    cx.add("aws_eks_addon", &r.path, Value::Object(body));
 }
 
 fn configuration(cx: Cx, c: &AddonConfiguration) -> Value {

