@@ -511,6 +511,39 @@ pub fn controller_policy(
     let owned_value = || vec![Text::lit("owned")];
     let region = || Text::lit("").push_pseudo(crate::app::text::Pseudo::Region);
     let profiles = || Text::arn("iam", false, true, Text::lit("instance-profile/*"));
+    // The tags Karpenter gives a profile it creates, required on the request...
+    let requested = |s: Statement| {
+        s.condition("StringEquals", request_owned.as_str(), owned_value())
+            .condition(
+                "StringEquals",
+                "aws:RequestTag/eks:eks-cluster-name",
+                vec![Text::lit(cluster_name)],
+            )
+            .condition(
+                "StringEquals",
+                "aws:RequestTag/topology.kubernetes.io/region",
+                vec![region()],
+            )
+            .condition(
+                "StringLike",
+                "aws:RequestTag/karpenter.k8s.aws/ec2nodeclass",
+                vec![Text::lit("*")],
+            )
+    };
+    // ...and on the profile acted on.
+    let existing = |s: Statement| {
+        s.condition("StringEquals", owned.as_str(), owned_value())
+            .condition(
+                "StringEquals",
+                "aws:ResourceTag/topology.kubernetes.io/region",
+                vec![region()],
+            )
+            .condition(
+                "StringLike",
+                "aws:ResourceTag/karpenter.k8s.aws/ec2nodeclass",
+                vec![Text::lit("*")],
+            )
+    };
     let launch_targets = [
         "fleet/*",
         "instance/*",
@@ -617,79 +650,25 @@ pub fn controller_policy(
         // Instance profiles: created only with the tags Karpenter puts on its own, and changed
         // or deleted only when they carry them (upstream's scoping), so the controller cannot
         // touch another workload's profiles.
-        .statement(
+        .statement(requested(
             Statement::allow(["iam:CreateInstanceProfile"])
                 .sid("CreateOwnedInstanceProfiles")
-                .resource(profiles())
-                .condition("StringEquals", request_owned.as_str(), owned_value())
-                .condition(
-                    "StringEquals",
-                    "aws:RequestTag/eks:eks-cluster-name",
-                    vec![Text::lit(cluster_name)],
-                )
-                .condition(
-                    "StringEquals",
-                    "aws:RequestTag/topology.kubernetes.io/region",
-                    vec![region()],
-                )
-                .condition(
-                    "StringLike",
-                    "aws:RequestTag/karpenter.k8s.aws/ec2nodeclass",
-                    vec![Text::lit("*")],
-                ),
-        )
-        .statement(
+                .resource(profiles()),
+        ))
+        .statement(requested(existing(
             Statement::allow(["iam:TagInstanceProfile"])
                 .sid("TagOwnedInstanceProfiles")
-                .resource(profiles())
-                .condition("StringEquals", owned.as_str(), owned_value())
-                .condition(
-                    "StringEquals",
-                    "aws:ResourceTag/topology.kubernetes.io/region",
-                    vec![region()],
-                )
-                .condition("StringEquals", request_owned.as_str(), owned_value())
-                .condition(
-                    "StringEquals",
-                    "aws:RequestTag/eks:eks-cluster-name",
-                    vec![Text::lit(cluster_name)],
-                )
-                .condition(
-                    "StringEquals",
-                    "aws:RequestTag/topology.kubernetes.io/region",
-                    vec![region()],
-                )
-                .condition(
-                    "StringLike",
-                    "aws:ResourceTag/karpenter.k8s.aws/ec2nodeclass",
-                    vec![Text::lit("*")],
-                )
-                .condition(
-                    "StringLike",
-                    "aws:RequestTag/karpenter.k8s.aws/ec2nodeclass",
-                    vec![Text::lit("*")],
-                ),
-        )
-        .statement(
+                .resource(profiles()),
+        )))
+        .statement(existing(
             Statement::allow([
                 "iam:AddRoleToInstanceProfile",
                 "iam:DeleteInstanceProfile",
                 "iam:RemoveRoleFromInstanceProfile",
             ])
             .sid("ManageOwnedInstanceProfiles")
-            .resource(profiles())
-            .condition("StringEquals", owned.as_str(), owned_value())
-            .condition(
-                "StringEquals",
-                "aws:ResourceTag/topology.kubernetes.io/region",
-                vec![region()],
-            )
-            .condition(
-                "StringLike",
-                "aws:ResourceTag/karpenter.k8s.aws/ec2nodeclass",
-                vec![Text::lit("*")],
-            ),
-        )
+            .resource(profiles()),
+        ))
         .statement(
             Statement::allow(["iam:GetInstanceProfile"])
                 .sid("ReadInstanceProfiles")

@@ -1055,11 +1055,14 @@ impl Builder {
         }
     }
 
-    fn security_groups(
+    /// Each item of a list field (or the one value given instead of a list), resolved by
+    /// `one` with its own context (`field[2]`); `None` when any item failed (each reported).
+    fn each_item<T>(
         &mut self,
         node: &Node,
         context: &str,
-    ) -> Option<Vec<Ref<kind::SecurityGroup>>> {
+        mut one: impl FnMut(&mut Self, &Node, &str) -> Option<T>,
+    ) -> Option<Vec<T>> {
         let list: Vec<&Node> = match &node.value {
             Value::Seq(list) => list.iter().collect(),
             _ => vec![node],
@@ -1071,18 +1074,9 @@ impl Builder {
             } else {
                 context.to_owned()
             };
-            let got = self
-                .resolve_as::<ClusterSecurityGroupHandle>(
-                    item,
-                    &ctx,
-                    Want::SecurityGroup,
-                    ClusterSecurityGroup::KIND,
-                    &["group"],
-                )
-                .map(|g| g.group);
-            out = match (out, got) {
-                (Some(mut acc), Some(g)) => {
-                    acc.push(g);
+            out = match (out, one(self, item, &ctx)) {
+                (Some(mut acc), Some(x)) => {
+                    acc.push(x);
                     Some(acc)
                 }
                 _ => None,
@@ -1091,46 +1085,44 @@ impl Builder {
         out
     }
 
+    fn security_groups(
+        &mut self,
+        node: &Node,
+        context: &str,
+    ) -> Option<Vec<Ref<kind::SecurityGroup>>> {
+        self.each_item(node, context, |b, item, ctx| {
+            b.resolve_as::<ClusterSecurityGroupHandle>(
+                item,
+                ctx,
+                Want::SecurityGroup,
+                ClusterSecurityGroup::KIND,
+                &["group"],
+            )
+            .map(|g| g.group)
+        })
+    }
+
     /// Node roles: each item names a managed node group or Karpenter.
     fn node_roles(&mut self, node: &Node, context: &str) -> Option<Vec<Ref<kind::Role>>> {
-        let list: Vec<&Node> = match &node.value {
-            Value::Seq(list) => list.iter().collect(),
-            _ => vec![node],
-        };
-        let mut out = Some(Vec::new());
-        for (i, item) in list.into_iter().enumerate() {
-            let ctx = if matches!(node.value, Value::Seq(_)) {
-                format!("{context}[{i}]")
-            } else {
-                context.to_owned()
-            };
-            let got = match self.lookup(item, &ctx) {
-                None => None,
-                Some((h, None)) => match (h.get::<NodeGroupHandle>(), h.get::<KarpenterHandle>()) {
-                    (Some(g), _) => Some(g.role.clone()),
-                    (_, Some(k)) => Some(k.node_role.clone()),
-                    _ if h.failed(ManagedNodeGroup::KIND) || h.failed(Karpenter::KIND) => None,
-                    _ => {
-                        let found = describe(&h, None);
-                        self.wrong_kind(item, &ctx, &found, Want::NodeRole);
-                        None
-                    }
-                },
-                Some((h, Some(attr))) => {
-                    let found = describe(&h, Some(&attr));
-                    self.wrong_kind(item, &ctx, &found, Want::NodeRole);
+        self.each_item(node, context, |b, item, ctx| {
+            let (h, attr) = b.lookup(item, ctx)?;
+            match (
+                &attr,
+                h.get::<NodeGroupHandle>(),
+                h.get::<KarpenterHandle>(),
+            ) {
+                (None, Some(g), _) => Some(g.role.clone()),
+                (None, _, Some(k)) => Some(k.node_role.clone()),
+                (None, _, _) if h.failed(ManagedNodeGroup::KIND) || h.failed(Karpenter::KIND) => {
                     None
                 }
-            };
-            out = match (out, got) {
-                (Some(mut acc), Some(r)) => {
-                    acc.push(r);
-                    Some(acc)
+                _ => {
+                    let found = describe(&h, attr.as_deref());
+                    b.wrong_kind(item, ctx, &found, Want::NodeRole);
+                    None
                 }
-                _ => None,
-            };
-        }
-        out
+            }
+        })
     }
 
     fn eks(&mut self, node: &Node, context: &str) -> Option<EksClusterHandle> {

@@ -233,28 +233,7 @@ fn terraform_passes_checkov() {
 /// the prefix, in both backends; the stack file names the node group the same way.
 #[test]
 fn pulling_nodes_are_granted_the_import_on_the_prefix_only() {
-    use hyperforge::constructs::{EksCluster, ManagedNodeGroup};
-    let mut stack = Stack::new("images", "us-west-2");
-    let s = stack.cloudformation_stage("foundation");
-    let net = stack.add(s, Network::new("Network"));
-    let eks = stack.add(
-        s,
-        EksCluster::new("Eks", "images")
-            .subnets(&net.private_subnets)
-            .vpc(&net.vpc),
-    );
-    let nodes = stack.add(
-        s,
-        ManagedNodeGroup::system("System", &eks.cluster, &net.private_subnets),
-    );
-    stack.add(
-        s,
-        EcrPullThroughCache::docker_hub("ImageCache", CREDENTIAL).pulled_by(&nodes.role),
-    );
-    let assembly = App::new()
-        .stack(stack)
-        .synth()
-        .unwrap_or_else(|d| panic!("{d}"));
+    let assembly = app().synth().unwrap_or_else(|d| panic!("{d}"));
     let t = json_file(&assembly, ".template.json");
     let p = &t["Resources"]["ImageCachePullPolicy1"];
     assert_eq!(p["Type"], "AWS::IAM::Policy");
