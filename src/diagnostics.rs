@@ -155,6 +155,8 @@ codes! {
         "Only instance types with EFA interfaces (see the catalog's `efa_max`) can attach them.";
     GroupLargerThanReservation = "HF0326", Error, "the group can grow beyond its reservation",
         "Instances beyond a Capacity Block's size fail to launch for as long as the block runs; cap the group's maximum at the block's instance count.";
+    InvalidAmiVersion = "HF0328", Error, "the AMI release is not an EKS-optimized AMI release name",
+        "Karpenter's `al2023@<version>` alias takes an EKS-optimized AMI release, `v` and its date (`v20260714`): the releases are listed in the amazon-eks-ami repository's CHANGELOG. `latest` is refused: a new AMI would mark every node drifted.";
     CapacityBlockPurchaseWithoutOptIn = "HF0327", Error, "a Capacity Block purchase without the explicit opt-in",
         "Buying a Capacity Block charges its whole price up front; it cannot be cancelled or refunded, and destroying the Terraform resource only forgets it. hyperforge emits the purchase only after `purchase_capacity_block_non_refundable()`.";
     InvalidTensorParallelSize = "HF0401", Error, "tensor parallel size does not fit the instance",

@@ -122,7 +122,7 @@ impl Construct for Karpenter {
                 trust: service_trust("ec2.amazonaws.com"),
                 managed: [
                     "AmazonEKSWorkerNodePolicy",
-                    "AmazonEC2ContainerRegistryReadOnly",
+                    "AmazonEC2ContainerRegistryPullOnly",
                     "AmazonEKS_CNI_Policy",
                     "AmazonSSMManagedInstanceCore",
                 ]
@@ -431,8 +431,24 @@ impl KarpenterNodePool {
                 );
             }
         }
+        if !is_ami_release(&self.ami_version) {
+            ds.report_field(
+                Code::InvalidAmiVersion,
+                path,
+                "ami_version",
+                format!("`{}` is not an EKS-optimized AMI release", self.ami_version),
+                "write the release as `v` and its date, e.g. `v20260714` (amazon-eks-ami CHANGELOG)",
+            );
+        }
         crate::catalog::capacity::check_block_count(i64::from(self.max_nodes), path, ds);
     }
+}
+
+/// `v` and an eight-digit date (`v20260714`): an EKS-optimized AMI release.
+fn is_ami_release(version: &str) -> bool {
+    version
+        .strip_prefix('v')
+        .is_some_and(|d| d.len() == 8 && d.chars().all(|c| c.is_ascii_digit()))
 }
 
 impl Construct for KarpenterNodePool {
@@ -764,5 +780,27 @@ impl super::stack_file::StackFileConstruct for KarpenterNodePool {
             c = c.ami_version(v);
         }
         Some(c)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ami_releases_are_dated_names() {
+        for ok in ["v20260714", DEFAULT_AL2023_AMI_VERSION] {
+            assert!(is_ami_release(ok), "{ok}");
+        }
+        for bad in [
+            "latest",
+            "",
+            "v2026071",
+            "v2026-07-14",
+            "20260714",
+            "v20260714; rm",
+        ] {
+            assert!(!is_ami_release(bad), "{bad}");
+        }
     }
 }

@@ -638,7 +638,7 @@ impl Construct for ManagedNodeGroup {
                 trust: service_trust("ec2.amazonaws.com"),
                 managed: [
                     "AmazonEKSWorkerNodePolicy",
-                    "AmazonEC2ContainerRegistryReadOnly",
+                    "AmazonEC2ContainerRegistryPullOnly",
                     "AmazonEKS_CNI_Policy",
                     "AmazonSSMManagedInstanceCore",
                 ]
