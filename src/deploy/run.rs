@@ -967,16 +967,11 @@ impl Run<'_> {
             // one; closed again when the stage's commands end.
             let tunnel = match (&self.plan.eks_cluster, &self.plan.admin_host) {
                 (Some(cluster), Some(admin)) => {
-                    let dir = self.plan.root.join(".hyperforge-tunnel");
-                    std::fs::create_dir_all(&dir).map_err(|e| DeployError::External {
-                        command: format!("mkdir {}", dir.display()),
-                        problem: e.to_string(),
-                    })?;
                     self.console.line(&format!(
                         "  opening the tunnel to `{cluster}` through admin host `{}` (127.0.0.1:{})",
                         admin.name_tag, admin.local_port
                     ));
-                    Some(super::tunnel::Tunnel::open(cluster, &region, admin, &dir)?)
+                    Some(super::tunnel::Tunnel::open(cluster, &region, admin)?)
                 }
                 _ => None,
             };

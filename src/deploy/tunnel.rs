@@ -1,8 +1,9 @@
 //! The Session Manager tunnel to a private EKS API endpoint through the stack's admin host:
 //! the commands that open it (printed for the user), and opening it for `--run-external`
-//! (a background `aws ssm start-session` port forward and a kubeconfig of its own pointing
-//! kubectl and helm at `https://127.0.0.1:<port>`, certificates still checked against the
-//! endpoint's name).
+//! (a background `aws ssm start-session` port forward and a kubeconfig of its own, in a
+//! private temporary directory removed when the tunnel closes, pointing kubectl and helm at
+//! `https://127.0.0.1:<port>`, certificates still checked against the endpoint's name). Neither
+//! the assembly nor the user's own kubeconfig is touched.
 
 use super::error::DeployError;
 use crate::assembly::manifest::AdminHostManifest;
@@ -26,20 +27,20 @@ pub fn instructions(cluster: &str, region: &str, admin: &AdminHostManifest) -> V
     ]
 }
 
-/// An open tunnel; closing it (drop) ends the session.
+/// An open tunnel; closing it (drop) ends the session and removes its kubeconfig.
 pub struct Tunnel {
-    session: Child,
+    session: Option<Child>,
+    dir: PathBuf,
     kubeconfig: PathBuf,
 }
 
 impl Tunnel {
-    /// Finds the admin host, writes `<dir>/kubeconfig` for the tunnel and starts the port
-    /// forward, returning once it accepts connections.
+    /// Finds the admin host, writes a kubeconfig for the tunnel and starts the port forward,
+    /// returning once it accepts connections.
     pub fn open(
         cluster: &str,
         region: &str,
         admin: &AdminHostManifest,
-        dir: &Path,
     ) -> Result<Tunnel, DeployError> {
         let tag = format!("Name=tag:Name,Values={}", admin.name_tag);
         let instance = output(&[
@@ -81,7 +82,14 @@ impl Tunnel {
         let endpoint = describe("cluster.endpoint")?;
         let arn = describe("cluster.arn")?;
         let host = endpoint.trim_start_matches("https://").to_owned();
-        let kubeconfig = dir.join("kubeconfig");
+        let dir = private_dir()?;
+        // From here on, dropping the tunnel removes the directory.
+        let mut tunnel = Tunnel {
+            session: None,
+            kubeconfig: dir.join("kubeconfig"),
+            dir,
+        };
+        let kubeconfig = tunnel.kubeconfig.clone();
         let path = kubeconfig.display().to_string();
         let server = format!("https://127.0.0.1:{}", admin.local_port);
         run(
@@ -139,17 +147,14 @@ impl Tunnel {
                     format!("could not be started: {e}"),
                 )
             })?;
-        let mut tunnel = Tunnel {
-            session,
-            kubeconfig,
-        };
+        let session = tunnel.session.insert(session);
         let local = SocketAddrV4::new(Ipv4Addr::LOCALHOST, admin.local_port);
         let started = Instant::now();
         loop {
             if TcpStream::connect_timeout(&local.into(), Duration::from_secs(1)).is_ok() {
                 return Ok(tunnel);
             }
-            if let Ok(Some(status)) = tunnel.session.try_wait() {
+            if let Ok(Some(status)) = session.try_wait() {
                 return Err(failed("aws ssm start-session", format!("ended ({status}) before the tunnel opened; is the Session Manager plugin installed?")));
             }
             if started.elapsed() > OPEN_TIMEOUT {
@@ -174,9 +179,32 @@ impl Tunnel {
 
 impl Drop for Tunnel {
     fn drop(&mut self) {
-        let _ = self.session.kill();
-        let _ = self.session.wait();
+        if let Some(session) = &mut self.session {
+            let _ = session.kill();
+            let _ = session.wait();
+        }
+        let _ = std::fs::remove_dir_all(&self.dir);
     }
+}
+
+/// A new directory only this user can read, under the system's temporary directory.
+fn private_dir() -> Result<PathBuf, DeployError> {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.subsec_nanos())
+        .unwrap_or_default();
+    let dir =
+        std::env::temp_dir().join(format!("hyperforge-tunnel-{}-{nanos}", std::process::id()));
+    let mut builder = std::fs::DirBuilder::new();
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::DirBuilderExt;
+        builder.mode(0o700);
+    }
+    builder
+        .create(&dir)
+        .map_err(|e| failed(&format!("mkdir {}", dir.display()), e.to_string()))?;
+    Ok(dir)
 }
 
 fn failed(command: &str, problem: String) -> DeployError {
@@ -233,4 +261,25 @@ mod tests {
         assert!(lines.contains("localPortNumber=8443"));
         assert!(lines.contains("--server https://127.0.0.1:8443"));
     }
+
+    #[test]
+    fn the_kubeconfig_directory_is_private_and_goes_with_the_tunnel() {
+        let dir = private_dir().expect("temporary directory");
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            let mode = std::fs::metadata(&dir).unwrap().permissions().mode();
+            assert_eq!(mode & 0o777, 0o700);
+        }
+        std::fs::write(dir.join("kubeconfig"), "apiVersion: v1\n").unwrap();
+        let tunnel = Tunnel {
+            session: None,
+            kubeconfig: dir.join("kubeconfig"),
+            dir: dir.clone(),
+        };
+        assert!(tunnel.kubeconfig().starts_with(&dir));
+        drop(tunnel);
+        assert!(!dir.exists());
+    }
+
 }
