@@ -445,7 +445,14 @@ impl<'a> RootModule<'a> {
                         Value::String(k) => k,
                         _ => String::new(),
                     };
-                    let values = c.values.iter().map(|v| self.text(v)).collect();
+                    let values = c
+                        .values
+                        .iter()
+                        .map(|v| match c.bool_literal(v) {
+                            Some(b) => json!(b),
+                            None => self.text(v),
+                        })
+                        .collect();
                     let entry = cond.entry(c.operator.clone()).or_insert_with(|| json!({}));
                     if let Value::Object(m) = entry {
                         m.insert(key, one_or_many(values));
