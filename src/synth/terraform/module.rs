@@ -251,6 +251,27 @@ impl<'a> RootModule<'a> {
         self.depends_on_at(addr.ty, &addr.name, on);
     }
 
+    /// Writes checkov acknowledgements on the resource at `address` as Terraform JSON's comment
+    /// property (`"//"`, which Terraform ignores), one `checkov:skip=ID: reason` line each:
+    /// checkov's own suppression syntax, beside the resource, for the gate that reads them.
+    pub fn acknowledge_address(&mut self, address: &str, skips: &[(&str, &str)]) {
+        let Some((ty, name)) = address.split_once('.') else {
+            return;
+        };
+        let Some(Value::Object(body)) = self.resources.get_mut(ty).and_then(|m| m.get_mut(name))
+        else {
+            return;
+        };
+        if skips.is_empty() {
+            return;
+        }
+        let lines: Vec<String> = skips
+            .iter()
+            .map(|(id, reason)| format!("checkov:skip={id}: {reason}"))
+            .collect();
+        body.insert("//".into(), json!(lines.join("\n")));
+    }
+
     fn depends_on_at(&mut self, ty: &str, name: &str, on: &[String]) {
         if on.is_empty() {
             return;
