@@ -2,7 +2,8 @@
 //! on the resource with a mandatory reason, and written by each backend into every tool's
 //! native suppression form (CloudFormation: `Metadata.checkov.skip`,
 //! `Metadata.guard.SuppressedRules`, `Metadata.cfn_nag.rules_to_suppress`,
-//! `Metadata.cdk_nag.rules_to_suppress`).
+//! `Metadata.cdk_nag.rules_to_suppress`; Terraform: `"//": "checkov:skip=ID: reason"` in the
+//! resource's block; Kubernetes: `checkov.io/skipN: ID=reason` annotations).
 
 /// One concern, as each scanner names it (an empty list: the tool has no such rule).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -49,6 +50,31 @@ impl Rule {
         cfn_nag: &[],
         cdk_nag: &[],
     };
+
+    /// A container whose root filesystem is writable.
+    pub const K8S_WRITABLE_ROOT_FILESYSTEM: Rule = Rule::checkov(&["CKV_K8S_22"]);
+
+    /// Containers that may run as root.
+    pub const K8S_ROOT_CONTAINERS: Rule = Rule::checkov(&["CKV_K8S_23"]);
+
+    /// A container running with a low user id.
+    pub const K8S_LOW_UID: Rule = Rule::checkov(&["CKV_K8S_40"]);
+
+    /// An image referenced by tag, without a digest.
+    pub const K8S_IMAGE_WITHOUT_DIGEST: Rule = Rule::checkov(&["CKV_K8S_43"]);
+
+    /// Secrets read from environment variables.
+    pub const K8S_SECRETS_AS_ENVIRONMENT: Rule = Rule::checkov(&["CKV_K8S_35"]);
+
+    /// A rule only checkov has.
+    const fn checkov(ids: &'static [&'static str]) -> Rule {
+        Rule {
+            checkov: ids,
+            guard: &[],
+            cfn_nag: &[],
+            cdk_nag: &[],
+        }
+    }
 }
 
 /// A rule that does not apply to a resource, and why.
