@@ -216,7 +216,11 @@ pub fn check_templates(templates: &[(&str, &str)], pack: &PolicyPack) -> Diagnos
         return out;
     }
     let texts: Vec<&str> = templates.iter().map(|(_, t)| *t).collect();
-    match evaluate(&texts, pack) {
+    // A user's rule file is input: should the engine panic on one, that is a diagnostic too.
+    let evaluation =
+        std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| evaluate(&texts, pack)))
+            .unwrap_or_else(|_| Err("the Guard engine panicked".to_owned()));
+    match evaluation {
         Ok((files, errors)) => {
             for ((path, text), failures) in templates.iter().zip(files) {
                 let template: Value = serde_json::from_str(text).unwrap_or(Value::Null);
