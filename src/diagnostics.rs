@@ -261,6 +261,10 @@ codes! {
         "A construct's stack-file declaration disagrees with its builder, or a construct's handle names a resource its expansion does not create. The input is not at fault; please report it with the stack description.";
     RenderFailed = "HF0901", Error, "an artifact could not be rendered",
         "Serializing a synthesized document failed. This is a defect in hyperforge, not in the description; please report it with the description that triggers it.";
+    PolicyViolation = "HF1001", Error, "a resource fails a policy rule",
+        "`hyperforge validate --policy NAME|FILE` (and `Assembly::check_policies`) evaluates AWS CloudFormation Guard rules over every synthesized CloudFormation template: the vendored packs from the AWS Guard Rules Registry (`wa-security-pillar`, `eks-kms`; see policy/README.md) or your own `.guard` files. The message names the rule and what it found; the help line is the rule's fix. The path is the construct path of the resource the rule names. Fix the resource, or, when the rule does not apply, acknowledge it on the resource with a reason a security reviewer would accept: the acknowledgement is written into the template's `Metadata.guard.SuppressedRules` (and checkov's, cfn_nag's and cdk_nag's suppression metadata), which the rules honour.";
+    PolicyRuleInvalid = "HF1002", Error, "a policy rule file could not be evaluated",
+        "Guard could not parse or evaluate the rule file (a syntax error, an unknown function). The message carries Guard's error. Check the file with `cfn-guard parse-tree --rules FILE`.";
 }
 
 impl Code {

@@ -82,6 +82,8 @@ pub mod cost;
 #[cfg(feature = "deploy")]
 pub mod deploy;
 pub mod diagnostics;
+#[cfg(feature = "policy")]
+pub mod policy;
 pub mod reference;
 pub mod resources;
 pub mod runbook;

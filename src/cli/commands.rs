@@ -3,6 +3,7 @@
 
 use super::output::{self, Color};
 use super::{CatalogKind, Exit, Global, StackArgs, SynthArgs, ValidateArgs};
+use hyperforge::policy::PolicyPack;
 use hyperforge::{App, Assembly, Code, Diagnostics, Formats, SynthOptions};
 use std::path::PathBuf;
 
@@ -189,10 +190,41 @@ pub fn synth(global: &Global, color: Color, args: &SynthArgs) -> Exit {
 /// `hyperforge validate`.
 pub fn validate(global: &Global, args: &ValidateArgs) -> Exit {
     run((|| {
+        let packs = args
+            .policy
+            .iter()
+            .map(|p| PolicyPack::load(p))
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(|e| {
+                eprintln!("error: --policy: {e}");
+                Exit::Usage
+            })?;
         let app = load_as(global, &args.select.names, args.json)?;
         // Synthesis in memory runs every rule, including the limits of rendered templates.
         let diagnostics = match app.synth() {
-            Ok(assembly) => assembly.warnings().clone(),
+            Ok(assembly) => {
+                let mut diagnostics = assembly.warnings().clone();
+                for pack in &packs {
+                    let report = assembly.check_policies(pack);
+                    if !args.json {
+                        let ms: Vec<String> = report
+                            .stacks
+                            .iter()
+                            .map(|s| format!("{} {} ms", s.stack, s.elapsed.as_millis()))
+                            .collect();
+                        eprintln!(
+                            "policy {}: {} rule files over {} template(s) ({}), {} finding(s)",
+                            pack.name,
+                            report.rule_files,
+                            report.templates(),
+                            ms.join(", "),
+                            report.diagnostics.len()
+                        );
+                    }
+                    diagnostics.extend(report.diagnostics);
+                }
+                diagnostics
+            }
             Err(ds) => ds,
         };
         let failed = diagnostics.has_errors() || (args.deny_warnings && diagnostics.has_warnings());

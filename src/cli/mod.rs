@@ -122,6 +122,14 @@ Examples:
   hyperforge validate
   hyperforge validate kimi-k3-hyperpod --deny-warnings
   hyperforge validate --json | jq '.[].code'
+  hyperforge validate --policy wa-security-pillar --policy eks-kms
+  hyperforge validate --policy my-rules/          # every .guard file of a directory
+
+--policy evaluates AWS CloudFormation Guard rules over every synthesized CloudFormation
+template, in-process: a vendored pack from the AWS Guard Rules Registry (wa-security-pillar,
+eks-kms; policy/README.md) or your own .guard file or directory. Each failed rule is an error
+(HF1001) at the construct path of the resource, with the rule's fix; a rule file Guard cannot
+parse is HF1002.
 
 Exit code 0 when clean, 1 on errors (or warnings with --deny-warnings).")]
     Validate(ValidateArgs),
@@ -275,6 +283,10 @@ pub struct SynthArgs {
     /// Treat warnings as errors.
     #[arg(long)]
     pub deny_warnings: bool,
+    /// Also evaluate Guard policy rules: a vendored pack (`wa-security-pillar`, `eks-kms`)
+    /// or a `.guard` file or directory of them. Repeatable.
+    #[arg(long, value_name = "NAME|FILE")]
+    pub policy: Vec<String>,
 }
 
 /// `validate`.
@@ -288,6 +300,10 @@ pub struct ValidateArgs {
     /// Treat warnings as errors.
     #[arg(long)]
     pub deny_warnings: bool,
+    /// Also evaluate Guard policy rules: a vendored pack (`wa-security-pillar`, `eks-kms`)
+    /// or a `.guard` file or directory of them. Repeatable.
+    #[arg(long, value_name = "NAME|FILE")]
+    pub policy: Vec<String>,
 }
 
 /// An output format on the command line.

@@ -5,7 +5,7 @@
 use super::Construct;
 use crate::app::{kind, AttrRef, Ref};
 use crate::resources::iam::{load_balancer_controller_policy, pod_identity_trust};
-use crate::resources::{PodIdentityAssociation, Role, Scope};
+use crate::resources::{PodIdentityAssociation, Role, Rule, Scope};
 
 /// The controller's service account (in `kube-system`).
 pub const LOAD_BALANCER_CONTROLLER_SERVICE_ACCOUNT: &str = "aws-load-balancer-controller";
@@ -81,7 +81,10 @@ impl Construct for LoadBalancerController {
                     name: None,
                 },
             )
-            .suppress("CKV_AWS_111", LOAD_BALANCER_CONTROLLER_WRITE_REASON);
+            .acknowledge(
+                Rule::IAM_WRITE_WITHOUT_CONSTRAINTS,
+                LOAD_BALANCER_CONTROLLER_WRITE_REASON,
+            );
         scope.add(
             "PodIdentityAssociation",
             PodIdentityAssociation {

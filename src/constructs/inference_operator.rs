@@ -12,7 +12,9 @@ use crate::app::{kind, AttrRef, Ref};
 use crate::resources::iam::{
     irsa_trust_statement, load_balancer_controller_policy, PolicyDocument, PrincipalKind, Statement,
 };
-use crate::resources::{AddonConfiguration as Config, Bucket, EksAddon, Role, Scope, StackOutput};
+use crate::resources::{
+    AddonConfiguration as Config, Bucket, EksAddon, Role, Rule, Scope, StackOutput,
+};
 
 /// Namespace of the operator's service accounts.
 pub const OPERATOR_NAMESPACE: &str = "hyperpod-inference-system";
@@ -286,8 +288,8 @@ impl Construct for InferenceOperator {
                     None,
                 ),
             )
-            .suppress(
-                "CKV_AWS_111",
+            .acknowledge(
+                Rule::IAM_WRITE_WITHOUT_CONSTRAINTS,
                 super::controllers::LOAD_BALANCER_CONTROLLER_WRITE_REASON,
             );
         scope.add(

@@ -14,7 +14,7 @@ use crate::resources::iam::{
 };
 use crate::resources::{
     DefaultSecurityGroup, Eip, FlowLog, GatewayEndpoint, InternetGateway, KmsKey, LogGroup,
-    NatGateway, Role, Route, RouteTable, RouteTarget, Scope, StackInput, Subnet,
+    NatGateway, Role, Route, RouteTable, RouteTarget, Rule, Scope, StackInput, Subnet,
     SubnetRouteTableAssociation, Vpc, VpcCidrBlock, Zone,
 };
 
@@ -564,14 +564,19 @@ impl Construct for Network {
             },
         );
         let public_rt = at("PublicRouteTable", Kind::RouteTable, Attr::Id);
-        scope.add(
-            "PublicDefaultRoute",
-            Route {
-                table: public_rt.clone(),
-                destination: all.to_owned(),
-                target: RouteTarget::InternetGateway(igw.clone()),
-            },
-        );
+        scope
+            .add(
+                "PublicDefaultRoute",
+                Route {
+                    table: public_rt.clone(),
+                    destination: all.to_owned(),
+                    target: RouteTarget::InternetGateway(igw.clone()),
+                },
+            )
+            .acknowledge(
+                Rule::UNRESTRICTED_ROUTE_TO_INTERNET_GATEWAY,
+                PUBLIC_ROUTE_REASON,
+            );
         let subnet = |id: &str| at(id, Kind::Subnet, Attr::Id);
         let mut nats = Vec::new();
         for sp in &plan.public_subnets {
@@ -882,6 +887,13 @@ impl super::stack_file::StackFileConstruct for Network {
         Some(c)
     }
 }
+
+/// Why the public route table sends every address to the internet gateway.
+const PUBLIC_ROUTE_REASON: &str = "The route serves the public subnets only, which hold the NAT \
+    gateways the private subnets reach the internet through (container images, model weights, AWS \
+    APIs without a VPC endpoint) and an internet-facing load balancer when the workload asks for \
+    one. Their instances get no public address (MapPublicIpOnLaunch is false), and every node and \
+    pod runs in the private subnets.";
 
 #[cfg(test)]
 mod tests {

@@ -1841,7 +1841,10 @@ impl Construct for VllmDeployment {
         let o = objects::deployment(scope.stack(), self);
         scope.add_object(KubeObject::new(&o.namespace));
         scope.add_object(KubeObject::new(&o.service_account));
-        scope.add_object(KubeObject::new(&o.deployment));
+        let deployment = scope.add_object(KubeObject::new(&o.deployment));
+        for (rule, reason) in &o.deployment_acknowledgements {
+            deployment.acknowledge(*rule, *reason);
+        }
         scope.add_object(KubeObject::new(&o.service));
         scope.add_object(KubeObject::new(&o.disruption_budget));
         scope.add_object(KubeObject::new(&o.network_policy));

@@ -76,6 +76,22 @@ pub struct Condition {
     pub values: Vec<Text>,
 }
 
+impl Condition {
+    /// `value` as a JSON boolean, when this is a `Bool` condition and the value the literal
+    /// `true` or `false`: policy tools (AWS CloudFormation Guard's registry rules among them)
+    /// recognise `"aws:SecureTransport": false`, not the string.
+    pub fn bool_literal(&self, value: &Text) -> Option<bool> {
+        if self.operator != "Bool" {
+            return None;
+        }
+        match value.as_literal()?.as_str() {
+            "true" => Some(true),
+            "false" => Some(false),
+            _ => None,
+        }
+    }
+}
+
 /// One statement.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Statement {

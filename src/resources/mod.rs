@@ -10,6 +10,7 @@
 //! References between resources are [`AttrRef`]s, resolved by the backends (`Ref`/`Fn::GetAtt`
 //! or `${type.name.attr}`); mixed strings are [`Text`](crate::app::text::Text).
 
+pub mod acknowledge;
 mod compute;
 mod eks;
 mod fsx;
@@ -18,6 +19,7 @@ mod kinds;
 pub mod kubernetes;
 mod network;
 
+pub use acknowledge::{Acknowledgement, Rule};
 pub use compute::*;
 pub use eks::*;
 pub use fsx::*;
@@ -40,8 +42,9 @@ pub struct Resource {
     pub kind: ResourceKind,
     /// Paths of resources of the same stage it must be created after, beyond its references.
     pub depends_on: Vec<String>,
-    /// Security-scanner findings that do not apply, each with its reason (checkov check id).
-    pub suppressions: Vec<(&'static str, &'static str)>,
+    /// Scanner and policy rules that do not apply to it, each with its reason (see
+    /// [`Resource::acknowledgements`] for the ones its kind implies).
+    pub acknowledged: Vec<Acknowledgement>,
 }
 
 /// The expander a construct writes its resources through: paths below the construct's id,
@@ -74,7 +77,7 @@ impl<'a> Scope<'a> {
             stage: self.stage,
             kind: kind.into(),
             depends_on: Vec::new(),
-            suppressions: Vec::new(),
+            acknowledged: Vec::new(),
         });
         let last = self.resources.len() - 1;
         &mut self.resources[last]
@@ -88,10 +91,39 @@ impl Resource {
         self
     }
 
-    /// Records a checkov finding that does not apply, with its reason.
-    pub fn suppress(&mut self, check: &'static str, reason: &'static str) -> &mut Self {
-        self.suppressions.push((check, reason));
+    /// Acknowledges a scanner rule that does not apply to this resource. The reason is
+    /// mandatory: it is written beside the suppression in every tool's native form, for the
+    /// security reviewer.
+    pub fn acknowledge(&mut self, rule: Rule, reason: impl Into<String>) -> &mut Self {
+        self.acknowledged.push(Acknowledgement {
+            rule,
+            reason: reason.into(),
+        });
         self
+    }
+
+    /// Every acknowledgement of the resource: the ones declared on it, then the ones its kind
+    /// implies (a role's inline policies, a bucket without access logs).
+    pub fn acknowledgements(&self) -> Vec<Acknowledgement> {
+        let mut out = self.acknowledged.clone();
+        let mut add = |rule: Rule, reason: &str| {
+            if !out.iter().any(|a| a.rule == rule) {
+                out.push(Acknowledgement {
+                    rule,
+                    reason: reason.to_owned(),
+                });
+            }
+        };
+        match &self.kind {
+            ResourceKind::Role(role) if !role.inline.is_empty() => {
+                add(Rule::IAM_INLINE_POLICY, acknowledge::INLINE_POLICY_REASON)
+            }
+            ResourceKind::Bucket(bucket) => {
+                add(Rule::S3_ACCESS_LOGGING, bucket.no_access_log_reason)
+            }
+            _ => {}
+        }
+        out
     }
 }
 

@@ -229,6 +229,67 @@ fn validate_reports_diagnostics() {
 }
 
 #[test]
+fn validate_with_policy_packs() {
+    let (_tmp, root) = project();
+    let o = hyperforge(
+        &root,
+        &[
+            "validate",
+            "--policy",
+            "wa-security-pillar",
+            "--policy",
+            "eks-kms",
+        ],
+    );
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("policy wa-security-pillar: 66 rule files"),
+        "{}",
+        stderr(&o)
+    );
+    // A user's rule file that every stack fails, and one Guard cannot parse.
+    std::fs::write(
+        root.join("no-vpc.guard"),
+        "rule NO_VPC {\n  Resources.*[ Type == 'AWS::EC2::VPC' ] empty\n  <<\n    Violation: no VPCs here.\n    Fix: Use the shared VPC.\n  >>\n}\n",
+    )
+    .unwrap();
+    let o = hyperforge(
+        &root,
+        &[
+            "validate",
+            "kimi-k3-eks",
+            "--policy",
+            "no-vpc.guard",
+            "--json",
+        ],
+    );
+    assert_eq!(code(&o), 1, "{}", stderr(&o));
+    let json: serde_json::Value = serde_json::from_str(&stdout(&o)).expect("JSON array");
+    let finding = json
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|d| d["code"] == "HF1001")
+        .expect("a policy finding");
+    assert_eq!(finding["path"], "kimi-k3-eks/Network/Vpc");
+    assert_eq!(finding["help"], "Use the shared VPC.");
+    std::fs::write(
+        root.join("broken.guard"),
+        "rule BROKEN { Resources.*[ Type == ] }\n",
+    )
+    .unwrap();
+    let o = hyperforge(
+        &root,
+        &["validate", "kimi-k3-eks", "--policy", "broken.guard"],
+    );
+    assert_eq!(code(&o), 1);
+    assert!(stderr(&o).contains("error[HF1002]"), "{}", stderr(&o));
+    let o = hyperforge(&root, &["validate", "--policy", "no-such-pack"]);
+    assert_eq!(code(&o), 2);
+    assert!(stderr(&o).contains("wa-security-pillar"), "{}", stderr(&o));
+}
+
+#[test]
 fn list_catalog_explain_cost_completions() {
     let (_tmp, root) = project();
     let o = hyperforge(&root, &["list"]);

@@ -124,6 +124,35 @@ pub(crate) fn terraform_skips() -> Vec<TerraformSkip> {
         .collect()
 }
 
+/// The acknowledgements the Terraform backend writes beside each resource, as Terraform JSON's
+/// comment property (`"//": "checkov:skip=ID: reason"`, which checkov's tf.json runner does not
+/// read itself): (check, `type.name`) to reason.
+fn acknowledged_in(files: &[PathBuf]) -> std::collections::BTreeMap<(String, String), String> {
+    let mut out = std::collections::BTreeMap::new();
+    for file in files {
+        let Ok(text) = std::fs::read_to_string(file) else {
+            continue;
+        };
+        let Ok(module) = serde_json::from_str::<serde_json::Value>(&text) else {
+            continue;
+        };
+        for (ty, blocks) in module["resource"].as_object().into_iter().flatten() {
+            for (name, body) in blocks.as_object().into_iter().flatten() {
+                for line in body["//"].as_str().unwrap_or_default().lines() {
+                    if let Some((id, reason)) = line
+                        .strip_prefix("checkov:skip=")
+                        .and_then(|rest| rest.split_once(": "))
+                    {
+                        assert!(reason.len() > 20, "{ty}.{name}: {id} without a reason");
+                        out.insert((id.to_owned(), format!("{ty}.{name}")), reason.to_owned());
+                    }
+                }
+            }
+        }
+    }
+    out
+}
+
 /// checkov's Terraform JSON checks on the given root-module files, judged by checkov_gate.py
 /// after moving the failed checks that `skips` accepts (check and resource both listed) to
 /// the skipped checks with their reasons. Marks in `used` the skips that matched.
@@ -176,9 +205,18 @@ pub(crate) fn checkov_terraform(
             .unwrap_or_default();
         let mut still_failed = Vec::new();
         let mut accepted = Vec::new();
+        let acknowledged = acknowledged_in(files);
         for mut check in failed {
             let id = check["check_id"].as_str().unwrap_or_default().to_string();
             let resource = check["resource"].as_str().unwrap_or_default().to_string();
+            if let Some(reason) = acknowledged.get(&(id.clone(), resource.clone())) {
+                check["check_result"] = serde_json::json!({
+                    "result": "SKIPPED",
+                    "suppress_comment": reason,
+                });
+                accepted.push(check);
+                continue;
+            }
             match skips
                 .iter()
                 .position(|s| s.check == id && s.resources.contains(&resource))

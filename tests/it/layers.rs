@@ -14,6 +14,7 @@ const LAYERS: &[&str] = &[
     "validate",
     "cost",
     "assembly",
+    "policy",
     "runbook",
     "synth",
     "reference",

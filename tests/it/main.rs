@@ -23,6 +23,7 @@ mod layers;
 mod manifest;
 mod numeric_inputs;
 mod parity;
+mod policy;
 mod runbook;
 mod runbook_script;
 mod snapshots;

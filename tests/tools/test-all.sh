@@ -40,6 +40,11 @@ cargo clippy --workspace --all-targets -- -D warnings
 step "cargo clippy --all-targets --features deploy -- -D warnings"
 cargo clippy --all-targets --features deploy -- -D warnings
 
+step "cargo clippy --lib --no-default-features --features policy -- -D warnings"
+# The policy module (cfn-guard) builds without the CLI; the default features enable it through
+# `cli`, so the workspace tests below evaluate the vendored packs (tests/it/policy.rs).
+cargo clippy --lib --no-default-features --features policy -- -D warnings
+
 step "installing the external validators into $HYPERFORGE_VENV"
 tests/tools/install-validators.sh
 

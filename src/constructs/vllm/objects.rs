@@ -11,6 +11,7 @@ use crate::app::Stack;
 use crate::constructs::network::{subnet_facts, SubnetFacts};
 use crate::constructs::nodes::GPU_TAINT;
 use crate::resources::kubernetes::crd::inference_endpoint_config::*;
+use crate::resources::Rule;
 use k8s_openapi::api::apps::v1::{Deployment, DeploymentSpec, DeploymentStrategy};
 use k8s_openapi::api::core::v1::{
     Capabilities, Container, ContainerPort, EmptyDirVolumeSource, EnvVar, EnvVarSource,
@@ -228,6 +229,9 @@ pub struct VllmObjects {
     pub service_account: ServiceAccount,
     /// The server.
     pub deployment: Deployment,
+    /// The checkov rules the server's pod cannot meet, with reasons: acknowledged on the
+    /// Deployment.
+    pub deployment_acknowledgements: Vec<(Rule, &'static str)>,
     /// Port 8000.
     pub service: Service,
     /// At most one replica down for voluntary disruptions.
@@ -237,16 +241,16 @@ pub struct VllmObjects {
 }
 
 /// The checks checkov reports on the vLLM pod that the image's design rules out, with reasons
-/// (written as `checkov.io/skipN` annotations).
-const CHECKOV_SKIPS: &[(&str, &str)] = &[
-    ("CKV_K8S_22", "vLLM writes compile and kernel caches under its home directory; the root filesystem stays writable"),
-    ("CKV_K8S_23", "the vllm/vllm-openai image runs as root and keeps its caches under /root; privilege escalation and every capability are dropped instead"),
-    ("CKV_K8S_40", "the vllm/vllm-openai image runs as root (see CKV_K8S_23)"),
+/// (acknowledged on the Deployment; written as `checkov.io/skipN` annotations).
+const CHECKOV_SKIPS: &[(Rule, &str)] = &[
+    (Rule::K8S_WRITABLE_ROOT_FILESYSTEM, "vLLM writes compile and kernel caches under its home directory; the root filesystem stays writable"),
+    (Rule::K8S_ROOT_CONTAINERS, "the vllm/vllm-openai image runs as root and keeps its caches under /root; privilege escalation and every capability are dropped instead"),
+    (Rule::K8S_LOW_UID, "the vllm/vllm-openai image runs as root (see CKV_K8S_23)"),
 ];
 
-/// Suppressed only for an image without a digest (which validation reports, HF0417).
-const CHECKOV_SKIP_NO_DIGEST: (&str, &str) = (
-    "CKV_K8S_43",
+/// Acknowledged only for an image without a digest (which validation reports, HF0417).
+const CHECKOV_SKIP_NO_DIGEST: (Rule, &str) = (
+    Rule::K8S_IMAGE_WITHOUT_DIGEST,
     "the image is pinned by tag only (warning HF0417); pin a digest with VllmServer::image_digest",
 );
 
@@ -419,25 +423,18 @@ pub fn deployment(stack: &Stack, d: &VllmDeployment) -> VllmObjects {
     // vLLM reads its API key from `VLLM_API_KEY` or the command line only, and the Hub
     // client its token from `HF_TOKEN`: an environment variable from a Secret is the way in.
     let secret_env = (server.api_key().is_some() || server.hf_token().is_some()).then_some((
-        "CKV_K8S_35",
+        Rule::K8S_SECRETS_AS_ENVIRONMENT,
         "vLLM reads its API key (VLLM_API_KEY) and the Hub token (HF_TOKEN) from the environment only; both come from Secrets, never literals",
     ));
     let no_digest = server
         .pinned_digest()
         .is_none()
         .then_some(CHECKOV_SKIP_NO_DIGEST);
-    let skips = CHECKOV_SKIPS
+    let deployment_acknowledgements = CHECKOV_SKIPS
         .iter()
         .copied()
         .chain(no_digest)
         .chain(secret_env)
-        .enumerate()
-        .map(|(i, (id, reason))| {
-            (
-                format!("checkov.io/skip{}", i + 1),
-                format!("{id}={reason}"),
-            )
-        })
         .collect();
     let pod = PodSpec {
         service_account_name: Some(name.clone()),
@@ -482,7 +479,7 @@ pub fn deployment(stack: &Stack, d: &VllmDeployment) -> VllmObjects {
         ..Default::default()
     };
     let deployment = Deployment {
-        metadata: meta(Some(skips)),
+        metadata: meta(None),
         spec: Some(DeploymentSpec {
             replicas: Some(d.replica_count()),
             progress_deadline_seconds: Some(progress_deadline),
@@ -603,6 +600,7 @@ pub fn deployment(stack: &Stack, d: &VllmDeployment) -> VllmObjects {
             ..Default::default()
         },
         deployment,
+        deployment_acknowledgements,
         service,
         disruption_budget: PodDisruptionBudget {
             metadata: meta(None),

@@ -45,7 +45,7 @@ tag_from!(
     ec2_security_group
 );
 
-pub(super) fn bucket(cx: Cx, stage: StageId, path: &str, purpose: &'static str) {
+pub(super) fn bucket(cx: Cx, stage: StageId, path: &str) {
     let b = s3_bucket::Bucket {
         bucket_encryption: Some(s3_bucket::BucketEncryption {
             server_side_encryption_configuration: vec![s3_bucket::ServerSideEncryptionRule {
@@ -74,7 +74,6 @@ pub(super) fn bucket(cx: Cx, stage: StageId, path: &str, purpose: &'static str) 
         ..Default::default()
     };
     cx.add(stage, path, &b);
-    cx.suppress(stage, "CKV_AWS_18", purpose);
     let bucket_ref: Ref<kind::Bucket> = Ref::new(cx.stack.name(), path);
     let policy = PolicyDocument::new().statement(deny_insecure_transport(bucket_ref.arn()));
     let doc = cx.policy(stage, &policy);

@@ -117,7 +117,8 @@ fn pull_through_cache_rule(cx: Cx, r: &Resource, rule: &EcrPullThroughCacheRule)
 /// Records the resource's dependencies and suppressions on the template resource at its path
 /// (for kinds lowered to several resources, the one named after the kind's own path).
 fn meta(cx: Cx, r: &Resource, stage_of: &BTreeMap<&str, StageId>) {
-    if r.depends_on.is_empty() && r.suppressions.is_empty() {
+    let acknowledgements = r.acknowledgements();
+    if r.depends_on.is_empty() && acknowledgements.is_empty() {
         return;
     }
     let ids: Vec<String> = r
@@ -128,7 +129,7 @@ fn meta(cx: Cx, r: &Resource, stage_of: &BTreeMap<&str, StageId>) {
         .collect();
     if let Some(t) = cx.resource_at(r.stage, &r.path) {
         t.depends_on.extend(ids);
-        t.suppressions.extend(r.suppressions.iter().copied());
+        t.acknowledgements.extend(acknowledgements);
     }
 }
 
@@ -197,8 +198,8 @@ fn security_group_rule(cx: Cx, r: &Resource, rule: &SecurityGroupRule) {
     };
 }
 
-fn secure_bucket(cx: Cx, r: &Resource, b: &Bucket) {
-    bucket(cx, r.stage, &r.path, b.no_access_log_reason);
+fn secure_bucket(cx: Cx, r: &Resource, _: &Bucket) {
+    bucket(cx, r.stage, &r.path);
 }
 
 fn output(cx: Cx, r: &Resource, o: &StackOutput) {

@@ -9,6 +9,7 @@ use crate::app::text::{Part, Pseudo, Text};
 use crate::app::{logical_id, Attr, AttrRef, Kind, Stack, StageId, StageKind, Tags};
 use crate::diagnostics::{Code, Diagnostics};
 use crate::resources::iam::{PolicyDocument, PrincipalKind};
+use crate::resources::Acknowledgement;
 use serde_json::{json, Map, Value};
 use std::collections::BTreeMap;
 
@@ -21,7 +22,7 @@ pub(crate) struct Resource {
     pub tags: TagStyle,
     pub properties: Value,
     pub depends_on: Vec<String>,
-    pub suppressions: Vec<(&'static str, &'static str)>,
+    pub acknowledgements: Vec<Acknowledgement>,
 }
 
 /// A template parameter.
@@ -96,7 +97,7 @@ impl<'a> StackTemplates<'a> {
                 tags: R::TAGS,
                 properties,
                 depends_on: Vec::new(),
-                suppressions: Vec::new(),
+                acknowledgements: Vec::new(),
             });
         }
         id
@@ -120,13 +121,6 @@ impl<'a> StackTemplates<'a> {
             .resources
             .iter_mut()
             .find(|r| r.path == path)
-    }
-
-    /// Records a checkov suppression (with its reason) on the last added resource of `stage`.
-    pub fn suppress(&mut self, stage: StageId, check: &'static str, reason: &'static str) {
-        if let Some(r) = self.last(stage) {
-            r.suppressions.push((check, reason));
-        }
     }
 
     /// Declares a parameter of `stage` and returns a `Ref` to it.
@@ -297,7 +291,10 @@ impl<'a> StackTemplates<'a> {
                     let values: Vec<Value> = c
                         .values
                         .iter()
-                        .map(|v| self.text(stage, v).to_json())
+                        .map(|v| match c.bool_literal(v) {
+                            Some(b) => json!(b),
+                            None => self.text(stage, v).to_json(),
+                        })
                         .collect();
                     let entry = cond.entry(c.operator.clone()).or_insert_with(|| json!({}));
                     if let Value::Object(m) = entry {
@@ -675,14 +672,7 @@ fn render(stack: &Stack, stage: StageId, t: StageTemplate) -> Value {
         }
         let mut metadata = Map::new();
         metadata.insert("hyperforge:path".into(), json!(stack.display_path(&r.path)));
-        if !r.suppressions.is_empty() {
-            let skips: Vec<Value> = r
-                .suppressions
-                .iter()
-                .map(|(id, comment)| json!({"id": id, "comment": comment}))
-                .collect();
-            metadata.insert("checkov".into(), json!({"skip": skips}));
-        }
+        acknowledgement_metadata(&mut metadata, &r.acknowledgements);
         m.insert("Metadata".into(), Value::Object(metadata));
         if !matches!(&r.properties, Value::Object(p) if p.is_empty()) {
             m.insert("Properties".into(), r.properties);
@@ -704,6 +694,49 @@ fn render(stack: &Stack, stage: StageId, t: StageTemplate) -> Value {
         root.insert("Outputs".into(), Value::Object(outputs));
     }
     Value::Object(root)
+}
+
+/// Writes acknowledgements into each tool's native metadata: `checkov.skip`,
+/// `guard.SuppressedRules` (with `guard.SuppressionReasons`, which Guard ignores),
+/// `cfn_nag.rules_to_suppress`, `cdk_nag.rules_to_suppress`.
+fn acknowledgement_metadata(metadata: &mut Map<String, Value>, acks: &[Acknowledgement]) {
+    let with_reason = |ids: fn(&Acknowledgement) -> &'static [&'static str], reason: &str| {
+        acks.iter()
+            .flat_map(|a| {
+                ids(a)
+                    .iter()
+                    .map(move |id| json!({"id": id, reason: a.reason}))
+            })
+            .collect::<Vec<Value>>()
+    };
+    let checkov = with_reason(|a| a.rule.checkov, "comment");
+    if !checkov.is_empty() {
+        metadata.insert("checkov".into(), json!({"skip": checkov}));
+    }
+    // Guard reads only the rule names; the reasons ride beside them, for the reviewer.
+    let guard: Vec<(&str, &str)> = acks
+        .iter()
+        .flat_map(|a| a.rule.guard.iter().map(|id| (*id, a.reason.as_str())))
+        .collect();
+    if !guard.is_empty() {
+        let names: Vec<&str> = guard.iter().map(|(id, _)| *id).collect();
+        let reasons: Map<String, Value> = guard
+            .iter()
+            .map(|(id, reason)| ((*id).to_owned(), json!(reason)))
+            .collect();
+        metadata.insert(
+            "guard".into(),
+            json!({"SuppressedRules": names, "SuppressionReasons": reasons}),
+        );
+    }
+    let cfn_nag = with_reason(|a| a.rule.cfn_nag, "reason");
+    if !cfn_nag.is_empty() {
+        metadata.insert("cfn_nag".into(), json!({"rules_to_suppress": cfn_nag}));
+    }
+    let cdk_nag = with_reason(|a| a.rule.cdk_nag, "reason");
+    if !cdk_nag.is_empty() {
+        metadata.insert("cdk_nag".into(), json!({"rules_to_suppress": cdk_nag}));
+    }
 }
 
 #[cfg(test)]

@@ -19,7 +19,7 @@ pub fn stage_yaml(graph: &ResourceGraph, stage: StageId) -> Result<String, serde
     for r in graph.resources.iter().filter(|r| r.stage == stage) {
         if let Some(object) = object(r) {
             out.push_str("---\n");
-            out.push_str(&serde_yaml::to_string(object)?);
+            out.push_str(&serde_yaml::to_string(&acknowledged(object, r))?);
         }
     }
     Ok(out)
@@ -32,6 +32,39 @@ fn object(r: &Resource) -> Option<&serde_json::Value> {
         ResourceKind::KubeObject(o) => Some(o.object()),
         _ => None,
     }
+}
+
+/// `object` with the resource's checkov acknowledgements as the annotations checkov reads
+/// (`checkov.io/skipN: ID=reason`, numbered from 1), first in its metadata.
+fn acknowledged(object: &serde_json::Value, r: &Resource) -> serde_json::Value {
+    let skips: Vec<(String, serde_json::Value)> = r
+        .acknowledgements()
+        .iter()
+        .flat_map(|a| a.rule.checkov.iter().map(move |id| (*id, a.reason.clone())))
+        .enumerate()
+        .map(|(i, (id, reason))| {
+            (
+                format!("checkov.io/skip{}", i + 1),
+                serde_json::Value::String(format!("{id}={reason}")),
+            )
+        })
+        .collect();
+    let mut object = object.clone();
+    if skips.is_empty() {
+        return object;
+    }
+    if let Some(serde_json::Value::Object(meta)) = object.get_mut("metadata") {
+        let mut annotations = match meta.remove("annotations") {
+            Some(serde_json::Value::Object(a)) => a,
+            _ => serde_json::Map::new(),
+        };
+        annotations.extend(skips);
+        let mut rebuilt = serde_json::Map::new();
+        rebuilt.insert("annotations".into(), serde_json::Value::Object(annotations));
+        rebuilt.extend(std::mem::take(meta));
+        *meta = rebuilt;
+    }
+    object
 }
 
 /// The Kubernetes backend: one multi-document YAML file per Kubernetes stage.

@@ -251,6 +251,27 @@ impl<'a> RootModule<'a> {
         self.depends_on_at(addr.ty, &addr.name, on);
     }
 
+    /// Writes checkov acknowledgements on the resource at `address` as Terraform JSON's comment
+    /// property (`"//"`, which Terraform ignores), one `checkov:skip=ID: reason` line each:
+    /// checkov's own suppression syntax, beside the resource, for the gate that reads them.
+    pub fn acknowledge_address(&mut self, address: &str, skips: &[(&str, &str)]) {
+        let Some((ty, name)) = address.split_once('.') else {
+            return;
+        };
+        let Some(Value::Object(body)) = self.resources.get_mut(ty).and_then(|m| m.get_mut(name))
+        else {
+            return;
+        };
+        if skips.is_empty() {
+            return;
+        }
+        let lines: Vec<String> = skips
+            .iter()
+            .map(|(id, reason)| format!("checkov:skip={id}: {reason}"))
+            .collect();
+        body.insert("//".into(), json!(lines.join("\n")));
+    }
+
     fn depends_on_at(&mut self, ty: &str, name: &str, on: &[String]) {
         if on.is_empty() {
             return;
@@ -445,7 +466,14 @@ impl<'a> RootModule<'a> {
                         Value::String(k) => k,
                         _ => String::new(),
                     };
-                    let values = c.values.iter().map(|v| self.text(v)).collect();
+                    let values = c
+                        .values
+                        .iter()
+                        .map(|v| match c.bool_literal(v) {
+                            Some(b) => json!(b),
+                            None => self.text(v),
+                        })
+                        .collect();
                     let entry = cond.entry(c.operator.clone()).or_insert_with(|| json!({}));
                     if let Value::Object(m) = entry {
                         m.insert(key, one_or_many(values));

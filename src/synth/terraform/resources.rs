@@ -33,6 +33,16 @@ pub(crate) fn lower(cx: Cx, r: &Resource) {
             cx.depends_on_address(&addr, &on);
         }
     }
+    let acknowledgements = r.acknowledgements();
+    let skips: Vec<(&str, &str)> = acknowledgements
+        .iter()
+        .flat_map(|a| a.rule.checkov.iter().map(|id| (*id, a.reason.as_str())))
+        .collect();
+    if !skips.is_empty() {
+        if let Some(addr) = cx.address_of(&r.path) {
+            cx.acknowledge_address(&addr, &skips);
+        }
+    }
 }
 
 fn lower_kind(cx: Cx, r: &Resource) {

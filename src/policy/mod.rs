@@ -1,0 +1,487 @@
+//! Policy as code, in-process (feature `policy`): AWS CloudFormation Guard rules evaluated
+//! over every CloudFormation template of an [`Assembly`] with the `cfn-guard` crate.
+//!
+//! Rules come in packs: the vendored ones (`policy/`, from the AWS Guard Rules Registry, see
+//! `policy/README.md`), listed in [`PolicyPack::BUILTIN`], or the user's own `.guard` files
+//! ([`PolicyPack::from_path`]). Every failed rule becomes a [`Code::PolicyViolation`]
+//! diagnostic at the construct path of the resource it names (the template's
+//! `Metadata.hyperforge:path`), carrying the rule name and the rule's fix text.
+//!
+//! Acknowledged findings never reach the report: a resource's acknowledgements are written
+//! into its `Metadata.guard.SuppressedRules` (and the other tools' native forms), which the
+//! registry's rules read themselves.
+
+mod vendored;
+
+use crate::assembly::manifest::ArtifactFormat;
+use crate::assembly::Assembly;
+use crate::diagnostics::{Code, Diagnostic, Diagnostics};
+use serde_json::Value;
+use std::collections::BTreeSet;
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+/// One Guard rule file: where it came from and its text.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RuleFile {
+    /// The registry path of a vendored file, or the file's path as given.
+    pub origin: String,
+    /// The Guard rules.
+    pub text: String,
+}
+
+/// A named set of Guard rule files.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PolicyPack {
+    /// The pack's name (a vendored pack's, or the path it was read from).
+    pub name: String,
+    /// Its rule files, in order.
+    pub rules: Vec<RuleFile>,
+}
+
+/// A pack that could not be loaded.
+#[derive(Debug, thiserror::Error)]
+pub enum PolicyError {
+    /// The argument is neither a vendored pack nor a readable file or directory.
+    #[error("`{0}` is not a vendored policy pack ({list}) nor a .guard file or directory", list = PolicyPack::BUILTIN.join(", "))]
+    Unknown(String),
+    /// A file or directory could not be read.
+    #[error("cannot read {path}: {source}")]
+    Read {
+        /// The path.
+        path: String,
+        /// The operating system's error.
+        source: std::io::Error,
+    },
+    /// A directory without `.guard` files.
+    #[error("{0} holds no .guard files")]
+    Empty(String),
+}
+
+impl PolicyPack {
+    /// The names of the vendored packs.
+    pub const BUILTIN: &'static [&'static str] = &["wa-security-pillar", "eks-kms"];
+
+    /// A vendored pack by name.
+    pub fn builtin(name: &str) -> Option<PolicyPack> {
+        vendored::PACKS
+            .iter()
+            .find(|(n, _)| *n == name)
+            .map(|(n, files)| PolicyPack {
+                name: (*n).to_owned(),
+                rules: files
+                    .iter()
+                    .map(|(origin, text)| RuleFile {
+                        origin: (*origin).to_owned(),
+                        text: (*text).to_owned(),
+                    })
+                    .collect(),
+            })
+    }
+
+    /// The user's own rules: one `.guard` file, or every `.guard` file of a directory (in name
+    /// order, not recursive).
+    pub fn from_path(path: &Path) -> Result<PolicyPack, PolicyError> {
+        let read = |p: &Path| {
+            std::fs::read_to_string(p).map_err(|source| PolicyError::Read {
+                path: p.display().to_string(),
+                source,
+            })
+        };
+        let name = path.display().to_string();
+        let files = if path.is_dir() {
+            let mut files: Vec<_> = std::fs::read_dir(path)
+                .map_err(|source| PolicyError::Read {
+                    path: name.clone(),
+                    source,
+                })?
+                .filter_map(|e| e.ok().map(|e| e.path()))
+                .filter(|p| p.extension().is_some_and(|e| e == "guard"))
+                .collect();
+            files.sort();
+            if files.is_empty() {
+                return Err(PolicyError::Empty(name));
+            }
+            files
+        } else {
+            vec![path.to_owned()]
+        };
+        let rules = files
+            .iter()
+            .map(|p| {
+                Ok(RuleFile {
+                    origin: p.display().to_string(),
+                    text: read(p)?,
+                })
+            })
+            .collect::<Result<_, PolicyError>>()?;
+        Ok(PolicyPack { name, rules })
+    }
+
+    /// A vendored pack by name, else a `.guard` file or directory at that path.
+    pub fn load(name_or_path: &str) -> Result<PolicyPack, PolicyError> {
+        if let Some(pack) = PolicyPack::builtin(name_or_path) {
+            return Ok(pack);
+        }
+        let path = Path::new(name_or_path);
+        if !path.exists() {
+            return Err(PolicyError::Unknown(name_or_path.to_owned()));
+        }
+        PolicyPack::from_path(path)
+    }
+
+    /// The rules of every vendored pack.
+    pub fn all_builtin() -> PolicyPack {
+        PolicyPack {
+            name: PolicyPack::BUILTIN.join("+"),
+            rules: PolicyPack::BUILTIN
+                .iter()
+                .filter_map(|n| PolicyPack::builtin(n))
+                .flat_map(|p| p.rules)
+                .collect(),
+        }
+    }
+}
+
+/// How long one stack's templates took.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct StackTiming {
+    /// The stack's name.
+    pub stack: String,
+    /// Its CloudFormation templates.
+    pub templates: usize,
+    /// Time spent evaluating them.
+    pub elapsed: Duration,
+}
+
+/// The result of [`Assembly::check_policies`].
+#[derive(Clone, Debug, Default)]
+pub struct PolicyReport {
+    /// One [`Code::PolicyViolation`] per failed rule and resource, and one
+    /// [`Code::PolicyRuleInvalid`] per rule file Guard could not parse or run.
+    pub diagnostics: Diagnostics,
+    /// Rule files evaluated against each template.
+    pub rule_files: usize,
+    /// Each stack's evaluation time.
+    pub stacks: Vec<StackTiming>,
+}
+
+impl PolicyReport {
+    /// CloudFormation templates evaluated.
+    pub fn templates(&self) -> usize {
+        self.stacks.iter().map(|s| s.templates).sum()
+    }
+}
+
+impl Assembly {
+    /// Evaluates `pack` over every CloudFormation template of the assembly: one Guard run per
+    /// stack (its rules parsed once), every rule file over every template of the stack.
+    pub fn check_policies(&self, pack: &PolicyPack) -> PolicyReport {
+        let mut report = PolicyReport {
+            rule_files: pack.rules.len(),
+            ..PolicyReport::default()
+        };
+        let mut seen = BTreeSet::new();
+        for stack in &self.manifest().stacks {
+            let start = Instant::now();
+            let templates: Vec<(&str, &str)> = stack
+                .stages
+                .iter()
+                .flat_map(|s| s.artifacts())
+                .filter(|a| a.format == ArtifactFormat::CloudFormation)
+                .filter_map(|a| Some((a.path.as_str(), self.text(&a.path)?)))
+                .collect();
+            for d in check_templates(&templates, pack).iter() {
+                // A rule file that does not parse is reported once, not once per stack.
+                if d.code != Code::PolicyRuleInvalid || seen.insert(d.path.clone()) {
+                    report.diagnostics.push(d.clone());
+                }
+            }
+            report.stacks.push(StackTiming {
+                stack: stack.name.clone(),
+                templates: templates.len(),
+                elapsed: start.elapsed(),
+            });
+        }
+        report
+    }
+}
+
+/// Evaluates `pack` over CloudFormation templates given as (path, JSON text), in one Guard run.
+/// Findings are located at each resource's `Metadata.hyperforge:path` (else at
+/// `path#LogicalId`).
+pub fn check_templates(templates: &[(&str, &str)], pack: &PolicyPack) -> Diagnostics {
+    let mut out = Diagnostics::new();
+    if templates.is_empty() {
+        return out;
+    }
+    let texts: Vec<&str> = templates.iter().map(|(_, t)| *t).collect();
+    // A user's rule file is input: should the engine panic on one, that is a diagnostic too.
+    let evaluation =
+        std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| evaluate(&texts, pack)))
+            .unwrap_or_else(|_| Err("the Guard engine panicked".to_owned()));
+    match evaluation {
+        Ok((files, errors)) => {
+            for ((path, text), failures) in templates.iter().zip(files) {
+                let template: Value = serde_json::from_str(text).unwrap_or(Value::Null);
+                for f in failures {
+                    for d in violations(&template, path, pack, f) {
+                        out.push(d);
+                    }
+                }
+            }
+            for (origin, error) in errors {
+                out.push(invalid_rule(&origin, &error));
+            }
+        }
+        Err(e) => out.push(invalid_rule(&pack.name, &e)),
+    }
+    out
+}
+
+fn invalid_rule(origin: &str, error: &str) -> Diagnostic {
+    Diagnostic::new(
+        Code::PolicyRuleInvalid,
+        origin,
+        format!("Guard could not evaluate {origin}: {error}"),
+        "Check the rule file with `cfn-guard parse-tree --rules FILE`.",
+    )
+}
+
+/// A failed rule: its name, the template resources it names, its custom messages.
+struct Failure {
+    rule: String,
+    resources: BTreeSet<String>,
+    messages: Vec<String>,
+}
+
+/// The failed rules per template (in the order given), and the rule files Guard could not
+/// parse (origin, Guard's error).
+type Evaluation = (Vec<Vec<Failure>>, Vec<(String, String)>);
+
+/// Runs every rule file of `pack` over `templates` in one Guard run (rules and data passed as
+/// a payload, structured JSON out, all in memory).
+fn evaluate(templates: &[&str], pack: &PolicyPack) -> Result<Evaluation, String> {
+    use cfn_guard::commands::validate::OutputFormatType;
+    use cfn_guard::commands::validate::ShowSummaryType;
+    use cfn_guard::commands::Executable;
+    use cfn_guard::utils::reader::{ReadBuffer, Reader};
+    use cfn_guard::utils::writer::{WriteBuffer, Writer};
+    use cfn_guard::CommandBuilder;
+
+    let run = |rules: Vec<&str>, data: &[&str]| -> Result<Writer, String> {
+        let payload = serde_json::json!({"rules": rules, "data": data});
+        let command = cfn_guard::ValidateBuilder::default()
+            .payload(true)
+            .structured(true)
+            .output_format(OutputFormatType::JSON)
+            .show_summary(vec![ShowSummaryType::None])
+            .try_build()
+            .map_err(|e| e.to_string())?;
+        let mut reader = Reader::new(ReadBuffer::Cursor(std::io::Cursor::new(
+            payload.to_string().into_bytes(),
+        )));
+        let mut writer =
+            Writer::new_with_err(WriteBuffer::Vec(Vec::new()), WriteBuffer::Vec(Vec::new()))
+                .map_err(|e| e.to_string())?;
+        command
+            .execute(&mut writer, &mut reader)
+            .map_err(|e| e.to_string())?;
+        Ok(writer)
+    };
+    let rules = pack.rules.iter().map(|r| r.text.as_str()).collect();
+    let out = run(rules, templates)?
+        .into_string()
+        .map_err(|e| e.to_string())?;
+    let reports: Vec<Value> = serde_json::from_str(&out).map_err(|e| e.to_string())?;
+    let files = reports
+        .iter()
+        .map(|report| {
+            report["not_compliant"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter_map(|c| c.get("Rule"))
+                .map(|r| {
+                    let mut resources = BTreeSet::new();
+                    let mut messages = Vec::new();
+                    collect(r, &mut resources, &mut messages);
+                    Failure {
+                        rule: r["name"].as_str().unwrap_or_default().to_owned(),
+                        resources,
+                        messages,
+                    }
+                })
+                .collect()
+        })
+        .collect();
+    // Guard skips a rule file it cannot parse (and says so on its error stream): a file none
+    // of whose rules appears in any report is run alone to read Guard's error.
+    let seen: BTreeSet<&str> = reports
+        .iter()
+        .flat_map(|r| {
+            let names = |key: &str| {
+                r[key]
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .filter_map(Value::as_str)
+                    .collect::<Vec<_>>()
+            };
+            let failed = r["not_compliant"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter_map(|c| c["Rule"]["name"].as_str());
+            names("compliant")
+                .into_iter()
+                .chain(names("not_applicable"))
+                .chain(failed)
+                .collect::<Vec<_>>()
+        })
+        .collect();
+    let mut errors = Vec::new();
+    for rule in &pack.rules {
+        let names = rule_names(&rule.text);
+        if templates.is_empty() || names.iter().any(|n| seen.contains(n)) {
+            continue;
+        }
+        let error = run(vec![rule.text.as_str()], &["{}"])?
+            .err_to_stripped()
+            .map_err(|e| e.to_string())?;
+        let error = error.trim().trim_end_matches("---").trim();
+        if !error.is_empty() {
+            errors.push((
+                rule.origin.clone(),
+                error.lines().collect::<Vec<_>>().join(" "),
+            ));
+        }
+    }
+    Ok((files, errors))
+}
+
+/// Gathers the logical ids under `/Resources/` of every `path` and every custom message in a
+/// rule's report.
+fn collect(v: &Value, resources: &mut BTreeSet<String>, messages: &mut Vec<String>) {
+    match v {
+        Value::Object(m) => {
+            for (k, v) in m {
+                match (k.as_str(), v) {
+                    ("path", Value::String(p)) => {
+                        if let Some(id) = p
+                            .strip_prefix("/Resources/")
+                            .and_then(|rest| rest.split('/').next())
+                        {
+                            resources.insert(id.to_owned());
+                        }
+                    }
+                    ("custom_message", Value::String(s)) => {
+                        let s = s.trim().to_owned();
+                        if !s.is_empty() && !messages.contains(&s) {
+                            messages.push(s);
+                        }
+                    }
+                    _ => collect(v, resources, messages),
+                }
+            }
+        }
+        Value::Array(a) => a.iter().for_each(|v| collect(v, resources, messages)),
+        _ => {}
+    }
+}
+
+/// The diagnostics for one failed rule: one at the construct path of each resource it names
+/// (one at the template's path when it names none), with the rule's `Violation:` and `Fix:`
+/// text.
+fn violations(template: &Value, path: &str, pack: &PolicyPack, f: Failure) -> Vec<Diagnostic> {
+    let origin = pack
+        .rules
+        .iter()
+        .find(|r| defines(&r.text, &f.rule))
+        .map_or(pack.name.as_str(), |r| r.origin.as_str());
+    let (violation, fix) = split_message(&f.messages.join("\n"));
+    let what = if violation.is_empty() {
+        "the rule failed".to_owned()
+    } else {
+        violation
+    };
+    let help = if fix.is_empty() {
+        format!("See the rule in {origin}.")
+    } else {
+        fix
+    };
+    let mut at: Vec<String> = f
+        .resources
+        .iter()
+        .map(|id| {
+            template["Resources"][id]["Metadata"]["hyperforge:path"]
+                .as_str()
+                .map_or_else(|| format!("{path}#{id}"), str::to_owned)
+        })
+        .collect();
+    if at.is_empty() {
+        at.push(path.to_owned());
+    }
+    at.into_iter()
+        .map(|construct| {
+            Diagnostic::new(
+                Code::PolicyViolation,
+                construct,
+                format!("{}: {what}", f.rule),
+                help.clone(),
+            )
+            .note(format!("rule {} from {origin}, in {path}", f.rule))
+            .note(format!(
+                "when it does not apply, acknowledge it on the resource with a reason (Guard \
+                 reads it from Metadata.guard.SuppressedRules: {})",
+                f.rule
+            ))
+        })
+        .collect()
+}
+
+/// Splits a registry message (`Violation: ... Fix: ...`) into its two parts, one line each.
+fn split_message(message: &str) -> (String, String) {
+    let one_line = |s: &str| {
+        let s = s.split_whitespace().collect::<Vec<_>>().join(" ");
+        s.trim_matches(|c: char| c == ';' || c.is_whitespace())
+            .to_owned()
+    };
+    match message.split_once("Fix:") {
+        Some((v, fix)) => (
+            one_line(
+                v.trim()
+                    .trim_matches(';')
+                    .trim()
+                    .trim_start_matches("Violation:"),
+            ),
+            one_line(fix),
+        ),
+        None => (
+            one_line(
+                message
+                    .trim()
+                    .trim_matches(';')
+                    .trim()
+                    .trim_start_matches("Violation:"),
+            ),
+            String::new(),
+        ),
+    }
+}
+
+/// The rules a Guard rule file declares (`rule NAME ...`).
+fn rule_names(text: &str) -> Vec<&str> {
+    text.lines()
+        .filter_map(|l| {
+            let mut words = l.split_whitespace();
+            (words.next() == Some("rule")).then(|| words.next())?
+        })
+        .map(|name| name.trim_end_matches('{'))
+        .collect()
+}
+
+/// Whether a Guard rule file declares the rule `name`.
+fn defines(text: &str, name: &str) -> bool {
+    rule_names(text).contains(&name)
+}

@@ -1,0 +1,93 @@
+//! Acknowledged findings: a scanner's rule that does not apply to one resource, declared once
+//! on the resource with a mandatory reason, and written by each backend into every tool's
+//! native suppression form (CloudFormation: `Metadata.checkov.skip`,
+//! `Metadata.guard.SuppressedRules`, `Metadata.cfn_nag.rules_to_suppress`,
+//! `Metadata.cdk_nag.rules_to_suppress`; Terraform: `"//": "checkov:skip=ID: reason"` in the
+//! resource's block; Kubernetes: `checkov.io/skipN: ID=reason` annotations).
+
+/// One concern, as each scanner names it (an empty list: the tool has no such rule).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Rule {
+    /// checkov check ids (`CKV_AWS_18`).
+    pub checkov: &'static [&'static str],
+    /// AWS CloudFormation Guard rule names, as the AWS Guard Rules Registry spells them.
+    pub guard: &'static [&'static str],
+    /// cfn_nag rule ids (`W35`).
+    pub cfn_nag: &'static [&'static str],
+    /// cdk-nag rule ids (`AwsSolutions-S1`).
+    pub cdk_nag: &'static [&'static str],
+}
+
+impl Rule {
+    /// An S3 bucket without server access logging.
+    pub const S3_ACCESS_LOGGING: Rule = Rule {
+        checkov: &["CKV_AWS_18"],
+        guard: &["S3_BUCKET_LOGGING_ENABLED"],
+        cfn_nag: &["W35"],
+        cdk_nag: &["AwsSolutions-S1"],
+    };
+
+    /// An IAM role with inline policies rather than customer managed ones.
+    pub const IAM_INLINE_POLICY: Rule = Rule {
+        checkov: &[],
+        guard: &["IAM_NO_INLINE_POLICY_CHECK"],
+        cfn_nag: &["F10"],
+        cdk_nag: &[],
+    };
+
+    /// A route sending every address (`0.0.0.0/0`) to an internet gateway.
+    pub const UNRESTRICTED_ROUTE_TO_INTERNET_GATEWAY: Rule = Rule {
+        checkov: &[],
+        guard: &["NO_UNRESTRICTED_ROUTE_TO_IGW"],
+        cfn_nag: &[],
+        cdk_nag: &[],
+    };
+
+    /// An IAM policy allowing write actions without resource constraints.
+    pub const IAM_WRITE_WITHOUT_CONSTRAINTS: Rule = Rule {
+        checkov: &["CKV_AWS_111"],
+        guard: &[],
+        cfn_nag: &[],
+        cdk_nag: &[],
+    };
+
+    /// A container whose root filesystem is writable.
+    pub const K8S_WRITABLE_ROOT_FILESYSTEM: Rule = Rule::checkov(&["CKV_K8S_22"]);
+
+    /// Containers that may run as root.
+    pub const K8S_ROOT_CONTAINERS: Rule = Rule::checkov(&["CKV_K8S_23"]);
+
+    /// A container running with a low user id.
+    pub const K8S_LOW_UID: Rule = Rule::checkov(&["CKV_K8S_40"]);
+
+    /// An image referenced by tag, without a digest.
+    pub const K8S_IMAGE_WITHOUT_DIGEST: Rule = Rule::checkov(&["CKV_K8S_43"]);
+
+    /// Secrets read from environment variables.
+    pub const K8S_SECRETS_AS_ENVIRONMENT: Rule = Rule::checkov(&["CKV_K8S_35"]);
+
+    /// A rule only checkov has.
+    const fn checkov(ids: &'static [&'static str]) -> Rule {
+        Rule {
+            checkov: ids,
+            guard: &[],
+            cfn_nag: &[],
+            cdk_nag: &[],
+        }
+    }
+}
+
+/// A rule that does not apply to a resource, and why.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Acknowledgement {
+    /// The rule, in every tool's spelling.
+    pub rule: Rule,
+    /// Why it does not apply: written beside every tool's suppression, for the reviewer.
+    pub reason: String,
+}
+
+/// Why the roles hyperforge writes keep their permissions inline.
+pub const INLINE_POLICY_REASON: &str = "The policy is written for this one role and shares its \
+    lifecycle: it is created, changed and deleted with the role and cannot be attached to another \
+    identity (AWS IAM guidance recommends inline policies for a strict one-to-one relationship \
+    between a policy and an identity). Its statements are scoped as tightly as the service allows.";

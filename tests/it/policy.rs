@@ -1,0 +1,169 @@
+//! Policy packs in-process: the vendored Guard rules over every reference stack (zero
+//! unacknowledged findings, every acknowledgement with a reason), and deliberately bad input as
+//! the negative control.
+
+use hyperforge::policy::{PolicyPack, RuleFile};
+use hyperforge::{reference, Code};
+use serde_json::Value;
+
+#[test]
+fn reference_stacks_pass_the_vendored_packs() {
+    let pack = PolicyPack::all_builtin();
+    let mut findings = Vec::new();
+    for app in reference::all().into_iter().chain(reference::variants()) {
+        let assembly = app.synth().expect("reference stacks synthesize");
+        let report = assembly.check_policies(&pack);
+        for s in &report.stacks {
+            eprintln!(
+                "{}: {} templates x {} rule files in {} ms",
+                s.stack,
+                s.templates,
+                report.rule_files,
+                s.elapsed.as_millis()
+            );
+        }
+        findings.extend(report.diagnostics.iter().map(|d| d.to_string()));
+    }
+    assert!(
+        findings.is_empty(),
+        "{} findings:\n{}",
+        findings.len(),
+        findings.join("\n")
+    );
+}
+
+/// Every acknowledgement is written into each tool's form with a reason.
+#[test]
+fn acknowledgements_carry_reasons_in_every_tool_form() {
+    let assembly = reference::kimi_k3_hyperpod().synth().unwrap();
+    let mut guard_suppressions = 0;
+    for (path, bytes) in assembly.files() {
+        if !path.ends_with(".template.json") {
+            continue;
+        }
+        let t: Value = serde_json::from_slice(bytes).unwrap();
+        for (id, r) in t["Resources"].as_object().unwrap() {
+            let m = &r["Metadata"];
+            for skip in m["checkov"]["skip"].as_array().into_iter().flatten() {
+                let reason = skip["comment"].as_str().unwrap_or_default();
+                assert!(
+                    reason.len() > 40,
+                    "{path} {id}: checkov skip without reason"
+                );
+            }
+            for tool in ["cfn_nag", "cdk_nag"] {
+                for s in m[tool]["rules_to_suppress"]
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                {
+                    let reason = s["reason"].as_str().unwrap_or_default();
+                    assert!(
+                        reason.len() > 40,
+                        "{path} {id}: {tool} suppression without reason"
+                    );
+                }
+            }
+            for rule in m["guard"]["SuppressedRules"]
+                .as_array()
+                .into_iter()
+                .flatten()
+            {
+                let reason = m["guard"]["SuppressionReasons"][rule.as_str().unwrap()]
+                    .as_str()
+                    .unwrap_or_default();
+                assert!(
+                    reason.len() > 40,
+                    "{path} {id}: Guard suppression without reason"
+                );
+                guard_suppressions += 1;
+            }
+        }
+    }
+    assert!(guard_suppressions > 0);
+}
+
+/// The negative control: an open, unencrypted bucket without a TLS-only policy fails the
+/// registry's rules, at its construct path, with the rule's fix.
+#[test]
+fn a_bad_template_yields_the_expected_findings() {
+    let assembly = reference::kimi_k3_eks().synth().unwrap();
+    let template = r#"{
+        "Resources": {
+            "Open": {
+                "Type": "AWS::S3::Bucket",
+                "Metadata": {"hyperforge:path": "bad/Open"},
+                "Properties": {}
+            },
+            "OpenPolicy": {
+                "Type": "AWS::S3::BucketPolicy",
+                "Metadata": {"hyperforge:path": "bad/OpenPolicy"},
+                "Properties": {
+                    "Bucket": {"Ref": "Open"},
+                    "PolicyDocument": {"Statement": [{"Effect": "Allow", "Principal": "*",
+                        "Action": "s3:GetObject", "Resource": "*"}]}
+                }
+            }
+        }
+    }"#;
+    let report = hyperforge::policy::check_templates(
+        &[("bad.template.json", template)],
+        &PolicyPack::builtin("wa-security-pillar").unwrap(),
+    );
+    let found = |rule: &str, path: &str| {
+        report.iter().any(|d| {
+            d.code == Code::PolicyViolation && d.path == path && d.message.starts_with(rule)
+        })
+    };
+    assert!(found("S3_BUCKET_LOGGING_ENABLED", "bad/Open"), "{report}");
+    assert!(
+        found("S3_BUCKET_VERSIONING_ENABLED", "bad/Open"),
+        "{report}"
+    );
+    assert!(
+        found("S3_BUCKET_SSL_REQUESTS_ONLY", "bad.template.json"),
+        "{report}"
+    );
+    let logging = report
+        .iter()
+        .find(|d| d.message.starts_with("S3_BUCKET_LOGGING_ENABLED"))
+        .unwrap();
+    assert!(logging.help.contains("LoggingConfiguration"), "{logging}");
+    // The same rules are quiet on the reference stack itself.
+    assert!(assembly
+        .check_policies(&PolicyPack::builtin("wa-security-pillar").unwrap())
+        .diagnostics
+        .is_empty());
+}
+
+/// The user's own rules: a file that fails on the reference stack, and one Guard cannot parse.
+#[test]
+fn user_rule_files() {
+    let assembly = reference::kimi_k3_eks().synth().unwrap();
+    let pack = PolicyPack {
+        name: "mine".into(),
+        rules: vec![
+            RuleFile {
+                origin: "mine/no_nat.guard".into(),
+                text: "rule NO_NAT_GATEWAYS {\n  Resources.*[ Type == 'AWS::EC2::NatGateway' ] empty\n  <<\n    Violation: NAT gateways cost money.\n    Fix: Use VPC endpoints.\n  >>\n}\n".into(),
+            },
+            RuleFile {
+                origin: "mine/broken.guard".into(),
+                text: "rule BROKEN { Resources.*[ Type == ] }\n".into(),
+            },
+        ],
+    };
+    let report = assembly.check_policies(&pack).diagnostics;
+    assert!(
+        report.iter().any(|d| d.code == Code::PolicyViolation
+            && d.message.starts_with("NO_NAT_GATEWAYS")
+            && d.help == "Use VPC endpoints."),
+        "{report}"
+    );
+    assert!(
+        report
+            .iter()
+            .any(|d| d.code == Code::PolicyRuleInvalid && d.path == "mine/broken.guard"),
+        "{report}"
+    );
+}
