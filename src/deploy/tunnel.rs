@@ -281,5 +281,4 @@ mod tests {
         drop(tunnel);
         assert!(!dir.exists());
     }
-
 }
