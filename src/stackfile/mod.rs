@@ -17,6 +17,7 @@ mod yaml;
 
 use crate::app::App;
 use crate::app::{kind, Ref, Stack, StageId};
+use crate::constructs::stack_file::Ints;
 use crate::constructs::stack_file::{
     FieldReader, Invalid, KindVisitor, Resolved, StackFileConstruct,
 };
@@ -244,6 +245,14 @@ fn joined(items: &[&str]) -> String {
         .join(", ")
 }
 
+/// The declared range of a whole-number field.
+fn int_range(field: &Field) -> Option<Ints> {
+    match field.ty {
+        Ty::U32(r) | Ty::U64(r) | Ty::I64(r) => Some(r),
+        _ => None,
+    }
+}
+
 fn parse_uint(node: &Node) -> Option<u64> {
     match &node.value {
         Value::Scalar(s, true) => {
@@ -260,6 +269,41 @@ fn parse_int(node: &Node) -> Option<i64> {
             let s = s.strip_prefix('+').unwrap_or(s).replace('_', "");
             s.parse::<i64>().ok()
         }
+        _ => None,
+    }
+}
+
+/// A whole number of any size, as written (`+`, `_` allowed): beyond `i128` it saturates, so a
+/// huge number is reported as out of range, not as text.
+fn parse_whole(node: &Node) -> Option<i128> {
+    let Value::Scalar(s, true) = &node.value else {
+        return None;
+    };
+    let s = s.replace('_', "");
+    let (negative, digits) = match s.strip_prefix('-') {
+        Some(d) => (true, d),
+        None => (false, s.strip_prefix('+').unwrap_or(&s)),
+    };
+    if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    Some(match digits.parse::<i128>() {
+        Ok(v) if negative => -v,
+        Ok(v) => v,
+        Err(_) if negative => i128::MIN,
+        Err(_) => i128::MAX,
+    })
+}
+
+/// A number as written, not NaN; a literal too large for `f64` reads as infinite, so it is
+/// reported as out of range.
+fn parse_number(node: &Node) -> Option<f64> {
+    match &node.value {
+        Value::Scalar(s, true) => s
+            .replace('_', "")
+            .parse::<f64>()
+            .ok()
+            .filter(|f| !f.is_nan()),
         _ => None,
     }
 }
@@ -371,6 +415,17 @@ impl Cx {
         );
     }
 
+    fn out_of_range(&mut self, node: &Node, context: &str, range: &str) {
+        let value = node.as_str().unwrap_or_default();
+        self.report(
+            Code::StackFileOutOfRange,
+            node.pos,
+            context,
+            format!("`{value}` is outside the range of this field: {range}"),
+            format!("use a value from {range}"),
+        );
+    }
+
     fn check_obj(&mut self, node: &Node, shape: &'static Shape, context: &str) {
         let Value::Map(entries) = &node.value else {
             self.wrong_type(node, context, &format!("a mapping ({})", shape.doc));
@@ -436,29 +491,20 @@ impl Cx {
                     self.wrong_type(node, context, "a string");
                 }
             }
-            Ty::U32 => {
-                if parse_uint(node)
-                    .and_then(|v| u32::try_from(v).ok())
-                    .is_none()
-                {
-                    self.wrong_type(node, context, "a whole number from 0 to 4294967295");
+            Ty::U32(range) | Ty::U64(range) | Ty::I64(range) => match parse_whole(node) {
+                None => self.wrong_type(node, context, "a whole number"),
+                Some(v) if !range.contains_wide(v) => {
+                    self.out_of_range(node, context, &range.describe());
                 }
-            }
-            Ty::U64 => {
-                if parse_uint(node).is_none() {
-                    self.wrong_type(node, context, "a non-negative whole number");
+                Some(_) => {}
+            },
+            Ty::F64(range) => match parse_number(node) {
+                None => self.wrong_type(node, context, "a number"),
+                Some(v) if !range.contains(v) => {
+                    self.out_of_range(node, context, &range.describe())
                 }
-            }
-            Ty::I64 => {
-                if parse_int(node).is_none() {
-                    self.wrong_type(node, context, "a whole number");
-                }
-            }
-            Ty::F64 => {
-                if parse_float(node).is_none() {
-                    self.wrong_type(node, context, "a number");
-                }
-            }
+                Some(_) => {}
+            },
             Ty::Bool => {
                 if parse_bool(node).is_none() {
                     self.wrong_type(node, context, "`true` or `false`");
@@ -1382,15 +1428,27 @@ impl FieldReader for Reader<'_> {
     }
 
     fn u64(&mut self, field: &'static Field) -> Option<u64> {
-        self.get(field).and_then(parse_uint)
+        let range = int_range(field);
+        self.get(field)
+            .and_then(parse_uint)
+            .filter(|v| range.is_none_or(|r| r.contains_u64(*v)))
     }
 
     fn i64(&mut self, field: &'static Field) -> Option<i64> {
-        self.get(field).and_then(parse_int)
+        let range = int_range(field);
+        self.get(field)
+            .and_then(parse_int)
+            .filter(|v| range.is_none_or(|r| r.contains(*v)))
     }
 
     fn f64(&mut self, field: &'static Field) -> Option<f64> {
-        self.get(field).and_then(parse_float)
+        let range = match field.ty {
+            Ty::F64(r) => Some(r),
+            _ => None,
+        };
+        self.get(field)
+            .and_then(parse_float)
+            .filter(|v| range.is_none_or(|r| r.contains(*v)))
     }
 
     fn bool(&mut self, field: &'static Field) -> Option<bool> {

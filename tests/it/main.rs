@@ -17,6 +17,7 @@ mod crd_inference_endpoint_config;
 mod diagnostics_doc;
 mod eks_path;
 mod external_validators;
+mod field_ranges;
 mod fsx;
 mod image_cache;
 mod layers;
