@@ -251,6 +251,8 @@ codes! {
         "The file does not exist or cannot be read (permissions, a directory). The message carries the operating system's error.";
     StackFileOutOfRange = "HF0711", Error, "a stack file number is outside its field's range",
         "Every numeric field declares the values it accepts (docs/stack-file.schema.json lists them as `minimum`/`maximum`): counts as AWS allows them, sizes, rates and durations within what the service or the startup budget can use. The help line gives the range. A value outside it is not passed on, so the construct reports nothing more about it.";
+    StackFileTooManyProblems = "HF0712", Error, "a stack file has more problems than are shown",
+        "Loading describes at most the first 100 problems of a file and counts the rest: past that, a file is usually one mistake repeated, and describing tens of thousands of problems would cost more than reading the file. Fix the problems shown and load it again.";
     InvalidFsxStorageCapacity = "HF0801", Error, "FSx for Lustre storage capacity is not a size the deployment type offers",
         "Persistent SSD file systems (`PERSISTENT_2`) are 1200 GiB or a multiple of 2400 GiB (2400, 4800, 7200, ...). Round the capacity up to the next valid size.";
     InvalidFsxThroughput = "HF0802", Error, "FSx for Lustre throughput per TiB is not one the deployment type offers",

@@ -726,3 +726,65 @@ fn a_capacity_block_purchase_needs_the_acknowledgement_in_the_file_too() {
         .unwrap()
         .contains("aws_ec2_capacity_block_reservation"));
 }
+
+// ---------------------------------------------------------------------------------------------
+// Many faults: described up to a bound, counted beyond it, in time linear in the file.
+
+/// `count` copies of `construct` in one stage.
+fn many_constructs(construct: &str, count: usize) -> String {
+    let mut text = String::from(
+        "stack: many\nregion: us-west-2\nstages:\n  - name: a\n    kind: cloudformation\n    constructs:\n",
+    );
+    for _ in 0..count {
+        text.push_str(construct);
+    }
+    assert!(text.len() < 1024 * 1024, "{} bytes", text.len());
+    text
+}
+
+fn assert_bounded_report(ds: &Diagnostics, took: Duration) {
+    // Generous for a debug build on a loaded machine: describing every fault (a suggestion
+    // each) or locating each builder fault by scanning every construct took seconds in release.
+    assert!(took < Duration::from_secs(5), "{took:?}");
+    assert_eq!(ds.len(), 101, "{ds}");
+    let last = ds.iter().last().unwrap();
+    assert_eq!(last.code, Code::StackFileTooManyProblems, "{last}");
+    assert!(last.message.contains("more problems"), "{last}");
+}
+
+#[test]
+fn a_file_of_many_unknown_constructs_reports_the_first_hundred_quickly() {
+    let text = many_constructs("      - netwrk: N\n", 45_000);
+    let start = Instant::now();
+    let ds = load_err(&text);
+    assert_bounded_report(&ds, start.elapsed());
+    assert!(ds
+        .iter()
+        .next()
+        .unwrap()
+        .help
+        .contains("did you mean `network`?"));
+}
+
+#[test]
+fn many_constructs_with_builder_faults_are_located_quickly() {
+    // Every construct builds and is then refused by validation (the same id 20,000 times).
+    let text = many_constructs("      - network: N\n", 20_000);
+    let start = Instant::now();
+    let ds = load_err(&text);
+    assert_bounded_report(&ds, start.elapsed());
+}
+
+#[test]
+fn a_huge_wrong_value_is_refused_quickly() {
+    // No suggestion is computed for a value far longer than every allowed one (the edit
+    // distance to each took its length times theirs: most of a second in release).
+    let value = "nvidia-device".repeat(60_000);
+    let text = format!(
+        "stack: s\nregion: us-west-2\nstages:\n  - name: a\n    kind: helm\n    preset: {value}\n"
+    );
+    let start = Instant::now();
+    let ds = load_err(&text);
+    assert!(start.elapsed() < Duration::from_secs(2), "{:?}", start.elapsed());
+    assert_has(&ds, Code::StackFileInvalidValue, 6, 13);
+}
