@@ -19,6 +19,7 @@ mod eks_path;
 mod external_validators;
 mod field_ranges;
 mod fsx;
+mod fuzz;
 mod image_cache;
 mod layers;
 mod manifest;
