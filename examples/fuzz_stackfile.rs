@@ -10,7 +10,7 @@
 //! loader, odd inputs the whole in-memory pipeline). Besides the harness's invariants
 //! (`tests/fuzz/harness.rs`), this binary counts allocations, so each input's peak memory is
 //! checked against `--max-mib` (default 256), and its time against `--ms-per-mib` (default
-//! 1000 per started MiB). Findings are written to `target/fuzz-findings/` and the binary exits
+//! 1000 per MiB of input, at least a tenth of that). Findings are written to `target/fuzz-findings/` and the binary exits
 //! non-zero.
 
 use std::alloc::{GlobalAlloc, Layout, System};

@@ -407,9 +407,12 @@ pub struct Finding {
     pub what: String,
 }
 
-/// The time an input may take: `per_mib` for each started MiB.
+/// The time an input may take: `per_mib` per MiB of input, and at least a tenth of it (the
+/// fixed cost of synthesizing a whole stack from a small file).
 pub fn budget(len: usize, per_mib: Duration) -> Duration {
-    per_mib * (len / (1024 * 1024) + 1) as u32
+    per_mib
+        .mul_f64(len as f64 / (1024.0 * 1024.0))
+        .max(per_mib / 10)
 }
 
 /// Runs one input through `target` and checks the invariants (except time and memory, which

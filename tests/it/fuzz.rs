@@ -16,7 +16,7 @@ use harness::Target;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-/// The time one input may take per started MiB: ten times the campaign's release-mode budget,
+/// The time one input may take per MiB: ten times the campaign's release-mode budget,
 /// for a debug build on a shared machine.
 const PER_MIB: Duration = Duration::from_secs(10);
 

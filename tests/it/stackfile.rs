@@ -785,6 +785,10 @@ fn a_huge_wrong_value_is_refused_quickly() {
     );
     let start = Instant::now();
     let ds = load_err(&text);
-    assert!(start.elapsed() < Duration::from_secs(2), "{:?}", start.elapsed());
+    assert!(
+        start.elapsed() < Duration::from_secs(2),
+        "{:?}",
+        start.elapsed()
+    );
     assert_has(&ds, Code::StackFileInvalidValue, 6, 13);
 }
