@@ -193,6 +193,8 @@ codes! {
         "An image digest is `sha256:` followed by 64 lowercase hexadecimal digits, given either in the image reference (`repo@sha256:...`) or with `image_digest`, not both.";
     InvalidPullThroughCache = "HF0419", Error, "ECR pull-through cache rule is malformed",
         "A pull-through cache has a repository prefix of 2-30 lowercase letters and digits separated by `.`, `_`, `-` or `/`, an upstream registry host without a scheme (`registry-1.docker.io`), and, for Docker Hub (which ECR reaches only with credentials), the ARN of a Secrets Manager secret in the stack's region whose name starts with `ecr-pullthroughcache/`, holding `username` and `accessToken`.";
+    InvalidContextLength = "HF0420", Error, "max model length is out of range",
+        "`max_model_len` is a number of tokens from 1 to 16 Mi (16,777,216), above the longest context window published; a catalog model's own window is checked separately (HF0508).";
     InvalidThroughput = "HF0410", Error, "storage throughput must be positive",
         "The startup budget divides the weights' size by the download and load throughput; they must be greater than zero.";
     InvalidGpuMemoryUtilization = "HF0411", Error, "GPU memory utilization is outside (0, 1]",
@@ -249,6 +251,10 @@ codes! {
         "The field takes one of a fixed set of values (a stage kind, a Helm preset, `nat_gateways: one | per_az`, ...), or the combination of fields is not allowed. The help line lists the values or suggests the closest one.";
     StackFileUnreadable = "HF0710", Error, "stack file cannot be read",
         "The file does not exist or cannot be read (permissions, a directory). The message carries the operating system's error.";
+    StackFileOutOfRange = "HF0711", Error, "a stack file number is outside its field's range",
+        "Every numeric field declares the values it accepts (docs/stack-file.schema.json lists them as `minimum`/`maximum`): counts as AWS allows them, sizes, rates and durations within what the service or the startup budget can use. The help line gives the range. A value outside it is not passed on, so the construct reports nothing more about it.";
+    StackFileTooManyProblems = "HF0712", Error, "a stack file has more problems than are shown",
+        "Loading describes at most the first 100 problems of a file and counts the rest: past that, a file is usually one mistake repeated, and describing tens of thousands of problems would cost more than reading the file. Fix the problems shown and load it again.";
     InvalidFsxStorageCapacity = "HF0801", Error, "FSx for Lustre storage capacity is not a size the deployment type offers",
         "Persistent SSD file systems (`PERSISTENT_2`) are 1200 GiB or a multiple of 2400 GiB (2400, 4800, 7200, ...). Round the capacity up to the next valid size.";
     InvalidFsxThroughput = "HF0802", Error, "FSx for Lustre throughput per TiB is not one the deployment type offers",

@@ -338,6 +338,11 @@ static INSTANCES: &[InstanceType] = &[
     },
 ];
 
+/// The most GPUs an instance type of the catalog has (a unit test keeps it true): the bound of
+/// every GPU count a description states (tensor and decode context parallel sizes, GPUs per
+/// replica).
+pub const MAX_GPUS_PER_INSTANCE: u32 = 8;
+
 /// Every instance type in the catalog.
 pub fn instances() -> &'static [InstanceType] {
     INSTANCES
@@ -381,5 +386,11 @@ mod tests {
         let mut names: Vec<_> = instances().iter().map(|i| i.name).collect();
         names.dedup();
         assert_eq!(names.len(), instances().len());
+    }
+
+    #[test]
+    fn max_gpus_per_instance_is_the_catalogs_largest() {
+        let most = instances().iter().map(|i| i.gpu_count).max();
+        assert_eq!(most, Some(MAX_GPUS_PER_INSTANCE));
     }
 }

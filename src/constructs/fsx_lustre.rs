@@ -6,6 +6,7 @@
 //! The file system's network interfaces take the given security group, whose Lustre ports
 //! (988, 1018-1023) must be open within itself, as the cluster security group's are.
 
+use super::stack_file::Ints;
 use super::{Construct, Context};
 use crate::app::text::Text;
 use crate::app::{kind, AttrRef, Ref};
@@ -16,6 +17,17 @@ pub use crate::resources::{LustreCompression, LustreDeployment};
 
 /// The longest file system path of a data repository association.
 const MAX_FILE_SYSTEM_PATH: usize = 4096;
+
+/// The declared range of `storage_capacity_gib`: from the smallest file system up; the builder
+/// checks the sizes in between (`LustreDeployment::valid_capacity`).
+pub const STORAGE_GIB: Ints = Ints::new(crate::resources::MIN_CAPACITY_GIB as i64, u32::MAX as i64);
+
+/// The declared range of `throughput_per_tib`: the lowest to the highest throughput offered
+/// (`LustreDeployment::throughputs`); the builder checks the values in between.
+pub const THROUGHPUT_PER_TIB: Ints = {
+    const T: &[u32] = crate::resources::LustreDeployment::Persistent2.throughputs();
+    Ints::new(T[0] as i64, T[T.len() - 1] as i64)
+};
 /// The longest S3 prefix (an S3 key is at most 1024 bytes).
 const MAX_S3_PREFIX: usize = 1024;
 
@@ -323,8 +335,8 @@ stack_file_shape! {
         SUBNET: req "subnet", Ty::Ref(Want::Subnet), "The file system's subnet.";
         SECURITY_GROUP: req "security_group", Ty::Ref(Want::SecurityGroup), "The security group of its network interfaces (Lustre ports open within it).";
         DEPLOYMENT_TYPE: opt "deployment_type", Ty::Enum(&["PERSISTENT_2"]), "The deployment type (default `PERSISTENT_2`).";
-        STORAGE_GIB: opt "storage_gib", Ty::U32, "Storage capacity in GiB: 1200 or a multiple of 2400 (default 1200).";
-        THROUGHPUT_PER_TIB: opt "throughput_per_tib", Ty::U32, "MB/s per TiB of storage: 125, 250, 500 or 1000 (default 125).";
+        STORAGE_GIB: opt "storage_gib", Ty::U32(super::STORAGE_GIB), "Storage capacity in GiB: 1200 or a multiple of 2400 (default 1200).";
+        THROUGHPUT_PER_TIB: opt "throughput_per_tib", Ty::U32(super::THROUGHPUT_PER_TIB), "MB/s per TiB of storage: 125, 250, 500 or 1000 (default 125).";
         COMPRESSION: opt "compression", Ty::Enum(&["lz4", "none"]), "Data compression (default `lz4`).";
         DATA_REPOSITORY: opt "data_repository", Ty::Obj(&data_repository_fields::SHAPE), "The link to S3.";
     }

@@ -3,6 +3,7 @@
 //! Training Plan (ARN and availability zone id) or on-demand.
 
 use super::lifecycle::{ContainerStorage, LifecycleScriptsHandle};
+use super::stack_file::Ints;
 use super::{CapacityClaim, CapacitySource, Construct, Context, Facts, Launcher, PodStorage};
 use crate::app::text::{Pseudo, Text};
 use crate::app::{kind, AttrRef, Ref, Stack, StageKind};
@@ -639,6 +640,15 @@ impl HyperPodCluster {
     }
 }
 
+/// An instance group's instance count (SageMaker's `InstanceCount`).
+pub const INSTANCE_COUNT: Ints = Ints::new(1, 6758);
+
+/// Threads per core: 1 (multithreading off) or 2.
+pub const THREADS_PER_CORE: Ints = Ints::new(1, 2);
+
+/// An instance group's EBS volume, GB (SageMaker's `VolumeSizeInGB`).
+pub const EBS_VOLUME_GB: Ints = Ints::new(1, 16384);
+
 fn validate_group(
     group: &InstanceGroup,
     region: &str,
@@ -675,16 +685,16 @@ fn validate_group(
             ),
         );
     }
-    if !(1..=6758).contains(&group.count) {
+    if !INSTANCE_COUNT.contains(group.count) {
         ds.report_field(
             Code::InvalidInstanceCount,
             path,
             "count",
             format!("instance count {} is out of range", group.count),
-            "use 1 to 6758 instances",
+            format!("use {} instances", INSTANCE_COUNT.describe()),
         );
     }
-    if !(1..=2).contains(&group.threads_per_core) {
+    if !THREADS_PER_CORE.contains(group.threads_per_core) {
         ds.report_field(
             Code::InvalidThreadsPerCore,
             path,
@@ -693,13 +703,16 @@ fn validate_group(
             "use 1 (multithreading off) or 2",
         );
     }
-    if !(1..=16384).contains(&group.ebs_volume_gb) {
+    if !EBS_VOLUME_GB.contains(group.ebs_volume_gb) {
         ds.report_field(
             Code::InvalidVolumeSize,
             path,
             "ebs_volume_gb",
             format!("EBS volume of {} GB is out of range", group.ebs_volume_gb),
-            "use 1 to 16384 GB; 500 GB holds several inference images",
+            format!(
+                "use {} GB; 500 GB holds several inference images",
+                EBS_VOLUME_GB.describe()
+            ),
         );
     }
     if let Capacity::TrainingPlan(plan) = &group.capacity {
@@ -914,7 +927,7 @@ stack_file_shape! {
     pub mod training_plan_fields = "TrainingPlan", "A SageMaker Flexible Training Plan feeding the group (absent: on-demand)." {
         ARN: req "arn", Ty::Str, "The plan's ARN.";
         AZ_ID: opt "az_id", Ty::Str, "The zone id of the plan's capacity.";
-        RESERVED_INSTANCES: opt "reserved_instances", Ty::I64, "How many instances the plan reserves.";
+        RESERVED_INSTANCES: opt "reserved_instances", Ty::I64(super::super::nodes::RESERVABLE_COUNT_RANGE), "How many instances the plan reserves.";
     }
 }
 
@@ -930,9 +943,9 @@ stack_file_shape! {
     pub mod instance_group_fields = "InstanceGroup", "A HyperPod instance group." {
         NAME: req "name", Ty::Str, "The group's name.";
         INSTANCE_TYPE: req "instance_type", Ty::Str, "The `ml.` instance type.";
-        COUNT: opt "count", Ty::I64, "Instances (default 1).";
-        THREADS_PER_CORE: opt "threads_per_core", Ty::I64, "1 or 2.";
-        EBS_VOLUME_GB: opt "ebs_volume_gb", Ty::I64, "Instance storage volume in GB.";
+        COUNT: opt "count", Ty::I64(super::INSTANCE_COUNT), "Instances (default 1).";
+        THREADS_PER_CORE: opt "threads_per_core", Ty::I64(super::THREADS_PER_CORE), "1 or 2.";
+        EBS_VOLUME_GB: opt "ebs_volume_gb", Ty::I64(super::EBS_VOLUME_GB), "Instance storage volume in GB.";
         DEEP_HEALTH_CHECKS: opt "deep_health_checks", Ty::EnumList(DeepHealthCheck::NAMES), "Deep health checks on creation.";
         TRAINING_PLAN: opt "training_plan", Ty::Obj(&training_plan_fields::SHAPE), "The training plan feeding the group (absent: on-demand).";
         LABELS: opt "labels", Ty::StrMap, "Kubernetes node labels.";

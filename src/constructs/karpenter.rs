@@ -722,7 +722,7 @@ stack_file_shape! {
         INSTANCE_TYPE: req "instance_type", Ty::Str, "The EC2 instance type.";
         RESERVATION_ID: opt "reservation_id", Ty::Str, "Select the Capacity Block by id.";
         RESERVATION_TAGS: opt "reservation_tags", Ty::StrMap, "Select the Capacity Block by tags.";
-        MAX_NODES: opt "max_nodes", Ty::U32, "At most this many nodes (default 1).";
+        MAX_NODES: opt "max_nodes", Ty::U32(super::super::nodes::RESERVABLE_COUNT_RANGE), "At most this many nodes (default 1).";
         AMI_VERSION: opt "ami_version", Ty::Str, "The EKS-optimized AL2023 AMI release (`al2023@<version>`; default `v20260714`).";
     }
 }

@@ -4,6 +4,7 @@
 //! training plan's zone) and the GPU node subnet (a Capacity Block's zone).
 
 use super::cidr::{CidrError, Ipv4Cidr};
+use super::stack_file::Ints;
 use super::{Construct, Context};
 use crate::app::text::{Pseudo, Text};
 use crate::app::{kind, logical_id, Attr, AttrRef, Kind, Ref, Stack};
@@ -109,6 +110,22 @@ fn zonal_subnet_name(stack: &str, child: &str) -> String {
 
 /// The most availability zones any AWS region has (us-east-1 has six).
 pub const MAX_AVAILABILITY_ZONES: u32 = 6;
+
+/// The zone counts a network may have: EKS needs subnets in 2 zones, no region has more than
+/// [`MAX_AVAILABILITY_ZONES`].
+pub const AVAILABILITY_ZONES: Ints = Ints::new(2, MAX_AVAILABILITY_ZONES as i64);
+
+/// CloudWatch Logs' retention periods, days.
+pub const LOG_RETENTION_DAYS: [u32; 22] = [
+    1, 3, 5, 7, 14, 30, 60, 90, 120, 150, 180, 365, 400, 545, 731, 1096, 1827, 2192, 2557, 2922,
+    3288, 3653,
+];
+
+/// The range of [`LOG_RETENTION_DAYS`], the declared range of `flow_log_retention_days`.
+pub const LOG_RETENTION_RANGE: Ints = Ints::new(
+    LOG_RETENTION_DAYS[0] as i64,
+    LOG_RETENTION_DAYS[LOG_RETENTION_DAYS.len() - 1] as i64,
+);
 
 /// The child id of the HyperPod subnet.
 pub const HYPERPOD_SUBNET: &str = "HyperPodSubnet";
@@ -301,7 +318,7 @@ impl Network {
     pub fn plan(&self) -> Option<NetworkPlan> {
         let vpc: Ipv4Cidr = self.cidr.parse().ok()?;
         if !VPC_PREFIXES.contains(&vpc.prefix())
-            || !(2..=MAX_AVAILABILITY_ZONES).contains(&self.availability_zones)
+            || !AVAILABILITY_ZONES.contains(i64::from(self.availability_zones))
         {
             return None;
         }
@@ -385,7 +402,7 @@ impl Network {
                 format!("use 2 to {MAX_AVAILABILITY_ZONES} zones"),
             );
         }
-        if self.availability_zones < 2 {
+        if i64::from(self.availability_zones) < AVAILABILITY_ZONES.min {
             ds.report_field(
                 Code::TooFewAvailabilityZones,
                 path,
@@ -445,30 +462,7 @@ impl Network {
                 Some(_) => {}
             }
         }
-        if !matches!(
-            self.flow_log_retention_days,
-            1 | 3
-                | 5
-                | 7
-                | 14
-                | 30
-                | 60
-                | 90
-                | 120
-                | 150
-                | 180
-                | 365
-                | 400
-                | 545
-                | 731
-                | 1096
-                | 1827
-                | 2192
-                | 2557
-                | 2922
-                | 3288
-                | 3653
-        ) {
+        if !LOG_RETENTION_DAYS.contains(&self.flow_log_retention_days) {
             ds.report_field(
                 Code::InvalidLogRetention,
                 path,
@@ -831,11 +825,11 @@ stack_file_shape! {
     pub mod network_fields = <Network as Construct>::KIND, "A VPC with public and private subnets, NAT, flow logs, and optional HyperPod and GPU subnets." {
         ID: req "network", Ty::Str, "The construct id.";
         CIDR: opt "cidr", Ty::Str, "The primary CIDR block, /16 to /20 (default `10.192.0.0/16`).";
-        AVAILABILITY_ZONES: opt "availability_zones", Ty::U32, "Zones with a public and a private subnet (default 2).";
+        AVAILABILITY_ZONES: opt "availability_zones", Ty::U32(super::AVAILABILITY_ZONES), "Zones with a public and a private subnet (default 2).";
         NAT_GATEWAYS: opt "nat_gateways", Ty::Enum(NatGateways::NAMES), "One NAT gateway, or one per zone (default `one`).";
         HYPERPOD_SUBNET: opt "hyperpod_subnet", Ty::Obj(&zonal_subnet_fields::SHAPE), "The HyperPod subnet, in the training plan's zone.";
         GPU_SUBNET: opt "gpu_subnet", Ty::Obj(&zonal_subnet_fields::SHAPE), "The GPU node subnet, in the Capacity Block's zone.";
-        FLOW_LOG_RETENTION_DAYS: opt "flow_log_retention_days", Ty::U32, "Flow log retention in days (default 365).";
+        FLOW_LOG_RETENTION_DAYS: opt "flow_log_retention_days", Ty::U32(super::LOG_RETENTION_RANGE), "Flow log retention in days (default 365).";
     }
 }
 

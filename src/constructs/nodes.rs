@@ -4,6 +4,7 @@
 //! `CAPACITY_BLOCK`, subnets only in the block's zone) or on-demand. Optional EFA interfaces laid
 //! out over the instance's network cards.
 
+use super::stack_file::Ints;
 use super::{
     CapacityBlockGroup, CapacityClaim, CapacitySource, Construct, Context, Facts, Launcher,
     PodStorage,
@@ -21,6 +22,23 @@ use std::collections::BTreeMap;
 /// The most nodes one EKS managed node group holds (the EKS service quota "Nodes per managed
 /// node group").
 pub const MAX_NODES_PER_GROUP: i64 = 450;
+
+/// A group's minimum and desired sizes: 0 to [`MAX_NODES_PER_GROUP`].
+pub const GROUP_SIZE: Ints = Ints::new(0, MAX_NODES_PER_GROUP);
+
+/// A group's maximum size: 1 to [`MAX_NODES_PER_GROUP`].
+pub const GROUP_MAX_SIZE: Ints = Ints::new(1, MAX_NODES_PER_GROUP);
+
+/// A node's root volume, GiB: gp3 volumes are 1 GiB to 16 TiB; the node's images and
+/// containerd data live here, so below 20 GiB the node cannot start.
+pub const ROOT_VOLUME_GIB: Ints = Ints::new(20, 16384);
+
+/// The instance counts a training plan or a Capacity Block can have, from the smallest to the
+/// largest of [`RESERVABLE_COUNTS`](crate::catalog::capacity::RESERVABLE_COUNTS).
+pub const RESERVABLE_COUNT_RANGE: Ints = {
+    use crate::catalog::capacity::RESERVABLE_COUNTS as C;
+    Ints::new(C[0], C[C.len() - 1])
+};
 
 /// An EC2 Capacity Block for ML, bought in advance (it cannot be cancelled or refunded).
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -420,15 +438,13 @@ impl ManagedNodeGroup {
     }
 
     pub(crate) fn validate(&self, stack: &Stack, path: &str, ds: &mut Diagnostics) {
-        // gp3 volumes are 1 GiB to 16 TiB; the node's images and containerd data live here, so
-        // below 20 GiB the node cannot start.
-        if !(20..=16384).contains(&self.root_volume_gb) {
+        if !ROOT_VOLUME_GIB.contains(self.root_volume_gb) {
             ds.report_field(
                 Code::InvalidVolumeSize,
                 path,
                 "root_volume_gb",
                 format!("root volume of {} GiB is out of range", self.root_volume_gb),
-                "use 20 to 16384 GiB; 100 GiB for system nodes and 200 GiB for GPU nodes are the defaults",
+                format!("use {} GiB; 100 GiB for system nodes and 200 GiB for GPU nodes are the defaults", ROOT_VOLUME_GIB.describe()),
             );
         }
         let instance = catalog::instance(self.instance_type());
@@ -467,10 +483,11 @@ impl ManagedNodeGroup {
                 "use `ManagedNodeGroup::gpu`, which selects AL2023_x86_64_NVIDIA",
             );
         }
-        if !(self.min >= 0
+        if !(GROUP_SIZE.contains(self.min)
+            && GROUP_SIZE.contains(self.desired)
+            && GROUP_MAX_SIZE.contains(self.max)
             && self.min <= self.desired
-            && self.desired <= self.max
-            && (1..=MAX_NODES_PER_GROUP).contains(&self.max))
+            && self.desired <= self.max)
         {
             ds.report_field(
                 Code::InvalidScaling,
@@ -811,9 +828,9 @@ impl Construct for ManagedNodeGroup {
 
 stack_file_shape! {
     pub mod scaling_fields = "Scaling", "Node group sizes." {
-        MIN: req "min", Ty::I64, "Minimum size.";
-        DESIRED: req "desired", Ty::I64, "Desired size.";
-        MAX: req "max", Ty::I64, "Maximum size.";
+        MIN: req "min", Ty::I64(super::GROUP_SIZE), "Minimum size.";
+        DESIRED: req "desired", Ty::I64(super::GROUP_SIZE), "Desired size.";
+        MAX: req "max", Ty::I64(super::GROUP_MAX_SIZE), "Maximum size.";
     }
 }
 
@@ -821,7 +838,7 @@ stack_file_shape! {
     pub mod capacity_block_fields = "CapacityBlock", "An EC2 Capacity Block feeding the group (absent: on-demand): an existing reservation, or one the Terraform module buys." {
         RESERVATION_ID: opt "reservation_id", Ty::Str, "The reservation id (`cr-...`) of a block bought already (required without `purchase`).";
         AZ_ID: req "az_id", Ty::Str, "The block's zone id.";
-        INSTANCES: opt "instances", Ty::U32, "The block's instance count.";
+        INSTANCES: opt "instances", Ty::U32(super::RESERVABLE_COUNT_RANGE), "The block's instance count.";
         PURCHASE: opt "purchase", Ty::Obj(&capacity_block_purchase_fields::SHAPE), "Buy the block from an offering (Terraform only; charged in full, never refunded).";
     }
 }
@@ -843,7 +860,7 @@ stack_file_shape! {
         CAPACITY_BLOCK: opt "capacity_block", Ty::Obj(&capacity_block_fields::SHAPE), "The Capacity Block feeding the group (absent: on-demand).";
         SCALING: opt "scaling", Ty::Obj(&scaling_fields::SHAPE), "Sizes.";
         SECURITY_GROUPS: opt "security_groups", Ty::Refs(Want::SecurityGroup), "Security groups besides the cluster's own.";
-        ROOT_VOLUME_GB: opt "root_volume_gb", Ty::I64, "Root volume size in GiB.";
+        ROOT_VOLUME_GB: opt "root_volume_gb", Ty::I64(super::ROOT_VOLUME_GIB), "Root volume size in GiB.";
         LABELS: opt "labels", Ty::StrMap, "More node labels.";
         EFA: opt "efa", Ty::Bool, "EFA interfaces on every EFA-capable network card.";
     }

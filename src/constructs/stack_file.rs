@@ -56,19 +56,109 @@ impl Want {
     }
 }
 
-/// A field's type.
+/// The whole numbers a numeric field accepts, both ends included. Declared with the field
+/// (`Ty::U32(RANGE)`) from the same constant the builder's validation checks, so the stack-file
+/// loader, the JSON Schema and the builder agree.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Ints {
+    /// The smallest value accepted.
+    pub min: i64,
+    /// The largest value accepted.
+    pub max: i64,
+}
+
+impl Ints {
+    /// `min` to `max`, both included.
+    pub const fn new(min: i64, max: i64) -> Ints {
+        assert!(min <= max);
+        Ints { min, max }
+    }
+
+    /// Whether `v` is in the range.
+    pub const fn contains(self, v: i64) -> bool {
+        self.min <= v && v <= self.max
+    }
+
+    /// Whether `v` is in the range (`i128` holds every `u64` and `i64`).
+    pub const fn contains_wide(self, v: i128) -> bool {
+        self.min as i128 <= v && v <= self.max as i128
+    }
+
+    /// Whether the unsigned `v` is in the range.
+    pub const fn contains_u64(self, v: u64) -> bool {
+        self.contains_wide(v as i128)
+    }
+
+    /// The range in words: `20 to 16384`.
+    pub fn describe(self) -> String {
+        format!("{} to {}", self.min, self.max)
+    }
+}
+
+/// The numbers a numeric field accepts: `max` is included, `min` too unless `min_exclusive`.
+/// Declared with the field (`Ty::F64(RANGE)`) from the constant the builder checks.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Floats {
+    /// The lower bound.
+    pub min: f64,
+    /// Whether the lower bound itself is refused.
+    pub min_exclusive: bool,
+    /// The largest value accepted.
+    pub max: f64,
+}
+
+impl Floats {
+    /// `min` to `max`, both included.
+    pub const fn new(min: f64, max: f64) -> Floats {
+        Floats {
+            min,
+            min_exclusive: false,
+            max,
+        }
+    }
+
+    /// Above `min` (excluded) up to `max` (included).
+    pub const fn above(min: f64, max: f64) -> Floats {
+        Floats {
+            min,
+            min_exclusive: true,
+            max,
+        }
+    }
+
+    /// Whether `v` is in the range (never for NaN).
+    pub fn contains(self, v: f64) -> bool {
+        let low = if self.min_exclusive {
+            v > self.min
+        } else {
+            v >= self.min
+        };
+        low && v <= self.max
+    }
+
+    /// The range in words: `1000 to 1000000000000`, `above 0 up to 1`.
+    pub fn describe(self) -> String {
+        if self.min_exclusive {
+            format!("above {} up to {}", self.min, self.max)
+        } else {
+            format!("{} to {}", self.min, self.max)
+        }
+    }
+}
+
+/// A field's type. Every numeric type carries the field's declared range.
 #[derive(Clone, Copy, Debug)]
 pub enum Ty {
     /// Any scalar, read as text.
     Str,
-    /// A non-negative integer up to `u32::MAX`.
-    U32,
-    /// A non-negative integer up to `u64::MAX`.
-    U64,
-    /// An integer (`i64`).
-    I64,
-    /// A number.
-    F64,
+    /// A whole number in the range (a non-negative one that fits `u32`).
+    U32(Ints),
+    /// A whole number in the range (a non-negative one that fits `u64`).
+    U64(Ints),
+    /// A whole number in the range (one that fits `i64`).
+    I64(Ints),
+    /// A number in the range.
+    F64(Floats),
     /// `true` or `false`.
     Bool,
     /// One of the listed strings.
@@ -185,7 +275,8 @@ pub struct Invalid;
 /// Reads the declared fields of one object of a stack file (a construct, or an object nested
 /// in one). Values are read only through the [`Field`]s of the shape being read; a field of
 /// another shape is a programming error (reported as an internal error). Scalars that are absent or of
-/// the wrong type (already reported by the structural check) read as `None`.
+/// the wrong type, and numbers outside the field's declared range (all already reported by the
+/// structural check), read as `None`.
 pub trait FieldReader {
     /// The text of a scalar field.
     fn text(&mut self, field: &'static Field) -> Option<String>;

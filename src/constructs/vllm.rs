@@ -5,6 +5,7 @@
 pub mod objects;
 
 use super::network::subnet_facts;
+use super::stack_file::{Floats, Ints};
 use super::{Construct, Context, Facts, ServedModel};
 use crate::app::{kind, AttrRef, Ref, Stack};
 use crate::catalog::{self, Model};
@@ -39,6 +40,30 @@ pub const MAX_WEIGHT_BYTES: u64 = 1 << 50;
 
 /// The longest warm-up a description may state, seconds (one day).
 pub const MAX_WARMUP_SECS: f64 = 86_400.0;
+
+/// The declared range of the download and load rates: [`THROUGHPUT_RANGE`].
+pub const THROUGHPUT: Floats = Floats::new(*THROUGHPUT_RANGE.start(), *THROUGHPUT_RANGE.end());
+
+/// Warm-up, seconds: none to [`MAX_WARMUP_SECS`].
+pub const WARMUP_SECS: Floats = Floats::new(0.0, MAX_WARMUP_SECS);
+
+/// The weights' size, bytes: 1 to [`MAX_WEIGHT_BYTES`].
+pub const WEIGHT_BYTES: Ints = Ints::new(1, MAX_WEIGHT_BYTES as i64);
+
+/// Any GPU count a server states (tensor and decode context parallel sizes, GPUs per
+/// replica): 1 to the most GPUs of any catalog instance; the instance's own count is checked
+/// too.
+pub const GPU_COUNT: Ints = Ints::new(1, crate::catalog::instances::MAX_GPUS_PER_INSTANCE as i64);
+
+/// The fraction of GPU memory vLLM may use: above 0, up to 1.
+pub const GPU_MEMORY_UTILIZATION: Floats = Floats::above(0.0, 1.0);
+
+/// `max_model_len`, tokens: 1 to 16 Mi, above the longest context window published (10 M
+/// tokens); a catalog model's own window is checked too (`HF0508`).
+pub const MODEL_LEN: Ints = Ints::new(1, 1 << 24);
+
+/// Replicas: at least one, at most what a Kubernetes `replicas` (int32) holds.
+pub const REPLICAS: Ints = Ints::new(1, i32::MAX as i64);
 
 impl Default for StorageThroughput {
     /// 500 MB/s from the Hugging Face Hub, 2 GB/s from local NVMe into the GPUs, 15 minutes of
@@ -631,7 +656,7 @@ impl VllmServer {
         }
         if let Some(gpus) = gpus {
             let tp = self.tensor_parallel(gpus);
-            if tp == 0 || !tp.is_power_of_two() || tp > gpus {
+            if !GPU_COUNT.contains(i64::from(tp)) || !tp.is_power_of_two() || tp > gpus {
                 ds.report_field(
                     Code::InvalidTensorParallelSize,
                     path,
@@ -641,7 +666,7 @@ impl VllmServer {
                 );
             }
         }
-        if !(self.gpu_memory_utilization > 0.0 && self.gpu_memory_utilization <= 1.0) {
+        if !GPU_MEMORY_UTILIZATION.contains(self.gpu_memory_utilization) {
             ds.report_field(
                 Code::InvalidGpuMemoryUtilization,
                 path,
@@ -718,8 +743,22 @@ impl VllmServer {
                 );
             }
         }
+        if let Some(len) = self.max_model_len {
+            if !MODEL_LEN.contains_u64(len) {
+                ds.report_field(
+                    Code::InvalidContextLength,
+                    path,
+                    "max_model_len",
+                    format!("max model length {len} is out of range"),
+                    format!(
+                        "use {} tokens, or leave it unset for the model's own context length",
+                        MODEL_LEN.describe()
+                    ),
+                );
+            }
+        }
         if let Some(bytes) = self.weight_bytes {
-            if !(1..=MAX_WEIGHT_BYTES).contains(&bytes) {
+            if !WEIGHT_BYTES.contains_u64(bytes) {
                 ds.report_field(
                     Code::InvalidWeightBytes,
                     path,
@@ -730,10 +769,9 @@ impl VllmServer {
             }
         }
         let t = self.throughput;
-        let rate_ok = |r: f64| THROUGHPUT_RANGE.contains(&r);
-        if !(rate_ok(t.download_bytes_per_sec)
-            && rate_ok(t.load_bytes_per_sec)
-            && (0.0..=MAX_WARMUP_SECS).contains(&t.warmup_secs))
+        if !(THROUGHPUT.contains(t.download_bytes_per_sec)
+            && THROUGHPUT.contains(t.load_bytes_per_sec)
+            && WARMUP_SECS.contains(t.warmup_secs))
         {
             ds.report_field(
                 Code::InvalidThroughput,
@@ -949,7 +987,7 @@ impl InferenceEndpoint {
                 "use a type from hyperforge::catalog::instances(), e.g. ml.p6-b300.48xlarge",
             );
         }
-        if self.replicas < 1 {
+        if !REPLICAS.contains(i64::from(self.replicas)) {
             ds.report_field(
                 Code::InvalidInstanceCount,
                 path,
@@ -1016,9 +1054,9 @@ stack_file_shape! {
 
 stack_file_shape! {
     pub mod storage_throughput_fields = "StorageThroughput", "Storage throughput assumptions for the startup budget." {
-        DOWNLOAD_BYTES_PER_SEC: req "download_bytes_per_sec", Ty::F64, "Download rate, bytes per second.";
-        LOAD_BYTES_PER_SEC: req "load_bytes_per_sec", Ty::F64, "Load rate into GPU memory, bytes per second.";
-        WARMUP_SECS: req "warmup_secs", Ty::F64, "Warm-up time, seconds.";
+        DOWNLOAD_BYTES_PER_SEC: req "download_bytes_per_sec", Ty::F64(super::THROUGHPUT), "Download rate, bytes per second.";
+        LOAD_BYTES_PER_SEC: req "load_bytes_per_sec", Ty::F64(super::THROUGHPUT), "Load rate into GPU memory, bytes per second.";
+        WARMUP_SECS: req "warmup_secs", Ty::F64(super::WARMUP_SECS), "Warm-up time, seconds.";
     }
 }
 
@@ -1028,10 +1066,10 @@ stack_file_shape! {
         IMAGE: req "image", Ty::Str, "The container image, pinned.";
         IMAGE_DIGEST: opt "image_digest", Ty::Str, "The image's digest (`sha256:...`): the container runs `<image>@<digest>`.";
         SERVED_MODEL_NAME: opt "served_model_name", Ty::Str, "The name clients pass as `model`.";
-        TENSOR_PARALLEL_SIZE: opt "tensor_parallel_size", Ty::U32, "Tensor parallel size (default: every GPU of the instance).";
-        DECODE_CONTEXT_PARALLEL_SIZE: opt "decode_context_parallel_size", Ty::U32, "Decode context parallel size.";
-        GPU_MEMORY_UTILIZATION: opt "gpu_memory_utilization", Ty::F64, "Fraction of GPU memory vLLM may use (default 0.90).";
-        MAX_MODEL_LEN: opt "max_model_len", Ty::U64, "Maximum context length.";
+        TENSOR_PARALLEL_SIZE: opt "tensor_parallel_size", Ty::U32(super::GPU_COUNT), "Tensor parallel size (default: every GPU of the instance).";
+        DECODE_CONTEXT_PARALLEL_SIZE: opt "decode_context_parallel_size", Ty::U32(super::GPU_COUNT), "Decode context parallel size.";
+        GPU_MEMORY_UTILIZATION: opt "gpu_memory_utilization", Ty::F64(super::GPU_MEMORY_UTILIZATION), "Fraction of GPU memory vLLM may use (default 0.90).";
+        MAX_MODEL_LEN: opt "max_model_len", Ty::U64(super::MODEL_LEN), "Maximum context length.";
         LOAD_FORMAT: opt "load_format", Ty::Str, "The weight loader (`fastsafetensors`, ...).";
         TRUST_REMOTE_CODE: opt "trust_remote_code", Ty::Bool, "Run the model repository's own code.";
         REVISION: opt "revision", Ty::Str, "The model repository's commit to serve: 40 lowercase hex digits (branches and tags move, so they are refused).";
@@ -1043,7 +1081,7 @@ stack_file_shape! {
         EXTRA_ARGS: opt "extra_args", Ty::StrList, "Arguments the typed fields do not cover.";
         HF_TOKEN_SECRET: opt "hf_token_secret", Ty::Obj(&secret_key_ref_fields::SHAPE), "The Secret holding the Hugging Face token.";
         API_KEY_SECRET: opt "api_key_secret", Ty::Obj(&secret_key_ref_fields::SHAPE), "The Secret holding the API key clients send as a bearer token (read into VLLM_API_KEY).";
-        WEIGHT_BYTES: opt "weight_bytes", Ty::U64, "The weights' size, for models not in the catalog.";
+        WEIGHT_BYTES: opt "weight_bytes", Ty::U64(super::WEIGHT_BYTES), "The weights' size, for models not in the catalog.";
         STORAGE_THROUGHPUT: opt "storage_throughput", Ty::Obj(&storage_throughput_fields::SHAPE), "Storage throughput for the startup budget.";
     }
 }
@@ -1055,7 +1093,7 @@ stack_file_shape! {
         INSTANCE_TYPE: req "instance_type", Ty::Str, "The instance type (EC2 or `ml.` name).";
         NAME: opt "name", Ty::Str, "The object name (default: the served model name in lowercase).";
         NAMESPACE: opt "namespace", Ty::Str, "The namespace (default `default`).";
-        REPLICAS: opt "replicas", Ty::I64, "Replicas (default 1).";
+        REPLICAS: opt "replicas", Ty::I64(super::REPLICAS), "Replicas (default 1).";
     }
 }
 
@@ -1073,8 +1111,8 @@ stack_file_shape! {
         INSTANCE_TYPE: req "instance_type", Ty::Str, "The EC2 instance type of the nodes.";
         NAME: opt "name", Ty::Str, "The object name (default: the served model name in lowercase).";
         NAMESPACE: opt "namespace", Ty::Str, "The namespace (default: the object name).";
-        REPLICAS: opt "replicas", Ty::I64, "Replicas (default 1).";
-        GPUS: opt "gpus", Ty::U32, "GPUs per replica (default: every GPU of the instance).";
+        REPLICAS: opt "replicas", Ty::I64(super::REPLICAS), "Replicas (default 1).";
+        GPUS: opt "gpus", Ty::U32(super::GPU_COUNT), "GPUs per replica (default: every GPU of the instance).";
         EXPOSURE: opt "exposure", Ty::Enum(Exposure::NAMES), "How the Service is exposed (default `internal_load_balancer`).";
         SERVICE_ANNOTATIONS: opt "service_annotations", Ty::StrMap, "Annotations on the Service.";
         EFA: opt "efa", Ty::Bool, "Request the instance's EFA interfaces.";
@@ -1771,7 +1809,7 @@ impl VllmDeployment {
             ),
             Some(it) => {
                 if let Some(gpus) = self.gpus {
-                    if gpus > it.gpu_count || gpus == 0 {
+                    if gpus > it.gpu_count || !GPU_COUNT.contains(i64::from(gpus)) {
                         ds.report_field(
                             Code::GpuRequestExceedsInstance,
                             path,
@@ -1786,7 +1824,7 @@ impl VllmDeployment {
                 }
             }
         }
-        if self.replicas < 1 {
+        if !REPLICAS.contains(i64::from(self.replicas)) {
             ds.report_field(
                 Code::InvalidInstanceCount,
                 path,

@@ -33,7 +33,7 @@ impl LustreDeployment {
     }
 
     /// The per-unit storage throughputs the deployment type offers, in MB/s per TiB.
-    pub fn throughputs(self) -> &'static [u32] {
+    pub const fn throughputs(self) -> &'static [u32] {
         match self {
             LustreDeployment::Persistent2 => &[125, 250, 500, 1000],
         }
@@ -43,10 +43,15 @@ impl LustreDeployment {
     /// multiple of 2400 GiB for persistent SSD storage.
     pub fn valid_capacity(self, gib: u32) -> bool {
         match self {
-            LustreDeployment::Persistent2 => gib == 1200 || (gib > 0 && gib.is_multiple_of(2400)),
+            LustreDeployment::Persistent2 => {
+                gib == MIN_CAPACITY_GIB || (gib > 0 && gib.is_multiple_of(2400))
+            }
         }
     }
 }
+
+/// The smallest storage capacity of a file system, GiB.
+pub const MIN_CAPACITY_GIB: u32 = 1200;
 
 /// How file data is compressed on the file system's disks.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]

@@ -17,6 +17,7 @@ mod yaml;
 
 use crate::app::App;
 use crate::app::{kind, Ref, Stack, StageId};
+use crate::constructs::stack_file::Ints;
 use crate::constructs::stack_file::{
     FieldReader, Invalid, KindVisitor, Resolved, StackFileConstruct,
 };
@@ -141,7 +142,7 @@ pub fn load_str(origin: &str, text: &str) -> Result<App, Diagnostics> {
             format!("`{origin}` holds a NUL byte, so it is not a text file"),
             "save the stack file as UTF-8 text",
         );
-        return Err(cx.diags);
+        return Err(cx.into_diags());
     }
     let root = match yaml::parse(text) {
         Ok(Some(root)) if !root.is_null() => root,
@@ -153,7 +154,7 @@ pub fn load_str(origin: &str, text: &str) -> Result<App, Diagnostics> {
                 format!("`{origin}` holds no stack description"),
                 "start with `stack: <name>`, `region: <region>` and `stages:`; see docs/stack-files.md",
             );
-            return Err(cx.diags);
+            return Err(cx.into_diags());
         }
         Err(e) => {
             cx.report(
@@ -163,7 +164,7 @@ pub fn load_str(origin: &str, text: &str) -> Result<App, Diagnostics> {
                 format!("`{origin}` is not valid YAML: {}", e.message),
                 "fix the syntax at this position; see docs/stack-files.md for the format",
             );
-            return Err(cx.diags);
+            return Err(cx.into_diags());
         }
     };
     if !matches!(root.value, Value::Map(_)) {
@@ -177,17 +178,17 @@ pub fn load_str(origin: &str, text: &str) -> Result<App, Diagnostics> {
             ),
             "start with `stack: <name>`, `region: <region>` and `stages:`; see docs/stack-files.md",
         );
-        return Err(cx.diags);
+        return Err(cx.into_diags());
     }
     cx.check_obj(&root, &schema::FILE, "");
     let mut b = Builder::new(cx, &root);
     let app = b.build(&root);
     let Builder { cx, index, .. } = b;
     if cx.diags.has_errors() {
-        return Err(cx.diags);
+        return Err(cx.into_diags());
     }
     let Some(app) = app else {
-        return Err(cx.diags);
+        return Err(cx.into_diags());
     };
     let found = app.validate();
     if found.has_errors() {
@@ -208,7 +209,15 @@ pub fn json_schema() -> serde_json::Value {
 struct Cx {
     origin: String,
     diags: Diagnostics,
+    /// Problems found beyond [`MAX_REPORTED`], counted but not described.
+    suppressed: usize,
 }
+
+/// The most problems one file reports. Past them a file is usually one mistake repeated (a
+/// pasted block, a wrong indentation); describing each would let a hostile file make reporting
+/// cost far more than parsing (tens of thousands of messages with suggestions). The rest are
+/// counted in one last diagnostic (HF0712).
+const MAX_REPORTED: usize = 100;
 
 /// Edit distance, for "did you mean" suggestions.
 fn distance(a: &str, b: &str) -> usize {
@@ -228,10 +237,16 @@ fn distance(a: &str, b: &str) -> usize {
 /// The closest of `candidates` to `word`, if close enough to be a likely typo.
 fn suggest<'a>(word: &str, candidates: impl IntoIterator<Item = &'a str>) -> Option<&'a str> {
     let word_l = word.to_ascii_lowercase();
+    let word_chars = word.chars().count();
+    let limit = |c: &str| (c.len().max(word.len()) / 3).max(2);
     candidates
         .into_iter()
+        // The distance is at least the difference in length: a word far longer than every
+        // candidate (a pasted blob) is no typo, and comparing it would cost its length times
+        // each candidate's.
+        .filter(|c| word_chars.abs_diff(c.chars().count()) <= limit(c))
         .map(|c| (distance(&word_l, &c.to_ascii_lowercase()), c))
-        .filter(|(d, c)| *d <= (c.len().max(word.len()) / 3).max(2))
+        .filter(|(d, c)| *d <= limit(c))
         .min_by_key(|(d, _)| *d)
         .map(|(_, c)| c)
 }
@@ -242,6 +257,14 @@ fn joined(items: &[&str]) -> String {
         .map(|s| format!("`{s}`"))
         .collect::<Vec<_>>()
         .join(", ")
+}
+
+/// The declared range of a whole-number field.
+fn int_range(field: &Field) -> Option<Ints> {
+    match field.ty {
+        Ty::U32(r) | Ty::U64(r) | Ty::I64(r) => Some(r),
+        _ => None,
+    }
 }
 
 fn parse_uint(node: &Node) -> Option<u64> {
@@ -260,6 +283,41 @@ fn parse_int(node: &Node) -> Option<i64> {
             let s = s.strip_prefix('+').unwrap_or(s).replace('_', "");
             s.parse::<i64>().ok()
         }
+        _ => None,
+    }
+}
+
+/// A whole number of any size, as written (`+`, `_` allowed): beyond `i128` it saturates, so a
+/// huge number is reported as out of range, not as text.
+fn parse_whole(node: &Node) -> Option<i128> {
+    let Value::Scalar(s, true) = &node.value else {
+        return None;
+    };
+    let s = s.replace('_', "");
+    let (negative, digits) = match s.strip_prefix('-') {
+        Some(d) => (true, d),
+        None => (false, s.strip_prefix('+').unwrap_or(&s)),
+    };
+    if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    Some(match digits.parse::<i128>() {
+        Ok(v) if negative => -v,
+        Ok(v) => v,
+        Err(_) if negative => i128::MIN,
+        Err(_) => i128::MAX,
+    })
+}
+
+/// A number as written, not NaN; a literal too large for `f64` reads as infinite, so it is
+/// reported as out of range.
+fn parse_number(node: &Node) -> Option<f64> {
+    match &node.value {
+        Value::Scalar(s, true) => s
+            .replace('_', "")
+            .parse::<f64>()
+            .ok()
+            .filter(|f| !f.is_nan()),
         _ => None,
     }
 }
@@ -332,7 +390,40 @@ impl Cx {
         Cx {
             origin: origin.to_owned(),
             diags: Diagnostics::new(),
+            suppressed: 0,
         }
+    }
+
+    /// Whether further problems are only counted.
+    fn full(&self) -> bool {
+        self.diags.len() >= MAX_REPORTED
+    }
+
+    /// Counts a problem without describing it when the report is full (so the caller skips
+    /// the work of describing it: suggestions, lists of allowed values).
+    fn counted(&mut self) -> bool {
+        let full = self.full();
+        if full {
+            self.suppressed += 1;
+        }
+        full
+    }
+
+    /// The diagnostics, with the count of those not described.
+    fn into_diags(self) -> Diagnostics {
+        let mut diags = self.diags;
+        if self.suppressed > 0 {
+            diags.push(Diagnostic::new(
+                Code::StackFileTooManyProblems,
+                format!("{}:1:1", self.origin),
+                format!(
+                    "{} more problems in `{}` are not shown (the first {MAX_REPORTED} are)",
+                    self.suppressed, self.origin
+                ),
+                "fix the problems shown and load the file again; many problems of one kind are often one mistake repeated",
+            ));
+        }
+        diags
     }
 
     fn report(
@@ -343,6 +434,10 @@ impl Cx {
         message: impl Into<String>,
         help: impl Into<String>,
     ) {
+        if self.full() {
+            self.suppressed += 1;
+            return;
+        }
         let message = message.into();
         let message = if context.is_empty() {
             message
@@ -371,6 +466,17 @@ impl Cx {
         );
     }
 
+    fn out_of_range(&mut self, node: &Node, context: &str, range: &str) {
+        let value = node.as_str().unwrap_or_default();
+        self.report(
+            Code::StackFileOutOfRange,
+            node.pos,
+            context,
+            format!("`{value}` is outside the range of this field: {range}"),
+            format!("use a value from {range}"),
+        );
+    }
+
     fn check_obj(&mut self, node: &Node, shape: &'static Shape, context: &str) {
         let Value::Map(entries) = &node.value else {
             self.wrong_type(node, context, &format!("a mapping ({})", shape.doc));
@@ -380,6 +486,7 @@ impl Cx {
             let name = key.as_str().unwrap_or_default();
             match shape.field(name) {
                 Some(f) => self.check_ty(value, f.ty, &child(context, name)),
+                None if self.counted() => {}
                 None => {
                     let allowed: Vec<&str> = shape.fields.iter().map(|f| f.name).collect();
                     let help = match suggest(name, allowed.iter().copied()) {
@@ -412,6 +519,7 @@ impl Cx {
     fn check_enum(&mut self, node: &Node, values: &[&str], context: &str) {
         match parse_text(node) {
             Some(v) if values.contains(&v) => {}
+            _ if self.counted() => {}
             Some(v) if matches!(node.value, Value::Scalar(..)) => {
                 let help = match suggest(v, values.iter().copied()) {
                     Some(s) => format!("did you mean `{s}`?"),
@@ -436,29 +544,20 @@ impl Cx {
                     self.wrong_type(node, context, "a string");
                 }
             }
-            Ty::U32 => {
-                if parse_uint(node)
-                    .and_then(|v| u32::try_from(v).ok())
-                    .is_none()
-                {
-                    self.wrong_type(node, context, "a whole number from 0 to 4294967295");
+            Ty::U32(range) | Ty::U64(range) | Ty::I64(range) => match parse_whole(node) {
+                None => self.wrong_type(node, context, "a whole number"),
+                Some(v) if !range.contains_wide(v) => {
+                    self.out_of_range(node, context, &range.describe());
                 }
-            }
-            Ty::U64 => {
-                if parse_uint(node).is_none() {
-                    self.wrong_type(node, context, "a non-negative whole number");
+                Some(_) => {}
+            },
+            Ty::F64(range) => match parse_number(node) {
+                None => self.wrong_type(node, context, "a number"),
+                Some(v) if !range.contains(v) => {
+                    self.out_of_range(node, context, &range.describe())
                 }
-            }
-            Ty::I64 => {
-                if parse_int(node).is_none() {
-                    self.wrong_type(node, context, "a whole number");
-                }
-            }
-            Ty::F64 => {
-                if parse_float(node).is_none() {
-                    self.wrong_type(node, context, "a number");
-                }
-            }
+                Some(_) => {}
+            },
             Ty::Bool => {
                 if parse_bool(node).is_none() {
                     self.wrong_type(node, context, "`true` or `false`");
@@ -531,6 +630,7 @@ impl Cx {
                     }
                     match construct_shape(item) {
                         Some(shape) => self.check_obj(item, shape, &ctx),
+                        None if self.counted() => {}
                         None => {
                             let kinds: Vec<&str> =
                                 schema::CONSTRUCTS.iter().map(|s| s.name).collect();
@@ -629,6 +729,9 @@ struct Index {
     /// Display path (`stack/Id`, `stack/stage`, `stack/HyperPod/group`) -> position and the
     /// scalar values below it (dotted key, text, position).
     places: Vec<(String, Pos, Vec<Placed>)>,
+    /// Each display path's last entry in `places`, so locating a diagnostic costs a few
+    /// lookups, not a scan of every construct of the file.
+    by_path: BTreeMap<String, usize>,
 }
 
 /// Fields a diagnostic code is about, for the diagnostics that do not name their field
@@ -679,15 +782,22 @@ impl Index {
                 }
             }
         }
+        self.by_path.insert(path.clone(), self.places.len());
         self.places.push((path, pos, values));
     }
 
     fn locate(&self, d: &Diagnostic) -> Pos {
-        let best = self
-            .places
-            .iter()
-            .filter(|(p, _, _)| d.path == *p || d.path.starts_with(&format!("{p}/")))
-            .max_by_key(|(p, _, _)| p.len());
+        // The longest placed path that is the diagnostic's path or an ancestor of it.
+        let mut path = d.path.as_str();
+        let best = loop {
+            if let Some(&i) = self.by_path.get(path) {
+                break self.places.get(i);
+            }
+            match path.rfind('/') {
+                Some(at) => path = &path[..at],
+                None => break None,
+            }
+        };
         let Some((_, pos, values)) = best else {
             return self.stack_pos;
         };
@@ -727,15 +837,21 @@ impl Index {
         *pos
     }
 
+    /// The builders' diagnostics at their places in the file; past [`MAX_REPORTED`] they are
+    /// counted, as the file's own problems are.
     fn map(&self, found: Diagnostics, origin: &str) -> Diagnostics {
-        let mut out = Diagnostics::new();
+        let mut cx = Cx::new(origin);
         for mut d in found {
+            if cx.full() {
+                cx.suppressed += 1;
+                continue;
+            }
             let pos = self.locate(&d);
             d.message = format!("[{}] {}", d.path, d.message);
             d.path = format!("{origin}:{}:{}", pos.line, pos.col);
-            out.push(d);
+            cx.diags.push(d);
         }
-        out
+        cx.into_diags()
     }
 }
 
@@ -1382,15 +1498,27 @@ impl FieldReader for Reader<'_> {
     }
 
     fn u64(&mut self, field: &'static Field) -> Option<u64> {
-        self.get(field).and_then(parse_uint)
+        let range = int_range(field);
+        self.get(field)
+            .and_then(parse_uint)
+            .filter(|v| range.is_none_or(|r| r.contains_u64(*v)))
     }
 
     fn i64(&mut self, field: &'static Field) -> Option<i64> {
-        self.get(field).and_then(parse_int)
+        let range = int_range(field);
+        self.get(field)
+            .and_then(parse_int)
+            .filter(|v| range.is_none_or(|r| r.contains(*v)))
     }
 
     fn f64(&mut self, field: &'static Field) -> Option<f64> {
-        self.get(field).and_then(parse_float)
+        let range = match field.ty {
+            Ty::F64(r) => Some(r),
+            _ => None,
+        };
+        self.get(field)
+            .and_then(parse_float)
+            .filter(|v| range.is_none_or(|r| r.contains(*v)))
     }
 
     fn bool(&mut self, field: &'static Field) -> Option<bool> {

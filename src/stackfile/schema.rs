@@ -166,10 +166,13 @@ fn reference_schema(want: Want) -> Value {
 fn ty_schema(ty: Ty) -> Value {
     match ty {
         Ty::Str => json!({"type": ["string", "number", "boolean"]}),
-        Ty::U32 => json!({"type": "integer", "minimum": 0, "maximum": u32::MAX}),
-        Ty::U64 => json!({"type": "integer", "minimum": 0}),
-        Ty::I64 => json!({"type": "integer"}),
-        Ty::F64 => json!({"type": "number"}),
+        Ty::U32(r) | Ty::U64(r) | Ty::I64(r) => {
+            json!({"type": "integer", "minimum": r.min, "maximum": r.max})
+        }
+        Ty::F64(r) if r.min_exclusive => {
+            json!({"type": "number", "exclusiveMinimum": r.min, "maximum": r.max})
+        }
+        Ty::F64(r) => json!({"type": "number", "minimum": r.min, "maximum": r.max}),
         Ty::Bool => json!({"type": "boolean"}),
         Ty::Enum(values) => json!({"enum": values}),
         Ty::StrMap => json!({
@@ -273,4 +276,33 @@ pub fn json_schema() -> Value {
         *m = head;
     }
     top
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every declared whole-number range fits the type its reader returns, so a value inside
+    /// the range is never read as absent.
+    #[test]
+    fn declared_ranges_fit_their_types() {
+        let mut shapes = Vec::new();
+        for s in CONSTRUCTS {
+            collect(s, &mut shapes);
+        }
+        let mut numeric = 0;
+        for shape in shapes {
+            for f in shape.fields {
+                let ok = match f.ty {
+                    Ty::U32(r) => r.min >= 0 && r.max <= i64::from(u32::MAX),
+                    Ty::U64(r) | Ty::I64(r) => r.min >= 0 || matches!(f.ty, Ty::I64(_)),
+                    Ty::F64(r) => r.min.is_finite() && r.max.is_finite() && r.min <= r.max,
+                    _ => continue,
+                };
+                numeric += 1;
+                assert!(ok, "{}.{}: {:?}", shape.name, f.name, f.ty);
+            }
+        }
+        assert!(numeric >= 20, "{numeric} numeric fields");
+    }
 }

@@ -63,7 +63,7 @@ pub fn check(
     ds: &mut Diagnostics,
 ) {
     let util = server.memory_utilization();
-    if !(util > 0.0 && util <= 1.0) {
+    if !crate::constructs::vllm::GPU_MEMORY_UTILIZATION.contains(util) {
         return; // reported as HF0411
     }
     let dcp = server.decode_context_parallel().max(1);

@@ -40,7 +40,7 @@ pub fn check(model: &Model, server: &VllmServer, tp: u32, path: &str, ds: &mut D
         );
     }
     let dcp = server.decode_context_parallel();
-    if dcp == 0 || !tp.is_multiple_of(dcp) {
+    if !crate::constructs::vllm::GPU_COUNT.contains(i64::from(dcp)) || !tp.is_multiple_of(dcp) {
         ds.report_field(
             Code::InvalidDecodeContextParallelSize,
             path,

@@ -309,7 +309,7 @@ fn the_stack_file_gives_the_same_bytes() {
 #[test]
 fn stack_file_faults_point_at_their_lines() {
     let bad = STACK_FILE
-        .replace("storage_gib: 1200", "storage_gib: 1000")
+        .replace("storage_gib: 1200", "storage_gib: 1300")
         .replace("prefix: models/", "prefix: /models/");
     let ds = load_str("stacks/fsx.yaml", &bad).unwrap_err();
     let at = |code: Code, line: usize| {

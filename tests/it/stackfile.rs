@@ -306,11 +306,11 @@ fn model_rule_on_the_eks_path_points_at_the_field_it_is_about() {
     // The message does not quote the value; the diagnostic names its field.
     let text = read("stacks/kimi-k3-eks.yaml").replace(
         "          served_model_name: Kimi-K3\n",
-        "          served_model_name: Kimi-K3\n          max_model_len: 99000000\n",
+        "          served_model_name: Kimi-K3\n          max_model_len: 9000000\n",
     );
     let line = text
         .lines()
-        .position(|l| l.contains("max_model_len: 99000000"))
+        .position(|l| l.contains("max_model_len: 9000000"))
         .expect("inserted")
         + 1;
     let ds = match load_str(ORIGIN, &text) {
@@ -343,18 +343,25 @@ fn stack_level_rule_points_at_the_region() {
 
 #[test]
 fn builder_rule_in_an_instance_group_points_at_its_field() {
-    let text = read("stacks/kimi-k3-hyperpod.yaml").replace("count: 1", "count: -3");
+    // Two instances where the training plan reserves one: in the declared range of `count`,
+    // refused by the capacity rule.
+    let text = read("stacks/kimi-k3-hyperpod.yaml")
+        .replace("count: 1", "count: 2")
+        .replace(
+            "az_id: usw2-az2\n\n",
+            "az_id: usw2-az2\n              reserved_instances: 1\n\n",
+        );
     let ds = load_err(&text);
     let d = ds
-        .with_code(Code::InvalidInstanceCount)
+        .with_code(Code::InstanceCountAboveReserved)
         .next()
-        .expect("HF0305");
+        .expect("HF0314");
     assert!(
         d.message
             .starts_with("[kimi-k3-hyperpod/HyperPod/p6-b300] "),
         "{d}"
     );
-    let line = text.lines().position(|l| l.contains("count: -3")).unwrap() + 1;
+    let line = text.lines().position(|l| l.contains("count: 2")).unwrap() + 1;
     assert_eq!(d.path, format!("{ORIGIN}:{line}:20"));
 }
 
@@ -488,7 +495,7 @@ fn several_builder_faults_are_reported_in_one_run() {
     let text = read("stacks/kimi-k3-eks.yaml")
         .replace(
             "        gpu_subnet:\n",
-            "        cidr: 10.0.0.0/33\n        availability_zones: 1\n        gpu_subnet:\n",
+            "        cidr: 10.0.0.0/33\n        flow_log_retention_days: 2\n        gpu_subnet:\n",
         )
         .replace(
             "reservation_id: cr-0123456789abcdef0",
@@ -499,9 +506,9 @@ fn several_builder_faults_are_reported_in_one_run() {
     assert_has(&ds, Code::InvalidCidr, line_of("cidr: 10.0.0.0/33"), 15);
     assert_has(
         &ds,
-        Code::TooFewAvailabilityZones,
-        line_of("availability_zones: 1"),
-        29,
+        Code::InvalidLogRetention,
+        line_of("flow_log_retention_days: 2"),
+        34,
     );
     assert_has(
         &ds,
@@ -718,4 +725,70 @@ fn a_capacity_block_purchase_needs_the_acknowledgement_in_the_file_too() {
         .text("buy/terraform/01-foundation/main.tf.json")
         .unwrap()
         .contains("aws_ec2_capacity_block_reservation"));
+}
+
+// ---------------------------------------------------------------------------------------------
+// Many faults: described up to a bound, counted beyond it, in time linear in the file.
+
+/// `count` copies of `construct` in one stage.
+fn many_constructs(construct: &str, count: usize) -> String {
+    let mut text = String::from(
+        "stack: many\nregion: us-west-2\nstages:\n  - name: a\n    kind: cloudformation\n    constructs:\n",
+    );
+    for _ in 0..count {
+        text.push_str(construct);
+    }
+    assert!(text.len() < 1024 * 1024, "{} bytes", text.len());
+    text
+}
+
+fn assert_bounded_report(ds: &Diagnostics, took: Duration) {
+    // Generous for a debug build on a loaded machine: describing every fault (a suggestion
+    // each) or locating each builder fault by scanning every construct took seconds in release.
+    assert!(took < Duration::from_secs(5), "{took:?}");
+    assert_eq!(ds.len(), 101, "{ds}");
+    let last = ds.iter().last().unwrap();
+    assert_eq!(last.code, Code::StackFileTooManyProblems, "{last}");
+    assert!(last.message.contains("more problems"), "{last}");
+}
+
+#[test]
+fn a_file_of_many_unknown_constructs_reports_the_first_hundred_quickly() {
+    let text = many_constructs("      - netwrk: N\n", 45_000);
+    let start = Instant::now();
+    let ds = load_err(&text);
+    assert_bounded_report(&ds, start.elapsed());
+    assert!(ds
+        .iter()
+        .next()
+        .unwrap()
+        .help
+        .contains("did you mean `network`?"));
+}
+
+#[test]
+fn many_constructs_with_builder_faults_are_located_quickly() {
+    // Every construct builds and is then refused by validation (the same id 20,000 times).
+    let text = many_constructs("      - network: N\n", 20_000);
+    let start = Instant::now();
+    let ds = load_err(&text);
+    assert_bounded_report(&ds, start.elapsed());
+}
+
+#[test]
+fn a_huge_wrong_value_is_refused_quickly() {
+    // No suggestion is computed for a value far longer than every allowed one (the edit
+    // distance to each took its length times theirs: most of a second in release).
+    let value = "nvidia-device".repeat(60_000);
+    let text = format!(
+        "stack: s\nregion: us-west-2\nstages:\n  - name: a\n    kind: helm\n    preset: {value}\n"
+    );
+    let start = Instant::now();
+    let ds = load_err(&text);
+    assert!(
+        start.elapsed() < Duration::from_secs(2),
+        "{:?}",
+        start.elapsed()
+    );
+    assert_has(&ds, Code::StackFileInvalidValue, 6, 13);
 }

@@ -1,0 +1,76 @@
+//! The bounded fuzz regression pass (the long campaign is `examples/fuzz_stackfile.rs`): every
+//! seed of the corpus (`stacks/*.yaml`, `tests/fuzz/corpus/`) and a fixed number of fresh
+//! mutations go through the loader and through loading and synthesis in memory, checking the
+//! harness's invariants (`tests/fuzz/harness.rs`): no panic, every failure an error diagnostic
+//! with a code and a location, artifact paths inside the output directory, nothing written to
+//! the working directory, and time within a budget. Memory is bounded here by the input size
+//! (the mutator stops just past the loader's 1 MiB limit); the campaign also counts allocations.
+//!
+//! `HYPERFORGE_FUZZ_ITERATIONS` and `HYPERFORGE_FUZZ_SEED` change the pass (default: 5,000
+//! mutations of seed 1).
+
+#[path = "../fuzz/harness.rs"]
+mod harness;
+
+use harness::Target;
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+/// The time one input may take per MiB: ten times the campaign's release-mode budget,
+/// for a debug build on a shared machine.
+const PER_MIB: Duration = Duration::from_secs(10);
+
+fn env_u64(name: &str, default: u64) -> u64 {
+    std::env::var(name)
+        .ok()
+        .map(|v| {
+            v.parse()
+                .unwrap_or_else(|_| panic!("{name}={v} is not a number"))
+        })
+        .unwrap_or(default)
+}
+
+#[test]
+fn corpus_and_fresh_mutations_keep_the_invariants() {
+    let repo = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let seeds = harness::corpus(repo);
+    let iterations = env_u64("HYPERFORGE_FUZZ_ITERATIONS", 5_000);
+    let seed = env_u64("HYPERFORGE_FUZZ_SEED", 1);
+    // Tests share the process's working directory, so the no-write check watches an empty
+    // directory of its own; the pipeline is given no path at all, so it cannot write there
+    // either, nor anywhere else.
+    let workdir = tempfile::tempdir().unwrap();
+    let mut findings = Vec::new();
+    // Each seed through both targets; mutation `i` through target `i % 2`, as the campaign
+    // runs it.
+    let seeds_both = seeds
+        .iter()
+        .flat_map(|s| Target::ALL.map(|t| (t, s.name.clone(), s.bytes.clone())));
+    let mutations = (0..iterations).map(|i| {
+        let target = Target::ALL[(i % 2) as usize];
+        (
+            target,
+            format!("input {i}"),
+            harness::input(&seeds, seed, i),
+        )
+    });
+    for (target, name, bytes) in seeds_both.chain(mutations) {
+        let start = Instant::now();
+        let result = harness::run(target, &bytes, workdir.path());
+        let took = start.elapsed();
+        match result {
+            Err(f) => findings.push(format!("{name} [{}]: {}", target.name(), f.what)),
+            Ok(_) if took > harness::budget(bytes.len(), PER_MIB) => findings.push(format!(
+                "{name} [{}]: {took:?} for {} bytes",
+                target.name(),
+                bytes.len()
+            )),
+            Ok(_) => {}
+        }
+    }
+    assert!(
+        findings.is_empty(),
+        "replay with `cargo run --release --example fuzz_stackfile -- --seed {seed} --only <i>` (`--target both`, the default):\n{}",
+        findings.join("\n")
+    );
+}
