@@ -20,8 +20,8 @@ use crate::resources::{self as res, Access, KmsKey, OidcProvider, Role, Scope, S
 /// Who can reach the Kubernetes API endpoint.
 #[derive(Clone, Debug, PartialEq, Eq, Default)]
 pub enum EndpointAccess {
-    /// Only from inside the VPC (the secure default): run kubectl and helm through a bastion,
-    /// SSM session or VPN.
+    /// Only from inside the VPC (the secure default), which operators reach through the
+    /// cluster's admin host (a Session Manager port forward) unless it is turned off.
     #[default]
     Private,
     /// Private, plus public access from the listed CIDR blocks only.

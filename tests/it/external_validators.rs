@@ -11,7 +11,8 @@
 use std::path::{Path, PathBuf};
 
 use crate::common::{
-    self, run, run_script, synth_reference_apps, tool, truncate, Synthesized, MAX_LINE,
+    self, artifacts_with_format, run, run_script, synth_reference_apps, tool, truncate,
+    Synthesized, MAX_LINE,
 };
 use serde::Deserialize;
 
@@ -91,6 +92,20 @@ pub(crate) struct TerraformSkip {
     pub(crate) check: String,
     pub(crate) resources: Vec<String>,
     pub(crate) reason: String,
+}
+
+/// Every CloudFormation template of the assembly in `dir` passes cfn-lint and checkov (for
+/// the tests of one stack's own artifacts).
+pub(crate) fn assert_cloudformation_passes(dir: &Path) {
+    let templates = artifacts_with_format(dir, "cloudformation");
+    assert!(!templates.is_empty(), "no template in {}", dir.display());
+    if let Err(findings) = cfn_lint(&templates) {
+        panic!("{findings}");
+    }
+    match checkov_cloudformation(&templates) {
+        Ok(report) => eprintln!("{report}"),
+        Err(findings) => panic!("{findings}"),
+    }
 }
 
 /// tests/tools/checkov-terraform-skips.txt: `CHECK_ID  RESOURCES  reason` per line.

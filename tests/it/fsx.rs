@@ -376,23 +376,8 @@ pub fn synthesized() -> tempfile::TempDir {
 // ---------------------------------------------------------------------------------
 
 #[test]
-fn cloudformation_passes_cfn_lint() {
-    let dir = synthesized();
-    let templates = artifacts_with_format(dir.path(), "cloudformation");
-    assert!(!templates.is_empty());
-    if let Err(findings) = external_validators::cfn_lint(&templates) {
-        panic!("{findings}");
-    }
-}
-
-#[test]
-fn cloudformation_passes_checkov() {
-    let dir = synthesized();
-    let templates = artifacts_with_format(dir.path(), "cloudformation");
-    match external_validators::checkov_cloudformation(&templates) {
-        Ok(report) => eprintln!("{report}"),
-        Err(findings) => panic!("{findings}"),
-    }
+fn cloudformation_passes_cfn_lint_and_checkov() {
+    external_validators::assert_cloudformation_passes(synthesized().path());
 }
 
 #[test]

@@ -178,8 +178,9 @@ pub fn root_modules(
     Ok(out)
 }
 
-/// The Terraform backend: one root module per stack (`<stack>/terraform/`), which reads the
-/// Helm values and uploaded files of the stages it deploys from next to it.
+/// The Terraform backend: one root module per phase of a stack
+/// (`<stack>/terraform/<NN>-<first stage>/`), each reading the Helm values and uploaded files of
+/// the stages it deploys from the stack's folder.
 #[derive(Clone, Copy, Debug)]
 pub struct Terraform;
 

@@ -1,4 +1,4 @@
-//! Building the Terraform root module of one stack: resources named from construct paths
+//! Building one Terraform root module (a phase of a stack): resources named from construct paths
 //! (`Network/Vpc` -> `aws_vpc.network_vpc`; collisions are errors), references lowered to
 //! `${type.name.attribute}` interpolations, pseudo values to data sources, IAM documents to
 //! locals, variables, outputs and the `terraform`/`provider` blocks.
@@ -151,7 +151,7 @@ pub(crate) struct Variable {
     pub error_message: String,
 }
 
-/// The root module of one stack under construction.
+/// One root module (a phase of a stack) under construction.
 pub(crate) struct RootModule<'a> {
     pub stack: &'a Stack,
     tags: &'a Tags,
