@@ -113,6 +113,10 @@ codes! {
         "The endpoint is private and no admin host is created, so kubectl, helm and the Terraform Helm provider work only from inside the VPC. Keep the default admin host, or make sure your own path (VPN, Direct Connect, an in-VPC runner) reaches TCP 443 of the cluster security group.";
     InvalidAdminHostInstanceType = "HF0206", Error, "admin host instance type is malformed",
         "Write an EC2 instance type such as `t3.micro`: a family, a dot and a size, lowercase letters, digits and hyphens.";
+    AdminHostVpcMismatch = "HF0207", Error, "the admin host's VPC is not the VPC of the cluster's subnets",
+        "The admin host's security group is created in the cluster's `vpc` and the host in the first control-plane subnet; both must belong to the same network. Pass the network whose private subnets the cluster uses: `.subnets(&network.private_subnets).vpc(&network.vpc)`.";
+    InvalidModelBucketName = "HF0209", Error, "a model bucket is not an S3 bucket name",
+        "Name each bucket the S3 CSI driver may read by its bucket name: 3-63 lowercase letters, digits, `.` and `-`, starting and ending with a letter or digit, no `..`, not an IP address, no ARN, wildcard or path.";
     MalformedTrainingPlanArn = "HF0301", Error, "training plan ARN is malformed",
         "Training plan ARNs look like `arn:aws:sagemaker:<region>:<12-digit account>:training-plan/<name>`, 50 to 2048 characters. Copy it from `aws sagemaker describe-training-plan`.";
     TrainingPlanWithoutAvailabilityZone = "HF0302", Error, "training plan capacity has no availability zone id",

@@ -128,13 +128,7 @@ impl EcrPullThroughCache {
                 "use 2-30 lowercase letters and digits separated by `.`, `_`, `-` or `/` (`docker-hub`)",
             );
         }
-        let host_ok = !self.upstream_registry_url.is_empty()
-            && self
-                .upstream_registry_url
-                .chars()
-                .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | ':' | '/'))
-            && !self.upstream_registry_url.contains("://");
-        if !host_ok {
+        if !is_host_name(&self.upstream_registry_url) {
             ds.report_field(
                 Code::InvalidPullThroughCache,
                 path,
@@ -182,11 +176,9 @@ impl EcrPullThroughCache {
 }
 
 /// An ECR repository prefix: 2-30 lowercase alphanumeric components joined by `.`, `_`, `-`
-/// or `/` (or `ROOT`).
+/// or `/`. ECR's `ROOT` (the upstream path as the repository name) is not offered: the image
+/// names and the pull grant this construct writes assume a prefix segment.
 fn is_repository_prefix(prefix: &str) -> bool {
-    if prefix == "ROOT" {
-        return true;
-    }
     let body = prefix.strip_suffix('/').unwrap_or(prefix);
     (2..=30).contains(&prefix.len())
         && body.split('/').all(|part| {
@@ -196,6 +188,18 @@ fn is_repository_prefix(prefix: &str) -> bool {
                 && part
                     .chars()
                     .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || "._-".contains(c))
+        })
+}
+
+/// A DNS host name (`registry-1.docker.io`): dot-separated labels of 1-63 letters, digits and
+/// inner hyphens, 253 characters at most; no scheme, port or path (ECR takes the host alone).
+fn is_host_name(host: &str) -> bool {
+    (1..=253).contains(&host.len())
+        && host.split('.').all(|label| {
+            (1..=63).contains(&label.len())
+                && !label.starts_with('-')
+                && !label.ends_with('-')
+                && label.chars().all(|c| c.is_ascii_alphanumeric() || c == '-')
         })
 }
 
@@ -339,11 +343,30 @@ mod tests {
 
     #[test]
     fn prefixes_and_credentials() {
-        for ok in ["docker-hub", "ROOT", "a/b_c", "k8s", "quay.io"] {
+        for ok in ["docker-hub", "a/b_c", "k8s", "quay.io"] {
             assert!(is_repository_prefix(ok), "{ok}");
         }
-        for bad in ["", "a", "Docker", "-x", "a//b", &"x".repeat(31)] {
+        for bad in ["", "a", "Docker", "-x", "a//b", "ROOT", &"x".repeat(31)] {
             assert!(!is_repository_prefix(bad), "{bad}");
+        }
+        for ok in [
+            "registry-1.docker.io",
+            "public.ecr.aws",
+            "ghcr.io",
+            "localhost",
+        ] {
+            assert!(is_host_name(ok), "{ok}");
+        }
+        for bad in [
+            "",
+            "registry-1.docker.io/../x",
+            "public.ecr.aws:99999",
+            "https://quay.io",
+            "-a.io",
+            "a..io",
+            &"a".repeat(64),
+        ] {
+            assert!(!is_host_name(bad), "{bad}");
         }
         assert!(is_credential_arn(
             "arn:aws:secretsmanager:us-west-2:111122223333:secret:ecr-pullthroughcache/docker-hub-AbCdEf"

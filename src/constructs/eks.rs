@@ -381,6 +381,25 @@ impl EksCluster {
                         "pass it with `.vpc(&network.vpc)` (stack file: `vpc:`), or `.without_admin_host()` if you reach the VPC another way",
                     );
                 }
+                if let Some(vpc) = &self.vpc {
+                    let network = vpc.id();
+                    if self
+                        .subnets
+                        .iter()
+                        .any(|s| s.id().construct_id() != network.construct_id())
+                    {
+                        ds.report_field(
+                            Code::AdminHostVpcMismatch,
+                            path,
+                            "vpc",
+                            format!(
+                                "the admin host's VPC `{}` is not the network of the cluster's subnets",
+                                vpc.path()
+                            ),
+                            "pass the VPC of the network whose subnets the cluster uses: `.vpc(&network.vpc)`",
+                        );
+                    }
+                }
                 if !is_instance_type(instance_type) {
                     ds.report_field(
                         Code::InvalidAdminHostInstanceType,

@@ -9,6 +9,7 @@ use super::hyperpod::HyperPodHandle;
 use super::{Construct, Context, Facts, VersionedBucket};
 use crate::app::text::{Pseudo, Text};
 use crate::app::{kind, AttrRef, Ref};
+use crate::diagnostics::{Code, Diagnostics};
 use crate::resources::iam::{
     irsa_trust_statement, load_balancer_controller_policy, PolicyDocument, PrincipalKind, Statement,
 };
@@ -55,9 +56,9 @@ impl InferenceOperator {
         }
     }
 
-    /// Lets the S3 CSI driver read models from bucket `name` (for `modelSourceType: s3`). Naming
-    /// buckets narrows the driver's access to them; without any, it may read every bucket of
-    /// the stack's account but the TLS bucket (see [`InferenceOperator::s3_csi_driver_policy`]).
+    /// Lets the S3 CSI driver read models from bucket `name` (for `modelSourceType: s3`); without
+    /// any, it reads no bucket (see [`InferenceOperator::s3_csi_driver_policy`]). `name` is a
+    /// bucket name (`HF0209` otherwise), not an ARN or a pattern.
     pub fn model_bucket(mut self, name: impl Into<String>) -> Self {
         self.model_buckets.push(name.into());
         self
@@ -85,11 +86,14 @@ impl InferenceOperator {
 
     /// The Mountpoint for S3 CSI driver's permissions: list the bucket, read its objects, which
     /// is all a mount of model weights needs (AWS's add-on templates also grant writes for
-    /// general-purpose mounts; served models are only read). Scoped to the named model buckets;
-    /// with none named, to every bucket of the stack's own account (AWS's templates grant every
-    /// bucket of any account), except the operator's TLS bucket: the driver has no business with
-    /// the endpoints' certificates.
-    pub fn s3_csi_driver_policy(&self, tls_bucket: &Ref<kind::Bucket>) -> PolicyDocument {
+    /// general-purpose mounts; served models are only read), on the named model buckets only.
+    /// With none named the driver reads no bucket: it mounts with one set of credentials for
+    /// every PersistentVolume of the cluster, so a broader grant would let any namespace mount
+    /// any bucket the role can read (AWS's add-on templates grant every bucket).
+    pub fn s3_csi_driver_policy(&self) -> Option<PolicyDocument> {
+        if self.model_buckets.is_empty() {
+            return None;
+        }
         let bucket = |name: &str| {
             Text::lit("arn:")
                 .push_pseudo(Pseudo::Partition)
@@ -97,24 +101,6 @@ impl InferenceOperator {
         };
         let list = Statement::allow(["s3:ListBucket"]).sid("ListModelBuckets");
         let read = Statement::allow(["s3:GetObject"]).sid("ReadModels");
-        if self.model_buckets.is_empty() {
-            let own_account = |st: Statement| {
-                st.condition(
-                    "StringEquals",
-                    "s3:ResourceAccount",
-                    vec![Text::default().push_pseudo(Pseudo::AccountId)],
-                )
-            };
-            return PolicyDocument::new()
-                .statement(own_account(list.resource(bucket("*"))))
-                .statement(own_account(read.resource(bucket("*/*"))))
-                .statement(
-                    Statement::deny(["s3:*"])
-                        .sid("NotTheTlsBucket")
-                        .resource(Text::attr(tls_bucket.arn()))
-                        .resource(Text::attr(tls_bucket.arn()).push_lit("/*")),
-                );
-        }
         let (list, read) = self
             .model_buckets
             .iter()
@@ -124,7 +110,7 @@ impl InferenceOperator {
                     read.resource(bucket(&format!("{b}/*"))),
                 )
             });
-        PolicyDocument::new().statement(list).statement(read)
+        Some(PolicyDocument::new().statement(list).statement(read))
     }
 
     /// The name of the operator's execution role: the add-on requires the prefix
@@ -209,6 +195,20 @@ impl Construct for InferenceOperator {
 
     fn references(&self) -> Vec<AttrRef> {
         InferenceOperator::references(self)
+    }
+
+    fn validate(&self, cx: &Context<'_>, ds: &mut Diagnostics) {
+        for name in &self.model_buckets {
+            if !is_bucket_name(name) {
+                ds.report_field(
+                    Code::InvalidModelBucketName,
+                    cx.path,
+                    "model_buckets",
+                    format!("`{name}` is not an S3 bucket name"),
+                    "give the bucket's name (`kimi-k3-weights`), not an ARN, a wildcard or a path",
+                );
+            }
+        }
     }
 
     fn facts(&self, cx: &Context<'_>) -> Facts<'_> {
@@ -298,7 +298,7 @@ impl Construct for InferenceOperator {
                 "system:serviceaccount:kube-system:s3-csi-driver-sa",
                 "Mountpoint for Amazon S3 CSI driver: mounts model buckets into endpoint pods",
                 &[],
-                Some(("read-models", self.s3_csi_driver_policy(&handle.tls_bucket))),
+                self.s3_csi_driver_policy().map(|p| ("read-models", p)),
                 None,
             ),
         );
@@ -463,5 +463,46 @@ impl super::stack_file::StackFileConstruct for InferenceOperator {
             c = c.model_bucket(b);
         }
         Some(c)
+    }
+}
+
+/// An S3 general-purpose bucket name: 3-63 lowercase letters, digits, `.` and `-`, starting and
+/// ending with a letter or digit, no `..`, not shaped like an IPv4 address.
+pub fn is_bucket_name(name: &str) -> bool {
+    let edge = |c: Option<char>| c.is_some_and(|c| c.is_ascii_lowercase() || c.is_ascii_digit());
+    (3..=63).contains(&name.len())
+        && name
+            .chars()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '.' || c == '-')
+        && edge(name.chars().next())
+        && edge(name.chars().last())
+        && !name.contains("..")
+        && name.parse::<std::net::Ipv4Addr>().is_err()
+}
+
+#[cfg(test)]
+mod bucket_name_tests {
+    use super::is_bucket_name;
+
+    #[test]
+    fn bucket_names_only() {
+        for ok in ["kimi-k3-weights", "abc", "a.b-c.1"] {
+            assert!(is_bucket_name(ok), "{ok}");
+        }
+        for bad in [
+            "*",
+            "ab",
+            "a/../b",
+            "arn:aws:s3:::b",
+            "Bucket",
+            "-ab",
+            "ab-",
+            "a..b",
+            "192.168.1.1",
+            "a\0b",
+            &"a".repeat(64),
+        ] {
+            assert!(!is_bucket_name(bad), "{bad}");
+        }
     }
 }

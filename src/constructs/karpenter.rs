@@ -444,11 +444,18 @@ impl KarpenterNodePool {
     }
 }
 
-/// `v` and an eight-digit date (`v20260714`): an EKS-optimized AMI release.
+/// `v` and a date `yyyymmdd` (`v20260714`): an EKS-optimized AMI release.
 fn is_ami_release(version: &str) -> bool {
-    version
-        .strip_prefix('v')
-        .is_some_and(|d| d.len() == 8 && d.chars().all(|c| c.is_ascii_digit()))
+    let Some(date) = version.strip_prefix('v') else {
+        return false;
+    };
+    if date.len() != 8 || !date.chars().all(|c| c.is_ascii_digit()) {
+        return false;
+    }
+    let part = |r: std::ops::Range<usize>| date[r].parse::<u32>().unwrap_or(0);
+    (2018..=2099).contains(&part(0..4))
+        && (1..=12).contains(&part(4..6))
+        && (1..=31).contains(&part(6..8))
 }
 
 impl Construct for KarpenterNodePool {
@@ -799,6 +806,9 @@ mod tests {
             "v2026-07-14",
             "20260714",
             "v20260714; rm",
+            "v99999999",
+            "v20261301",
+            "v20260700",
         ] {
             assert!(!is_ami_release(bad), "{bad}");
         }

@@ -21,6 +21,7 @@ fn resources_of<'a>(t: &'a Value, ty: &str) -> Vec<(&'a String, &'a Value)> {
 #[test]
 fn every_private_endpoint_has_an_admin_host_reaching_443_and_admitting_nothing() {
     let mut checked = 0;
+    let mut tf_checked = 0;
     for app in synth_reference_apps() {
         for path in app.artifacts_with_format("cloudformation") {
             let t = read_json(&path);
@@ -63,15 +64,18 @@ fn every_private_endpoint_has_an_admin_host_reaching_443_and_admitting_nothing()
                 for host in hosts.values() {
                     assert_eq!(host["associate_public_ip_address"], false);
                     assert_eq!(host["metadata_options"]["http_tokens"], "required");
+                    tf_checked += 1;
                 }
             }
         }
     }
     assert!(checked >= 3, "{checked}");
+    assert_eq!(tf_checked, checked, "one Terraform admin host per cluster");
 }
 
 #[test]
 fn kubernetes_api_phases_follow_the_admin_host_and_never_mix_with_aws_stages() {
+    let mut helm_phases = 0;
     for app in synth_reference_apps() {
         let mut phases: Vec<(String, Value)> = app
             .artifacts_with_format("terraform")
@@ -104,14 +108,17 @@ fn kubernetes_api_phases_follow_the_admin_host_and_never_mix_with_aws_stages() {
                     "${pathexpand(var.kubeconfig)}",
                     "{dir}: the Helm provider reads the kubeconfig the tunnel step writes"
                 );
+                helm_phases += 1;
             }
             host_seen |= types.iter().any(|t| *t == "aws_instance");
         }
     }
+    assert!(helm_phases >= 3, "{helm_phases} Helm phases checked");
 }
 
 #[test]
 fn a_helm_stage_waits_alike_on_every_path() {
+    let mut releases = 0;
     for app in synth_reference_apps() {
         let manifest = read_json(&app.root().join("manifest.json"));
         for stack in manifest["stacks"].as_array().unwrap() {
@@ -132,15 +139,20 @@ fn a_helm_stage_waits_alike_on_every_path() {
                     .and_then(|c| c.split("```").next())
                     .unwrap();
                 assert_eq!(command.contains("--wait"), wait, "{release}: runbook");
+                let mut in_terraform = 0;
                 for path in app.artifacts_with_format("terraform") {
                     let m = read_json(&path);
                     if let Some(r) = m["resource"]["helm_release"].get(release.replace('-', "_")) {
                         assert_eq!(r["wait"].as_bool(), Some(wait), "{release}: Terraform");
+                        in_terraform += 1;
                     }
                 }
+                assert_eq!(in_terraform, 1, "{release}: one Terraform release");
+                releases += 1;
             }
         }
     }
+    assert!(releases >= 6, "{releases} Helm stages checked");
 }
 
 #[test]
@@ -195,6 +207,23 @@ fn an_admin_host_needs_the_vpc_and_opting_out_of_it_warns() {
     assert!(
         ds.iter()
             .any(|d| d.code == Code::InvalidAdminHostInstanceType),
+        "{ds}"
+    );
+
+    // The host's group and the host itself must be in one network.
+    let mut stack = Stack::new("admin", "us-west-2");
+    let s = stack.cloudformation_stage("foundation");
+    let net = stack.add(s, Network::new("Network"));
+    let other = stack.add(s, Network::new("Other").cidr("10.1.0.0/16"));
+    stack.add(
+        s,
+        EksCluster::new("Eks", "admin")
+            .subnets(&net.private_subnets)
+            .vpc(&other.vpc),
+    );
+    let ds = hyperforge::App::new().stack(stack).synth().unwrap_err();
+    assert!(
+        ds.iter().any(|d| d.code == Code::AdminHostVpcMismatch),
         "{ds}"
     );
 }
