@@ -385,14 +385,53 @@ pub fn load_balancer_controller_policy() -> PolicyDocument {
             .resource(elb("listener/*"))
             .resource(elb("listener-rule/*")),
         )
+        // Tags on load balancers and target groups decide what the controller may modify and
+        // delete (`ManageOwnLoadBalancers`), so, as upstream: it retags only its own (never
+        // setting the ownership tag itself) and sets the tag only while creating one.
         .statement(
             Statement::allow([
                 "elasticloadbalancing:AddTags",
                 "elasticloadbalancing:RemoveTags",
             ])
-            .sid("TagLoadBalancers")
+            .sid("TagOwnLoadBalancers")
             .resource(elb("loadbalancer/*"))
             .resource(elb("targetgroup/*/*"))
+            .condition(
+                "Null",
+                "aws:RequestTag/elbv2.k8s.aws/cluster",
+                vec![Text::lit("true")],
+            )
+            .condition(
+                "Null",
+                "aws:ResourceTag/elbv2.k8s.aws/cluster",
+                vec![Text::lit("false")],
+            ),
+        )
+        .statement(
+            Statement::allow(["elasticloadbalancing:AddTags"])
+                .sid("TagLoadBalancersOnCreate")
+                .resource(elb("loadbalancer/*"))
+                .resource(elb("targetgroup/*/*"))
+                .condition(
+                    "StringEquals",
+                    "elasticloadbalancing:CreateAction",
+                    vec![
+                        Text::lit("CreateTargetGroup"),
+                        Text::lit("CreateLoadBalancer"),
+                    ],
+                )
+                .condition(
+                    "Null",
+                    "aws:RequestTag/elbv2.k8s.aws/cluster",
+                    vec![Text::lit("false")],
+                ),
+        )
+        .statement(
+            Statement::allow([
+                "elasticloadbalancing:AddTags",
+                "elasticloadbalancing:RemoveTags",
+            ])
+            .sid("TagListeners")
             .resource(elb("listener/*"))
             .resource(elb("listener-rule/*")),
         )

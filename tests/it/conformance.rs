@@ -1338,3 +1338,40 @@ fn karpenter_changes_only_its_own_instance_profiles() {
     }
     assert!(checked >= 6, "{checked}");
 }
+
+/// The ownership tag decides what the load balancer controller may modify and delete, so it
+/// may not put that tag on a load balancer or target group it did not create: without a tag
+/// condition, `AddTags` would let it take over (and then delete) any in the account.
+#[test]
+fn load_balancer_controller_cannot_claim_foreign_load_balancers() {
+    let mut checked = 0;
+    for stack in reference() {
+        for backend in BACKENDS {
+            for (role, policy) in stack.policies_named(backend, LBC_POLICY) {
+                for resource in [
+                    "arn:{partition}:elasticloadbalancing:{region}:{account}:loadbalancer/net/x/1",
+                    "arn:{partition}:elasticloadbalancing:{region}:{account}:targetgroup/x/1",
+                ] {
+                    assert!(
+                        !allows(policy, "elasticloadbalancing:AddTags", resource, &[]),
+                        "{} {backend:?} {role}: AddTags on {resource} without a tag condition",
+                        stack.name
+                    );
+                    checked += 1;
+                }
+                // The same resource spelling matches where tagging is meant to be free.
+                assert!(
+                    allows(
+                        policy,
+                        "elasticloadbalancing:AddTags",
+                        "arn:{partition}:elasticloadbalancing:{region}:{account}:listener/net/x/1/2",
+                        &[]
+                    ),
+                    "{} {backend:?} {role}: cannot tag its listeners",
+                    stack.name
+                );
+            }
+        }
+    }
+    assert!(checked >= 6, "{checked}");
+}
