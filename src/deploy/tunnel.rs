@@ -42,6 +42,18 @@ impl Tunnel {
         region: &str,
         admin: &AdminHostManifest,
     ) -> Result<Tunnel, DeployError> {
+        // The port must be free: a listener left there (an earlier tunnel) would answer for
+        // this one and forward to whatever it was opened for.
+        let local = SocketAddrV4::new(Ipv4Addr::LOCALHOST, admin.local_port);
+        if let Err(e) = std::net::TcpListener::bind(local) {
+            return Err(failed(
+                "aws ssm start-session",
+                format!(
+                    "127.0.0.1:{} is not free ({e}); close the tunnel or program using it first",
+                    admin.local_port
+                ),
+            ));
+        }
         let tag = format!("Name=tag:Name,Values={}", admin.name_tag);
         let instance = output(&[
             "ec2",
@@ -123,7 +135,12 @@ impl Tunnel {
             "host={host},portNumber=443,localPortNumber={}",
             admin.local_port
         );
-        let session = Command::new("aws")
+        let mut command = Command::new("aws");
+        // Its own process group, so closing the tunnel also ends the session-manager-plugin
+        // the CLI starts.
+        #[cfg(unix)]
+        std::os::unix::process::CommandExt::process_group(&mut command, 0);
+        let session = command
             .args([
                 "ssm",
                 "start-session",
@@ -148,10 +165,10 @@ impl Tunnel {
                 )
             })?;
         let session = tunnel.session.insert(session);
-        let local = SocketAddrV4::new(Ipv4Addr::LOCALHOST, admin.local_port);
         let started = Instant::now();
         loop {
-            if TcpStream::connect_timeout(&local.into(), Duration::from_secs(1)).is_ok() {
+            let open = TcpStream::connect_timeout(&local.into(), Duration::from_secs(1)).is_ok();
+            if open && matches!(session.try_wait(), Ok(None)) {
                 return Ok(tunnel);
             }
             if let Ok(Some(status)) = session.try_wait() {
@@ -180,6 +197,13 @@ impl Tunnel {
 impl Drop for Tunnel {
     fn drop(&mut self) {
         if let Some(session) = &mut self.session {
+            // The whole group: the CLI and the plugin it started.
+            #[cfg(unix)]
+            let _ = Command::new("kill")
+                .args(["-TERM", "--", &format!("-{}", session.id())])
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .status();
             let _ = session.kill();
             let _ = session.wait();
         }
@@ -280,5 +304,18 @@ mod tests {
         assert!(tunnel.kubeconfig().starts_with(&dir));
         drop(tunnel);
         assert!(!dir.exists());
+    }
+
+    #[test]
+    fn a_busy_local_port_is_refused_before_anything_runs() {
+        let busy = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let admin = AdminHostManifest {
+            name_tag: "x-admin".into(),
+            local_port: busy.local_addr().unwrap().port(),
+        };
+        let Err(e) = Tunnel::open("x", "us-west-2", &admin) else {
+            panic!("opened a tunnel on a busy port");
+        };
+        assert!(e.to_string().contains("is not free"), "{e}");
     }
 }
