@@ -56,7 +56,22 @@ pub enum PolicyError {
     /// A directory without `.guard` files.
     #[error("{0} holds no .guard files")]
     Empty(String),
+    /// Not a regular file (a FIFO, a device, a directory inside the rules directory).
+    #[error("{0} is not a regular file")]
+    NotAFile(String),
+    /// A rule file, or a directory of them, larger than rules need.
+    #[error("{path} is over {limit} bytes of rules")]
+    TooLarge {
+        /// The file or directory.
+        path: String,
+        /// The limit.
+        limit: u64,
+    },
 }
+
+/// The most rule text read from one `--policy` argument: the vendored packs together are a
+/// small fraction of it.
+pub const MAX_RULE_BYTES: u64 = 4 * 1024 * 1024;
 
 impl PolicyPack {
     /// The names of the vendored packs.
@@ -82,11 +97,34 @@ impl PolicyPack {
     /// The user's own rules: one `.guard` file, or every `.guard` file of a directory (in name
     /// order, not recursive).
     pub fn from_path(path: &Path) -> Result<PolicyPack, PolicyError> {
-        let read = |p: &Path| {
-            std::fs::read_to_string(p).map_err(|source| PolicyError::Read {
+        let read_error = |p: &Path, source| PolicyError::Read {
+            path: p.display().to_string(),
+            source,
+        };
+        // Regular files only (a FIFO would block for ever), and a bounded amount of text, checked
+        // before reading and while reading.
+        let mut budget = MAX_RULE_BYTES;
+        let mut read = |p: &Path| -> Result<String, PolicyError> {
+            use std::io::Read;
+            let meta = std::fs::metadata(p).map_err(|e| read_error(p, e))?;
+            if !meta.is_file() {
+                return Err(PolicyError::NotAFile(p.display().to_string()));
+            }
+            let too_large = || PolicyError::TooLarge {
                 path: p.display().to_string(),
-                source,
-            })
+                limit: MAX_RULE_BYTES,
+            };
+            if meta.len() > budget {
+                return Err(too_large());
+            }
+            let mut text = String::new();
+            std::fs::File::open(p)
+                .and_then(|f| f.take(budget + 1).read_to_string(&mut text))
+                .map_err(|e| read_error(p, e))?;
+            budget = budget
+                .checked_sub(text.len() as u64)
+                .ok_or_else(too_large)?;
+            Ok(text)
         };
         let name = path.display().to_string();
         let files = if path.is_dir() {

@@ -167,3 +167,41 @@ fn user_rule_files() {
         "{report}"
     );
 }
+
+/// A rules argument that is not a regular file (a FIFO would block for ever, a directory named
+/// `x.guard` is not rules) or holds far more text than rules need is refused before reading.
+#[test]
+fn odd_rule_paths_are_refused_before_reading() {
+    use hyperforge::policy::{PolicyError, MAX_RULE_BYTES};
+    let dir = tempfile::tempdir().unwrap();
+    let good = "rule ok { Resources.*.Type exists }\n";
+    std::fs::write(dir.path().join("a.guard"), good).unwrap();
+    std::fs::create_dir(dir.path().join("sub.guard")).unwrap();
+    let Err(e) = PolicyPack::from_path(dir.path()) else {
+        panic!("a directory named .guard was read as rules");
+    };
+    assert!(matches!(e, PolicyError::NotAFile(_)), "{e}");
+
+    let fifo = dir.path().join("pipe.guard");
+    let made = std::process::Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .expect("mkfifo runs");
+    assert!(made.success());
+    let Err(e) = PolicyPack::from_path(&fifo) else {
+        panic!("a FIFO was read as rules");
+    };
+    assert!(matches!(e, PolicyError::NotAFile(_)), "{e}");
+
+    let big = dir.path().join("big.guard");
+    std::fs::write(&big, vec![b'#'; MAX_RULE_BYTES as usize + 1]).unwrap();
+    let Err(e) = PolicyPack::from_path(&big) else {
+        panic!("{} bytes of rules were read", MAX_RULE_BYTES + 1);
+    };
+    assert!(matches!(e, PolicyError::TooLarge { .. }), "{e}");
+
+    let only = dir.path().join("only");
+    std::fs::create_dir(&only).unwrap();
+    std::fs::write(only.join("a.guard"), good).unwrap();
+    assert_eq!(PolicyPack::from_path(&only).unwrap().rules.len(), 1);
+}
