@@ -197,6 +197,8 @@ codes! {
         "An image digest is `sha256:` followed by 64 lowercase hexadecimal digits, given either in the image reference (`repo@sha256:...`) or with `image_digest`, not both.";
     InvalidPullThroughCache = "HF0419", Error, "ECR pull-through cache rule is malformed",
         "A pull-through cache has a repository prefix of 2-30 lowercase letters and digits separated by `.`, `_`, `-` or `/`, an upstream registry host without a scheme (`registry-1.docker.io`), and, for Docker Hub (which ECR reaches only with credentials), the ARN of a Secrets Manager secret in the stack's region whose name starts with `ecr-pullthroughcache/`, holding `username` and `accessToken`.";
+    InvalidImageReference = "HF0421", Error, "image is not a container image reference",
+        "Write the image as a registry reference: `[registry[:port]/]repository[:tag]`, the repository lowercase letters, digits and `.`, `_`, `-` between `/`-separated parts, the tag at most 128 letters, digits, `_`, `.` and `-`; a digest goes in `image_digest`. Nothing else (spaces, `$`, quotes) can appear: the image is written into manifests and runbook commands.";
     InvalidContextLength = "HF0420", Error, "max model length is out of range",
         "`max_model_len` is a number of tokens from 1 to 16 Mi (16,777,216), above the longest context window published; a catalog model's own window is checked separately (HF0508).";
     InvalidThroughput = "HF0410", Error, "storage throughput must be positive",

@@ -615,6 +615,15 @@ impl VllmServer {
             Some((n, d)) => (n, Some(d)),
             None => (self.image.as_str(), None),
         };
+        if !is_image_name(name) {
+            ds.report_field(
+                Code::InvalidImageReference,
+                path,
+                "image",
+                format!("`{}` is not a container image reference", self.image),
+                "write it like `vllm/vllm-openai:v0.11.0` or `123456789012.dkr.ecr.us-west-2.amazonaws.com/docker-hub/vllm/vllm-openai:kimi-k3`",
+            );
+        }
         let digests: Vec<&str> = inline_digest
             .into_iter()
             .chain(self.image_digest.as_deref())
@@ -794,6 +803,56 @@ fn is_hf_model_id(id: &str) -> bool {
                 .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | '-'))
     };
     matches!(id.split_once('/'), Some((org, name)) if ok(org) && ok(name))
+}
+
+/// `[registry[:port]/]repository[:tag]` without a digest: the registry a host name (or
+/// `localhost`) with an optional port, the repository `/`-separated lowercase parts of letters,
+/// digits and inner `.`, `_`, `-`, the tag 1-128 of `[A-Za-z0-9_.-]` not starting with `.` or
+/// `-`; 255 characters at most.
+pub fn is_image_name(image: &str) -> bool {
+    if image.is_empty() || image.len() > 255 {
+        return false;
+    }
+    let (repository, tag) = match image.rsplit_once(':') {
+        Some((r, t)) if !t.contains('/') => (r, Some(t)),
+        _ => (image, None),
+    };
+    let tag_ok = tag.is_none_or(|t| {
+        (1..=128).contains(&t.len())
+            && t.starts_with(|c: char| c.is_ascii_alphanumeric() || c == '_')
+            && t.chars()
+                .all(|c| c.is_ascii_alphanumeric() || "_.-".contains(c))
+    });
+    let mut parts: Vec<&str> = repository.split('/').collect();
+    let first = parts[0];
+    let registry =
+        parts.len() > 1 && (first.contains('.') || first.contains(':') || first == "localhost");
+    if registry {
+        let (host, port) = match first.split_once(':') {
+            Some((h, p)) => (h, Some(p)),
+            None => (first, None),
+        };
+        let host_ok = host.split('.').all(|l| {
+            (1..=63).contains(&l.len())
+                && !l.starts_with('-')
+                && !l.ends_with('-')
+                && l.chars().all(|c| c.is_ascii_alphanumeric() || c == '-')
+        });
+        let port_ok = port.is_none_or(|p| p.parse::<u16>().is_ok_and(|p| p > 0));
+        if !host_ok || !port_ok {
+            return false;
+        }
+        parts.remove(0);
+    }
+    let part_ok = |p: &str| {
+        let edge =
+            |c: Option<char>| c.is_some_and(|c| c.is_ascii_lowercase() || c.is_ascii_digit());
+        edge(p.chars().next())
+            && edge(p.chars().last())
+            && p.chars()
+                .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || "._-".contains(c))
+    };
+    tag_ok && !parts.is_empty() && parts.iter().all(|p| part_ok(p))
 }
 
 /// An image digest: `sha256:` and 64 lowercase hexadecimal digits.
@@ -1289,6 +1348,35 @@ impl super::stack_file::StackFileConstruct for VllmDeployment {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn image_names() {
+        for ok in [
+            "vllm/vllm-openai:kimi-k3",
+            "vllm/vllm-openai",
+            "ubuntu",
+            "localhost:5000/a/b:1.0",
+            "123456789012.dkr.ecr.us-west-2.amazonaws.com/docker-hub/vllm/vllm-openai:v0.11.0",
+            "public.ecr.aws/x/y_z:tag_1",
+        ] {
+            assert!(is_image_name(ok), "{ok}");
+        }
+        for bad in [
+            "",
+            "vllm/vllm-openai:kimi-k3$(id)",
+            "vllm/vllm-openai:kimi k3",
+            "vllm/VLLM:1",
+            "a//b",
+            "registry:99999/a",
+            "x/y:",
+            "x/y:.tag",
+            "'x'",
+            "x/y:t`id`",
+            &format!("x:{}", "t".repeat(129)),
+        ] {
+            assert!(!is_image_name(bad), "{bad}");
+        }
+    }
 
     #[test]
     fn weights_beyond_a_pebibyte_are_refused() {

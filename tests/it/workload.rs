@@ -664,3 +664,30 @@ fn a_mutable_tag_warns_a_bad_digest_is_refused_and_always_pull_is_asked_for() {
         );
     }
 }
+
+/// An image with shell or YAML syntax in it is refused at its line, before anything is built:
+/// it would be written into the manifests and the runbook's commands.
+#[test]
+fn a_hostile_image_is_refused_before_synthesis() {
+    let root = env!("CARGO_MANIFEST_DIR");
+    let text = std::fs::read_to_string(format!("{root}/stacks/kimi-k3-eks.yaml")).unwrap();
+    let line = "          image: vllm/vllm-openai:kimi-k3\n";
+    assert!(text.contains(line), "stack file layout changed");
+    for image in [
+        "\"vllm/vllm-openai:kimi-k3$(id)\"",
+        "\"vllm/vllm openai\"",
+        "\"x/y:`id`\"",
+    ] {
+        let bad = text.replace(line, &format!("          image: {image}\n"));
+        let result = hyperforge::stackfile::load_str("stacks/kimi-k3-eks.yaml", &bad)
+            .and_then(|app| app.synth().map(|_| ()));
+        let Err(ds) = result else {
+            panic!("{image} was accepted");
+        };
+        let d = ds
+            .iter()
+            .find(|d| d.code == hyperforge::Code::InvalidImageReference)
+            .unwrap_or_else(|| panic!("{image}: no HF0421 in\n{ds}"));
+        assert!(d.path.starts_with("stacks/kimi-k3-eks.yaml:"), "{d}");
+    }
+}
