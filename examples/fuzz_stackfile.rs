@@ -165,7 +165,7 @@ fn main() {
         let base = LIVE.load(Ordering::Relaxed);
         PEAK.store(base, Ordering::Relaxed);
         let t = Instant::now();
-        let result = harness::run(target, &bytes, &workdir);
+        let result = harness::run(target, &bytes, Some(&workdir));
         let took = t.elapsed();
         let peak = PEAK.load(Ordering::Relaxed).saturating_sub(base);
         let s = &mut stats[k];
