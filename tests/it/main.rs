@@ -11,6 +11,7 @@ mod fixtures;
 mod admin_path;
 mod checkov_kubernetes;
 mod cli;
+mod cold_start;
 mod conformance;
 mod construct_model;
 mod crd_inference_endpoint_config;
