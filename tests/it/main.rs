@@ -32,4 +32,5 @@ mod snapshots;
 mod stackfile;
 mod terraform_schema;
 mod validation;
+mod weights_stager;
 mod workload;
