@@ -21,12 +21,16 @@ import json
 import os
 import random
 import re
+import signal
 import subprocess
 import sys
 import threading
+import time
 import unittest
 import urllib.parse
 from pathlib import Path
+
+sys.dont_write_bytecode = True  # no __pycache__ beside the script under src/
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = REPO_ROOT / "src" / "constructs" / "assets" / "stage_weights.py"
@@ -341,8 +345,18 @@ class Logged:
 
 class FakeFile:
     def __init__(
-        self, path, content, lfs=False, via_cdn=False, drop_at=None, listed_oid=None, serve=None, busy_once=False
+        self,
+        path,
+        content,
+        lfs=False,
+        via_cdn=False,
+        drop_at=None,
+        listed_oid=None,
+        serve=None,
+        busy_once=False,
+        stall_at=None,
     ):
+        self.stall_at = stall_at  # stop sending after this many bytes until released
         self.busy_once = busy_once  # answer 429 with Retry-After once
         self.path = path
         self.content = content
@@ -387,6 +401,8 @@ class FakeHub:
         self.blobs = {}
         self.log = []
         self.dropped = set()
+        self.stalled = threading.Event()
+        self.release = threading.Event()
         self.lock = threading.Lock()
         self.hub_server = self._serve("hub")
         self.cdn_server = self._serve("cdn")
@@ -399,6 +415,7 @@ class FakeHub:
             self.blobs[sha256(f.content) + ":" + repo] = f
 
     def close(self):
+        self.release.set()
         for s in (self.hub_server, self.cdn_server):
             s.shutdown()
             s.server_close()
@@ -502,6 +519,13 @@ class FakeHub:
             drop = f.drop_at is not None and f.path not in self.dropped and start < f.drop_at
             if drop:
                 self.dropped.add(f.path)
+        if f.stall_at is not None and start < f.stall_at:
+            h.wfile.write(data[start : f.stall_at])
+            h.wfile.flush()
+            self.stalled.set()
+            self.release.wait(120)
+            h.close_connection = True
+            return
         if drop:
             h.wfile.write(data[start : f.drop_at])
             h.wfile.flush()
@@ -530,7 +554,8 @@ class EndToEndTest(unittest.TestCase):
         import boto3
         from moto.server import ThreadedMotoServer
 
-        logging.getLogger("werkzeug").setLevel(logging.ERROR)  # moto's request lines
+        # moto's request lines, and its traceback for a part uploaded to an upload just aborted
+        logging.disable(logging.ERROR)
         cls.moto = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
         cls.moto.start()
         host, port = cls.moto.get_host_and_port()
@@ -575,10 +600,18 @@ class EndToEndTest(unittest.TestCase):
             [FakeFile("config.json", b"{}\n")],
             extra_entries=[{"type": "file", "path": "../../escape.bin", "size": 1, "oid": "e" * 40}],
         )
+        cls.hub.add_repo(
+            "acme/stall",
+            [
+                FakeFile("config.json", b'{"model_type": "stall"}\n'),
+                FakeFile("model.safetensors", BIG, lfs=True, via_cdn=True, stall_at=7 * MIB),
+            ],
+        )
         cls.buckets = 0
 
     @classmethod
     def tearDownClass(cls):
+        logging.disable(logging.NOTSET)
         cls.hub.close()
         cls.moto.stop()
 
@@ -588,14 +621,16 @@ class EndToEndTest(unittest.TestCase):
         self.s3.create_bucket(Bucket=name)
         return name
 
-    def stage(self, repo, bucket, *extra):
-        prefix = f"{repo}/{REVISION}/"
-        args = [
+    def command(self, repo, bucket):
+        return [
             sys.executable, str(SCRIPT), "--repo", repo, "--revision", REVISION, "--bucket", bucket,
-            "--prefix", prefix, "--region", "us-east-1", "--workers", "3", "--part-size-mib", "5",
+            "--prefix", f"{repo}/{REVISION}/", "--region", "us-east-1", "--workers", "3", "--part-size-mib", "5",
             "--hub-endpoint", self.hub.url, "--retry-base-seconds", "0.05", "--progress-seconds", "0.2",
-        ] + list(extra)  # fmt: skip
-        run = subprocess.run(args, capture_output=True, text=True, timeout=300, env=self.env)
+        ]  # fmt: skip
+
+    def stage(self, repo, bucket):
+        prefix = f"{repo}/{REVISION}/"
+        run = subprocess.run(self.command(repo, bucket), capture_output=True, text=True, timeout=300, env=self.env)
         self.assertNotIn(TOKEN, run.stdout + run.stderr)
         return run, prefix
 
@@ -688,6 +723,35 @@ class EndToEndTest(unittest.TestCase):
         self.assertEqual(self.open_uploads(bucket), [], output)
         self.assertIn("aborted the upload", run.stderr)
         self.assertIn("no manifest written", run.stdout)
+
+    def test_sigterm_aborts_the_open_upload(self):
+        bucket = self.new_bucket()
+        prefix = f"acme/stall/{REVISION}/"
+        self.hub.stalled.clear()
+        self.hub.release.clear()
+        proc = subprocess.Popen(
+            self.command("acme/stall", bucket), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=self.env
+        )
+        try:
+            self.assertTrue(self.hub.stalled.wait(60), "the download never reached the stall")
+            deadline = time.monotonic() + 30
+            while not self.open_uploads(bucket) and time.monotonic() < deadline:
+                time.sleep(0.05)
+            self.assertTrue(self.open_uploads(bucket), "no multipart upload was started")
+            proc.send_signal(signal.SIGTERM)
+            out, err = proc.communicate(timeout=60)
+        finally:
+            self.hub.release.set()
+            if proc.poll() is None:
+                proc.kill()
+                proc.communicate()
+        output = f"stdout:\n{out}\nstderr:\n{err}"
+        self.assertEqual(proc.returncode, 1, output)
+        self.assertIn("stopped", err)
+        self.assertNotIn(TOKEN, out + err)
+        self.assertEqual(self.open_uploads(bucket), [], output)
+        self.assertNotIn(prefix + "model.safetensors", self.keys(bucket))
+        self.assertNotIn(prefix.rstrip("/") + ".manifest.json", self.keys(bucket))
 
     def test_a_hostile_listing_exits_2_and_writes_nothing(self):
         bucket = self.new_bucket()

@@ -42,6 +42,7 @@ import os
 import random
 import re
 import signal
+import socket
 import ssl
 import sys
 import threading
@@ -615,7 +616,8 @@ class Stager:
             "s3",
             region_name=opts.region,
             config=botocore.config.Config(
-                retries={"mode": "standard", "max_attempts": 5},
+                # Few attempts here: retry() around each call retries longer, and stops when told to.
+                retries={"mode": "standard", "max_attempts": 3},
                 max_pool_connections=opts.workers * 2 + 4,
                 connect_timeout=CONNECT_TIMEOUT,
                 read_timeout=READ_TIMEOUT,
@@ -625,6 +627,7 @@ class Stager:
         self.stop = threading.Event()
         self.open_uploads: dict = {}  # upload id -> key
         self.uploads_lock = threading.Lock()
+        self.downloads: set = set()  # open Hub connections, closed by interrupt()
         self.progress: Optional[Progress] = None
 
     # ---- logging
@@ -637,6 +640,20 @@ class Stager:
 
     def warn(self, message: str) -> None:
         print(message, file=sys.stderr, flush=True)
+
+    def interrupt(self) -> None:
+        """Stop: the workers stop at their next step, and the downloads they are blocked on
+        are cut now."""
+        self.stop.set()
+        with self.uploads_lock:
+            conns = list(self.downloads)
+        for conn in conns:
+            sock = getattr(conn, "sock", None)
+            if sock is not None:
+                try:
+                    sock.shutdown(socket.SHUT_RDWR)
+                except OSError:
+                    pass
 
     # ---- retries
 
@@ -834,9 +851,13 @@ class Stager:
             try:
                 if state.get("resp") is None:
                     state["conn"], state["resp"] = self.open_download(f, offset)
+                    with self.uploads_lock:
+                        self.downloads.add(state["conn"])
+                    if self.stop.is_set():
+                        raise Stopped("stopping")
                 return self.read_exact(state["resp"], want, f)
             except Transient as e:
-                close_stream(state)
+                self.close_stream(state)
                 if attempt >= MAX_ATTEMPTS:
                     raise Failed(f"{ascii(f.path)}: failed after {attempt} attempts: {e}") from None
                 delay = backoff(attempt, self.o.retry_base, e.retry_after)
@@ -844,8 +865,15 @@ class Stager:
                 self.warn(f"{e}; {again} in {delay:.1f}s (attempt {attempt}/{MAX_ATTEMPTS})")
                 self.sleep(delay)
             except BaseException:
-                close_stream(state)
+                self.close_stream(state)
                 raise
+
+    def close_stream(self, state: dict) -> None:
+        conn = state.get("conn")
+        if conn is not None:
+            with self.uploads_lock:
+                self.downloads.discard(conn)
+        close_stream(state)
 
     def verify(self, f: HubFile, hasher, size: int) -> None:
         if size != f.size:
@@ -873,7 +901,7 @@ class Stager:
             if f.size:
                 self.expect_end(f, state)
         finally:
-            close_stream(state)
+            self.close_stream(state)
         hasher = new_hasher(f)
         hasher.update(data)
         self.verify(f, hasher, len(data))
@@ -925,7 +953,7 @@ class Stager:
                 self.progress.add(len(body))
                 del body
             self.expect_end(f, state)
-            close_stream(state)
+            self.close_stream(state)
             self.verify(f, hasher, done)
             self.retry(
                 f"completing the upload of {key}",
@@ -935,7 +963,7 @@ class Stager:
             )
             completed = True
         finally:
-            close_stream(state)
+            self.close_stream(state)
             if not completed:
                 self.progress.undo(done)
                 self.abort(key, upload_id)
@@ -1041,10 +1069,14 @@ class Stager:
                     failures.append(f)
                     self.warn(f"FAILED {ascii(f.path)}: {error}")
         except BaseException:
-            self.stop.set()  # the workers abort their uploads and stop
+            # Stopped from outside (a signal): abort every open upload now, cut the downloads;
+            # each worker also aborts its own upload as it stops, and the interpreter waits
+            # for the workers before it exits.
+            self.interrupt()
+            self.abort_all()
+            pool.shutdown(wait=False, cancel_futures=True)
             raise
-        finally:
-            pool.shutdown(wait=True, cancel_futures=True)
+        pool.shutdown(wait=True)
         return failures
 
 
@@ -1081,9 +1113,7 @@ def parse_args(argv: Optional[list]) -> Options:
     p.add_argument("--workers", type=int, default=8, help="files copied at once (default 8)")
     p.add_argument("--part-size-mib", type=int, default=64, help="multipart part size (default 64)")
     p.add_argument("--hub-endpoint", default="https://huggingface.co")
-    # For tests: parts smaller than S3's 5 MiB minimum (an emulator can allow them), fast
-    # retries and progress.
-    p.add_argument("--part-size-bytes", type=int, default=None, help=argparse.SUPPRESS)
+    # For tests: fast retries and progress.
     p.add_argument("--retry-base-seconds", type=float, default=1.0, help=argparse.SUPPRESS)
     p.add_argument("--progress-seconds", type=float, default=30.0, help=argparse.SUPPRESS)
     a = p.parse_args(argv)
@@ -1092,10 +1122,6 @@ def parse_args(argv: Optional[list]) -> Options:
     if not MIN_PART // MIB <= a.part_size_mib <= MAX_PART // MIB:
         raise BadInput(f"--part-size-mib {a.part_size_mib}: expected 5 to 5120")
     part_size = a.part_size_mib * MIB
-    if a.part_size_bytes is not None:
-        if not 1 <= a.part_size_bytes <= MAX_PART:
-            raise BadInput(f"--part-size-bytes {a.part_size_bytes}: out of range")
-        part_size = a.part_size_bytes
     if not (0 <= a.retry_base_seconds <= 60) or not (0.01 <= a.progress_seconds <= 3600):
         raise BadInput("--retry-base-seconds or --progress-seconds out of range")
     return Options(
@@ -1122,7 +1148,7 @@ def main(argv: Optional[list] = None) -> int:
     stager = Stager(opts)
 
     def on_signal(signum, _frame):
-        stager.stop.set()
+        stager.interrupt()
         raise KeyboardInterrupt(f"signal {signum}")
 
     if threading.current_thread() is threading.main_thread():
