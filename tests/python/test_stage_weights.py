@@ -41,6 +41,9 @@ import stage_weights as sw  # noqa: E402
 REVISION = "0123456789abcdef0123456789abcdef01234567"
 MIB = 1024 * 1024
 TOKEN = "hf_testtoken_do_not_print_1234567890"
+# The interpreter the script runs under in the end-to-end tests: this one, or another (such
+# as a Python 3.12 virtualenv made from stage_weights.requirements.txt, the image's).
+STAGER_PYTHON = os.environ.get("STAGE_WEIGHTS_PYTHON") or sys.executable
 
 
 def git_oid(data: bytes) -> str:
@@ -250,7 +253,7 @@ class ValidationTest(unittest.TestCase):
 
     def test_bad_arguments_exit_2_with_a_message(self):
         run = subprocess.run(
-            [sys.executable, str(SCRIPT)] + with_arg("--revision", "main"),
+            [STAGER_PYTHON, str(SCRIPT)] + with_arg("--revision", "main"),
             capture_output=True,
             text=True,
             timeout=60,
@@ -309,7 +312,6 @@ class HttpTest(unittest.TestCase):
         try:
             hub.add_repo("acme/tiny", tiny_files())
             client = sw.Http(hub.url, TOKEN)
-            f = sw.HubFile("small.safetensors", 1000, git_oid(b""), sha256(SMALL))
             conn, resp, final = client.get(f"{hub.url}/acme/tiny/resolve/{REVISION}/small.safetensors")
             body = resp.read()
             conn.close()
@@ -623,7 +625,7 @@ class EndToEndTest(unittest.TestCase):
 
     def command(self, repo, bucket):
         return [
-            sys.executable, str(SCRIPT), "--repo", repo, "--revision", REVISION, "--bucket", bucket,
+            STAGER_PYTHON, str(SCRIPT), "--repo", repo, "--revision", REVISION, "--bucket", bucket,
             "--prefix", f"{repo}/{REVISION}/", "--region", "us-east-1", "--workers", "3", "--part-size-mib", "5",
             "--hub-endpoint", self.hub.url, "--retry-base-seconds", "0.05", "--progress-seconds", "0.2",
         ]  # fmt: skip

@@ -7,10 +7,19 @@ streaming it from the Hub into an S3 (multipart) upload, and, once every file is
 verified, writes a manifest at ``<prefix without its trailing slash>.manifest.json``, beside
 the weights and outside the prefix.
 
+Usage:
+  stage_weights.py --repo ORG/NAME --revision <40-hex commit> --bucket B --prefix ORG/NAME/REV/
+                   --region R [--workers 8] [--part-size-mib 64]
+                   [--hub-endpoint https://huggingface.co]
+
 Guarantees:
   * An object is completed only when its bytes have the Hub's size and hash (sha256 for LFS
     files, the git blob sha1 otherwise); a mismatch aborts the upload and fails the file.
-  * Every multipart upload this program starts is completed or aborted before it exits.
+  * Every object carries metadata `hub-oid` (the Hub's content id) and `sha256`, both set
+    when the upload is created. (The one exception: a non-LFS file larger than a part has
+    no `sha256`, as it is not known before its bytes are; its `hub-oid` is its git sha1.)
+  * Every multipart upload this program starts is completed or aborted before it exits
+    (SIGTERM included).
   * Nothing is written anywhere but S3: no local file. At most two parts per worker are held
     in memory.
   * Nothing is ever deleted. Objects under the prefix that the Hub does not list are left
