@@ -33,4 +33,5 @@ mod snapshots;
 mod stackfile;
 mod terraform_schema;
 mod validation;
+mod weights_stager;
 mod workload;
