@@ -14,6 +14,20 @@ pub enum Severity {
     Error,
     /// The description deploys, but probably not as intended.
     Warning,
+    /// The description deploys as written; how it is deployed follows from it (the manifest
+    /// records it and the runbook and `hyperforge deploy` act on it). Never denied.
+    Note,
+}
+
+impl Severity {
+    /// The word the diagnostics and the reference use (`error`, `warning`, `note`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Severity::Error => "error",
+            Severity::Warning => "warning",
+            Severity::Note => "note",
+        }
+    }
 }
 
 macro_rules! codes {
@@ -199,6 +213,14 @@ codes! {
         "A pull-through cache has a repository prefix of 2-30 lowercase letters and digits separated by `.`, `_`, `-` or `/`, an upstream registry host without a scheme (`registry-1.docker.io`), and, for Docker Hub (which ECR reaches only with credentials), the ARN of a Secrets Manager secret in the stack's region whose name starts with `ecr-pullthroughcache/`, holding `username` and `accessToken`.";
     InvalidImageReference = "HF0421", Error, "image is not a container image reference",
         "Write the image as a registry reference: `[registry[:port]/]repository[:tag]`, the repository lowercase letters, digits and `.`, `_`, `-` between `/`-separated parts, the tag at most 128 letters, digits, `_`, `.` and `-`; a digest goes in `image_digest`. Nothing else (spaces, `$`, quotes) can appear: the image is written into manifests and runbook commands.";
+    InvalidModelStore = "HF0422", Error, "model store bucket name is not an S3 bucket name",
+        "A model store's bucket is named when it is created, and S3 bucket names are global: 3-63 lowercase letters, digits, `-` and `.`, starting and ending with a letter or digit, not formatted as an IP address, without the reserved prefixes (`xn--`, `sthree-`, `amzn-s3-demo-`) and suffixes (`-s3alias`, `--ol-s3`, `--x-s3`, `--table-s3`, `.mrap`). Include the account id and region so the name is yours in every region you deploy to.";
+    InvalidWeightsStaging = "HF0423", Error, "weights staging Job is malformed",
+        "A staging Job runs an image pinned by digest (it holds write access to the model store) with 1 to 64 parallel copies.";
+    StagedWeightsNeedRevision = "HF0424", Error, "a server reading staged weights has no pinned revision",
+        "A model store keeps each checkpoint under `<model>/<revision>/`: the revision is the key, so a server reading from a store must pin the commit it serves (`revision`), the same one a staging Job copies.";
+    LoadFormatCannotReadS3 = "HF0425", Error, "the load format cannot read weights from S3",
+        "An EKS Deployment serving staged weights streams them from S3 into GPU memory with vLLM's Run:ai model streamer (`--load-format runai_streamer`), the loader that reads `s3://` paths. Leave `load_format` unset or set it to `runai_streamer`.";
     InvalidContextLength = "HF0420", Error, "max model length is out of range",
         "`max_model_len` is a number of tokens from 1 to 16 Mi (16,777,216), above the longest context window published; a catalog model's own window is checked separately (HF0508).";
     InvalidThroughput = "HF0410", Error, "storage throughput must be positive",
@@ -225,8 +247,10 @@ codes! {
         "After the weights, each GPU's headroom must hold the KV cache of at least one sequence of `max_model_len` tokens, or vLLM stops at start-up. MLA caches are replicated on every tensor parallel rank unless decode context parallelism shards them. Lower `max_model_len`, raise `gpu_memory_utilization`, set a decode context parallel size, or use a larger instance.";
     PodStorageTooSmallForWeights = "HF0510", Error, "the node storage holding pod volumes is smaller than the model's weights",
         "The weights are downloaded onto the node that serves them: into the pod volume the HyperPod inference operator's init container fills, or vLLM's cache in the EKS Deployment's ephemeral storage. Both live in kubelet's directory, next to containerd's images, on the storage the nodes keep them on: the local NVMe (HyperPod's lifecycle scripts with `ContainerStorage::InstanceStore`, or nodeadm's RAID 0 on EKS), else the HyperPod group's EBS volume or the node's root volume. That storage must hold the weights plus a tenth and 100 GiB for images and logs, or the download stops with no space left on the device. Put container data on the local NVMe, raise the volume, or choose an instance type with more local storage.";
-    TemplateNeedsS3Upload = "HF0601", Warning, "template body exceeds 51,200 bytes and must be deployed from S3",
-        "CloudFormation accepts a template body of at most 51,200 bytes inline; larger templates (up to 1,000,000 bytes) must be uploaded to S3 first (`aws cloudformation deploy --s3-bucket ...`).";
+    WeightsNotStaged = "HF0511", Error, "a server reads weights that no earlier staging Job copies into its store",
+        "A server reading from a model store finds only what a `weights_staging` Job copied there: the same store, model and revision, in a stage before the server's (the runbook and `hyperforge deploy` wait for the Job before they go on). Add the staging Job, or make its revision match the server's.";
+    TemplateNeedsS3Upload = "HF0601", Note, "template body exceeds 51,200 bytes and is deployed from S3",
+        "CloudFormation accepts a template body of at most 51,200 bytes inline; larger templates (up to 1,000,000 bytes) must be uploaded to S3 first (`aws cloudformation deploy --s3-bucket ...`). The manifest marks such a stage `deploy_from_s3`, the runbook passes `--s3-bucket` and `hyperforge deploy` asks for `--template-bucket`, so this is a note, not a warning: deploying the template any other way needs the same upload.";
     TemplateTooLarge = "HF0602", Error, "template body exceeds 1,000,000 bytes",
         "CloudFormation rejects templates over 1,000,000 bytes even from S3. Split the stage into several stages.";
     TooManyResources = "HF0603", Error, "template has more than 500 resources",
@@ -283,10 +307,7 @@ impl Code {
     /// The code's documentation as Markdown: a heading with id and summary, the severity, the
     /// explanation. This is what `hyperforge explain CODE` prints.
     pub fn explain_markdown(self) -> String {
-        let severity = match self.severity() {
-            Severity::Error => "error",
-            Severity::Warning => "warning",
-        };
+        let severity = self.severity().as_str();
         format!(
             "## {}: {}\n\nSeverity: {severity}.\n\n{}\n",
             self.id(),
@@ -302,14 +323,12 @@ impl Code {
              Generated from `Code::ALL` by `tests/it/diagnostics_doc.rs`; do not edit. Regenerate \
              with `HYPERFORGE_BLESS=1 cargo test --test it diagnostics_doc::`.\n\n\
              Errors stop synthesis; warnings do not unless synthesis runs with \
-             `SynthOptions { deny_warnings: true, .. }` (`hyperforge synth --deny-warnings`). Memory figures are GiB (2^30 bytes).\n\n\
+             `SynthOptions { deny_warnings: true, .. }` (`hyperforge synth --deny-warnings`); \
+             notes say how the description is deployed and never stop anything. Memory figures are GiB (2^30 bytes).\n\n\
              | code | severity | summary |\n|---|---|---|\n",
         );
         for code in Code::ALL {
-            let severity = match code.severity() {
-                Severity::Error => "error",
-                Severity::Warning => "warning",
-            };
+            let severity = code.severity().as_str();
             out.push_str(&format!(
                 "| `{}` | {severity} | {} |\n",
                 code.id(),
@@ -392,10 +411,7 @@ impl Diagnostic {
 
 impl fmt::Display for Diagnostic {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let level = match self.severity {
-            Severity::Error => "error",
-            Severity::Warning => "warning",
-        };
+        let level = self.severity.as_str();
         writeln!(f, "{level}[{}]: {}", self.code, self.message)?;
         writeln!(f, "  --> {}", self.path)?;
         for note in &self.notes {

@@ -8,8 +8,8 @@ use crate::app::{App, Stack};
 use crate::constructs::{
     Capacity, ClusterSecurityGroup, EksCluster, HelmRelease, HyperPodCluster, InferenceEndpoint,
     InferenceOperator, InstanceGroup, Karpenter, KarpenterNodePool, LifecycleScripts,
-    LoadBalancerController, ManagedNodeGroup, Network, NodeCapacity, ReservationSelector,
-    VllmDeployment, VllmServer,
+    LoadBalancerController, ManagedNodeGroup, ModelStore, Network, NodeCapacity,
+    ReservationSelector, VllmDeployment, VllmServer, WeightsStaging,
 };
 
 /// The region of the reference stacks (p6-b300 is offered for HyperPod in us-east-1 and
@@ -46,7 +46,17 @@ pub const API_KEY_SECRET: &str = "kimi-k3-api-key";
 /// The key inside [`API_KEY_SECRET`].
 pub const API_KEY_SECRET_KEY: &str = "api-key";
 
-/// The vLLM server for Kimi K3, as the reference deployment runs it.
+/// A placeholder for the AWS account the reference stacks deploy to (the documentation
+/// account): it names the model store's bucket, whose name must be globally unique.
+pub const ACCOUNT_ID: &str = "111122223333";
+
+/// The model store's bucket name of stack `stack`: `<stack>-weights-<account>-<region>`.
+pub fn weights_bucket(stack: &str) -> String {
+    format!("{stack}-weights-{ACCOUNT_ID}-{REGION}")
+}
+
+/// The vLLM server for Kimi K3, as the reference deployments run it (each reads the copy its
+/// stack stages: `weights_from`).
 pub fn kimi_k3_server() -> VllmServer {
     VllmServer::new("moonshotai/Kimi-K3", "vllm/vllm-openai:kimi-k3")
         .image_digest(IMAGE_DIGEST)
@@ -54,7 +64,6 @@ pub fn kimi_k3_server() -> VllmServer {
         .trust_remote_code(true)
         .revision(MODEL_REVISION)
         .api_key_secret(API_KEY_SECRET, API_KEY_SECRET_KEY)
-        .load_format("fastsafetensors")
         .prefix_caching(true)
         .tool_call_parser("kimi_k3")
         .reasoning_parser("kimi_k3")
@@ -98,6 +107,10 @@ pub fn kimi_k3_hyperpod_stack(name: &str) -> Stack {
             .security_group(&sg.group),
     );
     let lifecycle = stack.add(foundation, LifecycleScripts::new("Lifecycle"));
+    let store = stack.add(
+        foundation,
+        ModelStore::new("Weights", weights_bucket(name), &eks),
+    );
 
     stack.upload_stage("lifecycle-scripts", lifecycle.upload());
     stack.helm_stage(
@@ -126,10 +139,24 @@ pub fn kimi_k3_hyperpod_stack(name: &str) -> Stack {
         InferenceOperator::new("InferenceOperator", &eks, &hyperpod, &network.vpc),
     );
 
+    // The HyperPod nodes are the cluster's only nodes: the Job runs there once they join.
+    let weights = stack.kubernetes_stage("weights");
+    stack.add(
+        weights,
+        WeightsStaging::new("StageKimiK3", &store, "moonshotai/Kimi-K3", MODEL_REVISION),
+    );
+
     let inference = stack.kubernetes_stage("inference");
     stack.add(
         inference,
-        InferenceEndpoint::new("KimiK3", kimi_k3_server(), "ml.p6-b300.48xlarge").name("kimik3"),
+        InferenceEndpoint::new(
+            "KimiK3",
+            kimi_k3_server()
+                .load_format("fastsafetensors")
+                .weights_from(&store),
+            "ml.p6-b300.48xlarge",
+        )
+        .name("kimik3"),
     );
 
     stack
@@ -182,6 +209,10 @@ pub fn kimi_k3_eks_stack(name: &str) -> Stack {
         foundation,
         LoadBalancerController::new("LoadBalancerController", &eks.cluster),
     );
+    let store = stack.add(
+        foundation,
+        ModelStore::new("Weights", weights_bucket(name), &eks),
+    );
 
     let nodes = stack.cloudformation_stage("nodes");
     stack.add(
@@ -210,12 +241,23 @@ pub fn kimi_k3_eks_stack(name: &str) -> Stack {
         HelmRelease::aws_load_balancer_controller(&eks.name, REGION, &network.vpc),
     );
 
+    // On a system node, before (and without) the Capacity Block's GPU node.
+    let weights = stack.kubernetes_stage("weights");
+    stack.add(
+        weights,
+        WeightsStaging::new("StageKimiK3", &store, "moonshotai/Kimi-K3", MODEL_REVISION)
+            .node_selector("hyperforge.io/node-role", "system"),
+    );
     let workload = stack.kubernetes_stage("workload");
     stack.add(
         workload,
-        VllmDeployment::new("KimiK3", kimi_k3_server(), "p6-b300.48xlarge")
-            .name("kimi-k3")
-            .load_balancer_subnets(&network.private_subnets),
+        VllmDeployment::new(
+            "KimiK3",
+            kimi_k3_server().weights_from(&store),
+            "p6-b300.48xlarge",
+        )
+        .name("kimi-k3")
+        .load_balancer_subnets(&network.private_subnets),
     );
     stack
 }
@@ -248,6 +290,10 @@ pub fn kimi_k3_eks_karpenter() -> App {
         foundation,
         LoadBalancerController::new("LoadBalancerController", &eks.cluster),
     );
+    let store = stack.add(
+        foundation,
+        ModelStore::new("Weights", weights_bucket(name), &eks),
+    );
     let nodes = stack.cloudformation_stage("nodes");
     stack.add(
         nodes,
@@ -272,12 +318,23 @@ pub fn kimi_k3_eks_karpenter() -> App {
             ReservationSelector::Id(CAPACITY_BLOCK_RESERVATION_ID.to_owned()),
         ),
     );
+    // On a system node, before (and without) the Capacity Block's GPU node.
+    let weights = stack.kubernetes_stage("weights");
+    stack.add(
+        weights,
+        WeightsStaging::new("StageKimiK3", &store, "moonshotai/Kimi-K3", MODEL_REVISION)
+            .node_selector("hyperforge.io/node-role", "system"),
+    );
     let workload = stack.kubernetes_stage("workload");
     stack.add(
         workload,
-        VllmDeployment::new("KimiK3", kimi_k3_server(), "p6-b300.48xlarge")
-            .name("kimi-k3")
-            .load_balancer_subnets(&network.private_subnets),
+        VllmDeployment::new(
+            "KimiK3",
+            kimi_k3_server().weights_from(&store),
+            "p6-b300.48xlarge",
+        )
+        .name("kimi-k3")
+        .load_balancer_subnets(&network.private_subnets),
     );
     App::new().tag("managed-by", "hyperforge").stack(stack)
 }

@@ -125,9 +125,53 @@ pub enum StageManifest {
     Kubernetes {
         /// The stage name, unique in its stack.
         name: String,
+        /// The Jobs the stage runs: applying the stage waits until each has completed (and
+        /// stops when one has failed) before the next stage; left out when there are none.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        jobs: Vec<JobWait>,
         /// The multi-document YAML file (format `kubernetes`).
         artifacts: Vec<Artifact>,
     },
+}
+
+/// A Kubernetes Job a stage waits for.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct JobWait {
+    /// The Job's name.
+    pub name: String,
+    /// Its namespace.
+    pub namespace: String,
+    /// How long to wait, seconds: the Job's own deadline (`activeDeadlineSeconds`) and ten
+    /// minutes for scheduling and pulling its image.
+    pub timeout_seconds: u64,
+}
+
+impl JobWait {
+    /// A POSIX shell script waiting for the Job: it polls every 30 seconds until the Job has
+    /// succeeded, and fails (printing the Job's last log lines) when it has failed or the
+    /// timeout has passed. It runs in a subshell, so pasted into a terminal a failure does not
+    /// close it. The runbook shows it; `hyperforge deploy` runs it.
+    pub fn wait_script(&self) -> String {
+        let (job, ns, t) = (&self.name, &self.namespace, self.timeout_seconds);
+        format!(
+            r#"(
+  job={job} ns={ns} deadline=$(( $(date +%s) + {t} ))
+  until [ "$(kubectl get job "$job" -n "$ns" -o jsonpath='{{.status.succeeded}}')" = 1 ]; do
+    if [ "$(kubectl get job "$job" -n "$ns" -o jsonpath='{{.status.conditions[?(@.type=="Failed")].status}}')" = True ]; then
+      kubectl logs "job/$job" -n "$ns" --tail=40
+      echo "job $job failed" >&2
+      exit 1
+    fi
+    if [ "$(date +%s)" -ge "$deadline" ]; then
+      echo "job $job did not finish within {t} s" >&2
+      exit 1
+    fi
+    sleep 30
+  done
+  echo "job $job completed"
+)"#
+        )
+    }
 }
 
 /// A CloudFormation template parameter.
@@ -379,7 +423,7 @@ impl Serialize for StageManifest {
             StageManifest::CloudFormation { .. } => 5,
             StageManifest::Helm { .. } => 5,
             StageManifest::S3Upload { .. } => 2,
-            StageManifest::Kubernetes { .. } => 0,
+            StageManifest::Kubernetes { jobs, .. } => usize::from(!jobs.is_empty()),
         };
         let mut s = serializer.serialize_struct("StageManifest", 3 + fields)?;
         s.serialize_field("name", self.name())?;
@@ -425,7 +469,11 @@ impl Serialize for StageManifest {
                 s.serialize_field("bucket", bucket)?;
                 s.serialize_field("prefix", prefix)?;
             }
-            StageManifest::Kubernetes { .. } => {}
+            StageManifest::Kubernetes { jobs, .. } => {
+                if !jobs.is_empty() {
+                    s.serialize_field("jobs", jobs)?;
+                }
+            }
         }
         s.serialize_field("artifacts", self.artifacts())?;
         s.end()
@@ -502,6 +550,11 @@ mod tests {
                 },
                 StageManifest::Kubernetes {
                     name: "workload".into(),
+                    jobs: vec![JobWait {
+                        name: "stage-model-0123456789ab".into(),
+                        namespace: "model-weights".into(),
+                        timeout_seconds: 7800,
+                    }],
                     artifacts: vec![Artifact::new(
                         ArtifactFormat::Kubernetes,
                         "s/05-workload.yaml",

@@ -14,7 +14,7 @@ use crate::resources::iam::{
     irsa_trust_statement, load_balancer_controller_policy, PolicyDocument, PrincipalKind, Statement,
 };
 use crate::resources::{
-    AddonConfiguration as Config, Bucket, EksAddon, Role, Rule, Scope, StackOutput,
+    AccessLogs, AddonConfiguration as Config, Bucket, EksAddon, Role, Rule, Scope, StackOutput,
 };
 
 /// Namespace of the operator's service accounts.
@@ -90,8 +90,21 @@ impl InferenceOperator {
     /// With none named the driver reads no bucket: it mounts with one set of credentials for
     /// every PersistentVolume of the cluster, so a broader grant would let any namespace mount
     /// any bucket the role can read (AWS's add-on templates grant every bucket).
-    pub fn s3_csi_driver_policy(&self) -> Option<PolicyDocument> {
-        if self.model_buckets.is_empty() {
+    ///
+    /// The buckets of the model stores the stack's HyperPod endpoints serve from are read too:
+    /// the operator fetches a staged copy through this driver.
+    pub fn s3_csi_driver_policy(&self, stack: &crate::app::Stack) -> Option<PolicyDocument> {
+        let mut buckets = self.model_buckets.clone();
+        for placed in super::Placements::new(stack).all() {
+            for served in placed.facts().served_models {
+                if let Some(store) = served.server.staged_weights().filter(|_| served.hyperpod) {
+                    if !buckets.contains(&store.bucket_name) {
+                        buckets.push(store.bucket_name.clone());
+                    }
+                }
+            }
+        }
+        if buckets.is_empty() {
             return None;
         }
         let bucket = |name: &str| {
@@ -101,15 +114,12 @@ impl InferenceOperator {
         };
         let list = Statement::allow(["s3:ListBucket"]).sid("ListModelBuckets");
         let read = Statement::allow(["s3:GetObject"]).sid("ReadModels");
-        let (list, read) = self
-            .model_buckets
-            .iter()
-            .fold((list, read), |(list, read), b| {
-                (
-                    list.resource(bucket(b)),
-                    read.resource(bucket(&format!("{b}/*"))),
-                )
-            });
+        let (list, read) = buckets.iter().fold((list, read), |(list, read), b| {
+            (
+                list.resource(bucket(b)),
+                read.resource(bucket(&format!("{b}/*"))),
+            )
+        });
         Some(PolicyDocument::new().statement(list).statement(read))
     }
 
@@ -230,8 +240,10 @@ impl Construct for InferenceOperator {
         scope.add(
             "TlsBucket",
             Bucket {
-                no_access_log_reason: "Receives the TLS certificates the inference operator generates; the operator is its only writer",
+                name: None,
+                access_logs: AccessLogs::Off("Receives the TLS certificates the inference operator generates; the operator is its only writer"),
                 deleted_with_objects: Some("the operator writes the certificates and writes them again when it is reinstalled; nothing else keeps them"),
+                lifecycle: None,
             },
         );
         scope.add(
@@ -298,7 +310,7 @@ impl Construct for InferenceOperator {
                 "system:serviceaccount:kube-system:s3-csi-driver-sa",
                 "Mountpoint for Amazon S3 CSI driver: mounts model buckets into endpoint pods",
                 &[],
-                self.s3_csi_driver_policy().map(|p| ("read-models", p)),
+                self.s3_csi_driver_policy(stack).map(|p| ("read-models", p)),
                 None,
             ),
         );

@@ -9,7 +9,7 @@
 use super::helm::{Upload, UploadFile};
 use super::{Construct, Context, Facts, VersionedBucket};
 use crate::app::{kind, Ref};
-use crate::resources::{Bucket, Scope, StackOutput};
+use crate::resources::{AccessLogs, Bucket, Scope, StackOutput};
 
 /// The default `on_create.sh`, with `@CONTAINER_DISK@` standing for the disk it moves
 /// containerd and kubelet data to ([`default_on_create`] fills it in).
@@ -182,9 +182,11 @@ impl Construct for LifecycleScripts {
         scope.add(
             "Bucket",
             Bucket {
-                no_access_log_reason: "Holds only the generated HyperPod lifecycle scripts, which are also in the synthesized assembly; object-level access is recorded by CloudTrail data events where enabled",
+                name: None,
+                access_logs: AccessLogs::Off("Holds only the generated HyperPod lifecycle scripts, which are also in the synthesized assembly; object-level access is recorded by CloudTrail data events where enabled"),
                 // Terraform's upload deletes every version of what it wrote.
                 deleted_with_objects: None,
+                lifecycle: None,
             },
         );
         let bucket = self.handle(scope.stack().name()).bucket.name();

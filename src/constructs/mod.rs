@@ -51,6 +51,7 @@ pub mod network;
 pub mod nodes;
 pub mod security_group;
 pub mod vllm;
+pub mod weights;
 
 pub use cidr::Ipv4Cidr;
 pub use controllers::{LoadBalancerController, LoadBalancerControllerHandle};
@@ -77,6 +78,7 @@ pub use vllm::{
     Exposure, InferenceEndpoint, InferenceEndpointHandle, SecretKeyRef, StartupBudget,
     StorageThroughput, VllmDeployment, VllmDeploymentHandle, VllmServer,
 };
+pub use weights::{ModelStore, ModelStoreHandle, WeightsStaging, WeightsStagingHandle};
 
 use crate::app::{AnyConstruct, AttrRef, Node, Stack, StageId};
 use crate::diagnostics::Diagnostics;
@@ -160,6 +162,33 @@ pub struct Facts<'a> {
     pub versioned_buckets: Vec<VersionedBucket>,
     /// Node groups created at size 0 that are scaled once their Capacity Block is `active`.
     pub capacity_block_groups: Vec<CapacityBlockGroup>,
+    /// Jobs staging model weights into a store, waited for before later stages.
+    pub weight_stagings: Vec<WeightsStagingFacts>,
+}
+
+/// A Job copying a model at one revision into a model store.
+#[derive(Clone, Debug, PartialEq)]
+pub struct WeightsStagingFacts {
+    /// The store's construct id.
+    pub store: String,
+    /// The store's bucket.
+    pub bucket: String,
+    /// The model staged.
+    pub model_id: String,
+    /// Its revision.
+    pub revision: String,
+    /// The Job's name.
+    pub job: String,
+    /// Its namespace.
+    pub namespace: String,
+    /// How long the Job may run, seconds.
+    pub deadline_secs: u64,
+    /// The checkpoint's size, when known.
+    pub weight_bytes: Option<u64>,
+    /// The Secret holding the Hub token the Job reads, if any.
+    pub hf_token: Option<SecretKeyRef>,
+    /// The image the Job runs.
+    pub image: String,
 }
 
 /// A Capacity Block node group, created at size 0, to scale once its block is `active`.
@@ -418,6 +447,8 @@ constructs! {
     KarpenterNodePool(KarpenterNodePool),
     FsxLustre(FsxLustre),
     EcrPullThroughCache(EcrPullThroughCache),
+    ModelStore(ModelStore),
+    WeightsStaging(WeightsStaging),
 }
 
 /// A stored construct with its typed view, stack and display path.

@@ -36,6 +36,8 @@ pub enum Want {
     Bucket,
     /// The role of nodes: a managed node group or Karpenter (its node role).
     NodeRole,
+    /// A model store: `Weights`.
+    ModelStore,
 }
 
 impl Want {
@@ -52,6 +54,7 @@ impl Want {
             Want::Subnet => "one subnet (`<network>.gpu_subnet` or `.hyperpod_subnet`)",
             Want::Bucket => "a bucket (a `lifecycle_scripts` construct, or `<lifecycle>.bucket`)",
             Want::NodeRole => "nodes (a `managed_node_group` or `karpenter` construct)",
+            Want::ModelStore => "a model store (a `model_store` construct)",
         }
     }
 }
@@ -318,6 +321,11 @@ pub trait FieldReader {
     fn bucket(&mut self, field: &'static Field) -> Resolved<Ref<kind::Bucket>>;
     /// The node roles a list field names (managed node groups or Karpenter).
     fn node_roles(&mut self, field: &'static Field) -> Resolved<Vec<Ref<kind::Role>>>;
+    /// A model store reference.
+    fn model_store(
+        &mut self,
+        field: &'static Field,
+    ) -> Resolved<crate::constructs::ModelStoreHandle>;
 
     /// Runs `body` with a reader of the nested object `field` (an [`Ty::Obj`]), if present.
     fn object(&mut self, field: &'static Field, body: &mut dyn FnMut(&mut dyn FieldReader));

@@ -6,8 +6,10 @@ pub mod objects;
 
 use super::network::subnet_facts;
 use super::stack_file::{Floats, Ints};
+use super::weights::ModelStoreHandle;
 use super::{Construct, Context, Facts, ServedModel};
 use crate::app::{kind, AttrRef, Ref, Stack};
+use crate::catalog::loading::{self, ColdStart, WeightSource};
 use crate::catalog::{self, Model};
 use crate::diagnostics::{Code, Diagnostics};
 use crate::resources::{KubeObject, Scope};
@@ -102,6 +104,18 @@ pub const ROLLOUT_MARGIN_SECS: u64 = 900;
 pub const STARTUP_PROBE_PERIOD_SECS: u64 = 10;
 
 impl StartupBudget {
+    /// The budget for a cold start the catalog estimated: its steps, and 1.5 x their sum
+    /// rounded up to whole minutes.
+    pub fn from_cold_start(cold: &ColdStart) -> Self {
+        let raw = cold.total_secs as f64 * 1.5;
+        StartupBudget {
+            download_secs: cold.transfer_secs,
+            load_secs: cold.load_secs,
+            warmup_secs: cold.warmup_secs,
+            total_secs: ((raw / 60.0).ceil() as u64).saturating_mul(60),
+        }
+    }
+
     /// The budget for `weight_bytes` at `throughput`.
     pub fn compute(weight_bytes: u64, throughput: StorageThroughput) -> Self {
         let secs = |bytes: u64, rate: f64| -> u64 {
@@ -151,7 +165,8 @@ pub struct VllmServer {
     api_key: Option<SecretKeyRef>,
     weight_bytes: Option<u64>,
     model_spec: Option<Model>,
-    throughput: StorageThroughput,
+    throughput: Option<StorageThroughput>,
+    staged: Option<ModelStoreHandle>,
 }
 
 /// Arguments set from typed fields; `extra_args` may not repeat them.
@@ -164,6 +179,7 @@ const OWNED_ARGS: &[&str] = &[
     "--gpu-memory-utilization",
     "--max-model-len",
     "--load-format",
+    "--model-loader-extra-config",
     "--trust-remote-code",
     "--revision",
     "--code-revision",
@@ -222,7 +238,8 @@ impl VllmServer {
             api_key: None,
             weight_bytes: None,
             model_spec: None,
-            throughput: StorageThroughput::default(),
+            throughput: None,
+            staged: None,
         }
     }
 
@@ -367,10 +384,34 @@ impl VllmServer {
         self
     }
 
-    /// Storage throughput assumptions for the startup budget.
+    /// Storage throughput assumptions for the startup budget, replacing the catalog's
+    /// figures for the server's weight source (`hyperforge::catalog::loading`).
     pub fn storage_throughput(mut self, throughput: StorageThroughput) -> Self {
-        self.throughput = throughput;
+        self.throughput = Some(throughput);
         self
+    }
+
+    /// Serves the copy of the model at its pinned revision that a [`WeightsStaging`] Job put
+    /// into `store`, instead of downloading it from the Hugging Face Hub: on EKS vLLM streams it
+    /// from S3 into GPU memory (`--load-format runai_streamer`); on HyperPod the inference
+    /// operator fetches it from S3 into the model volume (`modelSourceType: s3`).
+    ///
+    /// [`WeightsStaging`]: super::WeightsStaging
+    pub fn weights_from(mut self, store: &ModelStoreHandle) -> Self {
+        self.staged = Some(store.clone());
+        self
+    }
+
+    /// The store the server reads its weights from, if any.
+    pub fn staged_weights(&self) -> Option<&ModelStoreHandle> {
+        self.staged.as_ref()
+    }
+
+    /// The `s3://` URL of the staged copy the server reads (the revision's prefix), when it
+    /// reads one and its revision is pinned.
+    pub fn staged_url(&self) -> Option<String> {
+        let store = self.staged.as_ref()?;
+        Some(store.url(&self.model_id, self.revision.as_deref()?))
     }
 
     /// The Hugging Face model id.
@@ -463,22 +504,57 @@ impl VllmServer {
         self.max_model_len
     }
 
-    /// Storage throughput assumptions.
-    pub fn throughput(&self) -> StorageThroughput {
+    /// The load format given with [`VllmServer::load_format`], if any.
+    pub fn load_format_given(&self) -> Option<&str> {
+        self.load_format.as_deref()
+    }
+
+    /// Storage throughput given with [`VllmServer::storage_throughput`], if any.
+    pub fn throughput_override(&self) -> Option<StorageThroughput> {
         self.throughput
     }
 
-    /// The startup budget, when the weights' size is known.
-    pub fn startup_budget(&self) -> Option<StartupBudget> {
-        self.weights()
-            .map(|bytes| StartupBudget::compute(bytes, self.throughput))
+    /// Where the weights come from when the server starts on HyperPod (`hyperpod`) or EKS:
+    /// the Hub through the NAT gateway, or the staged copy in S3 (streamed into GPU memory on
+    /// EKS, fetched into the model volume first by the HyperPod operator).
+    pub fn weight_source(&self, hyperpod: bool) -> WeightSource {
+        match (&self.staged, hyperpod) {
+            (None, _) => WeightSource::HubViaNat,
+            (Some(_), false) => WeightSource::S3Streamed,
+            (Some(_), true) => WeightSource::S3Prefetched,
+        }
     }
 
-    /// How long the startup probe of a pod that downloads the weights itself waits: the
+    /// The time from node ready to serving on `instance_type`, from the catalog's published
+    /// rates for the server's weight source, when the weights' size and the instance are
+    /// known (without the budget's safety factor).
+    pub fn cold_start(&self, instance_type: &str, hyperpod: bool) -> Option<ColdStart> {
+        let instance = catalog::instance(instance_type)?;
+        Some(loading::cold_start(
+            self.weights()?,
+            &self.weight_source(hyperpod),
+            instance,
+        ))
+    }
+
+    /// The startup budget on `instance_type` (HyperPod or EKS), when the weights' size is
+    /// known: from [`VllmServer::storage_throughput`] when given, else from the catalog's
+    /// rates for the server's weight source on that instance.
+    pub fn startup_budget(&self, instance_type: &str, hyperpod: bool) -> Option<StartupBudget> {
+        let bytes = self.weights()?;
+        Some(
+            match (self.throughput, self.cold_start(instance_type, hyperpod)) {
+                (None, Some(cold)) => StartupBudget::from_cold_start(&cold),
+                (t, _) => StartupBudget::compute(bytes, t.unwrap_or_default()),
+            },
+        )
+    }
+
+    /// How long the startup probe of a pod that fetches the weights itself waits: the
     /// startup budget, or [`DEFAULT_STARTUP_SECS`] when the weights' size is unknown, rounded
     /// up to whole probe periods.
-    pub fn startup_probe_secs(&self) -> u64 {
-        self.startup_budget()
+    pub fn startup_probe_secs(&self, instance_type: &str, hyperpod: bool) -> u64 {
+        self.startup_budget(instance_type, hyperpod)
             .map_or(DEFAULT_STARTUP_SECS, |b| b.total_secs)
             .div_ceil(STARTUP_PROBE_PERIOD_SECS)
             .max(1)
@@ -490,8 +566,8 @@ impl VllmServer {
     /// progress for this long `ProgressDeadlineExceeded` (the default is 600 s), and
     /// `kubectl rollout status` fails on that at once whatever its `--timeout`; derived from
     /// the same budget as the startup probe, the deadline always outlasts it.
-    pub fn rollout_deadline_secs(&self) -> u64 {
-        self.startup_probe_secs()
+    pub fn rollout_deadline_secs(&self, instance_type: &str, hyperpod: bool) -> u64 {
+        self.startup_probe_secs(instance_type, hyperpod)
             .saturating_add(ROLLOUT_MARGIN_SECS)
     }
 
@@ -518,6 +594,25 @@ impl VllmServer {
                 ],
             );
         }
+        args
+    }
+
+    /// The server's command-line arguments when vLLM streams the staged copy at `url`
+    /// (`s3://<bucket>/<model>/<revision>/`) into GPU memory: the Run:ai model streamer
+    /// (`--load-format runai_streamer`), each tensor parallel rank reading its own share
+    /// (`{"distributed":true}`), as AWS's ai-on-eks Kimi K3 recipe runs the same image. vLLM
+    /// copies the configuration, tokenizer and code files from the prefix first.
+    pub fn streamed_args(&self, url: &str, gpus: u32) -> Vec<String> {
+        let mut args = self.args(url, gpus);
+        if let Some(at) = args.iter().position(|a| a == "--load-format") {
+            args.drain(at..(at + 2).min(args.len()));
+        }
+        args.extend([
+            "--load-format".to_owned(),
+            "runai_streamer".to_owned(),
+            "--model-loader-extra-config".to_owned(),
+            r#"{"distributed":true}"#.to_owned(),
+        ]);
         args
     }
 
@@ -599,6 +694,13 @@ impl VllmServer {
                 format!("give the 40-hex-digit commit, e.g. the `sha` of https://huggingface.co/api/models/{}/revision/main; branches and tags move", self.model_id),
             ),
             Some(_) => {}
+            None if self.staged.is_some() => ds.report_field(
+                Code::StagedWeightsNeedRevision,
+                path,
+                "revision",
+                format!("`{}` reads a staged copy but pins no revision", self.model_id),
+                format!("pin the commit the staging Job copies: `.revision(\"<sha>\")` (stack files: `revision`); `curl -s https://huggingface.co/api/models/{}/revision/main` prints the current one as `sha`", self.model_id),
+            ),
             None if self.trust_remote_code => ds.report_field(
                 Code::UnpinnedRemoteCode,
                 path,
@@ -777,7 +879,7 @@ impl VllmServer {
                 );
             }
         }
-        let t = self.throughput;
+        let t = self.throughput.unwrap_or_default();
         if !(THROUGHPUT.contains(t.download_bytes_per_sec)
             && THROUGHPUT.contains(t.load_bytes_per_sec)
             && WARMUP_SECS.contains(t.warmup_secs))
@@ -796,7 +898,7 @@ impl VllmServer {
     }
 }
 
-fn is_hf_model_id(id: &str) -> bool {
+pub(crate) fn is_hf_model_id(id: &str) -> bool {
     let ok = |s: &str| {
         !s.is_empty()
             && s.chars()
@@ -899,7 +1001,7 @@ fn is_secret_key(key: &str) -> bool {
 }
 
 /// A label value: at most 63 letters, digits, `-`, `_` and `.`, alphanumeric at both ends.
-fn is_label_value(value: &str) -> bool {
+pub(crate) fn is_label_value(value: &str) -> bool {
     value.is_empty()
         || (value.len() <= 63
             && value.starts_with(|c: char| c.is_ascii_alphanumeric())
@@ -910,7 +1012,7 @@ fn is_label_value(value: &str) -> bool {
 }
 
 /// A label key: an optional DNS-subdomain prefix and `/`, then a name as a label value.
-fn is_label_key(key: &str) -> bool {
+pub(crate) fn is_label_key(key: &str) -> bool {
     let (prefix, name) = match key.rsplit_once('/') {
         Some((p, n)) => (Some(p), n),
         None => (None, key),
@@ -1141,7 +1243,8 @@ stack_file_shape! {
         HF_TOKEN_SECRET: opt "hf_token_secret", Ty::Obj(&secret_key_ref_fields::SHAPE), "The Secret holding the Hugging Face token.";
         API_KEY_SECRET: opt "api_key_secret", Ty::Obj(&secret_key_ref_fields::SHAPE), "The Secret holding the API key clients send as a bearer token (read into VLLM_API_KEY).";
         WEIGHT_BYTES: opt "weight_bytes", Ty::U64(super::WEIGHT_BYTES), "The weights' size, for models not in the catalog.";
-        STORAGE_THROUGHPUT: opt "storage_throughput", Ty::Obj(&storage_throughput_fields::SHAPE), "Storage throughput for the startup budget.";
+        STORAGE_THROUGHPUT: opt "storage_throughput", Ty::Obj(&storage_throughput_fields::SHAPE), "Storage throughput for the startup budget (default: the catalog's rates for the weight source).";
+        WEIGHTS_STORE: opt "weights_store", Ty::Ref(Want::ModelStore), "Serve the staged copy of the model at `revision` in this model store (a `weights_staging` Job copies it) instead of downloading from the Hub.";
     }
 }
 
@@ -1266,6 +1369,9 @@ fn server(
         });
         if let Some(t) = throughput.flatten() {
             s = s.storage_throughput(t);
+        }
+        if let Some(store) = r.model_store(&f::WEIGHTS_STORE).ok()? {
+            s = s.weights_from(&store);
         }
         Some(s)
     })

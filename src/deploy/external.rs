@@ -129,8 +129,13 @@ pub fn deploy_commands(
                 )],
             },
         ),
-        StageManifest::Kubernetes { .. } => {
-            vec![ExternalCommand::new("kubectl", &["apply", "-f", &p(&file)])]
+        StageManifest::Kubernetes { jobs, .. } => {
+            let mut commands = vec![ExternalCommand::new("kubectl", &["apply", "-f", &p(&file)])];
+            // A stage's Jobs (weights staging) finish before the next stage starts.
+            for job in jobs {
+                commands.push(ExternalCommand::new("sh", &["-c", &job.wait_script()]));
+            }
+            commands
         }
         _ => Vec::new(),
     }
@@ -302,6 +307,7 @@ mod tests {
             "helm upgrade --install r thing --repo https://charts.example.com --version 1.2.3 -n ns -f v.yaml"
         );
         let k = StageManifest::Kubernetes {
+            jobs: Vec::new(),
             name: "inference".into(),
             artifacts: vec![Artifact::new(
                 ArtifactFormat::Kubernetes,
@@ -317,6 +323,7 @@ mod tests {
             "kubectl delete --ignore-not-found -f out/s/05-inference.yaml"
         );
         let without_file = StageManifest::Kubernetes {
+            jobs: Vec::new(),
             name: "inference".into(),
             artifacts: Vec::new(),
         };

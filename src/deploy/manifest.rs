@@ -242,6 +242,7 @@ mod tests {
                 "s3-upload",
                 "helm",
                 "cloudformation",
+                "kubernetes",
                 "kubernetes"
             ]
         );

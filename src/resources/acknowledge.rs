@@ -27,6 +27,9 @@ impl Rule {
         cdk_nag: &["AwsSolutions-S1"],
     };
 
+    /// An S3 bucket encrypted with S3-managed keys rather than KMS.
+    pub const S3_WITHOUT_KMS: Rule = Rule::checkov(&["CKV_AWS_145"]);
+
     /// An IAM role with inline policies rather than customer managed ones.
     pub const IAM_INLINE_POLICY: Rule = Rule {
         checkov: &[],
@@ -91,3 +94,12 @@ pub const INLINE_POLICY_REASON: &str = "The policy is written for this one role 
     lifecycle: it is created, changed and deleted with the role and cannot be attached to another \
     identity (AWS IAM guidance recommends inline policies for a strict one-to-one relationship \
     between a policy and an identity). Its statements are scoped as tightly as the service allows.";
+
+/// Why a bucket receiving access logs keeps none of its own.
+pub const LOG_BUCKET_REASON: &str = "Receives the server access logs of the stack's buckets; \
+    logging it would record S3's own log deliveries into another bucket without end.";
+
+/// Why a bucket receiving access logs is encrypted with S3-managed keys.
+pub const LOG_BUCKET_ENCRYPTION_REASON: &str = "S3 delivers server access logs only to a bucket \
+    encrypted with S3-managed keys (SSE-S3); SSE-KMS is not supported for the target bucket \
+    (Amazon S3 User Guide, enabling server access logging).";

@@ -9,10 +9,11 @@ use super::compute::{
     CapacityBlockPurchase, HyperPodCluster, Instance, InstanceProfile, LaunchTemplate, NodeGroup,
 };
 use super::eks::{AccessEntry, EksAddon, EksCluster, OidcProvider};
-use super::iam::PolicyDocument;
+use super::iam::{deny_insecure_transport, PolicyDocument, PrincipalKind, Statement};
 use super::network::*;
 use super::KubeObject;
 use super::{DataRepositoryAssociation, LustreFileSystem};
+use crate::app::text::{Pseudo, Text};
 use crate::app::{AttrRef, Kind};
 
 /// What a resource kind says about itself, for the checks and backends that handle every
@@ -170,14 +171,87 @@ pub struct SecurityGroupRule {
 /// without TLS.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Bucket {
-    /// Why the bucket needs no access logging (checkov `CKV_AWS_18`), shown where the finding
-    /// is suppressed.
-    pub no_access_log_reason: &'static str,
+    /// A fixed name (S3 names are global: one that includes the account id and region), or
+    /// `None` for a name the deployment generates.
+    pub name: Option<String>,
+    /// Where its server access logs go, or why it keeps none.
+    pub access_logs: AccessLogs,
     /// Why the objects may be deleted with the bucket, for a bucket written by something other
     /// than the deployment (an operator): Terraform then empties it on destroy
     /// (`force_destroy`). CloudFormation never deletes a non-empty bucket; the runbook
     /// empties every versioned bucket before its stack is deleted.
     pub deleted_with_objects: Option<&'static str>,
+    /// What S3 removes on its own, when anything.
+    pub lifecycle: Option<BucketLifecycle>,
+}
+
+impl Bucket {
+    /// The bucket policy, given the bucket's own ARN: requests without TLS are denied, and a
+    /// bucket receiving access logs lets S3's logging service write them for its sources
+    /// (this account's buckets named in `sources` only, as the S3 User Guide's "Permissions
+    /// for log delivery" grants it).
+    pub fn policy(&self, arn: AttrRef) -> PolicyDocument {
+        let mut doc = PolicyDocument::new().statement(deny_insecure_transport(arn.clone()));
+        if let AccessLogs::Receives { sources } = &self.access_logs {
+            doc = doc.statement(
+                Statement::allow(["s3:PutObject"])
+                    .sid("S3ServerAccessLogs")
+                    .principal(PrincipalKind::Service, "logging.s3.amazonaws.com")
+                    .resource(Text::attr(arn).push_lit("/*"))
+                    .condition(
+                        "ArnLike",
+                        "aws:SourceArn",
+                        sources.iter().cloned().map(Text::attr).collect(),
+                    )
+                    .condition(
+                        "StringEquals",
+                        "aws:SourceAccount",
+                        vec![Text::default().push_pseudo(Pseudo::AccountId)],
+                    ),
+            );
+        }
+        doc
+    }
+
+    /// Whether S3 encrypts it with its own keys (SSE-S3) rather than KMS: only a bucket
+    /// receiving access logs, the one encryption S3 log delivery supports.
+    pub fn s3_managed_encryption(&self) -> bool {
+        matches!(self.access_logs, AccessLogs::Receives { .. })
+    }
+}
+
+/// A bucket's server access logging.
+#[derive(Clone, Debug, PartialEq)]
+pub enum AccessLogs {
+    /// None, and why (checkov `CKV_AWS_18`, shown where the finding is suppressed).
+    Off(&'static str),
+    /// Delivered to another bucket (its name), under `prefix`.
+    To {
+        /// The receiving bucket's name.
+        bucket: AttrRef,
+        /// The key prefix of this bucket's logs (`weights/`).
+        prefix: String,
+    },
+    /// The bucket receives the access logs of `sources` (their ARNs): S3's logging service may
+    /// write to it for those buckets of this account only. S3 delivers access logs only to a
+    /// bucket encrypted with S3-managed keys (SSE-S3), so this bucket is, and it logs nothing
+    /// itself (logging the log bucket would log its own deliveries).
+    Receives {
+        /// The ARNs of the buckets whose logs it receives.
+        sources: Vec<AttrRef>,
+    },
+}
+
+/// Lifecycle rules on every object of a bucket.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct BucketLifecycle {
+    /// Days after which an unfinished multipart upload is aborted (its parts are billed until
+    /// then).
+    pub abort_incomplete_multipart_days: u32,
+    /// Days an object version stays after it is replaced or deleted, when limited.
+    pub noncurrent_version_days: Option<u32>,
+    /// Days after which current objects expire, when limited (log buckets).
+    pub expire_days: Option<u32>,
 }
 
 /// A value a stage's deployment exports for people and later tools: the output named
@@ -298,6 +372,14 @@ impl ResourceFacts for SecurityGroupRule {
 
 impl ResourceFacts for Bucket {
     const HANDLE: Option<Kind> = Some(Kind::Bucket);
+
+    fn references(&self) -> Vec<AttrRef> {
+        match &self.access_logs {
+            AccessLogs::Off(_) => Vec::new(),
+            AccessLogs::To { bucket, .. } => vec![bucket.clone()],
+            AccessLogs::Receives { sources } => sources.clone(),
+        }
+    }
 }
 
 impl ResourceFacts for StackOutput {

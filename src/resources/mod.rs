@@ -118,9 +118,17 @@ impl Resource {
             ResourceKind::Role(role) if !role.inline.is_empty() => {
                 add(Rule::IAM_INLINE_POLICY, acknowledge::INLINE_POLICY_REASON)
             }
-            ResourceKind::Bucket(bucket) => {
-                add(Rule::S3_ACCESS_LOGGING, bucket.no_access_log_reason)
-            }
+            ResourceKind::Bucket(bucket) => match &bucket.access_logs {
+                AccessLogs::Off(reason) => add(Rule::S3_ACCESS_LOGGING, reason),
+                AccessLogs::Receives { .. } => {
+                    add(Rule::S3_ACCESS_LOGGING, acknowledge::LOG_BUCKET_REASON);
+                    add(
+                        Rule::S3_WITHOUT_KMS,
+                        acknowledge::LOG_BUCKET_ENCRYPTION_REASON,
+                    );
+                }
+                AccessLogs::To { .. } => {}
+            },
             _ => {}
         }
         out

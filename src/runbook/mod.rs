@@ -5,7 +5,7 @@
 //! request bodies) is computed here.
 
 use crate::app::{Stack, StageId};
-use crate::assembly::manifest::{Artifact, Chart, StackManifest, StageManifest};
+use crate::assembly::manifest::{Artifact, Chart, JobWait, StackManifest, StageManifest};
 use crate::catalog;
 use crate::constructs::vllm::objects::shm_gib;
 use crate::constructs::{
@@ -278,6 +278,39 @@ pub struct KubernetesStage {
     pub reservations: Vec<ReservationData>,
     /// The command applying the manifest (with the reservation ids substituted, if any).
     pub apply: String,
+    /// Model weights the stage's Jobs stage into a store.
+    pub stagings: Vec<StagingData>,
+    /// The scripts waiting for the stage's Jobs (from the manifest).
+    pub job_waits: Vec<String>,
+}
+
+/// A Job staging model weights.
+#[derive(Clone, Debug, Serialize)]
+pub struct StagingData {
+    /// The model.
+    pub model_id: String,
+    /// Its revision.
+    pub revision: String,
+    /// Where the copy goes (`s3://bucket/model/revision/`).
+    pub url: String,
+    /// The staging manifest's key (`s3://bucket/model/revision.manifest.json`).
+    pub manifest_url: String,
+    /// The Job and its namespace.
+    pub job: String,
+    /// Its namespace.
+    pub namespace: String,
+    /// The image it runs.
+    pub image: String,
+    /// Estimated minutes (from the Hub's rate), or empty when the size is unknown.
+    pub minutes: String,
+    /// The copy's size, GiB (one decimal), or empty.
+    pub size_gib: String,
+    /// S3 Standard storage per month in the stack's region, USD, or empty when unpriced.
+    pub storage_usd_per_month: String,
+    /// The Secret the Job reads the Hub token from, or empty.
+    pub token_secret: String,
+    /// Its key.
+    pub token_key: String,
 }
 
 /// A reservation id written into a manifest, substituted when it is applied.
@@ -328,6 +361,12 @@ pub struct EndpointData {
     pub deployment: bool,
     /// Startup budget in seconds (download, load, warm-up, times 1.5).
     pub startup_secs: u64,
+    /// The server reads a staged copy from S3 rather than the Hub.
+    pub staged: bool,
+    /// Where the weights come from, for people (`S3, streamed into GPU memory`).
+    pub weights_source: String,
+    /// The catalog's cold-start estimate from node ready to serving, minutes, or empty.
+    pub cold_start_minutes: String,
     /// The same in minutes.
     pub startup_minutes: u64,
     /// How long to wait for a Deployment's rollout: its progress deadline (the startup
@@ -613,6 +652,7 @@ pub fn data(stack: &Stack, manifest: &StackManifest) -> RunbookData {
                 let mut stage_endpoints = Vec::new();
                 let mut node_pools = Vec::new();
                 let mut reservations: Vec<ReservationData> = Vec::new();
+                let mut stagings = Vec::new();
                 for placed in placements.in_stage(id) {
                     let facts = placed.facts();
                     for claim in &facts.capacity {
@@ -637,6 +677,9 @@ pub fn data(stack: &Stack, manifest: &StackManifest) -> RunbookData {
                         }
                     }
                     node_pools.extend(facts.node_pools);
+                    for st in &facts.weight_stagings {
+                        stagings.push(staging(stack.region(), st));
+                    }
                 }
                 let apply = if reservations.is_empty() {
                     format!("kubectl apply -f {first_path}")
@@ -647,12 +690,20 @@ pub fn data(stack: &Stack, manifest: &StackManifest) -> RunbookData {
                         .collect();
                     format!("sed {} {first_path} | kubectl apply -f -", seds.join(" "))
                 };
+                let job_waits = match entry {
+                    StageManifest::Kubernetes { jobs, .. } => {
+                        jobs.iter().map(JobWait::wait_script).collect()
+                    }
+                    _ => Vec::new(),
+                };
                 data.kubernetes.push(KubernetesStage {
                     manifest: first_path,
                     endpoints: stage_endpoints,
                     node_pools,
                     reservations,
                     apply,
+                    stagings,
+                    job_waits,
                 });
             }
         }
@@ -701,6 +752,7 @@ pub fn data(stack: &Stack, manifest: &StackManifest) -> RunbookData {
                         .map(|r| format!("{}={}", r.variable, r.id))
                         .collect();
                     lines.push(k.apply.clone());
+                    lines.extend(k.job_waits.iter().cloned());
                     steps.push(TerraformStep {
                         module: Vec::new(),
                         kubectl: lines,
@@ -905,6 +957,54 @@ fn capacity_line(
     }
 }
 
+fn staging(region: &str, st: &crate::constructs::WeightsStagingFacts) -> StagingData {
+    let prefix = crate::constructs::ModelStoreHandle::prefix(&st.model_id, &st.revision);
+    let bytes = st.weight_bytes;
+    StagingData {
+        model_id: st.model_id.clone(),
+        revision: st.revision.clone(),
+        url: format!("s3://{}/{prefix}", st.bucket),
+        manifest_url: format!(
+            "s3://{}/{}.manifest.json",
+            st.bucket,
+            prefix.trim_end_matches('/')
+        ),
+        job: st.job.clone(),
+        namespace: st.namespace.clone(),
+        image: st.image.clone(),
+        minutes: bytes
+            .map(|b| {
+                crate::catalog::staging_secs(b, None)
+                    .div_ceil(60)
+                    .to_string()
+            })
+            .unwrap_or_default(),
+        size_gib: bytes
+            .map(|b| format!("{:.1}", crate::catalog::memory::gib(b as f64)))
+            .unwrap_or_default(),
+        storage_usd_per_month: bytes
+            .and_then(|b| {
+                crate::catalog::storage_usd_per_month(
+                    b,
+                    crate::catalog::StoreKind::S3Standard,
+                    region,
+                )
+            })
+            .map(|usd| format!("{usd:.2}"))
+            .unwrap_or_default(),
+        token_secret: st
+            .hf_token
+            .as_ref()
+            .map(|t| t.name.clone())
+            .unwrap_or_default(),
+        token_key: st
+            .hf_token
+            .as_ref()
+            .map(|t| t.key.clone())
+            .unwrap_or_default(),
+    }
+}
+
 fn endpoint(served: &ServedModel<'_>) -> EndpointData {
     let (name, namespace, server, operator, exposure) = (
         served.object_name,
@@ -914,7 +1014,7 @@ fn endpoint(served: &ServedModel<'_>) -> EndpointData {
         served.exposure,
     );
     let startup_secs = server
-        .startup_budget()
+        .startup_budget(served.instance_type, operator)
         .map(|b| b.total_secs)
         .unwrap_or(3600);
     let request_body = serde_json::json!({
@@ -949,8 +1049,14 @@ fn endpoint(served: &ServedModel<'_>) -> EndpointData {
         operator,
         deployment: !operator,
         startup_secs,
+        staged: server.staged_weights().is_some(),
+        weights_source: server.weight_source(operator).label().to_owned(),
+        cold_start_minutes: server
+            .cold_start(served.instance_type, operator)
+            .map(|c| c.total_secs.div_ceil(60).to_string())
+            .unwrap_or_default(),
         startup_minutes: startup_secs.div_ceil(60),
-        rollout_timeout_secs: server.rollout_deadline_secs(),
+        rollout_timeout_secs: server.rollout_deadline_secs(served.instance_type, operator),
         load_balancer: !matches!(exposure, Exposure::ClusterIp),
         internal: matches!(exposure, Exposure::InternalLoadBalancer),
         request_body,

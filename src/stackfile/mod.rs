@@ -24,8 +24,8 @@ use crate::constructs::stack_file::{
 use crate::constructs::{
     self, ClusterSecurityGroup, ClusterSecurityGroupHandle, Construct, EksCluster,
     EksClusterHandle, HelmRelease, HyperPodCluster, HyperPodHandle, Karpenter, KarpenterHandle,
-    LifecycleScripts, LifecycleScriptsHandle, ManagedNodeGroup, Network, NetworkHandle,
-    NodeGroupHandle,
+    LifecycleScripts, LifecycleScriptsHandle, ManagedNodeGroup, ModelStore, ModelStoreHandle,
+    Network, NetworkHandle, NodeGroupHandle,
 };
 use crate::diagnostics::{Code, Diagnostic, Diagnostics};
 use schema::{Field, Shape, Ty, Want};
@@ -1257,6 +1257,10 @@ impl Builder {
         self.resolve_as(node, context, Want::Karpenter, Karpenter::KIND, &[])
     }
 
+    fn model_store(&mut self, node: &Node, context: &str) -> Option<ModelStoreHandle> {
+        self.resolve_as(node, context, Want::ModelStore, ModelStore::KIND, &[])
+    }
+
     /// The handle of a construct of type `H` (kind `kind`) that `node` names, as `Id` or as
     /// `Id.<attr>` for one of `attrs`; a construct of another kind is reported as the wrong
     /// kind for `want`, one that failed to build (already reported) gives `None` quietly.
@@ -1581,6 +1585,10 @@ impl FieldReader for Reader<'_> {
 
     fn karpenter(&mut self, field: &'static Field) -> Resolved<KarpenterHandle> {
         self.resolve(field, Want::Karpenter, Builder::karpenter)
+    }
+
+    fn model_store(&mut self, field: &'static Field) -> Resolved<ModelStoreHandle> {
+        self.resolve(field, Want::ModelStore, Builder::model_store)
     }
 
     fn bucket(&mut self, field: &'static Field) -> Resolved<Ref<kind::Bucket>> {

@@ -48,11 +48,21 @@ pub(crate) fn app(app: &App, ds: &mut Diagnostics) {
             }
             claims.extend(facts.capacity);
         }
-        // Storage spans constructs: every claim that can run a served model.
+        // Storage spans constructs: every claim that can run a served model. Staged weights
+        // span them too: a server reading a store needs an earlier Job staging its revision.
+        let mut stagings = Vec::new();
         for placed in placements.all() {
-            for served in &placed.facts().served_models {
+            let facts = placed.facts();
+            for served in &facts.served_models {
                 storage::check(served, placed.cx.path, &claims, ds);
+                model_source::staged(served, placed.node.stage, placed.cx.path, &stagings, ds);
             }
+            stagings.extend(
+                facts
+                    .weight_stagings
+                    .into_iter()
+                    .map(|s| (placed.node.stage, s)),
+            );
         }
     }
 }

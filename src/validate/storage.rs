@@ -17,6 +17,10 @@ pub fn check(served: &ServedModel<'_>, path: &str, claims: &[CapacityClaim], ds:
     let Some(weights) = served.server.weights() else {
         return;
     };
+    // Streamed from S3 straight into GPU memory, the weights never land on the node.
+    if served.server.weight_source(served.hyperpod) == crate::catalog::WeightSource::S3Streamed {
+        return;
+    }
     let needed = pod_storage_needed(weights);
     let ec2_name = |t: &'_ str| t.strip_prefix("ml.").unwrap_or(t).to_owned();
     let served_type = ec2_name(served.instance_type);

@@ -142,7 +142,8 @@ fn synth_filters_formats_and_stacks() {
     assert_eq!(
         files,
         [
-            "kimi-k3-eks/05-workload.yaml",
+            "kimi-k3-eks/05-weights.yaml",
+            "kimi-k3-eks/06-workload.yaml",
             "kimi-k3-eks/RUNBOOK.md",
             "manifest.json"
         ]
@@ -208,6 +209,16 @@ fn usage_and_input_errors_exit_2() {
 #[test]
 fn validate_reports_diagnostics() {
     let (_tmp, root) = project();
+    // The references serve staged weights: no warning, so warnings can be denied.
+    let o = hyperforge(&root, &["validate", "--deny-warnings"]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    assert!(!stderr(&o).contains("warning["), "{}", stderr(&o));
+    // Served from the Hub instead, the HyperPod endpoint downloads per pod: a warning.
+    let file = root.join("stacks/kimi-k3-hyperpod.yaml");
+    let text = std::fs::read_to_string(&file).unwrap();
+    let from_hub = text.replace("          weights_store: Weights", "");
+    assert_ne!(text, from_hub, "the reference serves from its store");
+    std::fs::write(&file, from_hub).unwrap();
     let o = hyperforge(&root, &["validate"]);
     assert_eq!(code(&o), 0, "{}", stderr(&o));
     assert!(stderr(&o).contains("warning[HF0506]"));
@@ -297,7 +308,7 @@ fn list_catalog_explain_cost_completions() {
     let text = stdout(&o);
     assert!(text.contains("kimi-k3-hyperpod (us-west-2)"));
     assert!(text.contains("kimi-k3-hyperpod-cluster"));
-    assert!(text.contains("kimi-k3-hyperpod/05-inference.yaml"));
+    assert!(text.contains("kimi-k3-hyperpod/06-inference.yaml"));
     assert!(text.contains("kimi-k3-eks/RUNBOOK.md"));
 
     let o = hyperforge(&root, &["catalog", "instances"]);

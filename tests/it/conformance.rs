@@ -1106,8 +1106,40 @@ fn s3_csi_driver_is_scoped_to_named_model_buckets() {
                     .iter()
                     .filter(|s| s.allow)
                     .flat_map(|s| &s.resources)
-                    .all(|r| r.starts_with("arn:{partition}:s3:::kimi-k3-weights")),
-                "{at}: grants more than the named bucket: {p:?}"
+                    .all(|r| r.starts_with("arn:{partition}:s3:::kimi-k3-weights")
+                        || r.starts_with(&format!("arn:{{partition}}:s3:::{STORE_BUCKET}"))),
+                "{at}: grants more than the named bucket and the model store: {p:?}"
+            );
+        }
+    }
+}
+
+/// The reference HyperPod stack's model store.
+const STORE_BUCKET: &str = "kimi-k3-hyperpod-weights-111122223333-us-west-2";
+
+#[test]
+fn s3_csi_driver_reads_the_model_store_its_endpoints_serve_from() {
+    for stack in hyperpod_stacks(reference()) {
+        for backend in BACKENDS {
+            let p = stack.role(backend, CSI_ROLE);
+            let at = format!("{} {backend:?} {CSI_ROLE}", stack.name);
+            let bucket = format!("arn:{{partition}}:s3:::{STORE_BUCKET}");
+            assert!(
+                allows(&p, "s3:ListBucket", &bucket, &[]),
+                "{at}: cannot list the model store"
+            );
+            assert!(
+                allows(
+                    &p,
+                    "s3:GetObject",
+                    &format!("{bucket}/moonshotai/Kimi-K3/0123456789abcdef0123456789abcdef01234567/config.json"),
+                    &[]
+                ),
+                "{at}: cannot read the staged weights"
+            );
+            assert!(
+                !allows(&p, "s3:PutObject", &format!("{bucket}/x"), &[]),
+                "{at}: may write the model store"
             );
         }
     }

@@ -84,6 +84,11 @@ const TF_ONLY: &[(&str, &str)] = &[
         "bucket PublicAccessBlockConfiguration",
     ),
     ("aws_s3_bucket_versioning", "bucket VersioningConfiguration"),
+    ("aws_s3_bucket_logging", "bucket LoggingConfiguration"),
+    (
+        "aws_s3_bucket_lifecycle_configuration",
+        "bucket LifecycleConfiguration",
+    ),
     (
         "aws_s3_bucket_ownership_controls",
         "bucket OwnershipControls",

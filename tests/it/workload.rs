@@ -5,6 +5,7 @@ use hyperforge::app::Stack;
 use hyperforge::constructs::*;
 use hyperforge::reference::{self, kimi_k3_server, CAPACITY_BLOCK_AZ_ID};
 use hyperforge::{App, Assembly};
+use serde::Deserialize;
 use serde_json::Value;
 
 /// Every reference app with its synthesized assembly.
@@ -27,8 +28,9 @@ fn objects(assembly: &Assembly) -> Vec<(String, Value)> {
             continue;
         }
         let text = String::from_utf8_lossy(bytes);
-        for doc in text.split("---\n").filter(|d| !d.trim().is_empty()) {
-            let value: Value = serde_yaml::from_str(doc).unwrap();
+        // Documents start at a `---` line of their own; a ConfigMap's file may contain more.
+        for doc in serde_yaml::Deserializer::from_str(&text) {
+            let value = Value::deserialize(doc).unwrap();
             if value.get("kind").is_some() {
                 out.push((path.clone(), value));
             }
@@ -86,7 +88,17 @@ fn startup_allowance(deployment: &Value) -> u64 {
 
 #[test]
 fn every_deployment_outlasts_its_startup_budget_and_the_runbook_waits_for_it() {
-    let budget = kimi_k3_server().startup_budget().unwrap().total_secs;
+    // The EKS references stream the staged copy from S3.
+    let store = hyperforge::constructs::ModelStoreHandle {
+        id: "Weights".to_owned(),
+        bucket_name: "kimi-k3-eks-weights-111122223333-us-west-2".to_owned(),
+        bucket: hyperforge::app::Ref::new("kimi-k3-eks", "Weights/Bucket"),
+    };
+    let budget = kimi_k3_server()
+        .weights_from(&store)
+        .startup_budget("p6-b300.48xlarge", false)
+        .unwrap()
+        .total_secs;
     let mut seen = 0;
     for (_, assembly) in reference_assemblies() {
         let objects = objects(&assembly);
@@ -139,7 +151,10 @@ fn the_progress_deadline_follows_the_budget_at_any_throughput() {
                 download_bytes_per_sec: download,
                 ..StorageThroughput::default()
             });
-        let budget = server.startup_budget().unwrap().total_secs;
+        let budget = server
+            .startup_budget("p6-b300.48xlarge", false)
+            .unwrap()
+            .total_secs;
         let app = eks_app(|_| {
             VllmDeployment::new("Vllm", server, "p6-b300.48xlarge").cluster_ip_service()
         });
@@ -222,16 +237,40 @@ fn remote_code_is_pinned_to_one_commit_on_both_paths() {
                 .as_array()
                 .unwrap();
             assert!(args.iter().any(|a| a == "--trust-remote-code"));
-            let revision = arg_after(args, "--revision").expect("--revision");
-            assert!(is_commit(revision), "{revision}");
-            assert_eq!(arg_after(args, "--code-revision"), Some(revision));
-            assert_eq!(arg_after(args, "--model"), Some("moonshotai/Kimi-K3"));
+            // The references serve the staged copy: the revision is its prefix (weights and
+            // code both come from there); from the Hub, `--revision` and `--code-revision` pin it.
+            let model = arg_after(args, "--model").expect("--model");
+            match model.strip_prefix("s3://") {
+                Some(url) => {
+                    let revision = url
+                        .strip_suffix('/')
+                        .and_then(|u| u.rsplit_once("/moonshotai/Kimi-K3/"))
+                        .map(|(_, r)| r)
+                        .unwrap_or_else(|| panic!("{model} is not a revision prefix"));
+                    assert!(is_commit(revision), "{revision}");
+                    assert_eq!(arg_after(args, "--revision"), None);
+                }
+                None => {
+                    let revision = arg_after(args, "--revision").expect("--revision");
+                    assert!(is_commit(revision), "{revision}");
+                    assert_eq!(arg_after(args, "--code-revision"), Some(revision));
+                    assert_eq!(model, "moonshotai/Kimi-K3");
+                }
+            }
         }
         for iec in of_kind(&objects, "InferenceEndpointConfig") {
             endpoints += 1;
-            let sha = iec["spec"]["modelSourceConfig"]["huggingFaceModel"]["commitSHA"]
-                .as_str()
-                .expect("commitSHA");
+            let source = &iec["spec"]["modelSourceConfig"];
+            let sha = match source["modelSourceType"].as_str() {
+                // The staged copy's prefix ends with the revision.
+                Some("s3") => source["modelLocation"]
+                    .as_str()
+                    .and_then(|l| l.strip_prefix("moonshotai/Kimi-K3/"))
+                    .expect("modelLocation"),
+                _ => source["huggingFaceModel"]["commitSHA"]
+                    .as_str()
+                    .expect("commitSHA"),
+            };
             assert!(is_commit(sha), "{sha}");
             // The worker serves the operator's copy, already at that commit.
             let args = iec["spec"]["worker"]["args"].as_array().unwrap();
@@ -304,9 +343,14 @@ fn the_hyperpod_worker_serves_the_prefetched_copy_and_the_runbook_checks_shared_
         for iec in of_kind(&objects, "InferenceEndpointConfig") {
             seen += 1;
             let source = &iec["spec"]["modelSourceConfig"];
-            assert_eq!(source["modelSourceType"], "huggingface");
-            // Without prefetch the operator leaves the download to the server, and the mount
-            // the server reads would be empty.
+            // The reference serves the staged copy, fetched from the stack's model store.
+            assert_eq!(source["modelSourceType"], "s3");
+            assert_eq!(source["s3Storage"]["region"], "us-west-2");
+            assert!(source["s3Storage"]["bucketName"]
+                .as_str()
+                .is_some_and(|b| b.ends_with("-weights-111122223333-us-west-2")));
+            // Without prefetch the operator leaves the fetch to the server, and the mount the
+            // server reads would be empty.
             assert_eq!(source["prefetchEnabled"], true);
             let worker = &iec["spec"]["worker"];
             let mount = worker["modelVolumeMount"]["mountPath"].as_str().unwrap();

@@ -29,6 +29,10 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta};
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 use std::collections::BTreeMap;
 
+/// The ephemeral storage of a server streaming its weights from S3, GiB: the model's
+/// configuration, tokenizer and code, and vLLM's compile caches.
+const STREAMED_CACHE_GIB: u64 = 100;
+
 /// Where the operator mounts the downloaded weights in the worker container.
 pub const MODEL_MOUNT_PATH: &str = "/opt/ml/model";
 
@@ -73,7 +77,7 @@ fn labels(stack: &Stack, name: &str) -> BTreeMap<String, String> {
 pub fn inference_endpoint_config(stack: &Stack, ep: &InferenceEndpoint) -> InferenceEndpointConfig {
     let server = ep.server();
     let gpus = ep.gpus().unwrap_or(1);
-    let budget = server.startup_budget();
+    let budget = server.startup_budget(ep.instance_type(), true);
     let gpu_quantity =
         BTreeMap::from([("nvidia.com/gpu".to_owned(), IntOrString::Int(gpus as i32))]);
     // The API key reaches vLLM from its Secret (the CRD's environment variables take
@@ -125,22 +129,7 @@ pub fn inference_endpoint_config(stack: &Stack, ep: &InferenceEndpoint) -> Infer
         invocation_endpoint: Some("v1/chat/completions".to_owned()),
         replicas: Some(ep.replica_count()),
         max_deploy_time_in_seconds: budget.map(|b| i32::try_from(b.total_secs).unwrap_or(i32::MAX)),
-        model_source_config: InferenceEndpointConfigModelSourceConfig {
-            model_source_type: "huggingface".to_owned(),
-            prefetch_enabled: Some(true),
-            hugging_face_model: Some(InferenceEndpointConfigModelSourceConfigHuggingFaceModel {
-                model_id: server.model_id().to_owned(),
-                token_secret_ref: server.hf_token().map(|t| {
-                    InferenceEndpointConfigModelSourceConfigHuggingFaceModelTokenSecretRef {
-                        key: t.key.clone(),
-                        name: Some(t.name.clone()),
-                        optional: None,
-                    }
-                }),
-                commit_sha: server.model_revision().map(str::to_owned),
-            }),
-            ..Default::default()
-        },
+        model_source_config: model_source(stack, server),
         worker: InferenceEndpointConfigWorker {
             image: server.image_reference(),
             args: Some(server.args(MODEL_MOUNT_PATH, gpus)),
@@ -288,8 +277,12 @@ pub fn deployment(stack: &Stack, d: &VllmDeployment) -> VllmObjects {
     // progress deadline comes from the same budget, so a rollout that is still within its
     // startup probe is never declared failed (ProgressDeadlineExceeded).
     let period = STARTUP_PROBE_PERIOD_SECS;
-    let startup_failures = i32::try_from(server.startup_probe_secs() / period).unwrap_or(i32::MAX);
-    let progress_deadline = i32::try_from(server.rollout_deadline_secs()).unwrap_or(i32::MAX);
+    let startup_failures =
+        i32::try_from(server.startup_probe_secs(d.instance_type(), false) / period)
+            .unwrap_or(i32::MAX);
+    let progress_deadline =
+        i32::try_from(server.rollout_deadline_secs(d.instance_type(), false)).unwrap_or(i32::MAX);
+    let streamed = server.staged_url();
     let health = |period: i32, failures: i32| Probe {
         http_get: Some(HTTPGetAction {
             path: Some("/health".to_owned()),
@@ -302,9 +295,13 @@ pub fn deployment(stack: &Stack, d: &VllmDeployment) -> VllmObjects {
         ..Default::default()
     };
     // Room for the weights plus a tenth, on the node's local NVMe (RAID 0 ephemeral storage).
-    let cache_gib = server
-        .weights()
-        .map_or(1024, |b| b.saturating_add(b / 10).div_ceil(GIB));
+    // Streamed from S3, only the configuration, tokenizer and the repository's code land there.
+    let cache_gib = match &streamed {
+        Some(_) => STREAMED_CACHE_GIB,
+        None => server
+            .weights()
+            .map_or(1024, |b| b.saturating_add(b / 10).div_ceil(GIB)),
+    };
     let shm_gib = shm_gib(gpus);
 
     let mut env = vec![EnvVar {
@@ -337,6 +334,14 @@ pub fn deployment(stack: &Stack, d: &VllmDeployment) -> VllmObjects {
                 }),
                 ..Default::default()
             }),
+            ..Default::default()
+        });
+    }
+    if streamed.is_some() {
+        // The streamer's S3 client and vLLM's own (boto3) read the bucket's region from here.
+        env.push(EnvVar {
+            name: "AWS_REGION".to_owned(),
+            value: Some(stack.region().to_owned()),
             ..Default::default()
         });
     }
@@ -376,7 +381,10 @@ pub fn deployment(stack: &Stack, d: &VllmDeployment) -> VllmObjects {
         name: "vllm".to_owned(),
         image: Some(server.image_reference()),
         image_pull_policy: Some(d.image_pull_policy().to_owned()),
-        args: Some(server.hub_args(gpus)),
+        args: Some(match &streamed {
+            Some(url) => server.streamed_args(url, gpus),
+            None => server.hub_args(gpus),
+        }),
         env: Some(env),
         ports: Some(vec![ContainerPort {
             name: Some("http".to_owned()),
@@ -690,6 +698,41 @@ fn ingress_rules(lb_subnets: &[SubnetFacts], clients: &[Client]) -> Vec<NetworkP
         });
     }
     rules
+}
+
+/// Where the operator gets the weights: the staged copy in S3 (the prefix of the pinned
+/// revision, fetched through the S3 CSI driver into the model volume before the worker starts),
+/// else the Hugging Face Hub at the pinned commit.
+fn model_source(stack: &Stack, server: &VllmServer) -> InferenceEndpointConfigModelSourceConfig {
+    if let (Some(store), Some(revision)) = (server.staged_weights(), server.model_revision()) {
+        let prefix = crate::constructs::ModelStoreHandle::prefix(server.model_id(), revision);
+        return InferenceEndpointConfigModelSourceConfig {
+            model_source_type: "s3".to_owned(),
+            prefetch_enabled: Some(true),
+            model_location: Some(prefix.trim_end_matches('/').to_owned()),
+            s3_storage: Some(InferenceEndpointConfigModelSourceConfigS3Storage {
+                bucket_name: store.bucket_name.clone(),
+                region: stack.region().to_owned(),
+            }),
+            ..Default::default()
+        };
+    }
+    InferenceEndpointConfigModelSourceConfig {
+        model_source_type: "huggingface".to_owned(),
+        prefetch_enabled: Some(true),
+        hugging_face_model: Some(InferenceEndpointConfigModelSourceConfigHuggingFaceModel {
+            model_id: server.model_id().to_owned(),
+            token_secret_ref: server.hf_token().map(|t| {
+                InferenceEndpointConfigModelSourceConfigHuggingFaceModelTokenSecretRef {
+                    key: t.key.clone(),
+                    name: Some(t.name.clone()),
+                    optional: None,
+                }
+            }),
+            commit_sha: server.model_revision().map(str::to_owned),
+        }),
+        ..Default::default()
+    }
 }
 
 #[cfg(test)]

@@ -198,8 +198,8 @@ fn security_group_rule(cx: Cx, r: &Resource, rule: &SecurityGroupRule) {
     };
 }
 
-fn secure_bucket(cx: Cx, r: &Resource, _: &Bucket) {
-    bucket(cx, r.stage, &r.path);
+fn secure_bucket(cx: Cx, r: &Resource, b: &Bucket) {
+    bucket(cx, r.stage, &r.path, b);
 }
 
 fn output(cx: Cx, r: &Resource, o: &StackOutput) {

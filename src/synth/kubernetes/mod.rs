@@ -8,7 +8,7 @@ pub use crate::resources::kubernetes::crd;
 
 use super::{yaml_error, Backend, BackendInput, BackendOutput};
 use crate::app::{StageId, StageKind};
-use crate::assembly::manifest::{Artifact, ArtifactFormat, StageManifest};
+use crate::assembly::manifest::{Artifact, ArtifactFormat, JobWait, StageManifest};
 use crate::diagnostics::Diagnostics;
 use crate::resources::{Resource, ResourceGraph, ResourceKind};
 
@@ -23,6 +23,33 @@ pub fn stage_yaml(graph: &ResourceGraph, stage: StageId) -> Result<String, serde
         }
     }
     Ok(out)
+}
+
+/// What a Job's wait allows beyond its own deadline: scheduling and the image pull, seconds.
+pub const JOB_WAIT_MARGIN_SECS: u64 = 600;
+
+/// The Jobs of Kubernetes stage `stage`, each to be waited for after the stage is applied.
+pub fn jobs(graph: &ResourceGraph, stage: StageId) -> Vec<JobWait> {
+    graph
+        .resources
+        .iter()
+        .filter(|r| r.stage == stage)
+        .filter_map(|r| match &r.kind {
+            ResourceKind::KubeObject(o) if o.kind() == "Job" && o.api_version() == "batch/v1" => {
+                let deadline = o
+                    .object()
+                    .pointer("/spec/activeDeadlineSeconds")
+                    .and_then(serde_json::Value::as_u64)
+                    .unwrap_or(24 * 3600);
+                Some(JobWait {
+                    name: o.name().to_owned(),
+                    namespace: o.namespace().unwrap_or("default").to_owned(),
+                    timeout_seconds: deadline.saturating_add(JOB_WAIT_MARGIN_SECS),
+                })
+            }
+            _ => None,
+        })
+        .collect()
 }
 
 /// The Kubernetes object a resource is, if any (AWS resources are deployed by the
@@ -90,6 +117,7 @@ impl Backend for Kubernetes {
                 id,
                 StageManifest::Kubernetes {
                     name: stage.name.clone(),
+                    jobs: jobs(input.graph, id),
                     artifacts: vec![Artifact::new(ArtifactFormat::Kubernetes, path)],
                 },
             );

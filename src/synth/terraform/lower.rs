@@ -8,7 +8,7 @@ use super::module::{escape_template, hcl_string_body, snake, Addr, RootModule, V
 use crate::app::stage::{ChartSource, HelmRelease, Upload};
 use crate::app::text::{Pseudo, Text};
 use crate::app::{kind, logical_id, Ref, StageId};
-use crate::resources::iam::{deny_insecure_transport, PolicyDocument};
+use crate::resources::{AccessLogs, Bucket};
 use serde_json::{json, Map, Value};
 
 type Cx<'a, 'b> = &'a mut RootModule<'b>;
@@ -28,25 +28,29 @@ pub(super) fn managed_policy(cx: Cx, name: &str) -> Value {
 
 /// The secure bucket (`resources::Bucket`): KMS-encrypted, versioned, owner-enforced,
 /// public access blocked, TLS-only policy.
-pub(super) fn bucket(cx: Cx, path: &str, force_destroy: bool) -> Addr {
-    let body = if force_destroy {
-        json!({"force_destroy": true})
-    } else {
-        json!({})
-    };
-    let b = cx.add("aws_s3_bucket", path, body);
+pub(super) fn bucket(cx: Cx, path: &str, spec: &Bucket) -> Addr {
+    let mut body = Map::new();
+    if let Some(name) = &spec.name {
+        body.insert("bucket".into(), json!(escape_template(name)));
+    }
+    if spec.deleted_with_objects.is_some() {
+        body.insert("force_destroy".into(), json!(true));
+    }
+    let b = cx.add("aws_s3_bucket", path, Value::Object(body));
     let base = b.name.clone();
+    let encryption = if spec.s3_managed_encryption() {
+        json!({"apply_server_side_encryption_by_default": {"sse_algorithm": "AES256"}})
+    } else {
+        json!({
+            "apply_server_side_encryption_by_default": {"sse_algorithm": "aws:kms"},
+            "bucket_key_enabled": true,
+        })
+    };
     cx.add_named(
         "aws_s3_bucket_server_side_encryption_configuration",
         format!("{base}_encryption"),
         path,
-        json!({
-            "bucket": b.interp("id"),
-            "rule": [{
-                "apply_server_side_encryption_by_default": {"sse_algorithm": "aws:kms"},
-                "bucket_key_enabled": true,
-            }],
-        }),
+        json!({"bucket": b.interp("id"), "rule": [encryption]}),
     );
     let block = cx.add_named(
         "aws_s3_bucket_public_access_block",
@@ -60,7 +64,7 @@ pub(super) fn bucket(cx: Cx, path: &str, force_destroy: bool) -> Addr {
             "restrict_public_buckets": true,
         }),
     );
-    cx.add_named(
+    let versioning = cx.add_named(
         "aws_s3_bucket_versioning",
         format!("{base}_versioning"),
         path,
@@ -72,8 +76,48 @@ pub(super) fn bucket(cx: Cx, path: &str, force_destroy: bool) -> Addr {
         path,
         json!({"bucket": b.interp("id"), "rule": {"object_ownership": "BucketOwnerEnforced"}}),
     );
+    if let AccessLogs::To { bucket, prefix } = &spec.access_logs {
+        let target = cx.expr(bucket);
+        cx.add_named(
+            "aws_s3_bucket_logging",
+            format!("{base}_logging"),
+            path,
+            json!({
+                "bucket": b.interp("id"),
+                "target_bucket": format!("${{{target}}}"),
+                "target_prefix": escape_template(prefix),
+            }),
+        );
+    }
+    if let Some(l) = &spec.lifecycle {
+        let mut rule = Map::new();
+        rule.insert("id".into(), json!("hyperforge"));
+        rule.insert("status".into(), json!("Enabled"));
+        rule.insert("filter".into(), json!([{}]));
+        rule.insert(
+            "abort_incomplete_multipart_upload".into(),
+            json!([{"days_after_initiation": l.abort_incomplete_multipart_days}]),
+        );
+        if let Some(days) = l.noncurrent_version_days {
+            rule.insert(
+                "noncurrent_version_expiration".into(),
+                json!([{"noncurrent_days": days}]),
+            );
+        }
+        if let Some(days) = l.expire_days {
+            rule.insert("expiration".into(), json!([{"days": days}]));
+        }
+        let lc = cx.add_named(
+            "aws_s3_bucket_lifecycle_configuration",
+            format!("{base}_lifecycle"),
+            path,
+            json!({"bucket": b.interp("id"), "rule": [Value::Object(rule)]}),
+        );
+        // Rules on noncurrent versions need versioning on first (the provider's advice).
+        cx.depends_on(&lc, &[versioning.address()]);
+    }
     let bucket_ref: Ref<kind::Bucket> = Ref::new(cx.stack.name(), path);
-    let doc = PolicyDocument::new().statement(deny_insecure_transport(bucket_ref.arn()));
+    let doc = spec.policy(bucket_ref.arn());
     let policy_path = format!("{path}Policy");
     let policy = cx.policy(&snake(&logical_id(&policy_path)), &doc);
     let p = cx.add(

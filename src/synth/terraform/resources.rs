@@ -175,7 +175,7 @@ fn security_group_rule(cx: Cx, r: &Resource, rule: &SecurityGroupRule) {
 }
 
 fn secure_bucket(cx: Cx, r: &Resource, b: &Bucket) {
-    bucket(cx, &r.path, b.deleted_with_objects.is_some());
+    bucket(cx, &r.path, b);
 }
 
 fn output(cx: Cx, o: &StackOutput) {
