@@ -49,6 +49,7 @@ pub mod karpenter;
 pub mod lifecycle;
 pub mod network;
 pub mod nodes;
+pub mod operations;
 pub mod security_group;
 pub mod vllm;
 
@@ -70,6 +71,9 @@ pub use lifecycle::{ContainerStorage, LifecycleScripts, LifecycleScriptsHandle};
 pub use network::{NatGateways, Network, NetworkHandle};
 pub use nodes::{
     AmiType, CapacityBlock, CapacityBlockPurchase, ManagedNodeGroup, NodeCapacity, NodeGroupHandle,
+};
+pub use operations::{
+    AlarmTopic, AlarmTopicHandle, CapacityEndWarning, CapacityEndWarningHandle, EndingCapacity,
 };
 pub use security_group::{ClusterSecurityGroup, ClusterSecurityGroupHandle};
 pub use text::{Part, Pseudo, Text};
@@ -418,6 +422,8 @@ constructs! {
     KarpenterNodePool(KarpenterNodePool),
     FsxLustre(FsxLustre),
     EcrPullThroughCache(EcrPullThroughCache),
+    AlarmTopic(AlarmTopic),
+    CapacityEndWarning(CapacityEndWarning),
 }
 
 /// A stored construct with its typed view, stack and display path.

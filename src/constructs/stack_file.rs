@@ -9,7 +9,10 @@
 //! file sets, is reported as an internal error (HF0902): a field cannot be declared without
 //! being built, nor built without being declared.
 
-use super::{Construct, EksClusterHandle, HyperPodHandle, KarpenterHandle, LifecycleScriptsHandle};
+use super::{
+    AlarmTopicHandle, Construct, EksClusterHandle, HyperPodHandle, KarpenterHandle,
+    LifecycleScriptsHandle,
+};
 use crate::app::{kind, Ref};
 use crate::diagnostics::Code;
 
@@ -36,6 +39,8 @@ pub enum Want {
     Bucket,
     /// The role of nodes: a managed node group or Karpenter (its node role).
     NodeRole,
+    /// A notification topic: `Alarms`.
+    AlarmTopic,
 }
 
 impl Want {
@@ -52,6 +57,7 @@ impl Want {
             Want::Subnet => "one subnet (`<network>.gpu_subnet` or `.hyperpod_subnet`)",
             Want::Bucket => "a bucket (a `lifecycle_scripts` construct, or `<lifecycle>.bucket`)",
             Want::NodeRole => "nodes (a `managed_node_group` or `karpenter` construct)",
+            Want::AlarmTopic => "a notification topic (an `alarm_topic` construct)",
         }
     }
 }
@@ -318,6 +324,8 @@ pub trait FieldReader {
     fn bucket(&mut self, field: &'static Field) -> Resolved<Ref<kind::Bucket>>;
     /// The node roles a list field names (managed node groups or Karpenter).
     fn node_roles(&mut self, field: &'static Field) -> Resolved<Vec<Ref<kind::Role>>>;
+    /// A notification topic reference.
+    fn alarm_topic(&mut self, field: &'static Field) -> Resolved<AlarmTopicHandle>;
 
     /// Runs `body` with a reader of the nested object `field` (an [`Ty::Obj`]), if present.
     fn object(&mut self, field: &'static Field, body: &mut dyn FnMut(&mut dyn FieldReader));
