@@ -397,6 +397,20 @@ fn terraform_passes_checkov() {
     }
 }
 
+/// The vendored Guard rule packs (the alarm has actions, the topic a KMS key, the key no
+/// wildcard principal and rotation on) find nothing.
+#[test]
+fn the_vendored_policy_packs_find_nothing() {
+    let assembly = app().synth().unwrap_or_else(|d| panic!("{d}"));
+    let report = assembly.check_policies(&hyperforge::policy::PolicyPack::all_builtin());
+    assert!(
+        report.stacks.iter().map(|s| s.templates).sum::<usize>() > 0,
+        "no template checked"
+    );
+    let findings: Vec<String> = report.diagnostics.iter().map(|d| d.to_string()).collect();
+    assert!(findings.is_empty(), "{}", findings.join("\n"));
+}
+
 /// A ScaledObject for a vLLM Deployment on a Prometheus query, through the generated types:
 /// serialized, read back unchanged, and valid against KEDA's CRD (strict: no unknown field).
 #[test]
