@@ -177,6 +177,10 @@ codes! {
         "Karpenter's `al2023@<version>` alias takes an EKS-optimized AMI release, `v` and its date (`v20260714`): the releases are listed in the amazon-eks-ami repository's CHANGELOG. `latest` is refused: a new AMI would mark every node drifted.";
     CapacityBlockPurchaseWithoutOptIn = "HF0327", Error, "a Capacity Block purchase without the explicit opt-in",
         "Buying a Capacity Block charges its whole price up front; it cannot be cancelled or refunded, and destroying the Terraform resource only forgets it. hyperforge emits the purchase only after `purchase_capacity_block_non_refundable()`.";
+    InvalidCapacityEndTime = "HF0329", Error, "capacity end time is malformed or out of range",
+        "A capacity-end warning needs the end of the Capacity Block or training plan as RFC 3339 in UTC (`2027-01-31T11:30:00Z`; fractional seconds and `+00:00` are accepted, other offsets are not), a real calendar date and time of day, in 2024 to 2199, and far enough after 2024 that the warning's lead still falls in that range. Synthesis has no clock, so an end that has already passed but lies in that range is not caught: take the date from `aws ec2 describe-capacity-reservations` (`EndDate`) or `aws sagemaker describe-training-plan` (`EndTime`).";
+    InvalidCapacityWarningLead = "HF0330", Error, "capacity-end warning lead time is out of range",
+        "The scheduled warning is sent `lead_hours` before the capacity ends: at least 1 hour (EC2 itself warns 40 minutes before a Capacity Block ends) and at most 720 hours (30 days).";
     InvalidTensorParallelSize = "HF0401", Error, "tensor parallel size does not fit the instance",
         "Tensor parallelism splits the model over GPUs of one node: the size must be a power of two no larger than the instance's GPU count, and the worker must request that many GPUs.";
     InvalidModelId = "HF0402", Error, "model id is malformed",

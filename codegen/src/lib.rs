@@ -1,6 +1,6 @@
 //! Generates the committed Rust sources of `hyperforge` from vendored schemas:
 //! CloudFormation L1 types from the registry schemas in `codegen/schemas/cloudformation/` and the
-//! custom resource types (HyperPod Inference Operator, Karpenter) from the CRDs in
+//! custom resource types (HyperPod Inference Operator, Karpenter, KEDA) from the CRDs in
 //! `codegen/schemas/crds/` listed in [`CRDS`].
 //!
 //! Generation is a pure function of the schema files: [`generate_all`] returns every output file
@@ -47,11 +47,14 @@ pub const KARPENTER_NODE_POOL_CRD: &str = "codegen/schemas/crds/karpenter.sh_nod
 /// Karpenter's AWS `EC2NodeClass` CRD, relative to the workspace root.
 pub const KARPENTER_EC2_NODE_CLASS_CRD: &str =
     "codegen/schemas/crds/karpenter.k8s.aws_ec2nodeclasses.yaml";
+/// KEDA's `ScaledObject` CRD, relative to the workspace root.
+pub const KEDA_SCALED_OBJECT_CRD: &str = "codegen/schemas/crds/keda.sh_scaledobjects.yaml";
 /// The CRDs the Kubernetes types are generated from, each with the version generated.
 pub const CRDS: &[(&str, &str)] = &[
     (INFERENCE_CRD, "v1"),
     (KARPENTER_NODE_POOL_CRD, "v1"),
     (KARPENTER_EC2_NODE_CLASS_CRD, "v1"),
+    (KEDA_SCALED_OBJECT_CRD, "v1alpha1"),
 ];
 /// Output directory of the L1 modules.
 pub const L1_DIR: &str = "src/synth/cloudformation/l1";

@@ -46,6 +46,10 @@ pub mod kind {
         FsxFileSystem,
         /// An IAM instance profile.
         InstanceProfile,
+        /// An SNS topic.
+        SnsTopic,
+        /// An EventBridge rule.
+        EventRule,
     }
 }
 
@@ -91,6 +95,10 @@ pub enum Kind {
     FsxFileSystem,
     /// See [`kind::InstanceProfile`].
     InstanceProfile,
+    /// See [`kind::SnsTopic`].
+    SnsTopic,
+    /// See [`kind::EventRule`].
+    EventRule,
 }
 
 macro_rules! impl_kind {
@@ -112,7 +120,9 @@ impl_kind!(
     Eip,
     LogGroup,
     FsxFileSystem,
-    InstanceProfile
+    InstanceProfile,
+    SnsTopic,
+    EventRule
 );
 
 /// An attribute of a referenced resource.
@@ -282,6 +292,8 @@ attrs! {
         /** The Lustre mount name (`mount -t lustre <dns>@tcp:/<mount name>`). */ mount_name => MountName,
     }
     InstanceProfile { /** The instance profile's name. */ name => Name }
+    SnsTopic { /** The topic ARN. */ arn => Arn }
+    EventRule { /** The rule's name (on the default event bus). */ name => Name }
 }
 
 #[cfg(test)]

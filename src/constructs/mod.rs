@@ -49,6 +49,7 @@ pub mod karpenter;
 pub mod lifecycle;
 pub mod network;
 pub mod nodes;
+pub mod operations;
 pub mod security_group;
 pub mod vllm;
 pub mod weights;
@@ -71,6 +72,9 @@ pub use lifecycle::{ContainerStorage, LifecycleScripts, LifecycleScriptsHandle};
 pub use network::{NatGateways, Network, NetworkHandle};
 pub use nodes::{
     AmiType, CapacityBlock, CapacityBlockPurchase, ManagedNodeGroup, NodeCapacity, NodeGroupHandle,
+};
+pub use operations::{
+    AlarmTopic, AlarmTopicHandle, CapacityEndWarning, CapacityEndWarningHandle, EndingCapacity,
 };
 pub use security_group::{ClusterSecurityGroup, ClusterSecurityGroupHandle};
 pub use text::{Part, Pseudo, Text};
@@ -449,6 +453,8 @@ constructs! {
     EcrPullThroughCache(EcrPullThroughCache),
     ModelStore(ModelStore),
     WeightsStaging(WeightsStaging),
+    AlarmTopic(AlarmTopic),
+    CapacityEndWarning(CapacityEndWarning),
 }
 
 /// A stored construct with its typed view, stack and display path.

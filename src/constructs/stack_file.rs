@@ -9,7 +9,10 @@
 //! file sets, is reported as an internal error (HF0902): a field cannot be declared without
 //! being built, nor built without being declared.
 
-use super::{Construct, EksClusterHandle, HyperPodHandle, KarpenterHandle, LifecycleScriptsHandle};
+use super::{
+    AlarmTopicHandle, Construct, EksClusterHandle, HyperPodHandle, KarpenterHandle,
+    LifecycleScriptsHandle,
+};
 use crate::app::{kind, Ref};
 use crate::diagnostics::Code;
 
@@ -38,6 +41,8 @@ pub enum Want {
     NodeRole,
     /// A model store: `Weights`.
     ModelStore,
+    /// A notification topic: `Alarms`.
+    AlarmTopic,
 }
 
 impl Want {
@@ -55,6 +60,7 @@ impl Want {
             Want::Bucket => "a bucket (a `lifecycle_scripts` construct, or `<lifecycle>.bucket`)",
             Want::NodeRole => "nodes (a `managed_node_group` or `karpenter` construct)",
             Want::ModelStore => "a model store (a `model_store` construct)",
+            Want::AlarmTopic => "a notification topic (an `alarm_topic` construct)",
         }
     }
 }
@@ -326,6 +332,8 @@ pub trait FieldReader {
         &mut self,
         field: &'static Field,
     ) -> Resolved<crate::constructs::ModelStoreHandle>;
+    /// A notification topic reference.
+    fn alarm_topic(&mut self, field: &'static Field) -> Resolved<AlarmTopicHandle>;
 
     /// Runs `body` with a reader of the nested object `field` (an [`Ty::Obj`]), if present.
     fn object(&mut self, field: &'static Field, body: &mut dyn FnMut(&mut dyn FieldReader));

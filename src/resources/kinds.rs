@@ -11,6 +11,7 @@ use super::compute::{
 use super::eks::{AccessEntry, EksAddon, EksCluster, OidcProvider};
 use super::iam::{deny_insecure_transport, PolicyDocument, PrincipalKind, Statement};
 use super::network::*;
+use super::operations::{Dashboard, EventRule, MetricAlarm, SnsTopic, SnsTopicPolicy};
 use super::KubeObject;
 use super::{DataRepositoryAssociation, LustreFileSystem};
 use crate::app::text::{Pseudo, Text};
@@ -97,6 +98,11 @@ resource_kinds! {
     DataRepositoryAssociation,
     EcrPullThroughCacheRule,
     RolePolicy,
+    SnsTopic,
+    SnsTopicPolicy,
+    MetricAlarm,
+    Dashboard,
+    EventRule,
 }
 
 /// An IP protocol of a security group rule (`-1` is every protocol).

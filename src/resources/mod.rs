@@ -18,6 +18,7 @@ pub mod iam;
 mod kinds;
 pub mod kubernetes;
 mod network;
+mod operations;
 
 pub use acknowledge::{Acknowledgement, Rule};
 pub use compute::*;
@@ -26,6 +27,7 @@ pub use fsx::*;
 pub use kinds::*;
 pub use kubernetes::KubeObject;
 pub use network::*;
+pub use operations::*;
 
 use crate::app::{logical_id, Node, Stack, StageId};
 use crate::diagnostics::{Code, Diagnostics};

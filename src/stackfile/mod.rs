@@ -22,10 +22,10 @@ use crate::constructs::stack_file::{
     FieldReader, Invalid, KindVisitor, Resolved, StackFileConstruct,
 };
 use crate::constructs::{
-    self, ClusterSecurityGroup, ClusterSecurityGroupHandle, Construct, EksCluster,
-    EksClusterHandle, HelmRelease, HyperPodCluster, HyperPodHandle, Karpenter, KarpenterHandle,
-    LifecycleScripts, LifecycleScriptsHandle, ManagedNodeGroup, ModelStore, ModelStoreHandle,
-    Network, NetworkHandle, NodeGroupHandle,
+    self, AlarmTopic, AlarmTopicHandle, ClusterSecurityGroup, ClusterSecurityGroupHandle,
+    Construct, EksCluster, EksClusterHandle, HelmRelease, HyperPodCluster, HyperPodHandle,
+    Karpenter, KarpenterHandle, LifecycleScripts, LifecycleScriptsHandle, ManagedNodeGroup,
+    ModelStore, ModelStoreHandle, Network, NetworkHandle, NodeGroupHandle,
 };
 use crate::diagnostics::{Code, Diagnostic, Diagnostics};
 use schema::{Field, Shape, Ty, Want};
@@ -1261,6 +1261,10 @@ impl Builder {
         self.resolve_as(node, context, Want::ModelStore, ModelStore::KIND, &[])
     }
 
+    fn alarm_topic(&mut self, node: &Node, context: &str) -> Option<AlarmTopicHandle> {
+        self.resolve_as(node, context, Want::AlarmTopic, AlarmTopic::KIND, &[])
+    }
+
     /// The handle of a construct of type `H` (kind `kind`) that `node` names, as `Id` or as
     /// `Id.<attr>` for one of `attrs`; a construct of another kind is reported as the wrong
     /// kind for `want`, one that failed to build (already reported) gives `None` quietly.
@@ -1597,6 +1601,10 @@ impl FieldReader for Reader<'_> {
 
     fn node_roles(&mut self, field: &'static Field) -> Resolved<Vec<Ref<kind::Role>>> {
         self.resolve(field, Want::NodeRole, Builder::node_roles)
+    }
+
+    fn alarm_topic(&mut self, field: &'static Field) -> Resolved<AlarmTopicHandle> {
+        self.resolve(field, Want::AlarmTopic, Builder::alarm_topic)
     }
 
     fn object(&mut self, field: &'static Field, body: &mut dyn FnMut(&mut dyn FieldReader)) {

@@ -346,8 +346,22 @@ fn validate_crd(files: &[PathBuf]) -> Result<String, String> {
 /// tests/tools/validate_crd.py: every document of the kind `crd` defines, in `files`, against
 /// the CRD's `v1` schema (each file must hold at least one).
 fn validate_against_crd(crd: &Path, files: &[PathBuf]) -> Result<String, String> {
+    validate_against_crd_version(crd, "v1", files)
+}
+
+/// [`validate_against_crd`] against the CRD's version `version` (KEDA's `v1alpha1`).
+pub(crate) fn validate_against_crd_version(
+    crd: &Path,
+    version: &str,
+    files: &[PathBuf],
+) -> Result<String, String> {
     assert!(!files.is_empty(), "validate_crd called without files");
-    let mut args = vec!["--crd".to_string(), crd.display().to_string()];
+    let mut args = vec![
+        "--crd".to_string(),
+        crd.display().to_string(),
+        "--version".to_string(),
+        version.to_string(),
+    ];
     args.extend(files.iter().map(|p| p.display().to_string()));
     let out = run_script("validate_crd.py", &args, None);
     if out.success() {

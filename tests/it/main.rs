@@ -25,6 +25,7 @@ mod image_cache;
 mod layers;
 mod manifest;
 mod numeric_inputs;
+mod operations;
 mod parity;
 mod policy;
 mod runbook;

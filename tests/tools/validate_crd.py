@@ -3,9 +3,10 @@
 
     validate_crd.py --crd codegen/schemas/crds/inference.sagemaker.aws.amazon.com_inferenceendpointconfigs.yaml FILE...
     validate_crd.py --crd codegen/schemas/crds/karpenter.sh_nodepools.yaml FILE...
+    validate_crd.py --crd codegen/schemas/crds/keda.sh_scaledobjects.yaml --version v1alpha1 FILE...
 
 The CRD names the kind and group checked (InferenceEndpointConfig, NodePool, EC2NodeClass,
-...). Every document of that kind in the given YAML files (multi-document files are fine;
+ScaledObject, ...). Every document of that kind in the given YAML files (multi-document files are fine;
 other kinds are ignored) is checked against the openAPIV3Schema of the CRD's version
 `--version` (default v1), converted to JSON Schema draft 4 the way the API server would
 apply it with strict field validation:

@@ -412,6 +412,8 @@ fn read(kind: Kind, attr: Attr) -> Option<Read> {
         (Kind::FsxFileSystem, DnsName) => Read::GetAtt("DNSName"),
         (Kind::FsxFileSystem, MountName) => Read::GetAtt("LustreMountName"),
         (Kind::InstanceProfile, Name) => Read::Ref,
+        // `Ref` of a topic is its ARN; of a rule on the default bus, its name.
+        (Kind::SnsTopic, Arn) | (Kind::EventRule, Name) => Read::Ref,
         _ => return None,
     })
 }
@@ -764,6 +766,8 @@ mod tests {
             Kind::LogGroup => logs_log_group::LogGroup::ATTRIBUTES,
             Kind::FsxFileSystem => fsx_file_system::FileSystem::ATTRIBUTES,
             Kind::InstanceProfile => iam_instance_profile::InstanceProfile::ATTRIBUTES,
+            Kind::SnsTopic => sns_topic::Topic::ATTRIBUTES,
+            Kind::EventRule => events_rule::Rule::ATTRIBUTES,
         }
     }
 

@@ -98,6 +98,8 @@ pub(crate) fn resource_type(kind: Kind) -> &'static str {
         Kind::LogGroup => "aws_cloudwatch_log_group",
         Kind::FsxFileSystem => "aws_fsx_lustre_file_system",
         Kind::InstanceProfile => "aws_iam_instance_profile",
+        Kind::SnsTopic => "aws_sns_topic",
+        Kind::EventRule => "aws_cloudwatch_event_rule",
     }
 }
 
@@ -135,7 +137,8 @@ fn attribute(kind: Kind, attr: Attr) -> Option<&'static str> {
         (Kind::FsxFileSystem, Id) => "id",
         (Kind::FsxFileSystem, DnsName) => "dns_name",
         (Kind::FsxFileSystem, MountName) => "mount_name",
-        (Kind::InstanceProfile, Name) => "name",
+        (Kind::InstanceProfile | Kind::EventRule, Name) => "name",
+        (Kind::SnsTopic, Arn) => "arn",
         _ => return None,
     })
 }

@@ -16,6 +16,7 @@ use serde_json::{json, Map, Value};
 
 mod compute;
 mod network;
+mod operations;
 
 type Cx<'a, 'b> = &'a mut RootModule<'b>;
 
@@ -85,6 +86,11 @@ fn lower_kind(cx: Cx, r: &Resource) {
         ResourceKind::DataRepositoryAssociation(a) => data_repository_association(cx, r, a),
         ResourceKind::EcrPullThroughCacheRule(rule) => pull_through_cache_rule(cx, r, rule),
         ResourceKind::RolePolicy(p) => role_policy(cx, r, p),
+        ResourceKind::SnsTopic(t) => operations::topic(cx, r, t),
+        ResourceKind::SnsTopicPolicy(p) => operations::topic_policy(cx, r, p),
+        ResourceKind::MetricAlarm(a) => operations::alarm(cx, r, a),
+        ResourceKind::Dashboard(d) => operations::dashboard(cx, r, d),
+        ResourceKind::EventRule(rule) => operations::rule(cx, r, rule),
     }
 }
 

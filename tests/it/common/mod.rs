@@ -64,6 +64,11 @@ pub fn karpenter_ec2_node_class_crd() -> PathBuf {
     repo_root().join("codegen/schemas/crds/karpenter.k8s.aws_ec2nodeclasses.yaml")
 }
 
+/// The vendored KEDA ScaledObject CRD (its version `v1alpha1`).
+pub fn keda_scaled_object_crd() -> PathBuf {
+    repo_root().join("codegen/schemas/crds/keda.sh_scaledobjects.yaml")
+}
+
 /// What a finished tool run printed.
 pub struct ToolOutput {
     pub command: String,

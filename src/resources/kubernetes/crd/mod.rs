@@ -5,3 +5,4 @@
 pub mod ec2_node_class;
 pub mod inference_endpoint_config;
 pub mod node_pool;
+pub mod scaled_object;

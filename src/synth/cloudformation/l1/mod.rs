@@ -2,6 +2,8 @@
 
 //! CloudFormation L1 resource types (generated), one module per resource type.
 
+pub mod cloudwatch_alarm;
+pub mod cloudwatch_dashboard;
 pub mod ec2_capacity_reservation;
 pub mod ec2_eip;
 pub mod ec2_flow_log;
@@ -27,6 +29,7 @@ pub mod eks_addon;
 pub mod eks_cluster;
 pub mod eks_nodegroup;
 pub mod eks_pod_identity_association;
+pub mod events_rule;
 pub mod fsx_data_repository_association;
 pub mod fsx_file_system;
 pub mod iam_instance_profile;
@@ -40,4 +43,6 @@ pub mod logs_log_group;
 pub mod s3_bucket;
 pub mod s3_bucket_policy;
 pub mod sagemaker_cluster;
+pub mod sns_topic;
+pub mod sns_topic_policy;
 pub mod ssm_parameter;

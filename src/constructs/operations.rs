@@ -1,0 +1,753 @@
+//! Operating a deployment: where notifications go, and the warning before reserved capacity
+//! ends.
+//!
+//! [`AlarmTopic`] is an SNS topic encrypted with a customer managed KMS key, for alarms and
+//! events. CloudWatch alarms and EventBridge publish to an encrypted topic only when the key's
+//! policy lets their service principals use it (`kms:Decrypt`, `kms:GenerateDataKey*`), which
+//! the AWS managed key `alias/aws/sns` cannot grant: its policy is AWS's. The topic's policy lets
+//! `cloudwatch.amazonaws.com` and `events.amazonaws.com` publish for this account only
+//! (`aws:SourceAccount`) and denies publishing without TLS. Nobody is subscribed by the
+//! deployment: an email subscription needs its recipient's confirmation, so operators
+//! subscribe themselves to the topic whose ARN the stage's output `<Id>TopicArn` names.
+//!
+//! [`CapacityEndWarning`] tells the topic before a Capacity Block or a training plan ends:
+//!
+//! * a scheduled EventBridge rule (`cron(M H D Mon ? YYYY)`, UTC, once) `lead_hours` before the
+//!   end time given in the description, publishing a fixed message (synthesis has no clock and
+//!   no AWS call, so the end time is the description's, checked for syntax and range only);
+//! * for a Capacity Block, a rule on the event EC2 sends 40 minutes before the block ends
+//!   (source `aws.ec2`, detail type `Capacity Block Expiration Warning`, documented in the
+//!   Amazon EC2 User Guide, "Monitor Capacity Blocks using EventBridge",
+//!   `capacity-blocks-monitor`, and listed in the EventBridge events reference for EC2,
+//!   `events-ref-ec2`; earlier versions of the user guide spell it `Capacity Block Reservation
+//!   Expiration Warning`, so both are matched), filtered on the reservation id
+//!   (`detail.capacity-reservation-id`), the message built from the event;
+//! * an alarm on the rules' `FailedInvocations` (namespace `AWS/Events`): a one-time message
+//!   that cannot be delivered would otherwise be lost silently.
+//!
+//! SageMaker documents no EventBridge event before a training plan ends (the EventBridge
+//! events reference for SageMaker lists training job, endpoint, HyperPod cluster and node
+//! events, none for training plans), so a training plan gets the scheduled rule only.
+
+use super::stack_file::Ints;
+use super::{Construct, Context};
+use crate::app::text::{Pseudo, Text};
+use crate::app::{kind, AttrRef, Ref};
+use crate::diagnostics::{Code, Diagnostics};
+use crate::resources::iam::{account_key_policy, PrincipalKind, Statement};
+use crate::resources::{
+    AlarmMetric, Comparison, EventRule, EventTarget, KmsKey, MetricAlarm, MetricStat, MissingData,
+    RuleTrigger, Scope, SnsTopic, SnsTopicPolicy, StackOutput, Statistic, TargetInput,
+};
+use serde_json::json;
+
+/// The service principals that publish alarms and events to the topic.
+pub const PUBLISHERS: [&str; 2] = ["cloudwatch.amazonaws.com", "events.amazonaws.com"];
+
+/// The detail types of the event EC2 sends 40 minutes before a Capacity Block ends: the
+/// current spelling and the one of earlier documentation.
+pub const CAPACITY_BLOCK_EXPIRY_DETAIL_TYPES: [&str; 2] = [
+    "Capacity Block Expiration Warning",
+    "Capacity Block Reservation Expiration Warning",
+];
+
+/// The hours before the end at which the scheduled warning is sent: at least one, at most 30
+/// days.
+pub const LEAD_HOURS: Ints = Ints::new(1, 720);
+
+/// The lead time when none is given.
+pub const DEFAULT_LEAD_HOURS: u32 = 24;
+
+/// The years an end time may fall in: Capacity Blocks and training plans came in 2023 and
+/// 2024, so an earlier year is a mistake (or a past end), and EventBridge's cron years end in
+/// 2199.
+pub const END_YEARS: (i64, i64) = (2024, 2199);
+
+// --- AlarmTopic ------------------------------------------------------------------------------
+
+/// The encrypted notification topic.
+#[derive(Clone, Debug)]
+pub struct AlarmTopic {
+    id: String,
+    display_name: Option<String>,
+}
+
+/// Handle to the topic.
+#[derive(Clone, Debug)]
+pub struct AlarmTopicHandle {
+    /// The topic.
+    pub topic: Ref<kind::SnsTopic>,
+    /// The key encrypting it.
+    pub key: Ref<kind::KmsKey>,
+}
+
+impl AlarmTopic {
+    /// A topic with its key and policy.
+    pub fn new(id: impl Into<String>) -> Self {
+        AlarmTopic {
+            id: id.into(),
+            display_name: None,
+        }
+    }
+
+    /// The sender name of its email notifications (100 characters at most; the default is
+    /// `<stack> alarms`).
+    pub fn display_name(mut self, name: impl Into<String>) -> Self {
+        self.display_name = Some(name.into());
+        self
+    }
+}
+
+impl Construct for AlarmTopic {
+    type Handle = AlarmTopicHandle;
+    const KIND: &'static str = "alarm_topic";
+
+    fn id(&self) -> &str {
+        &self.id
+    }
+
+    fn handle(&self, stack: &str) -> AlarmTopicHandle {
+        AlarmTopicHandle {
+            topic: Ref::new(stack, format!("{}/Topic", self.id)),
+            key: Ref::new(stack, format!("{}/Key", self.id)),
+        }
+    }
+
+    fn validate(&self, cx: &Context<'_>, ds: &mut Diagnostics) {
+        if let Some(name) = &self.display_name {
+            if name.is_empty() || name.chars().count() > 100 || name.chars().any(char::is_control) {
+                ds.report_field(
+                    Code::InvalidName,
+                    cx.path,
+                    "display_name",
+                    format!("`{name}` is not an SNS display name"),
+                    "give 1 to 100 characters without control characters",
+                );
+            }
+        }
+    }
+
+    /// The key (its policy lets the publishers use it), the topic, its policy and the output
+    /// naming the topic's ARN.
+    fn expand(&self, scope: &mut Scope<'_>) {
+        let stack = scope.stack().name().to_owned();
+        let handle = self.handle(&stack);
+        let account = || Text::default().push_pseudo(Pseudo::AccountId);
+        let mut key_policy = account_key_policy(None);
+        for (sid, service) in [
+            ("AlarmsUseKey", PUBLISHERS[0]),
+            ("EventsUseKey", PUBLISHERS[1]),
+        ] {
+            key_policy = key_policy.statement(
+                Statement::allow(["kms:Decrypt", "kms:GenerateDataKey*"])
+                    .sid(sid)
+                    .principal(PrincipalKind::Service, service)
+                    .resource("*"),
+            );
+        }
+        scope.add(
+            "Key",
+            KmsKey {
+                description: format!(
+                    "Encrypts the notification topic {}/{}/Topic",
+                    stack, self.id
+                ),
+                policy: key_policy,
+            },
+        );
+        scope.add(
+            "Topic",
+            SnsTopic {
+                display_name: self
+                    .display_name
+                    .clone()
+                    .unwrap_or_else(|| format!("{stack} alarms")),
+                kms_key: handle.key.arn(),
+            },
+        );
+        let topic_arn = Text::attr(handle.topic.arn());
+        let mut document = crate::resources::iam::PolicyDocument::new();
+        for (sid, service) in [
+            ("AlarmsPublish", PUBLISHERS[0]),
+            ("EventsPublish", PUBLISHERS[1]),
+        ] {
+            document = document.statement(
+                Statement::allow(["sns:Publish"])
+                    .sid(sid)
+                    .principal(PrincipalKind::Service, service)
+                    .resource(topic_arn.clone())
+                    .condition("StringEquals", "aws:SourceAccount", vec![account()]),
+            );
+        }
+        document = document.statement(
+            Statement::deny(["sns:Publish"])
+                .sid("DenyInsecureTransport")
+                .principal(PrincipalKind::Aws, "*")
+                .resource(topic_arn)
+                .condition("Bool", "aws:SecureTransport", vec![Text::lit("false")]),
+        );
+        scope.add(
+            "Policy",
+            SnsTopicPolicy {
+                topic: handle.topic.arn(),
+                document,
+            },
+        );
+        scope.add(
+            "Output",
+            StackOutput {
+                description: "The notification topic: subscribe to it (aws sns subscribe --protocol email ...) to receive alarms and capacity warnings".to_owned(),
+                value: handle.topic.arn(),
+            },
+        );
+    }
+}
+
+// --- CapacityEndWarning ----------------------------------------------------------------------
+
+/// Reserved capacity that ends.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum EndingCapacity {
+    /// A Capacity Block, by reservation id (`cr-...`).
+    CapacityBlock(String),
+    /// A SageMaker training plan, by ARN.
+    TrainingPlan(String),
+}
+
+/// Warnings before reserved capacity ends.
+#[derive(Clone, Debug)]
+pub struct CapacityEndWarning {
+    id: String,
+    topic: Ref<kind::SnsTopic>,
+    capacity: EndingCapacity,
+    end_time: String,
+    lead_hours: u32,
+}
+
+/// Handle to the warning's rules.
+#[derive(Clone, Debug)]
+pub struct CapacityEndWarningHandle {
+    /// The scheduled rule.
+    pub scheduled_rule: Ref<kind::EventRule>,
+    /// The rule on EC2's expiration warning (Capacity Blocks only).
+    pub expiry_rule: Option<Ref<kind::EventRule>>,
+}
+
+impl CapacityEndWarning {
+    /// Warnings to `topic` before the Capacity Block `reservation_id` ends at `end_time`
+    /// (RFC 3339 in UTC, `2027-01-31T11:30:00Z`; `aws ec2 describe-capacity-reservations`
+    /// shows it as `EndDate`).
+    pub fn capacity_block(
+        id: impl Into<String>,
+        topic: &AlarmTopicHandle,
+        reservation_id: impl Into<String>,
+        end_time: impl Into<String>,
+    ) -> Self {
+        CapacityEndWarning::new(
+            id,
+            topic,
+            EndingCapacity::CapacityBlock(reservation_id.into()),
+            end_time,
+        )
+    }
+
+    /// Warnings to `topic` before the training plan `arn` ends at `end_time` (RFC 3339 in
+    /// UTC; `aws sagemaker describe-training-plan` shows it as `EndTime`).
+    pub fn training_plan(
+        id: impl Into<String>,
+        topic: &AlarmTopicHandle,
+        arn: impl Into<String>,
+        end_time: impl Into<String>,
+    ) -> Self {
+        CapacityEndWarning::new(
+            id,
+            topic,
+            EndingCapacity::TrainingPlan(arn.into()),
+            end_time,
+        )
+    }
+
+    /// Warnings to `topic` before `capacity` ends at `end_time`.
+    pub fn new(
+        id: impl Into<String>,
+        topic: &AlarmTopicHandle,
+        capacity: EndingCapacity,
+        end_time: impl Into<String>,
+    ) -> Self {
+        CapacityEndWarning {
+            id: id.into(),
+            topic: topic.topic.clone(),
+            capacity,
+            end_time: end_time.into(),
+            lead_hours: DEFAULT_LEAD_HOURS,
+        }
+    }
+
+    /// How many hours before the end the scheduled warning is sent ([`LEAD_HOURS`]; 24 by
+    /// default).
+    pub fn lead_hours(mut self, hours: u32) -> Self {
+        self.lead_hours = hours;
+        self
+    }
+
+    /// The schedule expression of the scheduled warning, when the end time and lead are valid.
+    pub fn schedule_expression(&self) -> Option<String> {
+        let end = parse_utc_minutes(&self.end_time).ok()?;
+        let at = end.checked_sub(i64::from(self.lead_hours).checked_mul(60)?)?;
+        cron_at(at)
+    }
+
+    fn what(&self) -> String {
+        match &self.capacity {
+            EndingCapacity::CapacityBlock(id) => format!("Capacity Block {id}"),
+            EndingCapacity::TrainingPlan(arn) => format!("training plan {arn}"),
+        }
+    }
+}
+
+impl Construct for CapacityEndWarning {
+    type Handle = CapacityEndWarningHandle;
+    const KIND: &'static str = "capacity_end_warning";
+
+    fn id(&self) -> &str {
+        &self.id
+    }
+
+    fn handle(&self, stack: &str) -> CapacityEndWarningHandle {
+        CapacityEndWarningHandle {
+            scheduled_rule: Ref::new(stack, format!("{}/ScheduledRule", self.id)),
+            expiry_rule: matches!(self.capacity, EndingCapacity::CapacityBlock(_))
+                .then(|| Ref::new(stack, format!("{}/ExpiryRule", self.id))),
+        }
+    }
+
+    fn references(&self) -> Vec<AttrRef> {
+        vec![self.topic.arn()]
+    }
+
+    fn validate(&self, cx: &Context<'_>, ds: &mut Diagnostics) {
+        match &self.capacity {
+            EndingCapacity::CapacityBlock(id) => {
+                if !super::nodes::is_reservation_id(id) {
+                    ds.report_field(
+                        Code::MalformedCapacityReservationId,
+                        cx.path,
+                        "reservation_id",
+                        format!("`{id}` is not a capacity reservation id"),
+                        "a Capacity Block's reservation id is `cr-` followed by 17 hexadecimal digits (aws ec2 describe-capacity-reservations)",
+                    );
+                }
+            }
+            EndingCapacity::TrainingPlan(arn) => {
+                if !super::hyperpod::is_training_plan_arn(arn) {
+                    ds.report_field(
+                        Code::MalformedTrainingPlanArn,
+                        cx.path,
+                        "training_plan_arn",
+                        format!("`{arn}` is not a training plan ARN"),
+                        "arn:aws:sagemaker:<region>:<account>:training-plan/<name> (aws sagemaker list-training-plans)",
+                    );
+                }
+            }
+        }
+        if let Err(problem) = parse_utc_minutes(&self.end_time) {
+            ds.report_field(
+                Code::InvalidCapacityEndTime,
+                cx.path,
+                "end_time",
+                format!("end time `{}` {problem}", self.end_time),
+                format!(
+                    "give the capacity's end as RFC 3339 in UTC between {} and {}, such as `2027-01-31T11:30:00Z`",
+                    END_YEARS.0, END_YEARS.1
+                ),
+            );
+        } else if self.schedule_expression().is_none() {
+            ds.report_field(
+                Code::InvalidCapacityEndTime,
+                cx.path,
+                "end_time",
+                format!(
+                    "{} before `{}` is before {}",
+                    hours(self.lead_hours),
+                    self.end_time,
+                    END_YEARS.0
+                ),
+                "give a later end time or a shorter lead",
+            );
+        }
+        if !LEAD_HOURS.contains(i64::from(self.lead_hours)) {
+            ds.report_field(
+                Code::InvalidCapacityWarningLead,
+                cx.path,
+                "lead_hours",
+                format!(
+                    "a lead of {} hours is outside {}",
+                    self.lead_hours,
+                    LEAD_HOURS.describe()
+                ),
+                "warn between 1 hour and 30 days before the end",
+            );
+        }
+    }
+
+    /// The rule on EC2's expiration warning (Capacity Blocks), the scheduled rule, and the
+    /// alarm on their failed deliveries.
+    fn expand(&self, scope: &mut Scope<'_>) {
+        let stack = scope.stack().name().to_owned();
+        let handle = self.handle(&stack);
+        let what = self.what();
+        let mut rules = Vec::new();
+        if let (EndingCapacity::CapacityBlock(id), Some(rule)) =
+            (&self.capacity, &handle.expiry_rule)
+        {
+            scope.add(
+                "ExpiryRule",
+                EventRule {
+                    description: format!(
+                        "EC2's warning 40 minutes before Capacity Block {id} ends, to the notification topic"
+                    ),
+                    trigger: RuleTrigger::Pattern(json!({
+                        "source": ["aws.ec2"],
+                        "detail-type": CAPACITY_BLOCK_EXPIRY_DETAIL_TYPES,
+                        "detail": {"capacity-reservation-id": [id]},
+                    })),
+                    enabled: true,
+                    targets: vec![EventTarget {
+                        id: "Topic".to_owned(),
+                        topic: self.topic.arn(),
+                        input: TargetInput::Transformer {
+                            paths: vec![
+                                ("reservation".to_owned(), "$.detail.capacity-reservation-id".to_owned()),
+                                ("end".to_owned(), "$.detail.end-date".to_owned()),
+                                ("account".to_owned(), "$.account".to_owned()),
+                                ("region".to_owned(), "$.region".to_owned()),
+                            ],
+                            template: "Capacity Block <reservation> (account <account>, <region>) ends at <end>. EC2 starts terminating its instances in 10 minutes; the serving endpoint goes down with them.".to_owned(),
+                        },
+                    }],
+                },
+            );
+            rules.push(rule.name());
+        }
+        let schedule = self.schedule_expression().unwrap_or_default();
+        let extend = match &self.capacity {
+            EndingCapacity::CapacityBlock(id) => format!(
+                "To keep it, extend the block (aws ec2 describe-capacity-block-extension-offerings --capacity-reservation-id {id} --capacity-block-extension-duration-hours <hours>, then aws ec2 purchase-capacity-block-extension) or buy a new one and move the workload."
+            ),
+            EndingCapacity::TrainingPlan(_) => "To keep serving, extend the plan or reserve new capacity and move the workload before it ends.".to_owned(),
+        };
+        scope.add(
+            "ScheduledRule",
+            EventRule {
+                description: format!(
+                    "{} before {what} ends ({}), to the notification topic",
+                    hours(self.lead_hours),
+                    self.end_time
+                ),
+                trigger: RuleTrigger::Schedule(schedule),
+                enabled: true,
+                targets: vec![EventTarget {
+                    id: "Topic".to_owned(),
+                    topic: self.topic.arn(),
+                    input: TargetInput::Text(format!(
+                        "The {what} in stack {stack} ends at {} ({} from this message); its instances are then terminated and the endpoint stops serving. {extend}",
+                        self.end_time,
+                        hours(self.lead_hours)
+                    )),
+                }],
+            },
+        );
+        rules.push(handle.scheduled_rule.name());
+        let failed = |rule: AttrRef| MetricStat {
+            namespace: "AWS/Events".to_owned(),
+            metric_name: "FailedInvocations".to_owned(),
+            dimensions: vec![("RuleName".to_owned(), Text::attr(rule))],
+            statistic: Statistic::Sum,
+            period_seconds: 300,
+        };
+        let metric = if rules.len() == 1 {
+            AlarmMetric::Metric(failed(rules.remove(0)))
+        } else {
+            let metrics: Vec<(String, MetricStat)> = rules
+                .into_iter()
+                .enumerate()
+                .map(|(i, r)| (format!("m{}", i + 1), failed(r)))
+                .collect();
+            let expression = metrics
+                .iter()
+                .map(|(id, _)| format!("FILL({id}, 0)"))
+                .collect::<Vec<_>>()
+                .join(" + ");
+            AlarmMetric::Math {
+                expression,
+                label: "Failed capacity-end notifications".to_owned(),
+                metrics,
+            }
+        };
+        scope.add(
+            "DeliveryAlarm",
+            MetricAlarm {
+                name: format!("{stack}-{}-capacity-end-delivery", self.id),
+                description: format!(
+                    "EventBridge could not deliver a warning that the {what} ends at {} to the notification topic. Check the topic's policy and its key's policy, and the capacity's end yourself.",
+                    self.end_time
+                ),
+                metric,
+                evaluation_periods: 1,
+                datapoints_to_alarm: 1,
+                threshold: 1.0,
+                comparison: Comparison::GreaterThanOrEqualToThreshold,
+                missing_data: MissingData::NotBreaching,
+                alarm_actions: vec![self.topic.arn()],
+                ok_actions: Vec::new(),
+            },
+        );
+    }
+}
+
+/// `1 hour`, `24 hours`.
+fn hours(n: u32) -> String {
+    if n == 1 {
+        "1 hour".to_owned()
+    } else {
+        format!("{n} hours")
+    }
+}
+
+// --- Civil time ------------------------------------------------------------------------------
+
+/// Days from 1970-01-01 to the proleptic Gregorian date `y-m-d` (H. Hinnant's algorithm).
+fn days_from_civil(y: i64, m: i64, d: i64) -> i64 {
+    let y = if m <= 2 { y - 1 } else { y };
+    let era = y.div_euclid(400);
+    let yoe = y - era * 400;
+    let mp = (m + 9) % 12;
+    let doy = (153 * mp + 2) / 5 + d - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    era * 146_097 + doe - 719_468
+}
+
+/// The date `(y, m, d)` of day `z` counted from 1970-01-01.
+fn civil_from_days(z: i64) -> (i64, i64, i64) {
+    let z = z + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    (yoe + era * 400 + i64::from(m <= 2), m, d)
+}
+
+fn days_in_month(y: i64, m: i64) -> i64 {
+    match m {
+        2 if (y % 4 == 0 && y % 100 != 0) || y % 400 == 0 => 29,
+        2 => 28,
+        4 | 6 | 9 | 11 => 30,
+        _ => 31,
+    }
+}
+
+/// Minutes since 1970-01-01T00:00Z of an RFC 3339 time in UTC (`2027-01-31T11:30:00Z`,
+/// fractional seconds and `+00:00` allowed; seconds are dropped, so the warning is never
+/// late), in [`END_YEARS`]. The error completes "end time `...` ".
+pub fn parse_utc_minutes(text: &str) -> Result<i64, &'static str> {
+    let b = text.as_bytes();
+    let digits = |range: std::ops::Range<usize>| -> Option<i64> {
+        let part = b.get(range)?;
+        if part.is_empty() || !part.iter().all(u8::is_ascii_digit) {
+            return None;
+        }
+        std::str::from_utf8(part).ok()?.parse().ok()
+    };
+    const SHAPE: &str = "is not RFC 3339 (`YYYY-MM-DDTHH:MM:SSZ`)";
+    if b.len() < 20
+        || b[4] != b'-'
+        || b[7] != b'-'
+        || !matches!(b[10], b'T' | b't')
+        || b[13] != b':'
+        || b[16] != b':'
+    {
+        return Err(SHAPE);
+    }
+    let (Some(y), Some(mo), Some(d), Some(h), Some(mi), Some(s)) = (
+        digits(0..4),
+        digits(5..7),
+        digits(8..10),
+        digits(11..13),
+        digits(14..16),
+        digits(17..19),
+    ) else {
+        return Err(SHAPE);
+    };
+    let mut rest = &text[19..];
+    if let Some(frac) = rest.strip_prefix('.') {
+        let n = frac.bytes().take_while(u8::is_ascii_digit).count();
+        if n == 0 {
+            return Err(SHAPE);
+        }
+        rest = &frac[n..];
+    }
+    match rest {
+        "Z" | "z" | "+00:00" | "-00:00" => {}
+        _ if rest.starts_with(['+', '-']) => {
+            return Err("is not in UTC (end it with `Z`)");
+        }
+        _ => return Err(SHAPE),
+    }
+    if !(1..=12).contains(&mo) || d < 1 || d > days_in_month(y, mo) {
+        return Err("is not a calendar date");
+    }
+    if h > 23 || mi > 59 || s > 60 {
+        return Err("is not a time of day");
+    }
+    if !(END_YEARS.0..=END_YEARS.1).contains(&y) {
+        return Err("is outside the years reserved capacity can end in");
+    }
+    days_from_civil(y, mo, d)
+        .checked_mul(1440)
+        .and_then(|m| m.checked_add(h * 60 + mi))
+        .ok_or(SHAPE)
+}
+
+/// EventBridge's one-time cron expression (`cron(M H D Mon ? YYYY)`, UTC) for the minute
+/// `minutes` since 1970-01-01T00:00Z, when its year is in [`END_YEARS`].
+pub fn cron_at(minutes: i64) -> Option<String> {
+    let days = minutes.div_euclid(1440);
+    let in_day = minutes.rem_euclid(1440);
+    let (y, m, d) = civil_from_days(days);
+    (END_YEARS.0..=END_YEARS.1)
+        .contains(&y)
+        .then(|| format!("cron({} {} {d} {m} ? {y})", in_day % 60, in_day / 60))
+}
+
+// --- Stack-file form -------------------------------------------------------------------------
+
+stack_file_shape! {
+    pub mod alarm_topic_fields = <AlarmTopic as Construct>::KIND, "An SNS topic for alarms and capacity warnings, encrypted with its own KMS key; subscribe to the ARN its stage outputs." {
+        ID: req "alarm_topic", Ty::Str, "The construct id.";
+        DISPLAY_NAME: opt "display_name", Ty::Str, "The sender name of email notifications (`<stack> alarms` by default).";
+    }
+}
+
+impl super::stack_file::StackFileConstruct for AlarmTopic {
+    const SHAPE: &'static super::stack_file::Shape = &alarm_topic_fields::SHAPE;
+
+    fn build(id: &str, r: &mut dyn super::stack_file::FieldReader) -> Option<Self> {
+        let mut c = AlarmTopic::new(id);
+        if let Some(name) = r.text(&alarm_topic_fields::DISPLAY_NAME) {
+            c = c.display_name(name);
+        }
+        Some(c)
+    }
+}
+
+stack_file_shape! {
+    pub mod capacity_end_warning_fields = <CapacityEndWarning as Construct>::KIND, "Notifications before a Capacity Block or a training plan ends: a scheduled message `lead_hours` before `end_time` and, for a Capacity Block, EC2's own warning 40 minutes before the end." {
+        ID: req "capacity_end_warning", Ty::Str, "The construct id.";
+        TOPIC: req "topic", Ty::Ref(Want::AlarmTopic), "The notification topic (an `alarm_topic` construct).";
+        RESERVATION_ID: opt "reservation_id", Ty::Str, "The Capacity Block's reservation id (`cr-...`); or `training_plan_arn`.";
+        TRAINING_PLAN_ARN: opt "training_plan_arn", Ty::Str, "The training plan's ARN; or `reservation_id`.";
+        END_TIME: req "end_time", Ty::Str, "When the capacity ends, RFC 3339 in UTC (`2027-01-31T11:30:00Z`).";
+        LEAD_HOURS: opt "lead_hours", Ty::U32(super::LEAD_HOURS), "Hours before the end for the scheduled message (24 by default).";
+    }
+}
+
+impl super::stack_file::StackFileConstruct for CapacityEndWarning {
+    const SHAPE: &'static super::stack_file::Shape = &capacity_end_warning_fields::SHAPE;
+
+    fn build(id: &str, r: &mut dyn super::stack_file::FieldReader) -> Option<Self> {
+        use capacity_end_warning_fields as f;
+        let topic = r.alarm_topic(&f::TOPIC);
+        let reservation = r.text(&f::RESERVATION_ID);
+        let plan = r.text(&f::TRAINING_PLAN_ARN);
+        let end = r.text(&f::END_TIME);
+        let lead = r.u32(&f::LEAD_HOURS);
+        let capacity = match (reservation, plan) {
+            (Some(id), None) => EndingCapacity::CapacityBlock(id),
+            (None, Some(arn)) => EndingCapacity::TrainingPlan(arn),
+            (given, _) => {
+                let both = given.is_some();
+                r.report(
+                    if both {
+                        Code::StackFileInvalidValue
+                    } else {
+                        Code::StackFileMissingField
+                    },
+                    Some(&f::RESERVATION_ID),
+                    if both {
+                        "give either `reservation_id` or `training_plan_arn`, not both"
+                    } else {
+                        "capacity_end_warning needs `reservation_id` or `training_plan_arn`"
+                    },
+                    "name the Capacity Block or the training plan whose end is warned of",
+                );
+                return None;
+            }
+        };
+        let mut c = CapacityEndWarning::new(id, &topic.ok()??, capacity, end?);
+        if let Some(hours) = lead {
+            c = c.lead_hours(hours);
+        }
+        Some(c)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn civil_days_round_trip() {
+        assert_eq!(days_from_civil(1970, 1, 1), 0);
+        assert_eq!(days_from_civil(2000, 3, 1), 11_017);
+        for z in [-1, 0, 59, 11_016, 11_017, 19_000, 20_000, 60_000, 83_000] {
+            let (y, m, d) = civil_from_days(z);
+            assert_eq!(days_from_civil(y, m, d), z, "{z}");
+        }
+    }
+
+    #[test]
+    fn cron_expressions_roll_over_days_months_and_years() {
+        let at = |t: &str, hours: i64| cron_at(parse_utc_minutes(t).unwrap() - hours * 60);
+        assert_eq!(
+            at("2027-01-01T00:30:00Z", 1).unwrap(),
+            "cron(30 23 31 12 ? 2026)"
+        );
+        assert_eq!(
+            at("2028-03-01T11:30:59Z", 24).unwrap(),
+            "cron(30 11 29 2 ? 2028)"
+        );
+        assert_eq!(
+            at("2027-03-01T11:30:00.5+00:00", 24).unwrap(),
+            "cron(30 11 28 2 ? 2027)"
+        );
+        assert_eq!(
+            at("2027-06-15T08:05:00Z", 0).unwrap(),
+            "cron(5 8 15 6 ? 2027)"
+        );
+        assert!(at("2024-01-01T00:00:00Z", 1).is_none());
+    }
+
+    #[test]
+    fn end_times_are_rfc3339_utc_in_range() {
+        for bad in [
+            "",
+            "2027-01-31",
+            "2027-01-31 11:30:00Z",
+            "2027-01-31T11:30:00",
+            "2027-01-31T11:30:00+01:00",
+            "2027-02-29T00:00:00Z",
+            "2027-13-01T00:00:00Z",
+            "2027-01-31T24:00:00Z",
+            "2023-12-31T23:59:59Z",
+            "2200-01-01T00:00:00Z",
+            "2027-01-31T11:30:00.Z",
+            "२०२७-01-31T11:30:00Z",
+        ] {
+            assert!(parse_utc_minutes(bad).is_err(), "{bad}");
+        }
+        assert!(parse_utc_minutes("2028-02-29T23:59:60z").is_ok());
+    }
+}

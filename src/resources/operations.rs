@@ -1,0 +1,294 @@
+//! The kinds that operate a deployment: an SNS topic for notifications and its resource
+//! policy, CloudWatch metric alarms and dashboards, EventBridge rules (on an event pattern or a
+//! schedule) with their targets.
+
+use super::iam::PolicyDocument;
+use super::kinds::ResourceFacts;
+use crate::app::text::Text;
+use crate::app::{AttrRef, Kind};
+
+/// An SNS topic whose messages are encrypted at rest with a customer managed KMS key (CloudWatch
+/// alarms and EventBridge can publish to a topic encrypted with such a key when its policy lets
+/// them use it, never to one encrypted with the AWS managed `alias/aws/sns` key).
+#[derive(Clone, Debug, PartialEq)]
+pub struct SnsTopic {
+    /// The display name (the sender name of email notifications), 100 characters at most.
+    pub display_name: String,
+    /// The ARN of the key encrypting the topic.
+    pub kms_key: AttrRef,
+}
+
+impl ResourceFacts for SnsTopic {
+    const HANDLE: Option<Kind> = Some(Kind::SnsTopic);
+
+    fn references(&self) -> Vec<AttrRef> {
+        vec![self.kms_key.clone()]
+    }
+}
+
+/// The resource policy of an SNS topic.
+#[derive(Clone, Debug, PartialEq)]
+pub struct SnsTopicPolicy {
+    /// The topic's ARN.
+    pub topic: AttrRef,
+    /// The policy.
+    pub document: PolicyDocument,
+}
+
+impl ResourceFacts for SnsTopicPolicy {
+    fn references(&self) -> Vec<AttrRef> {
+        let mut out = vec![self.topic.clone()];
+        out.extend(self.document.references());
+        out
+    }
+}
+
+/// How the datapoints of a period are summarised.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Statistic {
+    /// `Average`.
+    Average,
+    /// `Sum`.
+    Sum,
+    /// `Minimum`.
+    Minimum,
+    /// `Maximum`.
+    Maximum,
+    /// `SampleCount`.
+    SampleCount,
+    /// A percentile (`p99` for 99): CloudWatch's extended statistic.
+    Percentile(f64),
+}
+
+impl Statistic {
+    /// The statistic as CloudWatch spells it (`Sum`, `p99`, `p99.9`).
+    pub fn as_string(&self) -> String {
+        match self {
+            Statistic::Average => "Average".to_owned(),
+            Statistic::Sum => "Sum".to_owned(),
+            Statistic::Minimum => "Minimum".to_owned(),
+            Statistic::Maximum => "Maximum".to_owned(),
+            Statistic::SampleCount => "SampleCount".to_owned(),
+            Statistic::Percentile(p) => format!("p{p}"),
+        }
+    }
+
+    /// Whether it is an extended statistic (a percentile), set apart from the standard ones
+    /// in an alarm on a single metric.
+    pub fn is_extended(&self) -> bool {
+        matches!(self, Statistic::Percentile(_))
+    }
+}
+
+/// One metric, summarised over a period.
+#[derive(Clone, Debug, PartialEq)]
+pub struct MetricStat {
+    /// The namespace (`AWS/Events`).
+    pub namespace: String,
+    /// The metric (`FailedInvocations`).
+    pub metric_name: String,
+    /// The dimensions, by name, in order; a value may name a resource of the stack.
+    pub dimensions: Vec<(String, Text)>,
+    /// The statistic.
+    pub statistic: Statistic,
+    /// The period in seconds (10, 20, 30 or a multiple of 60).
+    pub period_seconds: u32,
+}
+
+impl MetricStat {
+    fn references(&self) -> impl Iterator<Item = AttrRef> + '_ {
+        self.dimensions
+            .iter()
+            .flat_map(|(_, v)| v.references().cloned())
+    }
+}
+
+/// What an alarm watches.
+#[derive(Clone, Debug, PartialEq)]
+pub enum AlarmMetric {
+    /// One metric.
+    Metric(MetricStat),
+    /// A metric math expression over metrics, each with its id (`m1`) in the expression.
+    Math {
+        /// The expression (`m1 + m2`), CloudWatch metric math.
+        expression: String,
+        /// The label of the expression's series.
+        label: String,
+        /// The metrics the expression reads, by id.
+        metrics: Vec<(String, MetricStat)>,
+    },
+}
+
+/// How the value compares with the threshold when the alarm fires.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Comparison {
+    /// `>=`.
+    GreaterThanOrEqualToThreshold,
+    /// `>`.
+    GreaterThanThreshold,
+    /// `<`.
+    LessThanThreshold,
+    /// `<=`.
+    LessThanOrEqualToThreshold,
+}
+
+impl Comparison {
+    /// CloudWatch's name for it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Comparison::GreaterThanOrEqualToThreshold => "GreaterThanOrEqualToThreshold",
+            Comparison::GreaterThanThreshold => "GreaterThanThreshold",
+            Comparison::LessThanThreshold => "LessThanThreshold",
+            Comparison::LessThanOrEqualToThreshold => "LessThanOrEqualToThreshold",
+        }
+    }
+}
+
+/// How periods without data count.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum MissingData {
+    /// As breaching the threshold.
+    Breaching,
+    /// As within the threshold.
+    NotBreaching,
+    /// Not at all: the alarm keeps its state.
+    Ignore,
+    /// As missing: the alarm goes to `INSUFFICIENT_DATA` when all are missing.
+    Missing,
+}
+
+impl MissingData {
+    /// CloudWatch's name for it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            MissingData::Breaching => "breaching",
+            MissingData::NotBreaching => "notBreaching",
+            MissingData::Ignore => "ignore",
+            MissingData::Missing => "missing",
+        }
+    }
+}
+
+/// A CloudWatch metric alarm notifying SNS topics.
+#[derive(Clone, Debug, PartialEq)]
+pub struct MetricAlarm {
+    /// The alarm's name, unique in the account and region (255 characters at most).
+    pub name: String,
+    /// What the alarm means and what to do, shown in every notification.
+    pub description: String,
+    /// What it watches.
+    pub metric: AlarmMetric,
+    /// The number of most recent periods evaluated.
+    pub evaluation_periods: u32,
+    /// How many of them must breach (at most `evaluation_periods`).
+    pub datapoints_to_alarm: u32,
+    /// The threshold.
+    pub threshold: f64,
+    /// The comparison.
+    pub comparison: Comparison,
+    /// How missing data counts.
+    pub missing_data: MissingData,
+    /// Topic ARNs notified when the alarm fires.
+    pub alarm_actions: Vec<AttrRef>,
+    /// Topic ARNs notified when it returns to OK.
+    pub ok_actions: Vec<AttrRef>,
+}
+
+impl ResourceFacts for MetricAlarm {
+    fn references(&self) -> Vec<AttrRef> {
+        let mut out: Vec<AttrRef> = match &self.metric {
+            AlarmMetric::Metric(m) => m.references().collect(),
+            AlarmMetric::Math { metrics, .. } => {
+                metrics.iter().flat_map(|(_, m)| m.references()).collect()
+            }
+        };
+        out.extend(self.alarm_actions.iter().cloned());
+        out.extend(self.ok_actions.iter().cloned());
+        out
+    }
+}
+
+/// A CloudWatch dashboard.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Dashboard {
+    /// The dashboard's name, unique in the account (letters, digits, `-` and `_`).
+    pub name: String,
+    /// The dashboard body: a JSON document (`{"widgets": [...]}`), whose strings may name
+    /// resources of the stack.
+    pub body: Text,
+}
+
+impl Dashboard {
+    /// A dashboard whose body is the JSON document `body`, rendered compactly in its own key
+    /// order (deterministic with `serde_json`'s `preserve_order`).
+    pub fn from_json(name: impl Into<String>, body: &serde_json::Value) -> Dashboard {
+        Dashboard {
+            name: name.into(),
+            body: Text::lit(body.to_string()),
+        }
+    }
+}
+
+impl ResourceFacts for Dashboard {
+    fn references(&self) -> Vec<AttrRef> {
+        self.body.references().cloned().collect()
+    }
+}
+
+/// What starts an EventBridge rule.
+#[derive(Clone, Debug, PartialEq)]
+pub enum RuleTrigger {
+    /// Events on the default bus matching this event pattern.
+    Pattern(serde_json::Value),
+    /// A schedule expression, `rate(...)` or `cron(...)` (UTC).
+    Schedule(String),
+}
+
+/// What a rule sends to its target.
+#[derive(Clone, Debug, PartialEq)]
+pub enum TargetInput {
+    /// The matched event, unchanged.
+    Event,
+    /// This text, as the message (a JSON string).
+    Text(String),
+    /// A message built from the event: `template` with `<name>` replaced by the value at the
+    /// JSON path `paths[name]` of the event (EventBridge's input transformer), as a JSON string.
+    Transformer {
+        /// Names and the JSON paths they read (`$.detail.end-date`), in order.
+        paths: Vec<(String, String)>,
+        /// The message text with `<name>` placeholders.
+        template: String,
+    },
+}
+
+/// A target of a rule: an SNS topic.
+#[derive(Clone, Debug, PartialEq)]
+pub struct EventTarget {
+    /// The target's id, unique in the rule (letters, digits, `.`, `_` and `-`).
+    pub id: String,
+    /// The topic's ARN.
+    pub topic: AttrRef,
+    /// What the topic receives.
+    pub input: TargetInput,
+}
+
+/// An EventBridge rule on the account's default event bus.
+#[derive(Clone, Debug, PartialEq)]
+pub struct EventRule {
+    /// What the rule is for (512 characters at most).
+    pub description: String,
+    /// The event pattern or schedule.
+    pub trigger: RuleTrigger,
+    /// Whether the rule is enabled.
+    pub enabled: bool,
+    /// Its targets.
+    pub targets: Vec<EventTarget>,
+}
+
+impl ResourceFacts for EventRule {
+    const HANDLE: Option<Kind> = Some(Kind::EventRule);
+
+    fn references(&self) -> Vec<AttrRef> {
+        self.targets.iter().map(|t| t.topic.clone()).collect()
+    }
+}
