@@ -82,6 +82,88 @@ pub struct StackCost {
     pub region: String,
     /// Its instance groups.
     pub lines: Vec<CostLine>,
+    /// Where each served model's weights come from, and how long a cold start takes.
+    pub served: Vec<ServedWeights>,
+    /// The copies of weights its staging Jobs keep in S3.
+    pub staged: Vec<StagedCopy>,
+}
+
+/// Where a served model's weights come from at pod start.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ServedWeights {
+    /// The serving construct's path.
+    pub path: String,
+    /// The model.
+    pub model: String,
+    /// Its weight source, for people (`S3, streamed into GPU memory`).
+    pub source: &'static str,
+    /// The catalog's estimate from node ready to serving, seconds, when the weights' size and
+    /// the instance type are known.
+    pub cold_start_secs: Option<u64>,
+}
+
+/// A copy of a model's weights in a model store.
+#[derive(Clone, Debug, PartialEq)]
+pub struct StagedCopy {
+    /// The staging Job's construct path.
+    pub path: String,
+    /// The model.
+    pub model: String,
+    /// Its revision.
+    pub revision: String,
+    /// The checkpoint's size, bytes, when known.
+    pub bytes: Option<u64>,
+    /// The catalog's estimate of the copy from the Hub, seconds, when the size is known.
+    pub staging_secs: Option<u64>,
+    /// S3 Standard storage per month in the stack's region, USD, when priced.
+    pub usd_per_month: Option<f64>,
+}
+
+impl StackCost {
+    /// The storage of the staged copies, USD per month (unpriced copies left out).
+    pub fn staged_usd_per_month(&self) -> f64 {
+        self.staged
+            .iter()
+            .filter_map(|c| c.usd_per_month)
+            .sum::<f64>()
+            + 0.0
+    }
+
+    /// The lines describing the weights, indented by two spaces (shared by `hyperforge cost`
+    /// and `hyperforge list`).
+    pub fn weights_lines(&self) -> Vec<String> {
+        let minutes = |secs: u64| secs.div_ceil(60);
+        let mut out = Vec::new();
+        for w in &self.served {
+            out.push(match w.cold_start_secs {
+                Some(secs) => format!(
+                    "  {} serves {} from {}: about {} min from node ready to serving",
+                    w.path,
+                    w.model,
+                    w.source,
+                    minutes(secs)
+                ),
+                None => format!("  {} serves {} from {}", w.path, w.model, w.source),
+            });
+        }
+        for c in &self.staged {
+            let size = c.bytes.map_or(String::new(), |b| {
+                format!(" ({:.1} GiB)", catalog::memory::gib(b as f64))
+            });
+            let time = c.staging_secs.map_or(String::new(), |s| {
+                format!(", about {} min once", minutes(s))
+            });
+            let price = match c.usd_per_month {
+                Some(usd) => format!(", ${usd:.2}/month in S3 Standard"),
+                None => ", storage not priced in this region".to_owned(),
+            };
+            out.push(format!(
+                "  {} stages {}@{}{size} from the Hub{time}{price}",
+                c.path, c.model, c.revision
+            ));
+        }
+        out
+    }
 }
 
 impl StackCost {
@@ -214,15 +296,47 @@ pub fn estimate(app: &App) -> CostReport {
         .iter()
         .map(|stack| {
             let mut lines = Vec::new();
+            let mut served = Vec::new();
+            let mut staged = Vec::new();
             for placed in Placements::new(stack).all() {
-                for claim in placed.facts().capacity {
+                let facts = placed.facts();
+                for claim in facts.capacity {
                     lines.push(claim_line(claim, stack.region()));
+                }
+                for m in &facts.served_models {
+                    served.push(ServedWeights {
+                        path: placed.cx.path.to_owned(),
+                        model: m.server.model_id().to_owned(),
+                        source: m.server.weight_source(m.hyperpod).label(),
+                        cold_start_secs: m
+                            .server
+                            .cold_start(m.instance_type, m.hyperpod)
+                            .map(|c| c.total_secs),
+                    });
+                }
+                for st in facts.weight_stagings {
+                    staged.push(StagedCopy {
+                        path: placed.cx.path.to_owned(),
+                        staging_secs: st.weight_bytes.map(|b| catalog::staging_secs(b, None)),
+                        usd_per_month: st.weight_bytes.and_then(|b| {
+                            catalog::storage_usd_per_month(
+                                b,
+                                catalog::StoreKind::S3Standard,
+                                stack.region(),
+                            )
+                        }),
+                        bytes: st.weight_bytes,
+                        model: st.model_id,
+                        revision: st.revision,
+                    });
                 }
             }
             StackCost {
                 stack: stack.name().to_owned(),
                 region: stack.region().to_owned(),
                 lines,
+                served,
+                staged,
             }
         })
         .collect();
@@ -232,7 +346,7 @@ pub fn estimate(app: &App) -> CostReport {
         stacks,
         excluded: vec![
             "NAT gateway and EKS control-plane hourly fees (no sourced price in the catalog)",
-            "EBS volumes, data transfer, S3, CloudWatch Logs and KMS",
+            "EBS volumes, data transfer, S3 beyond the staged weights, CloudWatch Logs and KMS",
             "Capacity Block and training-plan purchase prices (set at purchase)",
         ],
     }
@@ -275,6 +389,12 @@ impl fmt::Display for CostReport {
                     ""
                 }
             )?;
+            if !stack.served.is_empty() || !stack.staged.is_empty() {
+                writeln!(f, "  weights:")?;
+                for line in stack.weights_lines() {
+                    writeln!(f, "  {line}")?;
+                }
+            }
         }
         write!(f, "\nnot included: {}", self.excluded.join("; "))
     }

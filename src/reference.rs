@@ -43,6 +43,13 @@ pub const IMAGE_DIGEST: &str =
 /// operator in the runbook's workload stage; the key itself is never in the assembly.
 pub const API_KEY_SECRET: &str = "kimi-k3-api-key";
 
+/// The Secret the staging Job reads the Hugging Face token from, if it exists (the runbook
+/// creates it from `$HF_TOKEN` when that is set).
+pub const HF_TOKEN_SECRET: &str = "hf-token";
+
+/// The key inside [`HF_TOKEN_SECRET`].
+pub const HF_TOKEN_SECRET_KEY: &str = "token";
+
 /// The key inside [`API_KEY_SECRET`].
 pub const API_KEY_SECRET_KEY: &str = "api-key";
 
@@ -143,7 +150,8 @@ pub fn kimi_k3_hyperpod_stack(name: &str) -> Stack {
     let weights = stack.kubernetes_stage("weights");
     stack.add(
         weights,
-        WeightsStaging::new("StageKimiK3", &store, "moonshotai/Kimi-K3", MODEL_REVISION),
+        WeightsStaging::new("StageKimiK3", &store, "moonshotai/Kimi-K3", MODEL_REVISION)
+            .hf_token_secret(HF_TOKEN_SECRET, HF_TOKEN_SECRET_KEY),
     );
 
     let inference = stack.kubernetes_stage("inference");
@@ -246,6 +254,7 @@ pub fn kimi_k3_eks_stack(name: &str) -> Stack {
     stack.add(
         weights,
         WeightsStaging::new("StageKimiK3", &store, "moonshotai/Kimi-K3", MODEL_REVISION)
+            .hf_token_secret(HF_TOKEN_SECRET, HF_TOKEN_SECRET_KEY)
             .node_selector("hyperforge.io/node-role", "system"),
     );
     let workload = stack.kubernetes_stage("workload");
@@ -323,6 +332,7 @@ pub fn kimi_k3_eks_karpenter() -> App {
     stack.add(
         weights,
         WeightsStaging::new("StageKimiK3", &store, "moonshotai/Kimi-K3", MODEL_REVISION)
+            .hf_token_secret(HF_TOKEN_SECRET, HF_TOKEN_SECRET_KEY)
             .node_selector("hyperforge.io/node-role", "system"),
     );
     let workload = stack.kubernetes_stage("workload");

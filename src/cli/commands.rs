@@ -260,6 +260,7 @@ pub fn list(global: &Global) -> Exit {
     run((|| {
         let app = load(global, &[])?;
         let assembly = synthesize(&app, &SynthOptions::default())?;
+        let costs = hyperforge::cost::estimate(&app);
         let mut out = String::new();
         for stack in &assembly.manifest().stacks {
             out.push_str(&format!("{} ({})\n", stack.name, stack.region));
@@ -290,6 +291,15 @@ pub fn list(global: &Global) -> Exit {
                 if let Some(stage) = stage {
                     for a in stage.artifacts() {
                         out.push_str(&format!("        {}\n", a.path));
+                    }
+                }
+            }
+            if let Some(cost) = costs.stacks.iter().find(|c| c.stack == stack.name) {
+                let lines = cost.weights_lines();
+                if !lines.is_empty() {
+                    out.push_str("  weights:\n");
+                    for line in lines {
+                        out.push_str(&format!("  {line}\n"));
                     }
                 }
             }

@@ -34,5 +34,6 @@ mod snapshots;
 mod stackfile;
 mod terraform_schema;
 mod validation;
+mod weights;
 mod weights_stager;
 mod workload;
