@@ -18,7 +18,7 @@ pub mod iam;
 mod kinds;
 pub mod kubernetes;
 mod network;
-mod operations;
+pub(crate) mod operations;
 
 pub use acknowledge::{Acknowledgement, Rule};
 pub use compute::*;

@@ -292,3 +292,57 @@ impl ResourceFacts for EventRule {
         self.targets.iter().map(|t| t.topic.clone()).collect()
     }
 }
+
+/// Resources no construct emits yet, for the backends' unit tests: a dashboard whose body
+/// names the region and an alarm on the `percentile` of a load balancer's response time.
+#[cfg(test)]
+pub(crate) fn sample_dashboard_and_percentile_alarm(
+    stage: crate::app::StageId,
+    percentile: f64,
+) -> [super::Resource; 2] {
+    use super::Resource;
+    use crate::app::text::{Pseudo, Text};
+    use crate::app::{kind, Ref};
+    let topic: Ref<kind::SnsTopic> = Ref::new("ops", "Alarms/Topic");
+    let body = Text::lit(r#"{"widgets":[{"type":"metric","properties":{"region":""#)
+        .push_pseudo(Pseudo::Region)
+        .push_lit(r#"","metrics":[["AWS/Events","FailedInvocations"]]}}]}"#);
+    [
+        Resource {
+            path: "Ops/Board".to_owned(),
+            stage,
+            kind: Dashboard {
+                name: "ops-serving".to_owned(),
+                body,
+            }
+            .into(),
+            depends_on: Vec::new(),
+            acknowledged: Vec::new(),
+        },
+        Resource {
+            path: "Ops/Latency".to_owned(),
+            stage,
+            kind: MetricAlarm {
+                name: "ops-latency".to_owned(),
+                description: "p99 latency".to_owned(),
+                metric: AlarmMetric::Metric(MetricStat {
+                    namespace: "AWS/ApplicationELB".to_owned(),
+                    metric_name: "TargetResponseTime".to_owned(),
+                    dimensions: vec![("LoadBalancer".to_owned(), Text::lit("app/x/1"))],
+                    statistic: Statistic::Percentile(percentile),
+                    period_seconds: 60,
+                }),
+                evaluation_periods: 5,
+                datapoints_to_alarm: 3,
+                threshold: 2.5,
+                comparison: Comparison::GreaterThanThreshold,
+                missing_data: MissingData::Missing,
+                alarm_actions: vec![topic.arn()],
+                ok_actions: vec![topic.arn()],
+            }
+            .into(),
+            depends_on: Vec::new(),
+            acknowledged: Vec::new(),
+        },
+    ]
+}

@@ -178,12 +178,7 @@ pub(super) fn rule(cx: Cx, r: &Resource, rule: &EventRule) {
 
 #[cfg(test)]
 mod tests {
-    use crate::app::text::{Pseudo, Text};
-    use crate::app::{kind, Ref, Stack, Tags};
-    use crate::resources::{
-        AlarmMetric, Comparison, Dashboard, MetricAlarm, MetricStat, MissingData, Resource,
-        Statistic,
-    };
+    use crate::app::{Stack, Tags};
     use crate::synth::cloudformation::template::StackTemplates;
     use serde_json::json;
 
@@ -193,48 +188,8 @@ mod tests {
     fn dashboards_and_percentile_alarms() {
         let mut stack = Stack::new("ops", "us-west-2");
         let stage = stack.cloudformation_stage("operations");
-        let topic: Ref<kind::SnsTopic> = Ref::new("ops", "Alarms/Topic");
-        let body = Text::lit(r#"{"widgets":[{"type":"metric","properties":{"region":""#)
-            .push_pseudo(Pseudo::Region)
-            .push_lit(r#"","metrics":[["AWS/Events","FailedInvocations"]]}}]}"#);
-        let resources = [
-            Resource {
-                path: "Ops/Board".to_owned(),
-                stage,
-                kind: Dashboard {
-                    name: "ops-serving".to_owned(),
-                    body,
-                }
-                .into(),
-                depends_on: Vec::new(),
-                acknowledged: Vec::new(),
-            },
-            Resource {
-                path: "Ops/Latency".to_owned(),
-                stage,
-                kind: MetricAlarm {
-                    name: "ops-latency".to_owned(),
-                    description: "p99 latency".to_owned(),
-                    metric: AlarmMetric::Metric(MetricStat {
-                        namespace: "AWS/ApplicationELB".to_owned(),
-                        metric_name: "TargetResponseTime".to_owned(),
-                        dimensions: vec![("LoadBalancer".to_owned(), Text::lit("app/x/1"))],
-                        statistic: Statistic::Percentile(99.0),
-                        period_seconds: 60,
-                    }),
-                    evaluation_periods: 5,
-                    datapoints_to_alarm: 3,
-                    threshold: 2.5,
-                    comparison: Comparison::GreaterThanThreshold,
-                    missing_data: MissingData::Missing,
-                    alarm_actions: vec![topic.arn()],
-                    ok_actions: vec![topic.arn()],
-                }
-                .into(),
-                depends_on: Vec::new(),
-                acknowledged: Vec::new(),
-            },
-        ];
+        let resources =
+            crate::resources::operations::sample_dashboard_and_percentile_alarm(stage, 99.0);
         let mut cx = StackTemplates::new(&stack);
         for r in &resources {
             super::super::lower(&mut cx, r, &Default::default());
