@@ -129,6 +129,12 @@ pub enum StageManifest {
         /// stops when one has failed) before the next stage; left out when there are none.
         #[serde(default, skip_serializing_if = "Vec::is_empty")]
         jobs: Vec<JobWait>,
+        /// Values only a deployment knows, read from outputs of earlier CloudFormation stages
+        /// (Terraform: the same names in snake case, outputs of the phase that creates them):
+        /// the file carries each as its `key`, a placeholder to replace before applying; left
+        /// out when there are none.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        values_from_outputs: Vec<SetFromOutput>,
         /// The multi-document YAML file (format `kubernetes`).
         artifacts: Vec<Artifact>,
     },
@@ -209,7 +215,8 @@ pub enum Chart {
     },
 }
 
-/// A Helm value set from an output of an earlier CloudFormation stage.
+/// A Helm value set from an output of an earlier CloudFormation stage (for a Kubernetes stage:
+/// the placeholder `key` replaced by the output).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct SetFromOutput {
     /// The values key (`vpcId`).
@@ -423,7 +430,11 @@ impl Serialize for StageManifest {
             StageManifest::CloudFormation { .. } => 5,
             StageManifest::Helm { .. } => 5,
             StageManifest::S3Upload { .. } => 2,
-            StageManifest::Kubernetes { jobs, .. } => usize::from(!jobs.is_empty()),
+            StageManifest::Kubernetes {
+                jobs,
+                values_from_outputs,
+                ..
+            } => usize::from(!jobs.is_empty()) + usize::from(!values_from_outputs.is_empty()),
         };
         let mut s = serializer.serialize_struct("StageManifest", 3 + fields)?;
         s.serialize_field("name", self.name())?;
@@ -469,9 +480,16 @@ impl Serialize for StageManifest {
                 s.serialize_field("bucket", bucket)?;
                 s.serialize_field("prefix", prefix)?;
             }
-            StageManifest::Kubernetes { jobs, .. } => {
+            StageManifest::Kubernetes {
+                jobs,
+                values_from_outputs,
+                ..
+            } => {
                 if !jobs.is_empty() {
                     s.serialize_field("jobs", jobs)?;
+                }
+                if !values_from_outputs.is_empty() {
+                    s.serialize_field("values_from_outputs", values_from_outputs)?;
                 }
             }
         }
@@ -554,6 +572,11 @@ mod tests {
                         name: "stage-model-0123456789ab".into(),
                         namespace: "model-weights".into(),
                         timeout_seconds: 7800,
+                    }],
+                    values_from_outputs: vec![SetFromOutput {
+                        key: "HYPERFORGE_OUTPUT__MetricsWorkspacePrometheusEndpoint__".into(),
+                        stage: Some("foundation".into()),
+                        output: "MetricsWorkspacePrometheusEndpoint".into(),
                     }],
                     artifacts: vec![Artifact::new(
                         ArtifactFormat::Kubernetes,

@@ -159,6 +159,53 @@ pub fn with_sets(
     commands
 }
 
+/// Replaces the placeholders of a Kubernetes stage's manifest with the values read from earlier
+/// stages' outputs as it is applied: `kubectl apply -f FILE` becomes `sed ... FILE | kubectl
+/// apply -f -` run by `sh`, so the file in the assembly is never changed and nothing is written
+/// elsewhere. A value with a character outside letters, digits and `:/._-` is refused (the
+/// outputs substituted are identifiers and URLs; anything else would not survive `sed`).
+pub fn with_values(
+    mut commands: Vec<ExternalCommand>,
+    values: &[(String, String)],
+) -> Result<Vec<ExternalCommand>, String> {
+    if values.is_empty() {
+        return Ok(commands);
+    }
+    let plain = |v: &str| {
+        !v.is_empty()
+            && v.chars()
+                .all(|c| c.is_ascii_alphanumeric() || ":/._-".contains(c))
+    };
+    let mut seds = Vec::new();
+    for (placeholder, value) in values {
+        if !plain(value) || !plain(placeholder) {
+            return Err(format!(
+                "the value `{value}` for {placeholder} is not an identifier or URL"
+            ));
+        }
+        seds.push(format!("-e 's|{placeholder}|{value}|g'"));
+    }
+    let quote = |s: &str| format!("'{}'", s.replace('\'', "'\\''"));
+    if let Some(apply) = commands
+        .iter_mut()
+        .find(|c| c.program == "kubectl" && c.args.first().map(String::as_str) == Some("apply"))
+    {
+        let file = apply.args.last().cloned().unwrap_or_default();
+        *apply = ExternalCommand::new(
+            "sh",
+            &[
+                "-c",
+                &format!(
+                    "sed {} {} | kubectl apply -f -",
+                    seds.join(" "),
+                    quote(&file)
+                ),
+            ],
+        );
+    }
+    Ok(commands)
+}
+
 /// Adds `--wait` to the `helm upgrade` command when the stage waits for its workloads.
 fn with_wait(wait: bool, mut commands: Vec<ExternalCommand>) -> Vec<ExternalCommand> {
     if wait {
@@ -308,6 +355,7 @@ mod tests {
         );
         let k = StageManifest::Kubernetes {
             jobs: Vec::new(),
+            values_from_outputs: Vec::new(),
             name: "inference".into(),
             artifacts: vec![Artifact::new(
                 ArtifactFormat::Kubernetes,
@@ -322,8 +370,33 @@ mod tests {
             destroy_commands(&k, Path::new("out"))[0].to_string(),
             "kubectl delete --ignore-not-found -f out/s/05-inference.yaml"
         );
+        let values = with_values(
+            vec![ExternalCommand::new(
+                "kubectl",
+                &["apply", "-f", "out/s/05-x.yaml"],
+            )],
+            &[(
+                "HYPERFORGE_OUTPUT__MetricsWorkspaceId__".to_owned(),
+                "ws-0123abcd".to_owned(),
+            )],
+        )
+        .unwrap();
+        assert_eq!(values[0].program, "sh");
+        assert_eq!(
+            values[0].args[1],
+            "sed -e 's|HYPERFORGE_OUTPUT__MetricsWorkspaceId__|ws-0123abcd|g' 'out/s/05-x.yaml' | kubectl apply -f -"
+        );
+        assert!(with_values(
+            vec![ExternalCommand::new("kubectl", &["apply", "-f", "f.yaml"])],
+            &[(
+                "HYPERFORGE_OUTPUT__X__".to_owned(),
+                "a'; rm -rf /".to_owned()
+            )],
+        )
+        .is_err());
         let without_file = StageManifest::Kubernetes {
             jobs: Vec::new(),
+            values_from_outputs: Vec::new(),
             name: "inference".into(),
             artifacts: Vec::new(),
         };

@@ -227,6 +227,31 @@ pub async fn deploy(
                     }
                     commands = external::with_sets(commands, &sets);
                 }
+                if let StageManifest::Kubernetes {
+                    values_from_outputs,
+                    ..
+                } = stage
+                {
+                    let mut values = Vec::new();
+                    for v in values_from_outputs {
+                        let value = run
+                            .bucket_of(
+                                stage.name(),
+                                v.stage.as_deref().unwrap_or_default(),
+                                &v.output,
+                                true,
+                            )
+                            .await?
+                            .unwrap_or_default();
+                        values.push((v.key.clone(), value));
+                    }
+                    commands = external::with_values(commands, &values).map_err(|problem| {
+                        DeployError::External {
+                            command: format!("values of stage {}", stage.name()),
+                            problem,
+                        }
+                    })?;
+                }
                 run.external(commands, plan.stages.get(i + 1), "")?
             }
         };

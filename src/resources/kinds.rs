@@ -103,6 +103,7 @@ resource_kinds! {
     MetricAlarm,
     Dashboard,
     EventRule,
+    DeployValue,
 }
 
 /// An IP protocol of a security group rule (`-1` is every protocol).
@@ -351,6 +352,30 @@ pub struct RolePolicy {
     pub role: AttrRef,
     /// The document.
     pub document: PolicyDocument,
+}
+
+/// A value of an earlier stage's resource that a Kubernetes stage's objects carry as a
+/// placeholder ([`deploy_placeholder`]), replaced by the deployed value when the stage is
+/// applied: the producing stage outputs it, and the stage's manifest entry lists it
+/// (`values_from_outputs`) for the runbook and `hyperforge deploy`. Kubernetes objects are
+/// static YAML; this is how they name what only a deployment knows (a workspace id).
+#[derive(Clone, Debug, PartialEq)]
+pub struct DeployValue {
+    /// The value.
+    pub value: AttrRef,
+}
+
+impl ResourceFacts for DeployValue {
+    fn references(&self) -> Vec<AttrRef> {
+        vec![self.value.clone()]
+    }
+}
+
+/// The placeholder a Kubernetes object carries for `value` until it is applied:
+/// `HYPERFORGE_OUTPUT__<output name>__` (letters, digits and `_` only, so every tool leaves it
+/// as it is and `sed` replaces it without escaping).
+pub fn deploy_placeholder(value: &AttrRef) -> String {
+    format!("HYPERFORGE_OUTPUT__{}__", value.output_key())
 }
 
 impl ResourceFacts for RolePolicy {

@@ -29,7 +29,7 @@ pub use kubernetes::KubeObject;
 pub use network::*;
 pub use operations::*;
 
-use crate::app::{logical_id, Node, Stack, StageId};
+use crate::app::{logical_id, AttrRef, Node, Stack, StageId};
 use crate::diagnostics::{Code, Diagnostics};
 use std::collections::BTreeMap;
 
@@ -83,6 +83,14 @@ impl<'a> Scope<'a> {
         });
         let last = self.resources.len() - 1;
         &mut self.resources[last]
+    }
+
+    /// The placeholder for `value` in a Kubernetes object of this construct's stage, recorded
+    /// as child `id` ([`DeployValue`]): replaced by the deployed value when the stage is applied.
+    pub fn deploy_value(&mut self, id: &str, value: AttrRef) -> String {
+        let placeholder = deploy_placeholder(&value);
+        self.add(id, DeployValue { value });
+        placeholder
     }
 }
 

@@ -282,6 +282,22 @@ pub struct KubernetesStage {
     pub stagings: Vec<StagingData>,
     /// The scripts waiting for the stage's Jobs (from the manifest).
     pub job_waits: Vec<String>,
+    /// Values only a deployment knows, read from outputs before the apply command replaces
+    /// their placeholders.
+    pub values: Vec<DeployValueData>,
+}
+
+/// A deploy-time value of a Kubernetes stage.
+#[derive(Clone, Debug, Serialize)]
+pub struct DeployValueData {
+    /// The shell variable holding it.
+    pub variable: String,
+    /// The command reading it from its CloudFormation stack's outputs.
+    pub read: String,
+    /// The producing CloudFormation stage.
+    pub stage: String,
+    /// The output's name (Terraform: its snake case).
+    pub output: String,
 }
 
 /// A Job staging model weights.
@@ -681,13 +697,52 @@ pub fn data(stack: &Stack, manifest: &StackManifest) -> RunbookData {
                         stagings.push(staging(stack.region(), st));
                     }
                 }
-                let apply = if reservations.is_empty() {
+                let values: Vec<DeployValueData> = match entry {
+                    StageManifest::Kubernetes {
+                        values_from_outputs,
+                        ..
+                    } => values_from_outputs
+                        .iter()
+                        .map(|v| {
+                            let stage = v.stage.clone().unwrap_or_default();
+                            let stack_name = manifest
+                                .stages
+                                .iter()
+                                .find(|s| s.name() == stage)
+                                .and_then(StageManifest::stack_name)
+                                .unwrap_or_default()
+                                .to_owned();
+                            let variable = crate::app::snake_case(&v.output).to_ascii_uppercase();
+                            DeployValueData {
+                                read: format!(
+                                    "{variable}=$(aws cloudformation describe-stacks --region {} --stack-name {stack_name} \\\n  --query \"Stacks[0].Outputs[?OutputKey=='{}'].OutputValue\" --output text)",
+                                    region, v.output
+                                ),
+                                variable,
+                                stage,
+                                output: v.output.clone(),
+                            }
+                        })
+                        .collect(),
+                    _ => Vec::new(),
+                };
+                let mut seds: Vec<String> = reservations
+                    .iter()
+                    .map(|r| format!("-e \"s/{}/${{{}:-{}}}/g\"", r.id, r.variable, r.id))
+                    .collect();
+                let placeholders = match entry {
+                    StageManifest::Kubernetes {
+                        values_from_outputs,
+                        ..
+                    } => values_from_outputs.iter().map(|v| v.key.clone()).collect(),
+                    _ => Vec::new(),
+                };
+                for (v, placeholder) in values.iter().zip(placeholders.iter()) {
+                    seds.push(format!("-e \"s|{placeholder}|${}|g\"", v.variable));
+                }
+                let apply = if seds.is_empty() {
                     format!("kubectl apply -f {first_path}")
                 } else {
-                    let seds: Vec<String> = reservations
-                        .iter()
-                        .map(|r| format!("-e \"s/{}/${{{}:-{}}}/g\"", r.id, r.variable, r.id))
-                        .collect();
                     format!("sed {} {first_path} | kubectl apply -f -", seds.join(" "))
                 };
                 let job_waits = match entry {
@@ -704,6 +759,7 @@ pub fn data(stack: &Stack, manifest: &StackManifest) -> RunbookData {
                     apply,
                     stagings,
                     job_waits,
+                    values,
                 });
             }
         }
@@ -731,8 +787,18 @@ pub fn data(stack: &Stack, manifest: &StackManifest) -> RunbookData {
             // it holds the stages up to the next module or Kubernetes stage.
             let mut steps = Vec::new();
             let mut current: Option<usize> = None;
+            // The module holding each stage, for values Kubernetes stages read of them.
+            let mut phase_of: std::collections::BTreeMap<String, String> =
+                std::collections::BTreeMap::new();
+            let mut phase: Option<String> = None;
             for stage in &stages {
                 let prefix = format!("{:02}-{}", stage.number, stage.name);
+                if let Some(dir) = dirs.iter().find(|d| d.ends_with(&format!("/{prefix}"))) {
+                    phase = Some(dir.clone());
+                }
+                if let Some(dir) = &phase {
+                    phase_of.insert(stage.name.clone(), dir.clone());
+                }
                 if let Some(dir) = dirs.iter().find(|d| d.ends_with(&format!("/{prefix}"))) {
                     steps.push(TerraformStep {
                         module: vec![TerraformModule {
@@ -751,6 +817,15 @@ pub fn data(stack: &Stack, manifest: &StackManifest) -> RunbookData {
                         .iter()
                         .map(|r| format!("{}={}", r.variable, r.id))
                         .collect();
+                    // Deploy-time values from the outputs of the modules that create them.
+                    for v in &k.values {
+                        let dir = phase_of.get(&v.stage).cloned().unwrap_or_default();
+                        lines.push(format!(
+                            "{}=$(terraform -chdir={dir} output -raw {})",
+                            v.variable,
+                            crate::app::snake_case(&v.output)
+                        ));
+                    }
                     lines.push(k.apply.clone());
                     lines.extend(k.job_waits.iter().cloned());
                     steps.push(TerraformStep {

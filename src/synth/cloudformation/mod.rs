@@ -45,6 +45,12 @@ pub fn templates(
             }
         }
     }
+    // Values Kubernetes stages carry as placeholders are outputs of their stages.
+    for r in &graph.resources {
+        if let crate::resources::ResourceKind::DeployValue(d) = &r.kind {
+            cx.plain_output(&d.value);
+        }
+    }
     cx.finish(tags)
 }
 

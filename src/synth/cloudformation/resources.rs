@@ -65,6 +65,8 @@ fn lower_kind(cx: Cx, r: &Resource) {
         ResourceKind::FlowLog(f) => network::flow_log(cx, r, f),
         // Applied with kubectl from the Kubernetes stage's YAML.
         ResourceKind::KubeObject(_) => {}
+        // Read by the Kubernetes stage; its producer's output is added by `templates`.
+        ResourceKind::DeployValue(_) => {}
         ResourceKind::EksCluster(c) => eks::cluster(cx, r, c),
         ResourceKind::OidcProvider(p) => eks::oidc_provider(cx, r, p),
         ResourceKind::EksAddon(a) => eks::addon(cx, r, a),

@@ -7,10 +7,11 @@
 pub use crate::resources::kubernetes::crd;
 
 use super::{yaml_error, Backend, BackendInput, BackendOutput};
+use crate::app::Stack;
 use crate::app::{StageId, StageKind};
-use crate::assembly::manifest::{Artifact, ArtifactFormat, JobWait, StageManifest};
+use crate::assembly::manifest::{Artifact, ArtifactFormat, JobWait, SetFromOutput, StageManifest};
 use crate::diagnostics::Diagnostics;
-use crate::resources::{Resource, ResourceGraph, ResourceKind};
+use crate::resources::{deploy_placeholder, Resource, ResourceGraph, ResourceKind};
 
 /// The multi-document YAML of Kubernetes stage `stage`: its objects in the order their
 /// constructs were added (each construct's in the order it adds them).
@@ -23,6 +24,29 @@ pub fn stage_yaml(graph: &ResourceGraph, stage: StageId) -> Result<String, serde
         }
     }
     Ok(out)
+}
+
+/// The deploy-time values Kubernetes stage `stage` carries as placeholders: each with the
+/// CloudFormation stage and output that hold it, in the order the objects named them.
+pub fn deploy_values(stack: &Stack, graph: &ResourceGraph, stage: StageId) -> Vec<SetFromOutput> {
+    let mut out: Vec<SetFromOutput> = Vec::new();
+    for r in graph.resources.iter().filter(|r| r.stage == stage) {
+        if let ResourceKind::DeployValue(d) = &r.kind {
+            let key = deploy_placeholder(&d.value);
+            if out.iter().any(|v| v.key == key) {
+                continue;
+            }
+            out.push(SetFromOutput {
+                key,
+                stage: stack
+                    .stage_of(d.value.construct_id())
+                    .and_then(|s| stack.stage(s))
+                    .map(|s| s.name.clone()),
+                output: d.value.output_key(),
+            });
+        }
+    }
+    out
 }
 
 /// What a Job's wait allows beyond its own deadline: scheduling and the image pull, seconds.
@@ -118,10 +142,63 @@ impl Backend for Kubernetes {
                 StageManifest::Kubernetes {
                     name: stage.name.clone(),
                     jobs: jobs(input.graph, id),
+                    values_from_outputs: deploy_values(input.stack, input.graph, id),
                     artifacts: vec![Artifact::new(ArtifactFormat::Kubernetes, path)],
                 },
             );
         }
         Ok(out)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::app::{kind, Ref, Tags};
+    use crate::constructs::LifecycleScripts;
+    use crate::resources::{DeployValue, Resource};
+
+    /// A value of a CloudFormation stage carried by a Kubernetes stage: the producing template
+    /// outputs it, the Terraform phase that creates it outputs it in snake case, and the
+    /// stage's manifest entry names the placeholder with its stage and output.
+    #[test]
+    fn deploy_values_are_outputs_of_their_stages() {
+        let mut stack = Stack::new("s", "us-west-2");
+        let foundation = stack.cloudformation_stage("foundation");
+        stack.add(foundation, LifecycleScripts::new("Lifecycle"));
+        let workload = stack.kubernetes_stage("workload");
+        let mut graph = crate::constructs::expand(&stack);
+        let bucket: Ref<kind::Bucket> = Ref::new("s", "Lifecycle/Bucket");
+        graph.resources.push(Resource {
+            path: "Lifecycle/BucketValue".to_owned(),
+            stage: workload,
+            kind: DeployValue {
+                value: bucket.name(),
+            }
+            .into(),
+            depends_on: Vec::new(),
+            acknowledged: Vec::new(),
+        });
+        assert_eq!(
+            deploy_values(&stack, &graph, workload),
+            [SetFromOutput {
+                key: "HYPERFORGE_OUTPUT__LifecycleBucketName__".to_owned(),
+                stage: Some("foundation".to_owned()),
+                output: "LifecycleBucketName".to_owned(),
+            }]
+        );
+        let templates =
+            crate::synth::cloudformation::templates(&stack, &graph, &Tags::new()).unwrap();
+        assert!(templates[&foundation]["Outputs"]["LifecycleBucketName"].is_object());
+        let modules =
+            crate::synth::terraform::root_modules(&stack, &graph, &Tags::new(), |_| String::new())
+                .unwrap();
+        let (_, files) = &modules[0];
+        let main = &files.iter().find(|(n, _)| *n == "main.tf.json").unwrap().1;
+        assert!(
+            main["output"]["lifecycle_bucket_name"].is_object(),
+            "{}",
+            main["output"]
+        );
     }
 }

@@ -26,7 +26,7 @@ use super::{Backend, BackendInput, BackendOutput};
 use crate::app::{AttrRef, Stack, StageId, StageKind, Tags};
 use crate::assembly::manifest::{Artifact, ArtifactFormat};
 use crate::diagnostics::Diagnostics;
-use crate::resources::ResourceGraph;
+use crate::resources::{ResourceGraph, ResourceKind};
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
 
@@ -137,6 +137,16 @@ pub fn root_modules(
     for (_, cx) in &modules {
         for (phase, attrs) in cx.remote_reads() {
             reads.extend(attrs.into_iter().map(|a| (phase.clone(), a)));
+        }
+    }
+    // Values Kubernetes stages carry as placeholders: their producing phases output them.
+    for r in &graph.resources {
+        if let ResourceKind::DeployValue(d) = &r.kind {
+            if let Some(phase) = earlier.get(&d.value.path) {
+                if !reads.iter().any(|(p, a)| p == phase && *a == d.value) {
+                    reads.push((phase.clone(), d.value.clone()));
+                }
+            }
         }
     }
     for (phase, attr) in reads {
