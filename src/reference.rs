@@ -6,10 +6,10 @@
 
 use crate::app::{App, Stack};
 use crate::constructs::{
-    Capacity, ClusterSecurityGroup, EksCluster, HelmRelease, HyperPodCluster, InferenceEndpoint,
-    InferenceOperator, InstanceGroup, Karpenter, KarpenterNodePool, LifecycleScripts,
-    LoadBalancerController, ManagedNodeGroup, ModelStore, Network, NodeCapacity,
-    ReservationSelector, VllmDeployment, VllmServer, WeightsStaging,
+    AlarmTopic, Capacity, CapacityEndWarning, ClusterSecurityGroup, EksCluster, HelmRelease,
+    HyperPodCluster, InferenceEndpoint, InferenceOperator, InstanceGroup, Karpenter,
+    KarpenterNodePool, LifecycleScripts, LoadBalancerController, ManagedNodeGroup, ModelStore,
+    Network, NodeCapacity, ReservationSelector, VllmDeployment, VllmServer, WeightsStaging,
 };
 
 /// The region of the reference stacks (p6-b300 is offered for HyperPod in us-east-1 and
@@ -24,6 +24,11 @@ pub const TRAINING_PLAN_AZ_ID: &str = "usw2-az2";
 /// the real one as a parameter.
 pub const TRAINING_PLAN_ARN: &str =
     "arn:aws:sagemaker:us-west-2:111122223333:training-plan/kimi-k3-p6-b300";
+
+/// A placeholder for the end of the reference training plan (`EndTime` of `aws sagemaker
+/// describe-training-plan`): the warning before it is scheduled from it, so replace it with your
+/// plan's.
+pub const TRAINING_PLAN_END: &str = "2027-01-15T11:30:00Z";
 
 /// A placeholder for the commit of `moonshotai/Kimi-K3` the deployment serves: replace it with
 /// the commit you reviewed (the runbook's workload stage shows how to look it up and check it).
@@ -146,6 +151,20 @@ pub fn kimi_k3_hyperpod_stack(name: &str) -> Stack {
         InferenceOperator::new("InferenceOperator", &eks, &hyperpod, &network.vpc),
     );
 
+    // Notifications: the encrypted topic operators subscribe to, and warnings before the
+    // training plan ends.
+    let operations = stack.cloudformation_stage("operations");
+    let alarms = stack.add(operations, AlarmTopic::new("Alarms"));
+    stack.add(
+        operations,
+        CapacityEndWarning::training_plan(
+            "TrainingPlanEnd",
+            &alarms,
+            TRAINING_PLAN_ARN,
+            TRAINING_PLAN_END,
+        ),
+    );
+
     // The HyperPod nodes are the cluster's only nodes: the Job runs there once they join.
     let weights = stack.kubernetes_stage("weights");
     stack.add(
@@ -169,6 +188,11 @@ pub fn kimi_k3_hyperpod_stack(name: &str) -> Stack {
 
     stack
 }
+
+/// A placeholder for the end of the reference Capacity Block (`EndDate` of `aws ec2
+/// describe-capacity-reservations`): the warnings before it are scheduled from it, so replace it
+/// with your block's.
+pub const CAPACITY_BLOCK_END: &str = "2027-01-15T11:30:00Z";
 
 /// The zone id of the reference Capacity Block. Replace it (and the reservation id) with your
 /// block's: `aws ec2 describe-capacity-reservations --capacity-reservation-ids <id>`.
@@ -249,6 +273,20 @@ pub fn kimi_k3_eks_stack(name: &str) -> Stack {
         HelmRelease::aws_load_balancer_controller(&eks.name, REGION, &network.vpc),
     );
 
+    // Notifications: the encrypted topic operators subscribe to, and warnings before the
+    // Capacity Block ends.
+    let operations = stack.cloudformation_stage("operations");
+    let alarms = stack.add(operations, AlarmTopic::new("Alarms"));
+    stack.add(
+        operations,
+        CapacityEndWarning::capacity_block(
+            "CapacityBlockEnd",
+            &alarms,
+            CAPACITY_BLOCK_RESERVATION_ID,
+            CAPACITY_BLOCK_END,
+        ),
+    );
+
     // On a system node, before (and without) the Capacity Block's GPU node.
     let weights = stack.kubernetes_stage("weights");
     stack.add(
@@ -327,6 +365,20 @@ pub fn kimi_k3_eks_karpenter() -> App {
             ReservationSelector::Id(CAPACITY_BLOCK_RESERVATION_ID.to_owned()),
         ),
     );
+    // Notifications: the encrypted topic operators subscribe to, and warnings before the
+    // Capacity Block ends.
+    let operations = stack.cloudformation_stage("operations");
+    let alarms = stack.add(operations, AlarmTopic::new("Alarms"));
+    stack.add(
+        operations,
+        CapacityEndWarning::capacity_block(
+            "CapacityBlockEnd",
+            &alarms,
+            CAPACITY_BLOCK_RESERVATION_ID,
+            CAPACITY_BLOCK_END,
+        ),
+    );
+
     // On a system node, before (and without) the Capacity Block's GPU node.
     let weights = stack.kubernetes_stage("weights");
     stack.add(

@@ -168,6 +168,23 @@ pub struct Facts<'a> {
     pub capacity_block_groups: Vec<CapacityBlockGroup>,
     /// Jobs staging model weights into a store, waited for before later stages.
     pub weight_stagings: Vec<WeightsStagingFacts>,
+    /// Notification topics operators subscribe to (their ARNs, stack outputs).
+    pub alarm_topics: Vec<AttrRef>,
+    /// Warnings scheduled before reserved capacity ends.
+    pub capacity_ends: Vec<CapacityEndFacts>,
+}
+
+/// A warning before reserved capacity ends.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CapacityEndFacts {
+    /// The Capacity Block's reservation id, if it is one.
+    pub reservation_id: Option<String>,
+    /// The training plan's ARN, if it is one.
+    pub training_plan_arn: Option<String>,
+    /// When the capacity ends (RFC 3339, UTC).
+    pub end_time: String,
+    /// Hours before the end the scheduled warning is sent.
+    pub lead_hours: u32,
 }
 
 /// A Job copying a model at one revision into a model store.

@@ -30,7 +30,7 @@
 //! events, none for training plans), so a training plan gets the scheduled rule only.
 
 use super::stack_file::Ints;
-use super::{Construct, Context};
+use super::{CapacityEndFacts, Construct, Context, Facts};
 use crate::app::text::{Pseudo, Text};
 use crate::app::{kind, AttrRef, Ref};
 use crate::diagnostics::{Code, Diagnostics};
@@ -129,6 +129,13 @@ impl Construct for AlarmTopic {
 
     /// The key (its policy lets the publishers use it), the topic, its policy and the output
     /// naming the topic's ARN.
+    fn facts(&self, cx: &Context<'_>) -> Facts<'_> {
+        Facts {
+            alarm_topics: vec![self.handle(cx.stack.name()).topic.arn()],
+            ..Facts::default()
+        }
+    }
+
     fn expand(&self, scope: &mut Scope<'_>) {
         let stack = scope.stack().name().to_owned();
         let handle = self.handle(&stack);
@@ -392,6 +399,22 @@ impl Construct for CapacityEndWarning {
 
     /// The rule on EC2's expiration warning (Capacity Blocks), the scheduled rule, and the
     /// alarm on their failed deliveries.
+    fn facts(&self, _cx: &Context<'_>) -> Facts<'_> {
+        let (reservation_id, training_plan_arn) = match &self.capacity {
+            EndingCapacity::CapacityBlock(id) => (Some(id.clone()), None),
+            EndingCapacity::TrainingPlan(arn) => (None, Some(arn.clone())),
+        };
+        Facts {
+            capacity_ends: vec![CapacityEndFacts {
+                reservation_id,
+                training_plan_arn,
+                end_time: self.end_time.clone(),
+                lead_hours: self.lead_hours,
+            }],
+            ..Facts::default()
+        }
+    }
+
     fn expand(&self, scope: &mut Scope<'_>) {
         let stack = scope.stack().name().to_owned();
         let handle = self.handle(&stack);

@@ -4,7 +4,7 @@
 //! escaping). The template only formats text; every value (paths, stack names, parameters,
 //! request bodies) is computed here.
 
-use crate::app::{Stack, StageId};
+use crate::app::{AttrRef, Stack, StageId};
 use crate::assembly::manifest::{Artifact, Chart, JobWait, StackManifest, StageManifest};
 use crate::catalog;
 use crate::constructs::vllm::objects::shm_gib;
@@ -158,6 +158,25 @@ pub struct CloudFormationStage {
     pub buckets: Vec<BucketData>,
     /// Capacity Block node groups of this stage, scaled once their block is active.
     pub capacity_blocks: Vec<BlockScalingData>,
+    /// Notification topics of this stage, by the output holding each one's ARN.
+    pub topics: Vec<String>,
+    /// Warnings this stage schedules before reserved capacity ends.
+    pub capacity_ends: Vec<CapacityEndData>,
+}
+
+/// A warning before reserved capacity ends.
+#[derive(Clone, Debug, Serialize)]
+pub struct CapacityEndData {
+    /// The Capacity Block's reservation id, or empty.
+    pub reservation_id: String,
+    /// The training plan's ARN, or empty.
+    pub training_plan_arn: String,
+    /// The training plan's name (the ARN's last part), or empty.
+    pub training_plan_name: String,
+    /// When it ends.
+    pub end_time: String,
+    /// Hours before the end the warning is sent.
+    pub lead_hours: u32,
 }
 
 /// A Capacity Block node group created at size 0.
@@ -559,8 +578,25 @@ pub fn data(stack: &Stack, manifest: &StackManifest) -> RunbookData {
                 let mut gpu_node_types = Vec::new();
                 let mut buckets = Vec::new();
                 let mut capacity_blocks = Vec::new();
+                let mut topics = Vec::new();
+                let mut capacity_ends = Vec::new();
                 for placed in placements.in_stage(id) {
                     let facts = placed.facts();
+                    topics.extend(facts.alarm_topics.iter().map(AttrRef::output_key));
+                    capacity_ends.extend(facts.capacity_ends.iter().map(|c| {
+                        CapacityEndData {
+                            reservation_id: c.reservation_id.clone().unwrap_or_default(),
+                            training_plan_arn: c.training_plan_arn.clone().unwrap_or_default(),
+                            training_plan_name: c
+                                .training_plan_arn
+                                .as_deref()
+                                .and_then(|a| a.rsplit('/').next())
+                                .unwrap_or_default()
+                                .to_owned(),
+                            end_time: c.end_time.clone(),
+                            lead_hours: c.lead_hours,
+                        }
+                    }));
                     capacity_blocks.extend(facts.capacity_block_groups.iter().map(|g| {
                         BlockScalingData {
                             node_group: g.node_group.clone(),
@@ -599,6 +635,8 @@ pub fn data(stack: &Stack, manifest: &StackManifest) -> RunbookData {
                     gpu_node_types,
                     buckets,
                     capacity_blocks,
+                    topics,
+                    capacity_ends,
                 });
             }
             StageManifest::S3Upload { bucket, prefix, .. } => {

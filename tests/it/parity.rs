@@ -53,6 +53,11 @@ const SAME_RESOURCE: &[(&str, &str)] = &[
         "AWS::EKS::PodIdentityAssociation",
         "aws_eks_pod_identity_association",
     ),
+    ("AWS::SNS::Topic", "aws_sns_topic"),
+    ("AWS::SNS::TopicPolicy", "aws_sns_topic_policy"),
+    ("AWS::CloudWatch::Alarm", "aws_cloudwatch_metric_alarm"),
+    ("AWS::CloudWatch::Dashboard", "aws_cloudwatch_dashboard"),
+    ("AWS::Events::Rule", "aws_cloudwatch_event_rule"),
 ];
 
 /// CloudFormation types with no Terraform resource of their own, and where their content is.
@@ -94,6 +99,7 @@ const TF_ONLY: &[(&str, &str)] = &[
         "bucket OwnershipControls",
     ),
     ("aws_iam_role_policy", "role Policies"),
+    ("aws_cloudwatch_event_target", "event rule Targets"),
     ("aws_iam_role_policy_attachment", "role ManagedPolicyArns"),
     (
         "aws_eks_access_policy_association",

@@ -12,6 +12,30 @@ use serde_json::{json, Value};
 const REVISION: &str = "0123456789abcdef0123456789abcdef01234567";
 const EKS_BUCKET: &str = "kimi-k3-eks-weights-111122223333-us-west-2";
 
+/// The artifact of stage `stage` of stack `stack` (`<stack>/<NN>-<stage>.<ext>`), whatever
+/// its position.
+fn stage_file(assembly: &Assembly, stack: &str, stage: &str, ext: &str) -> String {
+    assembly
+        .files()
+        .keys()
+        .find(|p| {
+            p.strip_prefix(&format!("{stack}/"))
+                .and_then(|f| f.split_once('-'))
+                .is_some_and(|(n, rest)| {
+                    n.len() == 2
+                        && n.bytes().all(|b| b.is_ascii_digit())
+                        && rest == format!("{stage}.{ext}")
+                })
+        })
+        .cloned()
+        .unwrap_or_else(|| panic!("no stage {stage} in {stack}"))
+}
+
+/// The Kubernetes objects of stage `stage` of stack `stack` in `assembly`.
+fn stage_objects(assembly: &Assembly, stack: &str, stage: &str) -> Vec<Value> {
+    objects(assembly, &stage_file(assembly, stack, stage, "yaml"))
+}
+
 /// The Kubernetes objects of `path` in `assembly`.
 fn objects(assembly: &Assembly, path: &str) -> Vec<Value> {
     let text = assembly.text(path).unwrap_or_else(|| panic!("no {path}"));
@@ -44,7 +68,7 @@ fn synth_edited(name: &str, edit: impl Fn(String) -> String) -> Result<Assembly,
 #[test]
 fn the_staging_job_copies_one_revision_with_a_pinned_locked_down_image() {
     let assembly = reference::kimi_k3_eks().synth().unwrap();
-    let objects = objects(&assembly, "kimi-k3-eks/05-weights.yaml");
+    let objects = stage_objects(&assembly, "kimi-k3-eks", "weights");
     let kinds: Vec<&str> = objects
         .iter()
         .map(|o| o["kind"].as_str().unwrap())
@@ -123,8 +147,12 @@ fn the_staging_job_copies_one_revision_with_a_pinned_locked_down_image() {
     }
     // The manifest tells the runbook and deploy to wait for it.
     let manifest = json_file(&assembly, "manifest.json");
-    let weights = &manifest["stacks"][0]["stages"][4];
-    assert_eq!(weights["name"], "weights");
+    let weights = manifest["stacks"][0]["stages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["name"] == "weights")
+        .unwrap();
     assert_eq!(
         weights["jobs"],
         json!([{"name": "stage-kimi-k3-0123456789ab", "namespace": "model-weights", "timeout_seconds": 3 * 3122 + 600}])
@@ -295,7 +323,7 @@ fn the_model_bucket_is_named_versioned_logged_and_cleans_up_unfinished_uploads()
 #[test]
 fn the_hyperpod_endpoint_reads_the_staged_copy_from_s3() {
     let assembly = reference::kimi_k3_hyperpod().synth().unwrap();
-    let objects = objects(&assembly, "kimi-k3-hyperpod/06-inference.yaml");
+    let objects = stage_objects(&assembly, "kimi-k3-hyperpod", "inference");
     let iec = of_kind(&objects, "InferenceEndpointConfig");
     assert_eq!(
         iec["spec"]["modelSourceConfig"],
@@ -317,7 +345,7 @@ fn the_hyperpod_endpoint_reads_the_staged_copy_from_s3() {
 #[test]
 fn the_eks_server_streams_the_staged_copy_into_gpu_memory() {
     let assembly = reference::kimi_k3_eks().synth().unwrap();
-    let objects = objects(&assembly, "kimi-k3-eks/06-workload.yaml");
+    let objects = stage_objects(&assembly, "kimi-k3-eks", "workload");
     let container = &of_kind(&objects, "Deployment")["spec"]["template"]["spec"]["containers"][0];
     let args: Vec<&str> = container["args"]
         .as_array()
@@ -366,12 +394,12 @@ fn a_new_revision_is_a_new_job_prefix_and_rollout() {
     let before = reference::kimi_k3_eks().synth().unwrap();
     let after = synth_edited("kimi-k3-eks", |t| t.replace(REVISION, other)).unwrap();
     let job = |a: &Assembly| {
-        of_kind(&objects(a, "kimi-k3-eks/05-weights.yaml"), "Job")["metadata"]["name"].clone()
+        of_kind(&stage_objects(a, "kimi-k3-eks", "weights"), "Job")["metadata"]["name"].clone()
     };
     assert_eq!(job(&before), "stage-kimi-k3-0123456789ab");
     assert_eq!(job(&after), "stage-kimi-k3-fedcba987654");
     let template = |a: &Assembly| {
-        of_kind(&objects(a, "kimi-k3-eks/06-workload.yaml"), "Deployment")["spec"]["template"]
+        of_kind(&stage_objects(a, "kimi-k3-eks", "workload"), "Deployment")["spec"]["template"]
             .clone()
     };
     let (old, new) = (template(&before), template(&after));
