@@ -197,6 +197,13 @@ impl HelmRelease {
         }
     }
 
+    /// Whether this is the AWS for Fluent Bit chart writing the workloads of the log group
+    /// `workloads_group` (so, with the preset, the cluster whose groups these are).
+    pub fn ships_logs_to(&self, workloads_group: &str) -> bool {
+        matches!(&self.chart, ChartSource::Repository { chart, .. } if chart == "aws-for-fluent-bit")
+            && self.values["cloudWatchLogs"]["logGroupName"] == workloads_group
+    }
+
     /// Whether this is the HyperPod dependencies chart.
     pub fn is_hyperpod_dependencies(&self) -> bool {
         matches!(&self.chart, ChartSource::Git { url, path, .. }

@@ -8,7 +8,7 @@
 //!   `kms:EncryptionContext:aws:logs:arn` condition, as the CloudWatch Logs User Guide
 //!   ("Encrypt log data in CloudWatch Logs using AWS KMS") requires;
 //! * two log groups encrypted with it, with one retention: `/hyperforge/<cluster>/workloads`
-//!   (every namespace but the system ones: vLLM servers, the weights staging Jobs, Karpenter)
+//!   (every namespace but the system ones: vLLM servers, the weights staging Jobs)
 //!   and `/hyperforge/<cluster>/system` (`kube-system` and the inference operator's
 //!   `hyperpod-inference-system`: [`SYSTEM_NAMESPACES`]). Two groups, not one per namespace:
 //!   the groups exist before Fluent Bit runs (it may not create groups), so their names must be
@@ -26,7 +26,7 @@ use super::eks::EksClusterHandle;
 use super::network::{LOG_RETENTION_DAYS, LOG_RETENTION_RANGE};
 use super::{Construct, Context};
 use crate::app::text::{Pseudo, Text};
-use crate::app::{kind, AttrRef, Ref};
+use crate::app::{kind, AttrRef, Ref, StageKind};
 use crate::diagnostics::{Code, Diagnostics};
 use crate::resources::iam::{
     account_key_policy, pod_identity_trust, PolicyDocument, PrincipalKind, Statement,
@@ -145,6 +145,44 @@ impl Construct for LogShipping {
                     self.retention_days
                 ),
                 "use one of 1, 3, 5, 7, 14, 30, 60, 90, 120, 150, 180, 365, 400, 545, 731, 1096, 1827, 2192, 2557, 2922, 3288, 3653",
+            );
+        }
+        let stack = cx.stack;
+        // The first log shipping of this cluster creates the groups; a later one would again.
+        let first = stack.nodes().iter().find(|n| {
+            n.construct
+                .as_any()
+                .downcast_ref::<LogShipping>()
+                .is_some_and(|o| o.cluster_name == self.cluster_name)
+        });
+        if let Some(first) = first.filter(|n| n.id != self.id) {
+            ds.report_field(
+                Code::DuplicateLogShipping,
+                cx.path,
+                "cluster",
+                format!(
+                    "`{}` already creates the log groups of cluster `{}`",
+                    first.id, self.cluster_name
+                ),
+                "keep one log_shipping per EKS cluster",
+            );
+        }
+        let Some(own) = stack.stage_of(&self.id) else {
+            return;
+        };
+        let workloads = log_group_names(&self.cluster_name).workloads;
+        let early = stack.stages()[..own.index().min(stack.stages().len())]
+            .iter()
+            .find(|s| matches!(&s.kind, StageKind::Helm(r) if r.ships_logs_to(&workloads)));
+        if let Some(stage) = early {
+            ds.report(
+                Code::FluentBitBeforeLogGroups,
+                cx.path,
+                format!(
+                    "Helm stage `{}` installs Fluent Bit for cluster `{}` before its log groups and role exist",
+                    stage.name, self.cluster_name
+                ),
+                "move the aws-for-fluent-bit Helm stage after this construct's stage",
             );
         }
     }

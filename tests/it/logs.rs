@@ -425,3 +425,68 @@ fn terraform_passes_checkov() {
         Err(findings) => panic!("{findings}"),
     }
 }
+
+/// One log shipping per cluster (`HF0350`), and Fluent Bit after it (`HF0351`); Fluent Bit for
+/// another cluster, or none at all, is no concern of the rule.
+#[test]
+fn log_shipping_is_unique_per_cluster_and_before_fluent_bit() {
+    let codes = |build: &dyn Fn(&mut Stack)| {
+        let mut stack = Stack::new("logs", REGION);
+        build(&mut stack);
+        match App::new().stack(stack).synth() {
+            Ok(_) => Vec::new(),
+            Err(ds) => ds.iter().map(|d| d.code).collect::<Vec<_>>(),
+        }
+    };
+    let foundation = |stack: &mut Stack| {
+        let s = stack.cloudformation_stage("foundation");
+        let net = stack.add(s, Network::new("Network"));
+        stack.add(
+            s,
+            EksCluster::new("Eks", CLUSTER)
+                .subnets(&net.private_subnets)
+                .vpc(&net.vpc),
+        )
+    };
+    assert!(codes(&|stack| {
+        let eks = foundation(stack);
+        let l = stack.cloudformation_stage("logs");
+        stack.add(l, LogShipping::new("Logs", &eks));
+    })
+    .is_empty());
+    assert_eq!(
+        codes(&|stack| {
+            let eks = foundation(stack);
+            let l = stack.cloudformation_stage("logs");
+            stack.add(l, LogShipping::new("Logs", &eks));
+            stack.add(l, LogShipping::new("MoreLogs", &eks));
+            stack.helm_stage(
+                "fluent-bit",
+                HelmRelease::aws_for_fluent_bit(CLUSTER, REGION),
+            );
+        }),
+        [Code::DuplicateLogShipping]
+    );
+    assert_eq!(
+        codes(&|stack| {
+            let eks = foundation(stack);
+            stack.helm_stage(
+                "fluent-bit",
+                HelmRelease::aws_for_fluent_bit(CLUSTER, REGION),
+            );
+            let l = stack.cloudformation_stage("logs");
+            stack.add(l, LogShipping::new("Logs", &eks));
+        }),
+        [Code::FluentBitBeforeLogGroups]
+    );
+    assert!(codes(&|stack| {
+        let eks = foundation(stack);
+        stack.helm_stage(
+            "fluent-bit",
+            HelmRelease::aws_for_fluent_bit("other", REGION),
+        );
+        let l = stack.cloudformation_stage("logs");
+        stack.add(l, LogShipping::new("Logs", &eks));
+    })
+    .is_empty());
+}
