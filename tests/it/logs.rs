@@ -490,3 +490,16 @@ fn log_shipping_is_unique_per_cluster_and_before_fluent_bit() {
     })
     .is_empty());
 }
+
+/// The vendored Guard rule packs (the groups' retention and key, the key's rotation and
+/// principals, the role's policy) find nothing.
+#[test]
+fn the_vendored_policy_packs_find_nothing() {
+    let report = synth(app()).check_policies(&hyperforge::policy::PolicyPack::all_builtin());
+    assert!(
+        report.stacks.iter().map(|s| s.templates).sum::<usize>() > 0,
+        "no template checked"
+    );
+    let findings: Vec<String> = report.diagnostics.iter().map(|d| d.to_string()).collect();
+    assert!(findings.is_empty(), "{}", findings.join("\n"));
+}
