@@ -181,6 +181,10 @@ codes! {
         "A capacity-end warning needs the end of the Capacity Block or training plan as RFC 3339 in UTC (`2027-01-31T11:30:00Z`; fractional seconds and `+00:00` are accepted, other offsets are not), a real calendar date and time of day, in 2024 to 2199, and far enough after 2024 that the warning's lead still falls in that range. Synthesis has no clock, so an end that has already passed but lies in that range is not caught: take the date from `aws ec2 describe-capacity-reservations` (`EndDate`) or `aws sagemaker describe-training-plan` (`EndTime`).";
     InvalidCapacityWarningLead = "HF0330", Error, "capacity-end warning lead time is out of range",
         "The scheduled warning is sent `lead_hours` before the capacity ends: at least 1 hour (EC2 itself warns 40 minutes before a Capacity Block ends) and at most 720 hours (30 days).";
+    DuplicateLogShipping = "HF0350", Error, "two log shippings create the same log groups",
+        "A `LogShipping` names its log groups after its EKS cluster (`/hyperforge/<cluster>/workloads` and `/hyperforge/<cluster>/system`), so a second one for the same cluster would create groups that exist already and fail to deploy. Keep one per cluster.";
+    FluentBitBeforeLogGroups = "HF0351", Error, "Fluent Bit is installed before the log groups it writes to",
+        "The `aws-for-fluent-bit` chart never creates a log group and its role comes with the `LogShipping` of the same cluster; installed in an earlier stage, it would find neither the groups nor its permissions and drop the logs. Place the Helm stage after the stage holding the `LogShipping`.";
     InvalidTensorParallelSize = "HF0401", Error, "tensor parallel size does not fit the instance",
         "Tensor parallelism splits the model over GPUs of one node: the size must be a power of two no larger than the instance's GPU count, and the worker must request that many GPUs.";
     InvalidModelId = "HF0402", Error, "model id is malformed",

@@ -141,6 +141,69 @@ impl HelmRelease {
         }
     }
 
+    /// AWS for Fluent Bit (chart `aws-for-fluent-bit` 0.2.0, Fluent Bit image 3.2.1, which
+    /// takes EKS Pod Identity credentials) for cluster `cluster_name` in `region`: a DaemonSet
+    /// on every node, GPU and HyperPod nodes included, shipping container logs into the two log
+    /// groups a [`crate::constructs::LogShipping`] of the same cluster creates. The groups are
+    /// named literally ([`crate::constructs::logs::log_group_names`]); the chart never creates
+    /// a group (`autoCreateGroup: false`), so retention and encryption stay those of the
+    /// stack. A `rewrite_tag` filter retags the records of [`SYSTEM_NAMESPACES`] `system.*`
+    /// (keeping no copy), so the chart's `cloudWatchLogs` output (`kube.*`) receives the
+    /// workloads and a second `cloudwatch_logs` output (`system.*`) the rest.
+    ///
+    /// [`SYSTEM_NAMESPACES`]: crate::constructs::logs::SYSTEM_NAMESPACES
+    pub fn aws_for_fluent_bit(cluster_name: &str, region: &str) -> Self {
+        use crate::constructs::logs::{
+            log_group_names, FLUENT_BIT_SERVICE_ACCOUNT, SYSTEM_NAMESPACES,
+        };
+        let groups = log_group_names(cluster_name);
+        let system = SYSTEM_NAMESPACES.join("|");
+        let filters = format!(
+            "[FILTER]\n    Name          rewrite_tag\n    Match         kube.*\n    Rule          $kubernetes['namespace_name'] ^({system})$ system.$TAG false\n    Emitter_Name  system_namespaces\n"
+        );
+        let outputs = format!(
+            "[OUTPUT]\n    Name               cloudwatch_logs\n    Match              system.*\n    region             {region}\n    log_group_name     {}\n    log_stream_prefix  fluentbit-\n    auto_create_group  false\n",
+            groups.system
+        );
+        HelmRelease {
+            release: FLUENT_BIT_SERVICE_ACCOUNT.to_owned(),
+            namespace: crate::constructs::logs::FLUENT_BIT_NAMESPACE.to_owned(),
+            chart: ChartSource::Repository {
+                repo: "https://aws.github.io/eks-charts".to_owned(),
+                chart: "aws-for-fluent-bit".to_owned(),
+                version: "0.2.0".to_owned(),
+            },
+            values: json!({
+                "serviceAccount": { "create": true, "name": FLUENT_BIT_SERVICE_ACCOUNT },
+                "cloudWatchLogs": {
+                    "enabled": true,
+                    "match": "kube.*",
+                    "region": region,
+                    "logGroupName": groups.workloads,
+                    "logStreamPrefix": "fluentbit-",
+                    "autoCreateGroup": false
+                },
+                "additionalFilters": filters,
+                "additionalOutputs": outputs,
+                "tolerations": [
+                    { "key": crate::constructs::nodes::GPU_TAINT, "operator": "Exists", "effect": "NoSchedule" },
+                    { "operator": "Exists" }
+                ],
+                "priorityClassName": "system-node-critical"
+            }),
+            note: "AWS for Fluent Bit: ships container logs from every node to the log groups of the LogShipping construct (workloads, and kube-system with the inference operator's namespace to the system group). Its IAM role is bound to the service account by EKS Pod Identity; it creates no log group.".to_owned(),
+            set_from_outputs: Vec::new(),
+            wait: true,
+        }
+    }
+
+    /// Whether this is the AWS for Fluent Bit chart writing the workloads of the log group
+    /// `workloads_group` (so, with the preset, the cluster whose groups these are).
+    pub fn ships_logs_to(&self, workloads_group: &str) -> bool {
+        matches!(&self.chart, ChartSource::Repository { chart, .. } if chart == "aws-for-fluent-bit")
+            && self.values["cloudWatchLogs"]["logGroupName"] == workloads_group
+    }
+
     /// Whether this is the HyperPod dependencies chart.
     pub fn is_hyperpod_dependencies(&self) -> bool {
         matches!(&self.chart, ChartSource::Git { url, path, .. }

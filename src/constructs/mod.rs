@@ -47,6 +47,7 @@ pub mod hyperpod;
 pub mod inference_operator;
 pub mod karpenter;
 pub mod lifecycle;
+pub mod logs;
 pub mod network;
 pub mod nodes;
 pub mod operations;
@@ -69,6 +70,7 @@ pub use hyperpod::{
 pub use inference_operator::{InferenceOperator, InferenceOperatorHandle};
 pub use karpenter::{Karpenter, KarpenterHandle, KarpenterNodePool, ReservationSelector};
 pub use lifecycle::{ContainerStorage, LifecycleScripts, LifecycleScriptsHandle};
+pub use logs::{LogShipping, LogShippingHandle};
 pub use network::{NatGateways, Network, NetworkHandle};
 pub use nodes::{
     AmiType, CapacityBlock, CapacityBlockPurchase, ManagedNodeGroup, NodeCapacity, NodeGroupHandle,
@@ -472,6 +474,7 @@ constructs! {
     WeightsStaging(WeightsStaging),
     AlarmTopic(AlarmTopic),
     CapacityEndWarning(CapacityEndWarning),
+    LogShipping(LogShipping),
 }
 
 /// A stored construct with its typed view, stack and display path.

@@ -54,6 +54,9 @@ impl Rule {
         cdk_nag: &[],
     };
 
+    /// A CloudWatch Logs group keeping its events for less than a year.
+    pub const LOG_RETENTION_UNDER_A_YEAR: Rule = Rule::checkov(&["CKV_AWS_338"]);
+
     /// A container whose root filesystem is writable.
     pub const K8S_WRITABLE_ROOT_FILESYSTEM: Rule = Rule::checkov(&["CKV_K8S_22"]);
 

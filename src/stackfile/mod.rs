@@ -1038,6 +1038,17 @@ impl Builder {
                 };
                 Some(HelmRelease::karpenter(&cluster?.name))
             }
+            "aws-for-fluent-bit" => {
+                let cluster = match needs("cluster") {
+                    Some(n) => self.eks(n, &child(context, "cluster")),
+                    None => {
+                        missing(&mut self.cx, "cluster", "the EKS cluster");
+                        None
+                    }
+                };
+                let region = self.region.clone();
+                Some(HelmRelease::aws_for_fluent_bit(&cluster?.name, &region))
+            }
             _ => None,
         }
     }

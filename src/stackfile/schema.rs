@@ -32,6 +32,7 @@ pub const HELM_PRESETS: &[&str] = &[
     "efa-device-plugin",
     "aws-load-balancer-controller",
     "karpenter",
+    "aws-for-fluent-bit",
 ];
 
 /// The top level of a stack file.
@@ -90,7 +91,7 @@ pub static HELM_STAGE: Shape = Shape {
         &opt(
             "cluster",
             Ty::Ref(Want::Eks),
-            "The EKS cluster (for `aws-load-balancer-controller` and `karpenter`).",
+            "The EKS cluster (for `aws-load-balancer-controller`, `karpenter` and `aws-for-fluent-bit`).",
         ),
         &opt(
             "vpc",

@@ -1184,6 +1184,30 @@ const PINNED_VALUES: &[(&str, &str)] = &[
         "https://github.com/aws/sagemaker-hyperpod-cli.git@011ca927123e02b35a399935bbb3ab1905fe33c7:helm_chart/HyperPodHelmChart",
         "hyperpod-dependencies-011ca927.values.yaml",
     ),
+    (
+        "https://aws.github.io/eks-charts aws-for-fluent-bit 0.2.0",
+        "aws-for-fluent-bit-0.2.0.values.yaml",
+    ),
+];
+
+/// Keys a chart's templates read that its `values.yaml` shows only in comments (so the parsed
+/// file lacks them), with the template that reads each.
+const COMMENTED_KEYS: &[(&str, &str, &str)] = &[
+    (
+        "aws-for-fluent-bit-0.2.0.values.yaml",
+        "priorityClassName",
+        "templates/daemonset.yaml: `{{- if .Values.priorityClassName }}`",
+    ),
+    (
+        "aws-for-fluent-bit-0.2.0.values.yaml",
+        "additionalFilters",
+        "templates/configmap.yaml: `{{ .Values.additionalFilters | indent 4}}` after the kubernetes filter",
+    ),
+    (
+        "aws-for-fluent-bit-0.2.0.values.yaml",
+        "additionalOutputs",
+        "templates/configmap.yaml: `{{ .Values.additionalOutputs | indent 4 }}` after the outputs",
+    ),
 ];
 
 /// Maps a chart declares with default entries whose keys are free-form all the same; below an
@@ -1217,7 +1241,14 @@ fn unknown_keys(file: &str, ours: &Yaml, chart: &Yaml) -> Vec<String> {
                 for (k, v) in ours {
                     let key = yaml_key(k);
                     path.push(key.clone());
+                    let commented = || {
+                        let joined = path.join(".");
+                        COMMENTED_KEYS
+                            .iter()
+                            .any(|(f, k, _)| *f == file && *k == joined)
+                    };
                     match m.get(key.as_str()) {
+                        None if commented() => {}
                         None => out.push(path.join(".")),
                         Some(c) => walk(file, path, v, c, out),
                     }
@@ -1266,10 +1297,14 @@ fn pinned_values(chart: &str) -> (&'static str, Yaml) {
 fn helm_values_set_only_keys_of_the_pinned_charts() {
     let mut files = 0;
     let mut set_keys = 0;
-    for stack in reference() {
+    let mut charts = std::collections::BTreeSet::new();
+    // The reference stacks, and the log shipping test stack for the chart they do not use.
+    let logs = render(crate::logs::app());
+    for stack in reference().iter().chain(&logs) {
         let mut values_of_stack = 0;
         for h in &stack.helm {
             let (file, chart) = pinned_values(&h.chart);
+            charts.insert(file);
             for (artifact, values) in &h.values {
                 let unknown = unknown_keys(file, values, &chart);
                 assert!(
@@ -1301,6 +1336,12 @@ fn helm_values_set_only_keys_of_the_pinned_charts() {
         files >= 6 && set_keys >= 2,
         "{files} files, {set_keys} --set keys"
     );
+    let pinned: std::collections::BTreeSet<&str> = PINNED_VALUES.iter().map(|(_, f)| *f).collect();
+    let unchecked: Vec<&&str> = pinned.difference(&charts).collect();
+    assert!(
+        unchecked.is_empty(),
+        "no values checked against {unchecked:?}"
+    );
 }
 
 #[test]
@@ -1321,6 +1362,22 @@ fn helm_values_check_reports_a_made_up_key() {
         vec!["vpcID".to_owned()]
     );
     assert!(unknown_keys(file, &set_key_as_values("vpcId"), &chart).is_empty());
+    // A key a chart reads but only comments counts for that chart alone.
+    assert_eq!(
+        unknown_keys(file, &set_key_as_values("additionalOutputs"), &chart),
+        vec!["additionalOutputs".to_owned()]
+    );
+    let (fb_file, fb_chart) =
+        pinned_values("https://aws.github.io/eks-charts aws-for-fluent-bit 0.2.0");
+    assert!(unknown_keys(fb_file, &set_key_as_values("additionalOutputs"), &fb_chart).is_empty());
+    assert_eq!(
+        unknown_keys(
+            fb_file,
+            &set_key_as_values("cloudWatchLogs.autoCreateGroups"),
+            &fb_chart
+        ),
+        vec!["cloudWatchLogs.autoCreateGroups".to_owned()]
+    );
     assert!(unknown_keys(
         file,
         &set_key_as_values("podAnnotations.example\\.com/x"),

@@ -160,6 +160,12 @@ fn acknowledged_in(files: &[PathBuf]) -> std::collections::BTreeMap<(String, Str
                     {
                         assert!(reason.len() > 20, "{ty}.{name}: {id} without a reason");
                         out.insert((id.to_owned(), format!("{ty}.{name}")), reason.to_owned());
+                        // Some checks (CKV_AWS_338 on log groups, for one) report the
+                        // resource as `resource.<name>`, without its type.
+                        out.insert(
+                            (id.to_owned(), format!("resource.{name}")),
+                            reason.to_owned(),
+                        );
                     }
                 }
             }

@@ -23,6 +23,7 @@ mod fsx;
 mod fuzz;
 mod image_cache;
 mod layers;
+mod logs;
 mod manifest;
 mod numeric_inputs;
 mod operations;
