@@ -8,8 +8,9 @@ use crate::app::{App, Stack};
 use crate::constructs::{
     AlarmTopic, Capacity, CapacityEndWarning, ClusterSecurityGroup, EksCluster, HelmRelease,
     HyperPodCluster, InferenceEndpoint, InferenceOperator, InstanceGroup, Karpenter,
-    KarpenterNodePool, LifecycleScripts, LoadBalancerController, ManagedNodeGroup, ModelStore,
-    Network, NodeCapacity, ReservationSelector, VllmDeployment, VllmServer, WeightsStaging,
+    KarpenterNodePool, LifecycleScripts, LoadBalancerController, LogShipping, ManagedNodeGroup,
+    ModelStore, Network, NodeCapacity, ReservationSelector, VllmDeployment, VllmServer,
+    WeightsStaging,
 };
 
 /// The region of the reference stacks (p6-b300 is offered for HyperPod in us-east-1 and
@@ -164,6 +165,12 @@ pub fn kimi_k3_hyperpod_stack(name: &str) -> Stack {
             TRAINING_PLAN_END,
         ),
     );
+    // Container logs to CloudWatch Logs (KMS-encrypted groups, a retention), by Fluent Bit.
+    stack.add(operations, LogShipping::new("Logs", &eks));
+    stack.helm_stage(
+        "fluent-bit",
+        HelmRelease::aws_for_fluent_bit(&eks.name, REGION),
+    );
 
     // The HyperPod nodes are the cluster's only nodes: the Job runs there once they join.
     let weights = stack.kubernetes_stage("weights");
@@ -286,6 +293,12 @@ pub fn kimi_k3_eks_stack(name: &str) -> Stack {
             CAPACITY_BLOCK_END,
         ),
     );
+    // Container logs to CloudWatch Logs (KMS-encrypted groups, a retention), by Fluent Bit.
+    stack.add(operations, LogShipping::new("Logs", &eks));
+    stack.helm_stage(
+        "fluent-bit",
+        HelmRelease::aws_for_fluent_bit(&eks.name, REGION),
+    );
 
     // On a system node, before (and without) the Capacity Block's GPU node.
     let weights = stack.kubernetes_stage("weights");
@@ -377,6 +390,12 @@ pub fn kimi_k3_eks_karpenter() -> App {
             CAPACITY_BLOCK_RESERVATION_ID,
             CAPACITY_BLOCK_END,
         ),
+    );
+    // Container logs to CloudWatch Logs (KMS-encrypted groups, a retention), by Fluent Bit.
+    stack.add(operations, LogShipping::new("Logs", &eks));
+    stack.helm_stage(
+        "fluent-bit",
+        HelmRelease::aws_for_fluent_bit(&eks.name, REGION),
     );
 
     // On a system node, before (and without) the Capacity Block's GPU node.
