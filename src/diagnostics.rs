@@ -181,6 +181,10 @@ codes! {
         "A capacity-end warning needs the end of the Capacity Block or training plan as RFC 3339 in UTC (`2027-01-31T11:30:00Z`; fractional seconds and `+00:00` are accepted, other offsets are not), a real calendar date and time of day, in 2024 to 2199, and far enough after 2024 that the warning's lead still falls in that range. Synthesis has no clock, so an end that has already passed but lies in that range is not caught: take the date from `aws ec2 describe-capacity-reservations` (`EndDate`) or `aws sagemaker describe-training-plan` (`EndTime`).";
     InvalidCapacityWarningLead = "HF0330", Error, "capacity-end warning lead time is out of range",
         "The scheduled warning is sent `lead_hours` before the capacity ends: at least 1 hour (EC2 itself warns 40 minutes before a Capacity Block ends) and at most 720 hours (30 days).";
+    MonitoringWithoutSubnets = "HF0340", Error, "the managed Prometheus collector has no subnets",
+        "An AWS managed collector (`AWS::APS::Scraper`) runs network interfaces in the cluster's VPC to reach the pods it scrapes; it needs the subnets to put them in. Name the cluster's private subnets, in at least two Availability Zones.";
+    InvalidAlertThreshold = "HF0341", Error, "an alert threshold is out of range",
+        "The p99 time to first token alerted on must be above 0 and at most 600 seconds, and the queue depth at least 1 and at most 100000 waiting requests: a threshold outside these never fires or always does.";
     InvalidTensorParallelSize = "HF0401", Error, "tensor parallel size does not fit the instance",
         "Tensor parallelism splits the model over GPUs of one node: the size must be a power of two no larger than the instance's GPU count, and the worker must request that many GPUs.";
     InvalidModelId = "HF0402", Error, "model id is malformed",

@@ -47,6 +47,7 @@ pub mod hyperpod;
 pub mod inference_operator;
 pub mod karpenter;
 pub mod lifecycle;
+pub mod monitoring;
 pub mod network;
 pub mod nodes;
 pub mod operations;
@@ -69,6 +70,7 @@ pub use hyperpod::{
 pub use inference_operator::{InferenceOperator, InferenceOperatorHandle};
 pub use karpenter::{Karpenter, KarpenterHandle, KarpenterNodePool, ReservationSelector};
 pub use lifecycle::{ContainerStorage, LifecycleScripts, LifecycleScriptsHandle};
+pub use monitoring::{AlertFacts, PrometheusMonitoring, PrometheusMonitoringHandle};
 pub use network::{NatGateways, Network, NetworkHandle};
 pub use nodes::{
     AmiType, CapacityBlock, CapacityBlockPurchase, ManagedNodeGroup, NodeCapacity, NodeGroupHandle,
@@ -168,6 +170,8 @@ pub struct Facts<'a> {
     pub capacity_block_groups: Vec<CapacityBlockGroup>,
     /// Jobs staging model weights into a store, waited for before later stages.
     pub weight_stagings: Vec<WeightsStagingFacts>,
+    /// Prometheus alerting rules the construct deploys: name, expression, threshold, `for`.
+    pub alerts: Vec<AlertFacts>,
 }
 
 /// A Job copying a model at one revision into a model store.
@@ -455,6 +459,7 @@ constructs! {
     WeightsStaging(WeightsStaging),
     AlarmTopic(AlarmTopic),
     CapacityEndWarning(CapacityEndWarning),
+    PrometheusMonitoring(PrometheusMonitoring),
 }
 
 /// A stored construct with its typed view, stack and display path.

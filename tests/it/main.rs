@@ -24,6 +24,7 @@ mod fuzz;
 mod image_cache;
 mod layers;
 mod manifest;
+mod monitoring;
 mod numeric_inputs;
 mod operations;
 mod parity;
