@@ -201,11 +201,7 @@ fn the_collector_scrapes_the_servers_and_gpus_of_the_cluster() {
     let t = monitoring_template();
     let p = &t["Resources"]["MetricsScraper"]["Properties"];
     let eks = &p["Source"]["EksConfiguration"];
-    assert_eq!(
-        eks["ClusterArn"]["Fn::ImportValue"].is_string(),
-        true,
-        "{eks}"
-    );
+    assert!(eks["ClusterArn"]["Fn::ImportValue"].is_string(), "{eks}");
     assert_eq!(eks["SubnetIds"].as_array().unwrap().len(), 2);
     assert_eq!(eks["SecurityGroupIds"].as_array().unwrap().len(), 1);
     assert_eq!(
