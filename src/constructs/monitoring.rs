@@ -3,7 +3,10 @@
 //! [`PrometheusMonitoring`] creates, in a CloudFormation stage after the EKS cluster and the
 //! [`AlarmTopic`](super::AlarmTopic):
 //!
-//! * a customer managed KMS key (rotation on) and an AMP workspace encrypted with it;
+//! * an AMP workspace, its data encrypted at rest with an AWS owned key: AMP's user guide
+//!   ("Encryption at rest") says that "workspaces created with customer managed keys cannot use
+//!   AWS managed collectors for ingestion", and the collector below is what fills the workspace
+//!   (see ARCHITECTURE.md, "Metrics in Amazon Managed Service for Prometheus");
 //! * the workspace's alert manager definition, routing every alert to the notification topic
 //!   through an SNS receiver (`sns_configs` with `sigv4.region`: AMP's user guide, "Configure
 //!   alert manager to send messages to your Amazon SNS topic", requires the region and allows
@@ -36,9 +39,8 @@ use super::{AlarmTopicHandle, Construct, Context, EksClusterHandle, Facts};
 use crate::app::text::{Pseudo, Text};
 use crate::app::{kind, AttrRef, Ref};
 use crate::diagnostics::{Code, Diagnostics};
-use crate::resources::iam::{account_key_policy, PrincipalKind, Statement};
 use crate::resources::{
-    KmsKey, PrometheusRuleGroups, PrometheusScraper, PrometheusWorkspace, Scope, StackOutput,
+    PrometheusRuleGroups, PrometheusScraper, PrometheusWorkspace, Scope, StackOutput,
 };
 use serde_json::json;
 
@@ -215,8 +217,6 @@ pub struct PrometheusMonitoring {
 pub struct PrometheusMonitoringHandle {
     /// The workspace: its ARN and id (KEDA's and HyperPod's Prometheus triggers query it).
     pub workspace: Ref<kind::PrometheusWorkspace>,
-    /// The key encrypting it.
-    pub key: Ref<kind::KmsKey>,
 }
 
 impl PrometheusMonitoring {
@@ -390,7 +390,6 @@ impl Construct for PrometheusMonitoring {
     fn handle(&self, stack: &str) -> PrometheusMonitoringHandle {
         PrometheusMonitoringHandle {
             workspace: Ref::new(stack, format!("{}/Workspace", self.id)),
-            key: Ref::new(stack, format!("{}/Key", self.id)),
         }
     }
 
@@ -446,55 +445,16 @@ impl Construct for PrometheusMonitoring {
         }
     }
 
-    /// The key, the workspace with its alert manager definition, the rules, the collector and
-    /// the output naming the workspace.
+    /// The workspace with its alert manager definition, the rules, the collector and the
+    /// output naming the workspace.
     fn expand(&self, scope: &mut Scope<'_>) {
         let stack = scope.stack().name().to_owned();
         let handle = self.handle(&stack);
-        let account = Text::default().push_pseudo(Pseudo::AccountId);
-        // Principals of this account use the key only through AMP, which creates a grant on
-        // it for the workspace (`kms:CreateGrant`) and encrypts and decrypts with it.
-        let uses = Statement::allow([
-            "kms:Encrypt",
-            "kms:Decrypt",
-            "kms:ReEncrypt*",
-            "kms:GenerateDataKey*",
-            "kms:CreateGrant",
-            "kms:DescribeKey",
-        ])
-        .sid("PrometheusUsesKey")
-        .principal(
-            PrincipalKind::Aws,
-            Text::lit("arn:")
-                .push_pseudo(Pseudo::Partition)
-                .push_lit(":iam::")
-                .push_pseudo(Pseudo::AccountId)
-                .push_lit(":root"),
-        )
-        .resource("*")
-        .condition(
-            "StringEquals",
-            "kms:ViaService",
-            vec![Text::lit("aps.")
-                .push_pseudo(Pseudo::Region)
-                .push_lit(".amazonaws.com")],
-        )
-        .condition("StringEquals", "kms:CallerAccount", vec![account]);
-        scope.add(
-            "Key",
-            KmsKey {
-                description: format!(
-                    "Encrypts the Prometheus workspace {}/{}/Workspace",
-                    stack, self.id
-                ),
-                policy: account_key_policy(Some(uses)),
-            },
-        );
         scope.add(
             "Workspace",
             PrometheusWorkspace {
                 alias: format!("{stack}-{}", self.id),
-                kms_key: handle.key.arn(),
+                kms_key: None,
                 alert_manager: Some(self.alert_manager()),
             },
         );
@@ -533,7 +493,7 @@ impl Construct for PrometheusMonitoring {
 // --- Stack-file form -------------------------------------------------------------------------
 
 stack_file_shape! {
-    pub mod fields = <PrometheusMonitoring as Construct>::KIND, "Serving and GPU metrics in an Amazon Managed Service for Prometheus workspace (encrypted with its own key), scraped by an AWS managed collector, with alert rules routed to a notification topic." {
+    pub mod fields = <PrometheusMonitoring as Construct>::KIND, "Serving and GPU metrics in an Amazon Managed Service for Prometheus workspace, scraped by an AWS managed collector, with alert rules routed to a notification topic." {
         ID: req "prometheus_monitoring", Ty::Str, "The construct id.";
         CLUSTER: req "cluster", Ty::Ref(Want::Eks), "The EKS cluster whose pods are scraped.";
         TOPIC: req "topic", Ty::Ref(Want::AlarmTopic), "The notification topic alerts go to (an `alarm_topic` construct).";

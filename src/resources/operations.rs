@@ -294,15 +294,18 @@ impl ResourceFacts for EventRule {
     }
 }
 
-/// An Amazon Managed Service for Prometheus workspace whose data is encrypted with a customer
-/// managed KMS key, with its alert manager definition (CloudFormation states the definition as
-/// a property of the workspace, Terraform as a resource of its own).
+/// An Amazon Managed Service for Prometheus workspace, with its alert manager definition
+/// (CloudFormation states the definition as a property of the workspace, Terraform as a
+/// resource of its own). Its data is encrypted at rest, with an AWS owned key unless a customer
+/// managed key is named (a workspace so encrypted cannot receive metrics from an AWS managed
+/// collector, AMP user guide, "Encryption at rest").
 #[derive(Clone, Debug, PartialEq)]
 pub struct PrometheusWorkspace {
     /// The alias (100 characters at most; not unique).
     pub alias: String,
-    /// The ARN of the key encrypting the workspace's data (set once, at creation).
-    pub kms_key: AttrRef,
+    /// The ARN of a customer managed key encrypting the workspace's data (set once, at
+    /// creation); `None`: an AWS owned key.
+    pub kms_key: Option<AttrRef>,
     /// The alert manager definition: the YAML document AMP reads (`alertmanager_config: |`
     /// holding Alertmanager's configuration), whose strings may name resources of the stack.
     pub alert_manager: Option<Text>,
@@ -312,7 +315,7 @@ impl ResourceFacts for PrometheusWorkspace {
     const HANDLE: Option<Kind> = Some(Kind::PrometheusWorkspace);
 
     fn references(&self) -> Vec<AttrRef> {
-        let mut out = vec![self.kms_key.clone()];
+        let mut out: Vec<AttrRef> = self.kms_key.iter().cloned().collect();
         if let Some(am) = &self.alert_manager {
             out.extend(am.references().cloned());
         }

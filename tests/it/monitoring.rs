@@ -1,6 +1,6 @@
 //! Metrics in Amazon Managed Service for Prometheus: a stack with an EKS cluster, the alarm
-//! topic and `PrometheusMonitoring`, synthesized to CloudFormation and Terraform. The workspace
-//! is encrypted with its own key, its alert manager routes every alert to the topic, the rules
+//! topic and `PrometheusMonitoring`, synthesized to CloudFormation and Terraform. The topic and
+//! its key let AMP publish, the workspace's alert manager routes every alert to the topic, the rules
 //! carry their expressions, thresholds and `for`, the collector scrapes the vLLM servers and the
 //! DCGM exporters of the cluster; both formats pass their checks (cfn-lint, checkov, the
 //! provider schemas); the builder's rules and the stack file agree.
@@ -161,10 +161,6 @@ fn every_alert_has_its_expression_threshold_and_for() {
 fn the_alert_manager_routes_every_alert_to_the_topic() {
     let t = monitoring_template();
     let workspace = &t["Resources"]["MetricsWorkspace"]["Properties"];
-    assert_eq!(
-        workspace["KmsKeyArn"],
-        json!({"Fn::GetAtt": ["MetricsKey", "Arn"]})
-    );
     // The topic's ARN comes from the foundation stage, the region from the stack.
     let sub = workspace["AlertManagerDefinition"]["Fn::Sub"]
         .as_array()
@@ -305,18 +301,12 @@ fn the_keys_let_prometheus_in_and_the_topic_lets_it_publish() {
         })
     );
 
+    // The workspace is encrypted with an AWS owned key: a customer managed one would shut out
+    // the managed collector.
     let monitoring = json_file(&assembly, "monitoring.template.json");
-    let key = &monitoring["Resources"]["MetricsKey"]["Properties"];
-    assert_eq!(key["EnableKeyRotation"], true);
-    let st = statement(&key["KeyPolicy"], "PrometheusUsesKey");
-    assert_eq!(
-        st["Condition"]["StringEquals"]["kms:ViaService"],
-        json!({"Fn::Sub": "aps.${AWS::Region}.amazonaws.com"})
-    );
-    assert!(st["Action"]
-        .as_array()
-        .unwrap()
-        .contains(&json!("kms:CreateGrant")));
+    let workspace = &monitoring["Resources"]["MetricsWorkspace"]["Properties"];
+    assert!(workspace.get("KmsKeyArn").is_none(), "{workspace}");
+    assert!(monitoring["Resources"].get("MetricsKey").is_none());
 }
 
 #[test]
@@ -330,10 +320,9 @@ fn terraform_states_the_same_resources() {
         .expect("a root module with the workspace");
     let m: Value = serde_json::from_slice(bytes).unwrap();
     let r = &m["resource"];
-    assert_eq!(
-        r["aws_prometheus_workspace"]["metrics_workspace"]["kms_key_arn"],
-        "${aws_kms_key.metrics_key.arn}"
-    );
+    assert!(r["aws_prometheus_workspace"]["metrics_workspace"]
+        .get("kms_key_arn")
+        .is_none());
     let am = &r["aws_prometheus_alert_manager_definition"]["metrics_workspace_alert_manager"];
     assert_eq!(
         am["workspace_id"],

@@ -132,14 +132,14 @@ pub(super) fn dashboard(cx: Cx, r: &Resource, d: &Dashboard) {
 }
 
 pub(super) fn prometheus_workspace(cx: Cx, r: &Resource, w: &PrometheusWorkspace) {
-    let key = cx.attr(r.stage, &w.kms_key);
+    let key = w.kms_key.as_ref().map(|k| e(cx.attr(r.stage, k)));
     let alert_manager = w.alert_manager.as_ref().map(|am| e(cx.text(r.stage, am)));
     cx.add(
         r.stage,
         &r.path,
         &aps_workspace::Workspace {
             alias: Some(s(&w.alias)),
-            kms_key_arn: Some(e(key)),
+            kms_key_arn: key,
             alert_manager_definition: alert_manager,
             ..Default::default()
         },

@@ -119,12 +119,12 @@ pub(super) fn dashboard(cx: Cx, r: &Resource, d: &Dashboard) {
 }
 
 pub(super) fn prometheus_workspace(cx: Cx, r: &Resource, w: &PrometheusWorkspace) {
-    let key = cx.attr(&w.kms_key);
-    let addr = cx.add(
-        "aws_prometheus_workspace",
-        &r.path,
-        json!({"alias": escape_template(&w.alias), "kms_key_arn": key}),
-    );
+    let mut body = Map::new();
+    body.insert("alias".into(), json!(escape_template(&w.alias)));
+    if let Some(key) = &w.kms_key {
+        body.insert("kms_key_arn".into(), cx.attr(key));
+    }
+    let addr = cx.add("aws_prometheus_workspace", &r.path, Value::Object(body));
     if let Some(am) = &w.alert_manager {
         let definition = cx.text(am);
         cx.add_named(
