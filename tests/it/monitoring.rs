@@ -470,3 +470,29 @@ fn terraform_passes_checkov() {
         Err(findings) => panic!("{findings}"),
     }
 }
+
+/// The runbook lists every alert with its severity, `for`, expression and what to do.
+#[test]
+fn the_runbook_lists_the_alerts() {
+    let assembly = app().synth().unwrap_or_else(|d| panic!("{d}"));
+    let (_, runbook) = assembly
+        .files()
+        .iter()
+        .find(|(p, _)| p.ends_with("RUNBOOK.md"))
+        .expect("a runbook");
+    let text = String::from_utf8_lossy(runbook);
+    assert!(text.contains("### Alerts"), "{text}");
+    assert!(
+        text.contains(
+            "- **VllmQueueBacklog** (warning, after 5m): `sum by (namespace, pod) (vllm:num_requests_waiting{job=\"vllm\"}) > 64`."
+        ),
+        "{text}"
+    );
+    assert!(
+        text.contains("- **GpuXidError** (critical, at once):"),
+        "{text}"
+    );
+    for rule in ALERTS {
+        assert!(text.contains(rule.action), "{}", rule.name);
+    }
+}
