@@ -496,3 +496,31 @@ fn the_runbook_lists_the_alerts() {
         assert!(text.contains(rule.action), "{}", rule.name);
     }
 }
+
+/// `hyperforge list` shows each alert with its severity, `for` and expression.
+#[test]
+fn list_shows_the_alerts() {
+    let tmp = tempfile::tempdir().expect("temp dir");
+    let stacks = tmp.path().join("stacks");
+    std::fs::create_dir_all(&stacks).unwrap();
+    std::fs::write(stacks.join("mon.yaml"), STACK_FILE).unwrap();
+    let o = std::process::Command::new(env!("CARGO_BIN_EXE_hyperforge"))
+        .arg("list")
+        .current_dir(tmp.path())
+        .env("NO_COLOR", "1")
+        .output()
+        .expect("the binary runs");
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(text.contains("  alerts:\n"), "{text}");
+    assert!(
+        text.contains(
+            "        VllmSlowFirstToken (warning, after 10m): histogram_quantile(0.99, sum by (le, namespace, model_name) (rate(vllm:time_to_first_token_seconds_bucket{job=\"vllm\"}[5m]))) > 8\n"
+        ),
+        "{text}"
+    );
+    assert!(
+        text.contains("        GpuXidError (critical, at once): "),
+        "{text}"
+    );
+}
