@@ -185,6 +185,10 @@ codes! {
         "A `LogShipping` names its log groups after its EKS cluster (`/hyperforge/<cluster>/workloads` and `/hyperforge/<cluster>/system`), so a second one for the same cluster would create groups that exist already and fail to deploy. Keep one per cluster.";
     FluentBitBeforeLogGroups = "HF0351", Error, "Fluent Bit is installed before the log groups it writes to",
         "The `aws-for-fluent-bit` chart never creates a log group and its role comes with the `LogShipping` of the same cluster; installed in an earlier stage, it would find neither the groups nor its permissions and drop the logs. Place the Helm stage after the stage holding the `LogShipping`.";
+    MonitoringWithoutSubnets = "HF0340", Error, "the managed Prometheus collector has no subnets",
+        "An AWS managed collector (`AWS::APS::Scraper`) runs network interfaces in the cluster's VPC to reach the pods it scrapes; it needs the subnets to put them in. Name the cluster's private subnets, in at least two Availability Zones.";
+    InvalidAlertThreshold = "HF0341", Error, "an alert threshold is out of range",
+        "The p99 time to first token alerted on must be above 0 and at most 600 seconds, and the queue depth at least 1 and at most 100000 waiting requests: a threshold outside these never fires or always does.";
     InvalidTensorParallelSize = "HF0401", Error, "tensor parallel size does not fit the instance",
         "Tensor parallelism splits the model over GPUs of one node: the size must be a power of two no larger than the instance's GPU count, and the worker must request that many GPUs.";
     InvalidModelId = "HF0402", Error, "model id is malformed",

@@ -9,8 +9,8 @@ use crate::constructs::{
     AlarmTopic, Capacity, CapacityEndWarning, ClusterSecurityGroup, EksCluster, HelmRelease,
     HyperPodCluster, InferenceEndpoint, InferenceOperator, InstanceGroup, Karpenter,
     KarpenterNodePool, LifecycleScripts, LoadBalancerController, LogShipping, ManagedNodeGroup,
-    ModelStore, Network, NodeCapacity, ReservationSelector, VllmDeployment, VllmServer,
-    WeightsStaging,
+    ModelStore, Network, NodeCapacity, PrometheusMonitoring, ReservationSelector, VllmDeployment,
+    VllmServer, WeightsStaging,
 };
 
 /// The region of the reference stacks (p6-b300 is offered for HyperPod in us-east-1 and
@@ -168,7 +168,7 @@ pub fn kimi_k3_hyperpod_stack(name: &str) -> Stack {
     // Container logs to CloudWatch Logs (KMS-encrypted groups, a retention), by Fluent Bit.
     stack.add(operations, LogShipping::new("Logs", &eks));
     stack.helm_stage(
-        "fluent-bit",
+        "aws-for-fluent-bit",
         HelmRelease::aws_for_fluent_bit(&eks.name, REGION),
     );
 
@@ -293,12 +293,19 @@ pub fn kimi_k3_eks_stack(name: &str) -> Stack {
             CAPACITY_BLOCK_END,
         ),
     );
+    // Serving and GPU metrics in Amazon Managed Service for Prometheus, with alert rules to
+    // the topic; the DCGM exporter publishes the GPU metrics.
+    stack.add(
+        operations,
+        PrometheusMonitoring::new("Metrics", &eks, &alarms, network.private_subnets.clone()),
+    );
     // Container logs to CloudWatch Logs (KMS-encrypted groups, a retention), by Fluent Bit.
     stack.add(operations, LogShipping::new("Logs", &eks));
     stack.helm_stage(
-        "fluent-bit",
+        "aws-for-fluent-bit",
         HelmRelease::aws_for_fluent_bit(&eks.name, REGION),
     );
+    stack.helm_stage("dcgm-exporter", HelmRelease::dcgm_exporter());
 
     // On a system node, before (and without) the Capacity Block's GPU node.
     let weights = stack.kubernetes_stage("weights");
@@ -391,12 +398,19 @@ pub fn kimi_k3_eks_karpenter() -> App {
             CAPACITY_BLOCK_END,
         ),
     );
+    // Serving and GPU metrics in Amazon Managed Service for Prometheus, with alert rules to
+    // the topic; the DCGM exporter publishes the GPU metrics.
+    stack.add(
+        operations,
+        PrometheusMonitoring::new("Metrics", &eks, &alarms, network.private_subnets.clone()),
+    );
     // Container logs to CloudWatch Logs (KMS-encrypted groups, a retention), by Fluent Bit.
     stack.add(operations, LogShipping::new("Logs", &eks));
     stack.helm_stage(
-        "fluent-bit",
+        "aws-for-fluent-bit",
         HelmRelease::aws_for_fluent_bit(&eks.name, REGION),
     );
+    stack.helm_stage("dcgm-exporter", HelmRelease::dcgm_exporter());
 
     // On a system node, before (and without) the Capacity Block's GPU node.
     let weights = stack.kubernetes_stage("weights");

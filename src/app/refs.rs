@@ -50,6 +50,8 @@ pub mod kind {
         SnsTopic,
         /// An EventBridge rule.
         EventRule,
+        /// An Amazon Managed Service for Prometheus workspace.
+        PrometheusWorkspace,
     }
 }
 
@@ -99,6 +101,8 @@ pub enum Kind {
     SnsTopic,
     /// See [`kind::EventRule`].
     EventRule,
+    /// See [`kind::PrometheusWorkspace`].
+    PrometheusWorkspace,
 }
 
 macro_rules! impl_kind {
@@ -122,7 +126,8 @@ impl_kind!(
     FsxFileSystem,
     InstanceProfile,
     SnsTopic,
-    EventRule
+    EventRule,
+    PrometheusWorkspace
 );
 
 /// An attribute of a referenced resource.
@@ -294,6 +299,7 @@ attrs! {
     InstanceProfile { /** The instance profile's name. */ name => Name }
     SnsTopic { /** The topic ARN. */ arn => Arn }
     EventRule { /** The rule's name (on the default event bus). */ name => Name }
+    PrometheusWorkspace { /** The workspace ARN. */ arn => Arn, /** The workspace id (`ws-...`). */ id => Id }
 }
 
 #[cfg(test)]

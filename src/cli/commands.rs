@@ -303,6 +303,24 @@ pub fn list(global: &Global) -> Exit {
                     }
                 }
             }
+            if let Some(described) = app.stacks().iter().find(|s| s.name() == stack.name) {
+                let placements = hyperforge::constructs::Placements::new(described);
+                let alerts: Vec<_> = placements.all().flat_map(|p| p.facts().alerts).collect();
+                if !alerts.is_empty() {
+                    out.push_str("  alerts:\n");
+                    for a in alerts {
+                        let after = if a.for_duration.is_empty() {
+                            "at once".to_owned()
+                        } else {
+                            format!("after {}", a.for_duration)
+                        };
+                        out.push_str(&format!(
+                            "        {} ({}, {after}): {}\n",
+                            a.name, a.severity, a.expression
+                        ));
+                    }
+                }
+            }
             for (key, entry) in [("terraform", &stack.terraform), ("runbook", &stack.runbook)] {
                 if let Some(entry) = entry {
                     out.push_str(&format!("  {key}:\n"));

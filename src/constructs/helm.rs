@@ -1,11 +1,15 @@
 //! The Helm releases hyperforge knows: pinned charts with the values each deployment needs
 //! (HyperPod dependencies, NVIDIA and EFA device plugins, the AWS load balancer controller,
-//! Karpenter). The release and upload types themselves are stage payloads of the core model
+//! Karpenter, NVIDIA's DCGM exporter). The release and upload types themselves are stage payloads of the core model
 //! ([`crate::app::stage`]).
 
 pub use crate::app::stage::{ChartSource, HelmRelease, Upload, UploadFile};
 use crate::app::{kind, Ref};
 use serde_json::json;
+
+/// The version of NVIDIA's `dcgm-exporter` chart (tag `4.5.3-4.8.2` of NVIDIA/dcgm-exporter,
+/// whose `deployment/Chart.yaml` says version 4.8.2).
+pub const DCGM_EXPORTER_CHART_VERSION: &str = "4.8.2";
 
 /// The `hyperpod-dependencies` chart of `aws/sagemaker-hyperpod-cli` at this commit.
 pub const HYPERPOD_CLI_COMMIT: &str = "011ca927123e02b35a399935bbb3ab1905fe33c7";
@@ -192,6 +196,35 @@ impl HelmRelease {
                 "priorityClassName": "system-node-critical"
             }),
             note: "AWS for Fluent Bit: ships container logs from every node to the log groups of the LogShipping construct (workloads, and kube-system with the inference operator's namespace to the system group). Its IAM role is bound to the service account by EKS Pod Identity; it creates no log group.".to_owned(),
+            set_from_outputs: Vec::new(),
+            wait: true,
+        }
+    }
+
+    /// NVIDIA's DCGM exporter (GPU metrics on port [`DCGM_PORT`](super::monitoring::DCGM_PORT),
+    /// scraped by [`PrometheusMonitoring`](super::PrometheusMonitoring)'s collector), on GPU
+    /// nodes only, tolerating their taint, with its Service on the same port. Chart 4.8.2
+    /// (exporter `4.5.3-4.8.2`) from NVIDIA's chart repository. Its ServiceMonitor is off:
+    /// no Prometheus Operator runs in the cluster (the collector finds the pods itself), and
+    /// the chart would otherwise need the operator's CRD to install.
+    pub fn dcgm_exporter() -> Self {
+        HelmRelease {
+            release: "dcgm-exporter".to_owned(),
+            namespace: "kube-system".to_owned(),
+            chart: ChartSource::Repository {
+                repo: "https://nvidia.github.io/dcgm-exporter/helm-charts".to_owned(),
+                chart: "dcgm-exporter".to_owned(),
+                version: DCGM_EXPORTER_CHART_VERSION.to_owned(),
+            },
+            values: json!({
+                "nodeSelector": { crate::constructs::nodes::GPU_PRESENT_LABEL: "true" },
+                "tolerations": [
+                    { "key": crate::constructs::nodes::GPU_TAINT, "operator": "Exists", "effect": "NoSchedule" }
+                ],
+                "service": { "enable": true, "port": super::monitoring::DCGM_PORT },
+                "serviceMonitor": { "enabled": false }
+            }),
+            note: "NVIDIA DCGM exporter: GPU metrics (utilization, memory, XID errors) on port 9400 of every GPU node, scraped by the managed Prometheus collector.".to_owned(),
             set_from_outputs: Vec::new(),
             wait: true,
         }

@@ -48,6 +48,7 @@ pub mod inference_operator;
 pub mod karpenter;
 pub mod lifecycle;
 pub mod logs;
+pub mod monitoring;
 pub mod network;
 pub mod nodes;
 pub mod operations;
@@ -71,6 +72,7 @@ pub use inference_operator::{InferenceOperator, InferenceOperatorHandle};
 pub use karpenter::{Karpenter, KarpenterHandle, KarpenterNodePool, ReservationSelector};
 pub use lifecycle::{ContainerStorage, LifecycleScripts, LifecycleScriptsHandle};
 pub use logs::{LogShipping, LogShippingHandle};
+pub use monitoring::{AlertFacts, PrometheusMonitoring, PrometheusMonitoringHandle};
 pub use network::{NatGateways, Network, NetworkHandle};
 pub use nodes::{
     AmiType, CapacityBlock, CapacityBlockPurchase, ManagedNodeGroup, NodeCapacity, NodeGroupHandle,
@@ -174,6 +176,8 @@ pub struct Facts<'a> {
     pub alarm_topics: Vec<AttrRef>,
     /// Warnings scheduled before reserved capacity ends.
     pub capacity_ends: Vec<CapacityEndFacts>,
+    /// Prometheus alerting rules the construct deploys: name, expression, threshold, `for`.
+    pub alerts: Vec<AlertFacts>,
 }
 
 /// A warning before reserved capacity ends.
@@ -475,6 +479,7 @@ constructs! {
     AlarmTopic(AlarmTopic),
     CapacityEndWarning(CapacityEndWarning),
     LogShipping(LogShipping),
+    PrometheusMonitoring(PrometheusMonitoring),
 }
 
 /// A stored construct with its typed view, stack and display path.

@@ -6,7 +6,10 @@
 //! policy lets their service principals use it (`kms:Decrypt`, `kms:GenerateDataKey*`), which
 //! the AWS managed key `alias/aws/sns` cannot grant: its policy is AWS's. The topic's policy lets
 //! `cloudwatch.amazonaws.com` and `events.amazonaws.com` publish for this account only
-//! (`aws:SourceAccount`) and denies publishing without TLS. Nobody is subscribed by the
+//! (`aws:SourceAccount`), and `aps.amazonaws.com` (the alert manager of an Amazon Managed
+//! Service for Prometheus workspace) publish and read the topic's attributes for a workspace
+//! of this account and region (`aws:SourceArn`), and denies publishing without TLS; the key
+//! lets all three use it. Nobody is subscribed by the
 //! deployment: an email subscription needs its recipient's confirmation, so operators
 //! subscribe themselves to the topic whose ARN the stage's output `<Id>TopicArn` names.
 //!
@@ -41,8 +44,14 @@ use crate::resources::{
 };
 use serde_json::json;
 
-/// The service principals that publish alarms and events to the topic.
-pub const PUBLISHERS: [&str; 2] = ["cloudwatch.amazonaws.com", "events.amazonaws.com"];
+/// The service principals that publish alarms and events to the topic: CloudWatch alarms,
+/// EventBridge rules, and the alert manager of Amazon Managed Service for Prometheus
+/// workspaces ([`PrometheusMonitoring`](super::PrometheusMonitoring)).
+pub const PUBLISHERS: [&str; 3] = [
+    "cloudwatch.amazonaws.com",
+    "events.amazonaws.com",
+    "aps.amazonaws.com",
+];
 
 /// The detail types of the event EC2 sends 40 minutes before a Capacity Block ends: the
 /// current spelling and the one of earlier documentation.
@@ -144,6 +153,7 @@ impl Construct for AlarmTopic {
         for (sid, service) in [
             ("AlarmsUseKey", PUBLISHERS[0]),
             ("EventsUseKey", PUBLISHERS[1]),
+            ("PrometheusUseKey", PUBLISHERS[2]),
         ] {
             key_policy = key_policy.statement(
                 Statement::allow(["kms:Decrypt", "kms:GenerateDataKey*"])
@@ -186,6 +196,28 @@ impl Construct for AlarmTopic {
                     .condition("StringEquals", "aws:SourceAccount", vec![account()]),
             );
         }
+        // The alert manager of any Prometheus workspace of this account and region (the
+        // workspace comes later, so it is named by pattern): AMP's user guide ("Giving Amazon
+        // Managed Service for Prometheus permission to send messages to your Amazon SNS
+        // topic") grants `sns:Publish` and `sns:GetTopicAttributes` on these two conditions.
+        document = document.statement(
+            Statement::allow(["sns:Publish", "sns:GetTopicAttributes"])
+                .sid("PrometheusPublish")
+                .principal(PrincipalKind::Service, PUBLISHERS[2])
+                .resource(topic_arn.clone())
+                .condition("StringEquals", "aws:SourceAccount", vec![account()])
+                .condition(
+                    "ArnLike",
+                    "aws:SourceArn",
+                    vec![Text::lit("arn:")
+                        .push_pseudo(Pseudo::Partition)
+                        .push_lit(":aps:")
+                        .push_pseudo(Pseudo::Region)
+                        .push_lit(":")
+                        .push_pseudo(Pseudo::AccountId)
+                        .push_lit(":workspace/*")],
+                ),
+        );
         document = document.statement(
             Statement::deny(["sns:Publish"])
                 .sid("DenyInsecureTransport")

@@ -11,7 +11,10 @@ use super::compute::{
 use super::eks::{AccessEntry, EksAddon, EksCluster, OidcProvider};
 use super::iam::{deny_insecure_transport, PolicyDocument, PrincipalKind, Statement};
 use super::network::*;
-use super::operations::{Dashboard, EventRule, MetricAlarm, SnsTopic, SnsTopicPolicy};
+use super::operations::{
+    Dashboard, EventRule, MetricAlarm, PrometheusRuleGroups, PrometheusScraper,
+    PrometheusWorkspace, SnsTopic, SnsTopicPolicy,
+};
 use super::KubeObject;
 use super::{DataRepositoryAssociation, LustreFileSystem};
 use crate::app::text::{Pseudo, Text};
@@ -104,6 +107,9 @@ resource_kinds! {
     Dashboard,
     EventRule,
     DeployValue,
+    PrometheusWorkspace,
+    PrometheusRuleGroups,
+    PrometheusScraper,
 }
 
 /// An IP protocol of a security group rule (`-1` is every protocol).

@@ -1,6 +1,7 @@
 //! The kinds that operate a deployment: an SNS topic for notifications and its resource
 //! policy, CloudWatch metric alarms and dashboards, EventBridge rules (on an event pattern or a
-//! schedule) with their targets.
+//! schedule) with their targets; an Amazon Managed Service for Prometheus workspace with its
+//! alert manager definition, its rule groups and a managed collector.
 
 use super::iam::PolicyDocument;
 use super::kinds::ResourceFacts;
@@ -290,6 +291,84 @@ impl ResourceFacts for EventRule {
 
     fn references(&self) -> Vec<AttrRef> {
         self.targets.iter().map(|t| t.topic.clone()).collect()
+    }
+}
+
+/// An Amazon Managed Service for Prometheus workspace, with its alert manager definition
+/// (CloudFormation states the definition as a property of the workspace, Terraform as a
+/// resource of its own). Its data is encrypted at rest, with an AWS owned key unless a customer
+/// managed key is named (a workspace so encrypted cannot receive metrics from an AWS managed
+/// collector, AMP user guide, "Encryption at rest").
+#[derive(Clone, Debug, PartialEq)]
+pub struct PrometheusWorkspace {
+    /// The alias (100 characters at most; not unique).
+    pub alias: String,
+    /// The ARN of a customer managed key encrypting the workspace's data (set once, at
+    /// creation); `None`: an AWS owned key.
+    pub kms_key: Option<AttrRef>,
+    /// The alert manager definition: the YAML document AMP reads (`alertmanager_config: |`
+    /// holding Alertmanager's configuration), whose strings may name resources of the stack.
+    pub alert_manager: Option<Text>,
+}
+
+impl ResourceFacts for PrometheusWorkspace {
+    const HANDLE: Option<Kind> = Some(Kind::PrometheusWorkspace);
+
+    fn references(&self) -> Vec<AttrRef> {
+        let mut out: Vec<AttrRef> = self.kms_key.iter().cloned().collect();
+        if let Some(am) = &self.alert_manager {
+            out.extend(am.references().cloned());
+        }
+        out
+    }
+}
+
+/// A rule groups namespace of a Prometheus workspace: recording and alerting rules, a
+/// Prometheus rules file.
+#[derive(Clone, Debug, PartialEq)]
+pub struct PrometheusRuleGroups {
+    /// The namespace's name (64 characters at most).
+    pub name: String,
+    /// The workspace's ARN (CloudFormation names the workspace by ARN).
+    pub workspace_arn: AttrRef,
+    /// The workspace's id (Terraform names it by id).
+    pub workspace_id: AttrRef,
+    /// The rules file (YAML, `groups:`).
+    pub data: String,
+}
+
+impl ResourceFacts for PrometheusRuleGroups {
+    fn references(&self) -> Vec<AttrRef> {
+        vec![self.workspace_arn.clone(), self.workspace_id.clone()]
+    }
+}
+
+/// An AWS managed Prometheus collector: a scraper in the VPC of an EKS cluster, discovering
+/// targets through the cluster's API and writing to a workspace.
+#[derive(Clone, Debug, PartialEq)]
+pub struct PrometheusScraper {
+    /// The alias (100 characters at most).
+    pub alias: String,
+    /// The EKS cluster's ARN.
+    pub cluster_arn: AttrRef,
+    /// Subnet ids for the scraper's network interfaces (in at least two zones).
+    pub subnets: Vec<AttrRef>,
+    /// Security group ids of the scraper's network interfaces.
+    pub security_groups: Vec<AttrRef>,
+    /// The destination workspace's ARN.
+    pub workspace_arn: AttrRef,
+    /// The scrape configuration (Prometheus's configuration file, YAML; CloudFormation takes it
+    /// base64-encoded, Terraform as text).
+    pub configuration: String,
+}
+
+impl ResourceFacts for PrometheusScraper {
+    fn references(&self) -> Vec<AttrRef> {
+        let mut out = vec![self.cluster_arn.clone()];
+        out.extend(self.subnets.iter().cloned());
+        out.extend(self.security_groups.iter().cloned());
+        out.push(self.workspace_arn.clone());
+        out
     }
 }
 

@@ -58,6 +58,25 @@ pub struct RunbookData {
     pub endpoints: Vec<EndpointData>,
     /// The admin host reaching the private API endpoint, if the stack has one.
     pub admin_host: Vec<AdminHostData>,
+    /// The Prometheus alerting rules the stack deploys.
+    pub alerts: Vec<AlertData>,
+}
+
+/// One Prometheus alerting rule.
+#[derive(Clone, Debug, Serialize)]
+pub struct AlertData {
+    /// The alert's name.
+    pub name: String,
+    /// `critical` or `warning`.
+    pub severity: String,
+    /// The PromQL expression, threshold in place.
+    pub expression: String,
+    /// How long it must hold (`5m`), or empty: it fires at once.
+    pub for_duration: String,
+    /// What it means.
+    pub summary: String,
+    /// What to do.
+    pub action: String,
 }
 
 /// The admin host and the local end of the Session Manager tunnel through it.
@@ -509,6 +528,7 @@ pub fn data(stack: &Stack, manifest: &StackManifest) -> RunbookData {
     let mut endpoints = Vec::new();
     // Karpenter pools come after the fixed groups: their nodes appear only when pods ask.
     let mut pools = Vec::new();
+    let mut alerts = Vec::new();
     let placements = Placements::new(stack);
     for placed in placements.all() {
         let facts = placed.facts();
@@ -531,6 +551,14 @@ pub fn data(stack: &Stack, manifest: &StackManifest) -> RunbookData {
         for served in facts.served_models {
             endpoints.push(endpoint(&served));
         }
+        alerts.extend(facts.alerts.into_iter().map(|a| AlertData {
+            name: a.name,
+            severity: a.severity,
+            expression: a.expression,
+            for_duration: a.for_duration,
+            summary: a.summary,
+            action: a.action,
+        }));
     }
     capacity.extend(pools);
 
@@ -932,6 +960,7 @@ pub fn data(stack: &Stack, manifest: &StackManifest) -> RunbookData {
         terraform,
         endpoints,
         admin_host,
+        alerts,
     }
 }
 

@@ -1006,6 +1006,7 @@ impl Builder {
             "hyperpod-dependencies" => Some(HelmRelease::hyperpod_dependencies()),
             "nvidia-device-plugin" => Some(HelmRelease::nvidia_device_plugin()),
             "efa-device-plugin" => Some(HelmRelease::efa_device_plugin()),
+            "dcgm-exporter" => Some(HelmRelease::dcgm_exporter()),
             "aws-load-balancer-controller" => {
                 let cluster = match needs("cluster") {
                     Some(n) => self.eks(n, &child(context, "cluster")),

@@ -33,6 +33,7 @@ pub const HELM_PRESETS: &[&str] = &[
     "aws-load-balancer-controller",
     "karpenter",
     "aws-for-fluent-bit",
+    "dcgm-exporter",
 ];
 
 /// The top level of a stack file.

@@ -142,8 +142,8 @@ fn synth_filters_formats_and_stacks() {
     assert_eq!(
         files,
         [
-            "kimi-k3-eks/06-weights.yaml",
-            "kimi-k3-eks/07-workload.yaml",
+            "kimi-k3-eks/08-weights.yaml",
+            "kimi-k3-eks/09-workload.yaml",
             "kimi-k3-eks/RUNBOOK.md",
             "manifest.json"
         ]
@@ -308,7 +308,7 @@ fn list_catalog_explain_cost_completions() {
     let text = stdout(&o);
     assert!(text.contains("kimi-k3-hyperpod (us-west-2)"));
     assert!(text.contains("kimi-k3-hyperpod-cluster"));
-    assert!(text.contains("kimi-k3-hyperpod/07-inference.yaml"));
+    assert!(text.contains("kimi-k3-hyperpod/08-inference.yaml"));
     assert!(text.contains("kimi-k3-eks/RUNBOOK.md"));
 
     let o = hyperforge(&root, &["catalog", "instances"]);

@@ -1188,6 +1188,10 @@ const PINNED_VALUES: &[(&str, &str)] = &[
         "https://aws.github.io/eks-charts aws-for-fluent-bit 0.2.0",
         "aws-for-fluent-bit-0.2.0.values.yaml",
     ),
+    (
+        "https://nvidia.github.io/dcgm-exporter/helm-charts dcgm-exporter 4.8.2",
+        "dcgm-exporter-4.8.2.values.yaml",
+    ),
 ];
 
 /// Keys a chart's templates read that its `values.yaml` shows only in comments (so the parsed
@@ -1463,4 +1467,34 @@ fn load_balancer_controller_cannot_claim_foreign_load_balancers() {
         }
     }
     assert!(checked >= 6, "{checked}");
+}
+
+/// The DCGM exporter preset (not yet in a reference stack) sets only keys of its pinned chart,
+/// on GPU nodes only, tolerating their taint, its Service on port 9400, no ServiceMonitor.
+#[test]
+fn dcgm_exporter_values_are_keys_of_the_pinned_chart() {
+    use hyperforge::constructs::helm::{ChartSource, HelmRelease};
+    use hyperforge::constructs::nodes::{GPU_PRESENT_LABEL, GPU_TAINT};
+    let release = HelmRelease::dcgm_exporter();
+    let ChartSource::Repository {
+        repo,
+        chart,
+        version,
+    } = &release.chart
+    else {
+        panic!("the DCGM exporter comes from a chart repository")
+    };
+    let (file, upstream) = pinned_values(&format!("{repo} {chart} {version}"));
+    let ours: Yaml = serde_yaml::to_value(&release.values).unwrap();
+    let unknown = unknown_keys(file, &ours, &upstream);
+    assert!(unknown.is_empty(), "{file} does not have {unknown:?}");
+    let v = &release.values;
+    assert_eq!(v["nodeSelector"][GPU_PRESENT_LABEL], "true");
+    assert_eq!(
+        v["tolerations"],
+        serde_json::json!([{"key": GPU_TAINT, "operator": "Exists", "effect": "NoSchedule"}])
+    );
+    assert_eq!(v["service"]["port"], 9400);
+    assert_eq!(upstream["service"]["port"], Yaml::from(9400));
+    assert_eq!(v["serviceMonitor"]["enabled"], false);
 }

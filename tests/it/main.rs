@@ -25,6 +25,7 @@ mod image_cache;
 mod layers;
 mod logs;
 mod manifest;
+mod monitoring;
 mod numeric_inputs;
 mod operations;
 mod parity;

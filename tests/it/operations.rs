@@ -103,6 +103,7 @@ fn cloudformation_has_the_rules_schedules_and_policies() {
     for (sid, service) in [
         ("AlarmsUseKey", "cloudwatch.amazonaws.com"),
         ("EventsUseKey", "events.amazonaws.com"),
+        ("PrometheusUseKey", "aps.amazonaws.com"),
     ] {
         let st = statement(&key["KeyPolicy"], sid);
         assert_eq!(st["Effect"], "Allow");
@@ -131,6 +132,17 @@ fn cloudformation_has_the_rules_schedules_and_policies() {
             json!({"StringEquals": {"aws:SourceAccount": {"Fn::Sub": "${AWS::AccountId}"}}})
         );
     }
+    // The alert manager of a Prometheus workspace of this account and region.
+    let st = statement(&policy["PolicyDocument"], "PrometheusPublish");
+    assert_eq!(st["Principal"], json!({"Service": "aps.amazonaws.com"}));
+    assert_eq!(
+        st["Action"],
+        json!(["sns:Publish", "sns:GetTopicAttributes"])
+    );
+    assert_eq!(
+        st["Condition"]["ArnLike"]["aws:SourceArn"],
+        json!({"Fn::Sub": "arn:${AWS::Partition}:aps:${AWS::Region}:${AWS::AccountId}:workspace/*"})
+    );
     let deny = statement(&policy["PolicyDocument"], "DenyInsecureTransport");
     assert_eq!(deny["Effect"], "Deny");
     assert_eq!(deny["Principal"], json!({"AWS": "*"}));
@@ -232,6 +244,18 @@ fn terraform_has_the_same_rules_and_policies() {
     assert_eq!(
         st["Principal"],
         json!({"Service": "cloudwatch.amazonaws.com"})
+    );
+    let st = statement(key, "PrometheusUseKey");
+    assert_eq!(st["Principal"], json!({"Service": "aps.amazonaws.com"}));
+    assert_eq!(st["Action"], json!(["kms:Decrypt", "kms:GenerateDataKey*"]));
+    let st = statement(policy, "PrometheusPublish");
+    assert_eq!(
+        st["Condition"]["ArnLike"]["aws:SourceArn"],
+        "arn:${data.aws_partition.current.partition}:aps:${data.aws_region.current.region}:${data.aws_caller_identity.current.account_id}:workspace/*"
+    );
+    assert_eq!(
+        st["Condition"]["StringEquals"]["aws:SourceAccount"],
+        "${data.aws_caller_identity.current.account_id}"
     );
 
     let rules = &res["aws_cloudwatch_event_rule"];

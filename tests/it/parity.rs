@@ -58,6 +58,12 @@ const SAME_RESOURCE: &[(&str, &str)] = &[
     ("AWS::CloudWatch::Alarm", "aws_cloudwatch_metric_alarm"),
     ("AWS::CloudWatch::Dashboard", "aws_cloudwatch_dashboard"),
     ("AWS::Events::Rule", "aws_cloudwatch_event_rule"),
+    ("AWS::APS::Workspace", "aws_prometheus_workspace"),
+    (
+        "AWS::APS::RuleGroupsNamespace",
+        "aws_prometheus_rule_group_namespace",
+    ),
+    ("AWS::APS::Scraper", "aws_prometheus_scraper"),
 ];
 
 /// CloudFormation types with no Terraform resource of their own, and where their content is.
@@ -100,6 +106,10 @@ const TF_ONLY: &[(&str, &str)] = &[
     ),
     ("aws_iam_role_policy", "role Policies"),
     ("aws_cloudwatch_event_target", "event rule Targets"),
+    (
+        "aws_prometheus_alert_manager_definition",
+        "workspace AlertManagerDefinition",
+    ),
     ("aws_iam_role_policy_attachment", "role ManagedPolicyArns"),
     (
         "aws_eks_access_policy_association",

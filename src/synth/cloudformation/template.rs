@@ -414,6 +414,8 @@ fn read(kind: Kind, attr: Attr) -> Option<Read> {
         (Kind::InstanceProfile, Name) => Read::Ref,
         // `Ref` of a topic is its ARN; of a rule on the default bus, its name.
         (Kind::SnsTopic, Arn) | (Kind::EventRule, Name) => Read::Ref,
+        (Kind::PrometheusWorkspace, Arn) => Read::GetAtt("Arn"),
+        (Kind::PrometheusWorkspace, Id) => Read::GetAtt("WorkspaceId"),
         _ => return None,
     })
 }
@@ -768,6 +770,7 @@ mod tests {
             Kind::InstanceProfile => iam_instance_profile::InstanceProfile::ATTRIBUTES,
             Kind::SnsTopic => sns_topic::Topic::ATTRIBUTES,
             Kind::EventRule => events_rule::Rule::ATTRIBUTES,
+            Kind::PrometheusWorkspace => aps_workspace::Workspace::ATTRIBUTES,
         }
     }
 

@@ -100,6 +100,7 @@ pub(crate) fn resource_type(kind: Kind) -> &'static str {
         Kind::InstanceProfile => "aws_iam_instance_profile",
         Kind::SnsTopic => "aws_sns_topic",
         Kind::EventRule => "aws_cloudwatch_event_rule",
+        Kind::PrometheusWorkspace => "aws_prometheus_workspace",
     }
 }
 
@@ -138,7 +139,8 @@ fn attribute(kind: Kind, attr: Attr) -> Option<&'static str> {
         (Kind::FsxFileSystem, DnsName) => "dns_name",
         (Kind::FsxFileSystem, MountName) => "mount_name",
         (Kind::InstanceProfile | Kind::EventRule, Name) => "name",
-        (Kind::SnsTopic, Arn) => "arn",
+        (Kind::SnsTopic | Kind::PrometheusWorkspace, Arn) => "arn",
+        (Kind::PrometheusWorkspace, Id) => "id",
         _ => return None,
     })
 }

@@ -2,6 +2,9 @@
 
 //! CloudFormation L1 resource types (generated), one module per resource type.
 
+pub mod aps_rule_groups_namespace;
+pub mod aps_scraper;
+pub mod aps_workspace;
 pub mod cloudwatch_alarm;
 pub mod cloudwatch_dashboard;
 pub mod ec2_capacity_reservation;

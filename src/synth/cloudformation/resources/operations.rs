@@ -1,12 +1,16 @@
 //! CloudFormation lowering of the operations kinds: the topic and its policy, alarms,
-//! dashboards, rules with their targets inline.
+//! dashboards, rules with their targets inline; the Prometheus workspace with its alert manager
+//! definition inline, its rule groups, the managed collector (its configuration base64-encoded
+//! by `Fn::Base64`).
 
 use super::{e, s, Cx};
 use crate::app::StageId;
 use crate::resources::{
-    AlarmMetric, Dashboard, EventRule, MetricAlarm, MetricStat, Resource, RuleTrigger, SnsTopic,
-    SnsTopicPolicy, TargetInput,
+    AlarmMetric, Dashboard, EventRule, MetricAlarm, MetricStat, PrometheusRuleGroups,
+    PrometheusScraper, PrometheusWorkspace, Resource, RuleTrigger, SnsTopic, SnsTopicPolicy,
+    TargetInput,
 };
+use crate::synth::cloudformation::expr::Expr;
 use crate::synth::cloudformation::expr::Val;
 use crate::synth::cloudformation::l1::*;
 
@@ -123,6 +127,73 @@ pub(super) fn dashboard(cx: Cx, r: &Resource, d: &Dashboard) {
             dashboard_name: Some(s(&d.name)),
             dashboard_body: e(body),
             tags: None,
+        },
+    );
+}
+
+pub(super) fn prometheus_workspace(cx: Cx, r: &Resource, w: &PrometheusWorkspace) {
+    let key = w.kms_key.as_ref().map(|k| e(cx.attr(r.stage, k)));
+    let alert_manager = w.alert_manager.as_ref().map(|am| e(cx.text(r.stage, am)));
+    cx.add(
+        r.stage,
+        &r.path,
+        &aps_workspace::Workspace {
+            alias: Some(s(&w.alias)),
+            kms_key_arn: key,
+            alert_manager_definition: alert_manager,
+            ..Default::default()
+        },
+    );
+}
+
+pub(super) fn prometheus_rule_groups(cx: Cx, r: &Resource, g: &PrometheusRuleGroups) {
+    let workspace = cx.attr(r.stage, &g.workspace_arn);
+    cx.add(
+        r.stage,
+        &r.path,
+        &aps_rule_groups_namespace::RuleGroupsNamespace {
+            name: s(&g.name),
+            workspace: e(workspace),
+            data: s(&g.data),
+            tags: None,
+        },
+    );
+}
+
+pub(super) fn prometheus_scraper(cx: Cx, r: &Resource, p: &PrometheusScraper) {
+    let cluster = cx.attr(r.stage, &p.cluster_arn);
+    let subnets = p.subnets.iter().map(|x| e(cx.attr(r.stage, x))).collect();
+    let groups: Vec<Val<String>> = p
+        .security_groups
+        .iter()
+        .map(|x| e(cx.attr(r.stage, x)))
+        .collect();
+    let workspace = cx.attr(r.stage, &p.workspace_arn);
+    cx.add(
+        r.stage,
+        &r.path,
+        &aps_scraper::Scraper {
+            alias: Some(s(&p.alias)),
+            source: aps_scraper::Source {
+                eks_configuration: Some(aps_scraper::EksConfiguration {
+                    cluster_arn: e(cluster),
+                    security_group_ids: (!groups.is_empty()).then_some(groups),
+                    subnet_ids: subnets,
+                }),
+                vpc_configuration: None,
+            },
+            destination: aps_scraper::Destination {
+                amp_configuration: Some(aps_scraper::AmpConfiguration {
+                    workspace_arn: e(workspace),
+                }),
+                cloud_watch_configuration: None,
+            },
+            scrape_configuration: aps_scraper::ScrapeConfiguration {
+                configuration_blob: Some(e(Expr::Base64(Box::new(Expr::str(
+                    p.configuration.clone(),
+                ))))),
+            },
+            ..Default::default()
         },
     );
 }

@@ -1,13 +1,16 @@
 //! Terraform lowering of the operations kinds: `aws_sns_topic` and `aws_sns_topic_policy`,
 //! `aws_cloudwatch_metric_alarm`, `aws_cloudwatch_dashboard`, and a rule as
 //! `aws_cloudwatch_event_rule` plus one `aws_cloudwatch_event_target` per target (named
-//! `<rule path>/<target id>`).
+//! `<rule path>/<target id>`); `aws_prometheus_workspace` with its
+//! `aws_prometheus_alert_manager_definition` (named `<workspace path>/AlertManager`),
+//! `aws_prometheus_rule_group_namespace` and `aws_prometheus_scraper`.
 
 use super::Cx;
 use crate::app::logical_id;
 use crate::resources::{
-    AlarmMetric, Dashboard, EventRule, MetricAlarm, MetricStat, Resource, RuleTrigger, SnsTopic,
-    SnsTopicPolicy, TargetInput,
+    AlarmMetric, Dashboard, EventRule, MetricAlarm, MetricStat, PrometheusRuleGroups,
+    PrometheusScraper, PrometheusWorkspace, Resource, RuleTrigger, SnsTopic, SnsTopicPolicy,
+    TargetInput,
 };
 use crate::synth::terraform::module::{escape_template, snake};
 use serde_json::{json, Map, Value};
@@ -112,6 +115,56 @@ pub(super) fn dashboard(cx: Cx, r: &Resource, d: &Dashboard) {
         "aws_cloudwatch_dashboard",
         &r.path,
         json!({"dashboard_name": d.name, "dashboard_body": body}),
+    );
+}
+
+pub(super) fn prometheus_workspace(cx: Cx, r: &Resource, w: &PrometheusWorkspace) {
+    let mut body = Map::new();
+    body.insert("alias".into(), json!(escape_template(&w.alias)));
+    if let Some(key) = &w.kms_key {
+        body.insert("kms_key_arn".into(), cx.attr(key));
+    }
+    let addr = cx.add("aws_prometheus_workspace", &r.path, Value::Object(body));
+    if let Some(am) = &w.alert_manager {
+        let definition = cx.text(am);
+        cx.add_named(
+            "aws_prometheus_alert_manager_definition",
+            snake(&logical_id(&format!("{}/AlertManager", r.path))),
+            &r.path,
+            json!({"workspace_id": addr.interp("id"), "definition": definition}),
+        );
+    }
+}
+
+pub(super) fn prometheus_rule_groups(cx: Cx, r: &Resource, g: &PrometheusRuleGroups) {
+    let workspace = cx.attr(&g.workspace_id);
+    cx.add(
+        "aws_prometheus_rule_group_namespace",
+        &r.path,
+        json!({"name": g.name, "workspace_id": workspace, "data": escape_template(&g.data)}),
+    );
+}
+
+pub(super) fn prometheus_scraper(cx: Cx, r: &Resource, p: &PrometheusScraper) {
+    let cluster = cx.attr(&p.cluster_arn);
+    let subnets: Vec<Value> = p.subnets.iter().map(|x| cx.attr(x)).collect();
+    let groups: Vec<Value> = p.security_groups.iter().map(|x| cx.attr(x)).collect();
+    let workspace = cx.attr(&p.workspace_arn);
+    let mut eks = Map::new();
+    eks.insert("cluster_arn".into(), cluster);
+    eks.insert("subnet_ids".into(), json!(subnets));
+    if !groups.is_empty() {
+        eks.insert("security_group_ids".into(), json!(groups));
+    }
+    cx.add(
+        "aws_prometheus_scraper",
+        &r.path,
+        json!({
+            "alias": escape_template(&p.alias),
+            "source": [{"eks": [Value::Object(eks)]}],
+            "destination": [{"amp": [{"workspace_arn": workspace}]}],
+            "scrape_configuration": escape_template(&p.configuration),
+        }),
     );
 }
 
