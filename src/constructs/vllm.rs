@@ -2,7 +2,10 @@
 //! parallelism, parsers, caching, environment) and where it runs. The HyperPod path lowers it
 //! to an `InferenceEndpointConfig`; the same description can lower to a plain Deployment.
 
+pub mod autoscaling;
 pub mod objects;
+
+pub use autoscaling::Autoscaling;
 
 use super::network::subnet_facts;
 use super::stack_file::{Floats, Ints};
@@ -1040,6 +1043,7 @@ pub struct InferenceEndpoint {
     server: VllmServer,
     instance_type: String,
     replicas: i32,
+    autoscaling: Option<Autoscaling>,
 }
 
 /// Handle to the endpoint.
@@ -1066,7 +1070,20 @@ impl InferenceEndpoint {
             server,
             instance_type: instance_type.into(),
             replicas: 1,
+            autoscaling: None,
         }
+    }
+
+    /// Scales the endpoint's replicas on a Prometheus query (the `autoScalingSpec` of its
+    /// `InferenceEndpointConfig`); `replicas` stays the count the operator starts with.
+    pub fn autoscaling(mut self, autoscaling: Autoscaling) -> Self {
+        self.autoscaling = Some(autoscaling);
+        self
+    }
+
+    /// How the replicas scale, when they do.
+    pub fn autoscaling_config(&self) -> Option<&Autoscaling> {
+        self.autoscaling.as_ref()
     }
 
     /// The Kubernetes object name.
@@ -1157,6 +1174,9 @@ impl InferenceEndpoint {
                 "use at least one replica",
             );
         }
+        if let Some(a) = &self.autoscaling {
+            a.validate(path, ds);
+        }
         self.server.validate(self.gpus(), path, ds);
     }
 }
@@ -1197,6 +1217,7 @@ impl Construct for InferenceEndpoint {
                 gpus,
                 replicas: i64::from(self.replica_count()),
                 hyperpod: true,
+                autoscaling: self.autoscaling.as_ref(),
                 exposure: Exposure::InternalLoadBalancer,
             }],
             ..Facts::default()
@@ -1249,13 +1270,28 @@ stack_file_shape! {
 }
 
 stack_file_shape! {
+    pub mod autoscaling_fields = "Autoscaling", "Autoscaling within the reserved capacity, on a Prometheus query (default: vLLM's queue depth per replica). Scale to zero is not offered." {
+        MIN_REPLICAS: req "min_replicas", Ty::I64(super::autoscaling::AUTOSCALING_REPLICAS), "The fewest replicas, at least 1 (a cold start is 20-80 minutes).";
+        MAX_REPLICAS: req "max_replicas", Ty::I64(super::autoscaling::AUTOSCALING_REPLICAS), "The most replicas; times the GPUs per replica, within what the capacity provides.";
+        SERVER_ADDRESS: req "server_address", Ty::Str, "The Prometheus query endpoint: `https://aps-workspaces.<region>.amazonaws.com/workspaces/<workspace id>` for AMP.";
+        QUERY: opt "query", Ty::Str, "A PromQL query returning one value (default: `sum(vllm:num_requests_waiting{model_name=\"<served name>\"})`).";
+        TARGET_VALUE: opt "target_value", Ty::F64(super::autoscaling::AUTOSCALING_TARGET), "The query's target value per replica (default 4).";
+        POLLING_INTERVAL_SECS: opt "polling_interval_secs", Ty::U32(super::autoscaling::AUTOSCALING_SECS), "How often the query runs, seconds (default 30).";
+        COOLDOWN_SECS: opt "cooldown_secs", Ty::U32(super::autoscaling::AUTOSCALING_SECS), "Cooldown, seconds (default 600).";
+        SCALE_UP_STABILIZATION_SECS: opt "scale_up_stabilization_secs", Ty::U32(super::autoscaling::AUTOSCALING_SECS), "Scale-up stabilization window, seconds (default 0).";
+        SCALE_DOWN_STABILIZATION_SECS: opt "scale_down_stabilization_secs", Ty::U32(super::autoscaling::AUTOSCALING_SECS), "Scale-down stabilization window, seconds (default 1800).";
+    }
+}
+
+stack_file_shape! {
     pub mod endpoint_fields = <InferenceEndpoint as Construct>::KIND, "An `InferenceEndpointConfig` served by the HyperPod inference operator." {
         ID: req "inference_endpoint", Ty::Str, "The construct id.";
         SERVER: req "server", Ty::Obj(&server_fields::SHAPE), "The vLLM server.";
         INSTANCE_TYPE: req "instance_type", Ty::Str, "The instance type (EC2 or `ml.` name).";
         NAME: opt "name", Ty::Str, "The object name (default: the served model name in lowercase).";
         NAMESPACE: opt "namespace", Ty::Str, "The namespace (default `default`).";
-        REPLICAS: opt "replicas", Ty::I64(super::REPLICAS), "Replicas (default 1).";
+        REPLICAS: opt "replicas", Ty::I64(super::REPLICAS), "Replicas (default 1; with autoscaling, the count the operator starts with).";
+        AUTOSCALING: opt "autoscaling", Ty::Obj(&autoscaling_fields::SHAPE), "Autoscaling (the endpoint's `autoScalingSpec`).";
     }
 }
 
@@ -1281,6 +1317,7 @@ stack_file_shape! {
         LOAD_BALANCER_SUBNETS: opt "load_balancer_subnets", Ty::Refs(Want::Subnets), "The load balancer's subnets, one per zone (`Network.private_subnets`; public subnets when internet-facing); the NetworkPolicy admits their blocks.";
         CLIENTS: opt "clients", Ty::List(&client_fields::SHAPE), "Pods allowed to reach the server directly.";
         ALWAYS_PULL_IMAGE: opt "always_pull_image", Ty::Bool, "Ask the registry for the image at every start (`imagePullPolicy: Always`; default `IfNotPresent`).";
+        AUTOSCALING: opt "autoscaling", Ty::Obj(&autoscaling_fields::SHAPE), "Autoscaling (a KEDA ScaledObject; `replicas` is then left to it).";
     }
 }
 
@@ -1378,6 +1415,40 @@ fn server(
     .flatten()
 }
 
+/// The autoscaling of the nested object `field`.
+fn autoscaling(
+    r: &mut dyn super::stack_file::FieldReader,
+    field: &'static super::stack_file::Field,
+) -> Option<Autoscaling> {
+    super::stack_file::object(r, field, |r| {
+        use autoscaling_fields as f;
+        let min = r.i64(&f::MIN_REPLICAS);
+        let max = r.i64(&f::MAX_REPLICAS);
+        let address = r.text(&f::SERVER_ADDRESS);
+        let mut a = Autoscaling::new(clamp_i32(min?), clamp_i32(max?), address?);
+        if let Some(v) = r.text(&f::QUERY) {
+            a = a.query(v);
+        }
+        if let Some(v) = r.f64(&f::TARGET_VALUE) {
+            a = a.target_value(v);
+        }
+        if let Some(v) = r.u32(&f::POLLING_INTERVAL_SECS) {
+            a = a.polling_interval_secs(v);
+        }
+        if let Some(v) = r.u32(&f::COOLDOWN_SECS) {
+            a = a.cooldown_secs(v);
+        }
+        if let Some(v) = r.u32(&f::SCALE_UP_STABILIZATION_SECS) {
+            a = a.scale_up_stabilization_secs(v);
+        }
+        if let Some(v) = r.u32(&f::SCALE_DOWN_STABILIZATION_SECS) {
+            a = a.scale_down_stabilization_secs(v);
+        }
+        Some(a)
+    })
+    .flatten()
+}
+
 /// A replica count as the builders take it (out-of-range values saturate; validation
 /// reports them).
 fn clamp_i32(v: i64) -> i32 {
@@ -1399,6 +1470,9 @@ impl super::stack_file::StackFileConstruct for InferenceEndpoint {
         }
         if let Some(v) = r.i64(&f::REPLICAS) {
             c = c.replicas(clamp_i32(v));
+        }
+        if let Some(a) = autoscaling(r, &f::AUTOSCALING) {
+            c = c.autoscaling(a);
         }
         Some(c)
     }
@@ -1446,6 +1520,9 @@ impl super::stack_file::StackFileConstruct for VllmDeployment {
             Some((namespace?, labels))
         }) {
             c = c.allow_pods(namespace, labels);
+        }
+        if let Some(a) = autoscaling(r, &f::AUTOSCALING) {
+            c = c.autoscaling(a);
         }
         Some(c)
     }
@@ -1707,6 +1784,7 @@ pub struct VllmDeployment {
     load_balancer_subnets: Vec<Ref<kind::Subnet>>,
     clients: Vec<Client>,
     always_pull: bool,
+    autoscaling: Option<Autoscaling>,
 }
 
 /// Handle to the deployment.
@@ -1747,7 +1825,22 @@ impl VllmDeployment {
             load_balancer_subnets: Vec::new(),
             clients: Vec::new(),
             always_pull: false,
+            autoscaling: None,
         }
+    }
+
+    /// Scales the Deployment on a Prometheus query with a KEDA `ScaledObject` (and a
+    /// `TriggerAuthentication` through the KEDA operator's EKS Pod Identity). The Deployment
+    /// then states no `replicas`: KEDA's HorizontalPodAutoscaler owns the count, and a
+    /// re-applied manifest would otherwise reset it.
+    pub fn autoscaling(mut self, autoscaling: Autoscaling) -> Self {
+        self.autoscaling = Some(autoscaling);
+        self
+    }
+
+    /// How the replicas scale, when they do.
+    pub fn autoscaling_config(&self) -> Option<&Autoscaling> {
+        self.autoscaling.as_ref()
     }
 
     /// Whether the kubelet asks the registry for the image at every container start
@@ -2027,6 +2120,9 @@ impl VllmDeployment {
                 "use at least one replica",
             );
         }
+        if let Some(a) = &self.autoscaling {
+            a.validate(path, ds);
+        }
         let raw_public = self
             .service_annotations
             .get(LB_SCHEME_ANNOTATION)
@@ -2068,7 +2164,8 @@ impl Construct for VllmDeployment {
     }
 
     /// The Namespace, ServiceAccount, Deployment, Service, PodDisruptionBudget and
-    /// NetworkPolicy, in apply order.
+    /// NetworkPolicy, in apply order; with autoscaling, KEDA's TriggerAuthentication and
+    /// ScaledObject after them.
     fn expand(&self, scope: &mut Scope<'_>) {
         let o = objects::deployment(scope.stack(), self);
         scope.add_object(KubeObject::new(&o.namespace));
@@ -2080,6 +2177,10 @@ impl Construct for VllmDeployment {
         scope.add_object(KubeObject::new(&o.service));
         scope.add_object(KubeObject::new(&o.disruption_budget));
         scope.add_object(KubeObject::new(&o.network_policy));
+        if let Some(a) = &o.autoscaling {
+            scope.add_object(KubeObject::new(&a.trigger_authentication));
+            scope.add_object(KubeObject::new(&a.scaled_object));
+        }
     }
 
     fn facts(&self, _cx: &Context<'_>) -> Facts<'_> {
@@ -2092,6 +2193,7 @@ impl Construct for VllmDeployment {
                 gpus: self.gpu_count(),
                 replicas: i64::from(self.replica_count()),
                 hyperpod: false,
+                autoscaling: self.autoscaling.as_ref(),
                 exposure: self.exposure(),
             }],
             ..Facts::default()

@@ -1038,6 +1038,16 @@ impl Builder {
                 };
                 Some(HelmRelease::karpenter(&cluster?.name))
             }
+            "keda" => {
+                let cluster = match needs("cluster") {
+                    Some(n) => self.eks(n, &child(context, "cluster")),
+                    None => {
+                        missing(&mut self.cx, "cluster", "the EKS cluster");
+                        None
+                    }
+                };
+                Some(HelmRelease::keda(&cluster?.name))
+            }
             _ => None,
         }
     }

@@ -32,6 +32,7 @@ pub const HELM_PRESETS: &[&str] = &[
     "efa-device-plugin",
     "aws-load-balancer-controller",
     "karpenter",
+    "keda",
 ];
 
 /// The top level of a stack file.

@@ -1184,6 +1184,10 @@ const PINNED_VALUES: &[(&str, &str)] = &[
         "https://github.com/aws/sagemaker-hyperpod-cli.git@011ca927123e02b35a399935bbb3ab1905fe33c7:helm_chart/HyperPodHelmChart",
         "hyperpod-dependencies-011ca927.values.yaml",
     ),
+    (
+        "https://kedacore.github.io/charts keda 2.17.1",
+        "keda-2.17.1.values.yaml",
+    ),
 ];
 
 /// Maps a chart declares with default entries whose keys are free-form all the same; below an
@@ -1300,6 +1304,29 @@ fn helm_values_set_only_keys_of_the_pinned_charts() {
     assert!(
         files >= 6 && set_keys >= 2,
         "{files} files, {set_keys} --set keys"
+    );
+}
+
+/// The KEDA preset (in no reference stack yet) sets only keys of the pinned chart's values.
+#[test]
+fn keda_preset_sets_only_keys_of_the_pinned_chart() {
+    let keda = hyperforge::constructs::HelmRelease::keda("cluster");
+    let hyperforge::constructs::helm::ChartSource::Repository {
+        repo,
+        chart,
+        version,
+    } = &keda.chart
+    else {
+        panic!("{:?}", keda.chart)
+    };
+    let (file, pinned) = pinned_values(&format!("{repo} {chart} {version}"));
+    let ours: Yaml = serde_yaml::to_value(&keda.values).unwrap();
+    let unknown = unknown_keys(file, &ours, &pinned);
+    assert!(unknown.is_empty(), "{file} does not have {unknown:?}");
+    // The service account the operator's Pod Identity association names is the chart's.
+    assert_eq!(
+        pinned["serviceAccount"]["operator"]["name"],
+        Yaml::String(hyperforge::constructs::controllers::KEDA_OPERATOR_SERVICE_ACCOUNT.to_owned())
     );
 }
 
