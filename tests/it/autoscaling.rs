@@ -346,6 +346,47 @@ fn the_keda_preset_pins_the_chart_of_the_crds() {
     );
 }
 
+/// The `keda` namespace does not exist before the chart: the runbook's command and the
+/// Terraform release create it (kube-system releases do not ask).
+#[test]
+fn the_keda_release_creates_its_namespace() {
+    let app = eks(ONE_BLOCK_NODE, Some(Autoscaling::new(1, 1, AMP)));
+    let assembly = app.synth().unwrap();
+    let runbook = assembly
+        .files()
+        .keys()
+        .find(|p| p.ends_with("RUNBOOK.md"))
+        .map(|p| assembly.text(p).unwrap().to_owned())
+        .unwrap();
+    assert!(
+        runbook.contains("--namespace keda --create-namespace -f"),
+        "{runbook}"
+    );
+    assert!(!runbook.contains("--namespace kube-system --create-namespace"));
+    let tf: Vec<Value> = assembly
+        .files()
+        .iter()
+        .filter(|(p, _)| p.ends_with(".tf.json"))
+        .map(|(_, b)| serde_json::from_slice(b).unwrap())
+        .collect();
+    let releases: Vec<&Value> = tf
+        .iter()
+        .filter_map(|m| m["resource"]["helm_release"].as_object())
+        .flat_map(|r| r.values())
+        .collect();
+    assert!(!releases.is_empty(), "no helm_release");
+    // Every module, the KEDA role's and release's included, against the provider schemas.
+    let schema = crate::common::tf_schema::Schema::committed();
+    for module in &tf {
+        let problems = schema.check(module);
+        assert!(problems.is_empty(), "{problems:?}");
+    }
+    for r in releases {
+        let created = r.get("create_namespace") == Some(&Value::Bool(true));
+        assert_eq!(created, r["namespace"] != "kube-system", "{r}");
+    }
+}
+
 // --- HyperPod ---------------------------------------------------------------------------------
 
 #[test]
