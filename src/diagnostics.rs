@@ -189,6 +189,16 @@ codes! {
         "An AWS managed collector (`AWS::APS::Scraper`) runs network interfaces in the cluster's VPC to reach the pods it scrapes; it needs the subnets to put them in. Name the cluster's private subnets, in at least two Availability Zones.";
     InvalidAlertThreshold = "HF0341", Error, "an alert threshold is out of range",
         "The p99 time to first token alerted on must be above 0 and at most 600 seconds, and the queue depth at least 1 and at most 100000 waiting requests: a threshold outside these never fires or always does.";
+    AutoscalingAboveCapacity = "HF0360", Error, "autoscaling can ask for more GPUs than the capacity can ever provide",
+        "The most replicas autoscaling may ask for, times the GPUs each replica takes, must fit the GPUs the capacity claims serving the model can ever provide: the instances a Capacity Block or training plan reserves, or a node group's or Karpenter pool's maximum size, times the GPUs per node (a replica never spans nodes, so a node holds as many replicas as whole replicas fit its GPUs). Replicas beyond that stay pending forever. Lower `max_replicas`, or reserve more instances and raise the groups' maximum sizes.";
+    AutoscalingWaitsForCapacity = "HF0361", Warning, "scaling up would wait for nodes that are not provisioned",
+        "Autoscaling may ask for more replicas than the nodes provisioned when the stack is deployed (the node groups' desired sizes, the HyperPod instance groups' counts) can hold. A replica beyond them stays pending until someone scales the nodes up (on-demand capacity may not exist at all), then still needs its cold start. Raise the desired sizes to what `max_replicas` needs, or accept that the last replicas arrive late.";
+    ScaleToZeroRefused = "HF0362", Error, "autoscaling may not scale to zero replicas",
+        "Scale to zero is not offered: a large model's cold start is 20 to 80 minutes of moving weights into GPU memory and warming the engine up, so the first request after an idle period would wait that long, and the reserved node it runs on is paid for whether a replica runs or not. Set `min_replicas` to 1 or more.";
+    AutoscalingReplicasNotOrdered = "HF0363", Error, "autoscaling's maximum replicas are below its minimum",
+        "`max_replicas` must be at least `min_replicas` and at least 1.";
+    InvalidAutoscaling = "HF0364", Error, "an autoscaling setting is malformed",
+        "The server address is the https query endpoint of a Prometheus-compatible server, for AMP `https://aps-workspaces.<region>.amazonaws.com/workspaces/<workspace id>` (KEDA appends `/api/v1/query`); a query given is not empty; the target value is above 0; the polling interval is 1 to 86400 seconds, the cooldown and stabilization windows 0 to 86400.";
     InvalidTensorParallelSize = "HF0401", Error, "tensor parallel size does not fit the instance",
         "Tensor parallelism splits the model over GPUs of one node: the size must be a power of two no larger than the instance's GPU count, and the worker must request that many GPUs.";
     InvalidModelId = "HF0402", Error, "model id is malformed",

@@ -5,12 +5,13 @@
 //! `ml.p6-b300.48xlarge` (8 x B300) with tensor parallelism 8.
 
 use crate::app::{App, Stack};
+use crate::constructs::vllm::Autoscaling;
 use crate::constructs::{
     AlarmTopic, Capacity, CapacityEndWarning, ClusterSecurityGroup, EksCluster, HelmRelease,
     HyperPodCluster, InferenceEndpoint, InferenceOperator, InstanceGroup, Karpenter,
-    KarpenterNodePool, LifecycleScripts, LoadBalancerController, LogShipping, ManagedNodeGroup,
-    ModelStore, Network, NodeCapacity, PrometheusMonitoring, ReservationSelector, VllmDeployment,
-    VllmServer, WeightsStaging,
+    KarpenterNodePool, KedaOperatorRole, LifecycleScripts, LoadBalancerController, LogShipping,
+    ManagedNodeGroup, ModelStore, Network, NodeCapacity, PrometheusMonitoring, ReservationSelector,
+    VllmDeployment, VllmServer, WeightsStaging,
 };
 
 /// The region of the reference stacks (p6-b300 is offered for HyperPod in us-east-1 and
@@ -295,9 +296,14 @@ pub fn kimi_k3_eks_stack(name: &str) -> Stack {
     );
     // Serving and GPU metrics in Amazon Managed Service for Prometheus, with alert rules to
     // the topic; the DCGM exporter publishes the GPU metrics.
-    stack.add(
+    let metrics = stack.add(
         operations,
         PrometheusMonitoring::new("Metrics", &eks, &alarms, network.private_subnets.clone()),
+    );
+    // KEDA scales the server on those metrics, within what the Capacity Block holds.
+    stack.add(
+        operations,
+        KedaOperatorRole::new("KedaOperator", &eks.cluster),
     );
     // Container logs to CloudWatch Logs (KMS-encrypted groups, a retention), by Fluent Bit.
     stack.add(operations, LogShipping::new("Logs", &eks));
@@ -306,6 +312,7 @@ pub fn kimi_k3_eks_stack(name: &str) -> Stack {
         HelmRelease::aws_for_fluent_bit(&eks.name, REGION),
     );
     stack.helm_stage("dcgm-exporter", HelmRelease::dcgm_exporter());
+    stack.helm_stage("keda", HelmRelease::keda(&eks.name));
 
     // On a system node, before (and without) the Capacity Block's GPU node.
     let weights = stack.kubernetes_stage("weights");
@@ -324,7 +331,10 @@ pub fn kimi_k3_eks_stack(name: &str) -> Stack {
             "p6-b300.48xlarge",
         )
         .name("kimi-k3")
-        .load_balancer_subnets(&network.private_subnets),
+        .load_balancer_subnets(&network.private_subnets)
+        // The block holds one p6-b300, so one replica of 8 GPUs: raise the maximum with
+        // the reservation (HF0360 refuses more than it can hold).
+        .autoscaling(Autoscaling::on_workspace(1, 1, &metrics.workspace)),
     );
     stack
 }
@@ -400,9 +410,14 @@ pub fn kimi_k3_eks_karpenter() -> App {
     );
     // Serving and GPU metrics in Amazon Managed Service for Prometheus, with alert rules to
     // the topic; the DCGM exporter publishes the GPU metrics.
-    stack.add(
+    let metrics = stack.add(
         operations,
         PrometheusMonitoring::new("Metrics", &eks, &alarms, network.private_subnets.clone()),
+    );
+    // KEDA scales the server on those metrics, within what the Capacity Block holds.
+    stack.add(
+        operations,
+        KedaOperatorRole::new("KedaOperator", &eks.cluster),
     );
     // Container logs to CloudWatch Logs (KMS-encrypted groups, a retention), by Fluent Bit.
     stack.add(operations, LogShipping::new("Logs", &eks));
@@ -411,6 +426,7 @@ pub fn kimi_k3_eks_karpenter() -> App {
         HelmRelease::aws_for_fluent_bit(&eks.name, REGION),
     );
     stack.helm_stage("dcgm-exporter", HelmRelease::dcgm_exporter());
+    stack.helm_stage("keda", HelmRelease::keda(&eks.name));
 
     // On a system node, before (and without) the Capacity Block's GPU node.
     let weights = stack.kubernetes_stage("weights");
@@ -429,7 +445,10 @@ pub fn kimi_k3_eks_karpenter() -> App {
             "p6-b300.48xlarge",
         )
         .name("kimi-k3")
-        .load_balancer_subnets(&network.private_subnets),
+        .load_balancer_subnets(&network.private_subnets)
+        // The block holds one p6-b300, so one replica of 8 GPUs: raise the maximum with
+        // the reservation (HF0360 refuses more than it can hold).
+        .autoscaling(Autoscaling::on_workspace(1, 1, &metrics.workspace)),
     );
     App::new().tag("managed-by", "hyperforge").stack(stack)
 }

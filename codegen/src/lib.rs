@@ -49,12 +49,16 @@ pub const KARPENTER_EC2_NODE_CLASS_CRD: &str =
     "codegen/schemas/crds/karpenter.k8s.aws_ec2nodeclasses.yaml";
 /// KEDA's `ScaledObject` CRD, relative to the workspace root.
 pub const KEDA_SCALED_OBJECT_CRD: &str = "codegen/schemas/crds/keda.sh_scaledobjects.yaml";
+/// KEDA's `TriggerAuthentication` CRD, relative to the workspace root.
+pub const KEDA_TRIGGER_AUTHENTICATION_CRD: &str =
+    "codegen/schemas/crds/keda.sh_triggerauthentications.yaml";
 /// The CRDs the Kubernetes types are generated from, each with the version generated.
 pub const CRDS: &[(&str, &str)] = &[
     (INFERENCE_CRD, "v1"),
     (KARPENTER_NODE_POOL_CRD, "v1"),
     (KARPENTER_EC2_NODE_CLASS_CRD, "v1"),
     (KEDA_SCALED_OBJECT_CRD, "v1alpha1"),
+    (KEDA_TRIGGER_AUTHENTICATION_CRD, "v1alpha1"),
 ];
 /// Output directory of the L1 modules.
 pub const L1_DIR: &str = "src/synth/cloudformation/l1";

@@ -60,6 +60,13 @@ pub struct AdminHostManifest {
 /// The local port the runbook and `hyperforge deploy` forward to the API endpoint.
 pub const ADMIN_TUNNEL_LOCAL_PORT: u16 = 8443;
 
+/// Whether a Helm release into `namespace` creates it (`--create-namespace`, Terraform's
+/// `create_namespace`): every namespace but `kube-system`, which always exists (KEDA's
+/// `keda`, for one, does not).
+pub fn helm_creates_namespace(namespace: &str) -> bool {
+    namespace != "kube-system"
+}
+
 /// One deployment stage; `kind` says which tool deploys it. Every kind lists the artifacts it
 /// deploys (only those written: `hyperforge synth --format` can leave the list empty).
 #[derive(Clone, Debug, PartialEq, Eq, Deserialize, JsonSchema)]
@@ -574,9 +581,9 @@ mod tests {
                         timeout_seconds: 7800,
                     }],
                     values_from_outputs: vec![SetFromOutput {
-                        key: "HYPERFORGE_OUTPUT__MetricsWorkspacePrometheusEndpoint__".into(),
+                        key: "ws-hyperforge-output-MetricsWorkspaceId".into(),
                         stage: Some("foundation".into()),
-                        output: "MetricsWorkspacePrometheusEndpoint".into(),
+                        output: "MetricsWorkspaceId".into(),
                     }],
                     artifacts: vec![Artifact::new(
                         ArtifactFormat::Kubernetes,

@@ -114,3 +114,123 @@ impl super::stack_file::StackFileConstruct for LoadBalancerController {
         Some(LoadBalancerController::new(id, &eks.cluster))
     }
 }
+
+// --- KEDA -------------------------------------------------------------------------------------
+
+/// The KEDA operator's namespace (the `keda` preset's release namespace).
+pub const KEDA_NAMESPACE: &str = "keda";
+
+/// The KEDA operator's service account (chart `keda` 2.17.1, `serviceAccount.operator.name`).
+pub const KEDA_OPERATOR_SERVICE_ACCOUNT: &str = "keda-operator";
+
+/// The KEDA operator's IAM role and its Pod Identity association (`keda/keda-operator`): read
+/// access to the stack's Amazon Managed Service for Prometheus workspaces, for the Prometheus
+/// triggers of autoscaled `VllmDeployment`s.
+///
+/// A trigger's `TriggerAuthentication` says `podIdentity.provider: aws` without a role ARN, so
+/// KEDA signs its queries with the operator's own credentials (KEDA v2.17.1
+/// `pkg/scalers/aws/aws_common.go`, `GetAwsAuthorization`: the `aws` provider uses the
+/// operator's credential chain unless `awsRoleArn` is given), here the role EKS Pod Identity
+/// hands to `keda/keda-operator`. The Prometheus scaler sends only instant queries,
+/// `GET <serverAddress>/api/v1/query` (`pkg/scalers/prometheus_scaler.go`), signed with SigV4 for
+/// service `aps` (`pkg/scalers/aws/aws_sigv4.go`); AMP authorizes those with `aps:QueryMetrics`
+/// (AMP User Guide, "Amazon Managed Service for Prometheus permissions"), so that is the one
+/// action granted, on the workspaces of the stack's account and region (their ids are known
+/// only at deploy time). No `sts:AssumeRole` is needed, as no role ARN is set.
+#[derive(Clone, Debug)]
+pub struct KedaOperatorRole {
+    id: String,
+    cluster: Ref<kind::EksCluster>,
+}
+
+/// Handle to the KEDA operator's role.
+#[derive(Clone, Debug)]
+pub struct KedaOperatorRoleHandle {
+    /// The role.
+    pub role: Ref<kind::Role>,
+}
+
+impl KedaOperatorRole {
+    /// The KEDA operator's permissions on `cluster`.
+    pub fn new(id: impl Into<String>, cluster: &Ref<kind::EksCluster>) -> Self {
+        KedaOperatorRole {
+            id: id.into(),
+            cluster: cluster.clone(),
+        }
+    }
+
+    /// The cluster.
+    pub fn cluster(&self) -> &Ref<kind::EksCluster> {
+        &self.cluster
+    }
+}
+
+/// The policy of the KEDA operator's role: `aps:QueryMetrics` on the account's workspaces in
+/// the stack's region.
+pub fn keda_operator_policy() -> crate::resources::iam::PolicyDocument {
+    use crate::app::text::Text;
+    use crate::resources::iam::{PolicyDocument, Statement};
+    PolicyDocument::new().statement(
+        Statement::allow(["aps:QueryMetrics"])
+            .sid("QueryPrometheusWorkspaces")
+            .resource(Text::arn("aps", true, true, Text::lit("workspace/*"))),
+    )
+}
+
+impl Construct for KedaOperatorRole {
+    type Handle = KedaOperatorRoleHandle;
+    const KIND: &'static str = "keda_operator_role";
+
+    fn id(&self) -> &str {
+        &self.id
+    }
+
+    fn handle(&self, stack: &str) -> KedaOperatorRoleHandle {
+        KedaOperatorRoleHandle {
+            role: Ref::new(stack, format!("{}/Role", self.id)),
+        }
+    }
+
+    fn references(&self) -> Vec<AttrRef> {
+        vec![self.cluster.name()]
+    }
+
+    fn expand(&self, scope: &mut Scope<'_>) {
+        let role = self.handle(scope.stack().name()).role;
+        scope.add(
+            "Role",
+            Role {
+                description: "KEDA operator: queries Amazon Managed Service for Prometheus (EKS Pod Identity)".to_owned(),
+                trust: pod_identity_trust(),
+                managed: Vec::new(),
+                inline: vec![("keda-operator".to_owned(), keda_operator_policy())],
+                name: None,
+            },
+        );
+        scope.add(
+            "PodIdentityAssociation",
+            PodIdentityAssociation {
+                cluster: self.cluster.name(),
+                namespace: KEDA_NAMESPACE.to_owned(),
+                service_account: KEDA_OPERATOR_SERVICE_ACCOUNT.to_owned(),
+                role: role.arn(),
+            },
+        );
+    }
+}
+
+stack_file_shape! {
+    pub mod keda_fields = <KedaOperatorRole as Construct>::KIND, "The KEDA operator's IAM role (query Amazon Managed Service for Prometheus workspaces of the stack's account and region), bound to `keda/keda-operator` by EKS Pod Identity." {
+        ID: req "keda_operator_role", Ty::Str, "The construct id.";
+        CLUSTER: req "cluster", Ty::Ref(Want::Eks), "The EKS cluster.";
+    }
+}
+
+impl super::stack_file::StackFileConstruct for KedaOperatorRole {
+    const SHAPE: &'static super::stack_file::Shape = &keda_fields::SHAPE;
+
+    fn build(id: &str, r: &mut dyn super::stack_file::FieldReader) -> Option<Self> {
+        let eks = super::stack_file::required(r.eks(&keda_fields::CLUSTER))?;
+        Some(KedaOperatorRole::new(id, &eks.cluster))
+    }
+}

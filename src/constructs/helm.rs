@@ -1,6 +1,6 @@
 //! The Helm releases hyperforge knows: pinned charts with the values each deployment needs
 //! (HyperPod dependencies, NVIDIA and EFA device plugins, the AWS load balancer controller,
-//! Karpenter, NVIDIA's DCGM exporter). The release and upload types themselves are stage payloads of the core model
+//! Karpenter, NVIDIA's DCGM exporter, KEDA). The release and upload types themselves are stage payloads of the core model
 //! ([`crate::app::stage`]).
 
 pub use crate::app::stage::{ChartSource, HelmRelease, Upload, UploadFile};
@@ -196,6 +196,38 @@ impl HelmRelease {
                 "priorityClassName": "system-node-critical"
             }),
             note: "AWS for Fluent Bit: ships container logs from every node to the log groups of the LogShipping construct (workloads, and kube-system with the inference operator's namespace to the system group). Its IAM role is bound to the service account by EKS Pod Identity; it creates no log group.".to_owned(),
+            set_from_outputs: Vec::new(),
+            wait: true,
+        }
+    }
+
+    /// KEDA 2.17.1 (chart `keda` from kedacore/charts, the version of the CRDs hyperforge's
+    /// `ScaledObject` and `TriggerAuthentication` types are generated from), for the autoscaled
+    /// `VllmDeployment`s of cluster `cluster_name`, in namespace `keda`, on the system nodes. The
+    /// operator's service account `keda-operator` gets its IAM role from EKS Pod Identity
+    /// ([`KedaOperatorRole`](crate::constructs::KedaOperatorRole)); the chart installs the CRDs.
+    /// On HyperPod the inference operator brings its own KEDA, so this preset is for EKS only.
+    pub fn keda(cluster_name: &str) -> Self {
+        HelmRelease {
+            release: "keda".to_owned(),
+            namespace: crate::constructs::controllers::KEDA_NAMESPACE.to_owned(),
+            chart: ChartSource::Repository {
+                repo: "https://kedacore.github.io/charts".to_owned(),
+                chart: "keda".to_owned(),
+                version: "2.17.1".to_owned(),
+            },
+            values: json!({
+                "clusterName": cluster_name,
+                "crds": { "install": true },
+                "serviceAccount": {
+                    "operator": {
+                        "create": true,
+                        "name": crate::constructs::controllers::KEDA_OPERATOR_SERVICE_ACCOUNT
+                    }
+                },
+                "nodeSelector": { "hyperforge.io/node-role": "system" }
+            }),
+            note: "KEDA: scales the vLLM Deployments on their Prometheus queries (Amazon Managed Service for Prometheus, SigV4). The operator's IAM role is bound to its service account keda/keda-operator by EKS Pod Identity.".to_owned(),
             set_from_outputs: Vec::new(),
             wait: true,
         }

@@ -57,7 +57,9 @@ pub mod vllm;
 pub mod weights;
 
 pub use cidr::Ipv4Cidr;
-pub use controllers::{LoadBalancerController, LoadBalancerControllerHandle};
+pub use controllers::{
+    KedaOperatorRole, KedaOperatorRoleHandle, LoadBalancerController, LoadBalancerControllerHandle,
+};
 pub use ecr::{EcrPullThroughCache, EcrPullThroughCacheHandle};
 pub use eks::{AccessEntry, AccessPolicy, EksAddon, EksCluster, EksClusterHandle, EndpointAccess};
 pub use fsx_lustre::{
@@ -83,7 +85,7 @@ pub use operations::{
 pub use security_group::{ClusterSecurityGroup, ClusterSecurityGroupHandle};
 pub use text::{Part, Pseudo, Text};
 pub use vllm::{
-    Exposure, InferenceEndpoint, InferenceEndpointHandle, SecretKeyRef, StartupBudget,
+    Autoscaling, Exposure, InferenceEndpoint, InferenceEndpointHandle, SecretKeyRef, StartupBudget,
     StorageThroughput, VllmDeployment, VllmDeploymentHandle, VllmServer,
 };
 pub use weights::{ModelStore, ModelStoreHandle, WeightsStaging, WeightsStagingHandle};
@@ -363,6 +365,8 @@ pub struct ServedModel<'a> {
     pub replicas: i64,
     /// Served through the HyperPod inference operator (`InferenceEndpointConfig`).
     pub hyperpod: bool,
+    /// How the replicas scale, when they do.
+    pub autoscaling: Option<&'a Autoscaling>,
     /// How the model is exposed.
     pub exposure: Exposure,
 }
@@ -470,6 +474,7 @@ constructs! {
     VllmDeployment(VllmDeployment),
     NodeGroup(ManagedNodeGroup),
     LoadBalancerController(LoadBalancerController),
+    KedaOperatorRole(KedaOperatorRole),
     Karpenter(Karpenter),
     KarpenterNodePool(KarpenterNodePool),
     FsxLustre(FsxLustre),

@@ -43,6 +43,8 @@ pub enum Want {
     ModelStore,
     /// A notification topic: `Alarms`.
     AlarmTopic,
+    /// Prometheus monitoring (its workspace): `Metrics`.
+    PrometheusMonitoring,
 }
 
 impl Want {
@@ -61,6 +63,7 @@ impl Want {
             Want::NodeRole => "nodes (a `managed_node_group` or `karpenter` construct)",
             Want::ModelStore => "a model store (a `model_store` construct)",
             Want::AlarmTopic => "a notification topic (an `alarm_topic` construct)",
+            Want::PrometheusMonitoring => "Prometheus monitoring (a `prometheus_monitoring` construct)",
         }
     }
 }
@@ -334,6 +337,11 @@ pub trait FieldReader {
     ) -> Resolved<crate::constructs::ModelStoreHandle>;
     /// A notification topic reference.
     fn alarm_topic(&mut self, field: &'static Field) -> Resolved<AlarmTopicHandle>;
+    /// A Prometheus monitoring reference.
+    fn prometheus_monitoring(
+        &mut self,
+        field: &'static Field,
+    ) -> Resolved<crate::constructs::PrometheusMonitoringHandle>;
 
     /// Runs `body` with a reader of the nested object `field` (an [`Ty::Obj`]), if present.
     fn object(&mut self, field: &'static Field, body: &mut dyn FnMut(&mut dyn FieldReader));

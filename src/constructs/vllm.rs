@@ -2,7 +2,10 @@
 //! parallelism, parsers, caching, environment) and where it runs. The HyperPod path lowers it
 //! to an `InferenceEndpointConfig`; the same description can lower to a plain Deployment.
 
+pub mod autoscaling;
 pub mod objects;
+
+pub use autoscaling::Autoscaling;
 
 use super::network::subnet_facts;
 use super::stack_file::{Floats, Ints};
@@ -1040,6 +1043,7 @@ pub struct InferenceEndpoint {
     server: VllmServer,
     instance_type: String,
     replicas: i32,
+    autoscaling: Option<Autoscaling>,
 }
 
 /// Handle to the endpoint.
@@ -1066,7 +1070,20 @@ impl InferenceEndpoint {
             server,
             instance_type: instance_type.into(),
             replicas: 1,
+            autoscaling: None,
         }
+    }
+
+    /// Scales the endpoint's replicas on a Prometheus query (the `autoScalingSpec` of its
+    /// `InferenceEndpointConfig`); `replicas` stays the count the operator starts with.
+    pub fn autoscaling(mut self, autoscaling: Autoscaling) -> Self {
+        self.autoscaling = Some(autoscaling);
+        self
+    }
+
+    /// How the replicas scale, when they do.
+    pub fn autoscaling_config(&self) -> Option<&Autoscaling> {
+        self.autoscaling.as_ref()
     }
 
     /// The Kubernetes object name.
@@ -1157,8 +1174,39 @@ impl InferenceEndpoint {
                 "use at least one replica",
             );
         }
+        if let Some(a) = &self.autoscaling {
+            a.validate(path, ds);
+        }
         self.server.validate(self.gpus(), path, ds);
     }
+}
+
+impl InferenceEndpoint {
+    /// This endpoint with its autoscaling's workspace address resolved to the placeholder of
+    /// the workspace id (recorded in `scope` as a deploy-time value).
+    fn with_workspace_address(&self, scope: &mut Scope<'_>) -> InferenceEndpoint {
+        let mut this = self.clone();
+        this.autoscaling = resolve_workspace(self.autoscaling.as_ref(), scope);
+        this
+    }
+}
+
+/// `autoscaling` with the query endpoint of its workspace, when it has one: the workspace id is
+/// a deploy-time value (`ws-` prefixed, as the operator's CRD pattern wants).
+fn resolve_workspace(
+    autoscaling: Option<&Autoscaling>,
+    scope: &mut Scope<'_>,
+) -> Option<Autoscaling> {
+    let a = autoscaling?;
+    let Some(workspace) = a.workspace() else {
+        return Some(a.clone());
+    };
+    let id = scope.deploy_value("PrometheusWorkspaceId", workspace.id(), "ws-");
+    let region = scope.stack().region().to_owned();
+    Some(
+        a.clone()
+            .with_address(Autoscaling::workspace_address(&region, &id)),
+    )
 }
 
 impl Construct for InferenceEndpoint {
@@ -1182,7 +1230,8 @@ impl Construct for InferenceEndpoint {
 
     /// The `InferenceEndpointConfig` the HyperPod Inference Operator serves it from.
     fn expand(&self, scope: &mut Scope<'_>) {
-        let config = objects::inference_endpoint_config(scope.stack(), self);
+        let resolved = self.with_workspace_address(scope);
+        let config = objects::inference_endpoint_config(scope.stack(), &resolved);
         scope.add_object(KubeObject::new(&config));
     }
 
@@ -1197,6 +1246,7 @@ impl Construct for InferenceEndpoint {
                 gpus,
                 replicas: i64::from(self.replica_count()),
                 hyperpod: true,
+                autoscaling: self.autoscaling.as_ref(),
                 exposure: Exposure::InternalLoadBalancer,
             }],
             ..Facts::default()
@@ -1249,13 +1299,29 @@ stack_file_shape! {
 }
 
 stack_file_shape! {
+    pub mod autoscaling_fields = "Autoscaling", "Autoscaling within the reserved capacity, on a Prometheus query (default: vLLM's queue depth per replica). Scale to zero is not offered." {
+        MIN_REPLICAS: req "min_replicas", Ty::I64(super::autoscaling::AUTOSCALING_REPLICAS), "The fewest replicas, at least 1 (a cold start is 20-80 minutes).";
+        MAX_REPLICAS: req "max_replicas", Ty::I64(super::autoscaling::AUTOSCALING_REPLICAS), "The most replicas; times the GPUs per replica, within what the capacity provides.";
+        SERVER_ADDRESS: opt "server_address", Ty::Str, "The Prometheus query endpoint: `https://aps-workspaces.<region>.amazonaws.com/workspaces/<workspace id>` for AMP (or `workspace`).";
+        WORKSPACE: opt "workspace", Ty::Ref(Want::PrometheusMonitoring), "The `prometheus_monitoring` whose workspace is queried (its id is filled in when the stage is applied); instead of `server_address`.";
+        QUERY: opt "query", Ty::Str, "A PromQL query returning one value (default: `sum(vllm:num_requests_waiting{model_name=\"<served name>\"})`).";
+        TARGET_VALUE: opt "target_value", Ty::F64(super::autoscaling::AUTOSCALING_TARGET), "The query's target value per replica (default 4).";
+        POLLING_INTERVAL_SECS: opt "polling_interval_secs", Ty::U32(super::autoscaling::AUTOSCALING_SECS), "How often the query runs, seconds (default 30).";
+        COOLDOWN_SECS: opt "cooldown_secs", Ty::U32(super::autoscaling::AUTOSCALING_SECS), "Cooldown, seconds (default 600).";
+        SCALE_UP_STABILIZATION_SECS: opt "scale_up_stabilization_secs", Ty::U32(super::autoscaling::AUTOSCALING_SECS), "Scale-up stabilization window, seconds (default 0).";
+        SCALE_DOWN_STABILIZATION_SECS: opt "scale_down_stabilization_secs", Ty::U32(super::autoscaling::AUTOSCALING_SECS), "Scale-down stabilization window, seconds (default 1800).";
+    }
+}
+
+stack_file_shape! {
     pub mod endpoint_fields = <InferenceEndpoint as Construct>::KIND, "An `InferenceEndpointConfig` served by the HyperPod inference operator." {
         ID: req "inference_endpoint", Ty::Str, "The construct id.";
         SERVER: req "server", Ty::Obj(&server_fields::SHAPE), "The vLLM server.";
         INSTANCE_TYPE: req "instance_type", Ty::Str, "The instance type (EC2 or `ml.` name).";
         NAME: opt "name", Ty::Str, "The object name (default: the served model name in lowercase).";
         NAMESPACE: opt "namespace", Ty::Str, "The namespace (default `default`).";
-        REPLICAS: opt "replicas", Ty::I64(super::REPLICAS), "Replicas (default 1).";
+        REPLICAS: opt "replicas", Ty::I64(super::REPLICAS), "Replicas (default 1; with autoscaling, the count the operator starts with).";
+        AUTOSCALING: opt "autoscaling", Ty::Obj(&autoscaling_fields::SHAPE), "Autoscaling (the endpoint's `autoScalingSpec`).";
     }
 }
 
@@ -1281,6 +1347,7 @@ stack_file_shape! {
         LOAD_BALANCER_SUBNETS: opt "load_balancer_subnets", Ty::Refs(Want::Subnets), "The load balancer's subnets, one per zone (`Network.private_subnets`; public subnets when internet-facing); the NetworkPolicy admits their blocks.";
         CLIENTS: opt "clients", Ty::List(&client_fields::SHAPE), "Pods allowed to reach the server directly.";
         ALWAYS_PULL_IMAGE: opt "always_pull_image", Ty::Bool, "Ask the registry for the image at every start (`imagePullPolicy: Always`; default `IfNotPresent`).";
+        AUTOSCALING: opt "autoscaling", Ty::Obj(&autoscaling_fields::SHAPE), "Autoscaling (a KEDA ScaledObject; `replicas` is then left to it).";
     }
 }
 
@@ -1378,6 +1445,59 @@ fn server(
     .flatten()
 }
 
+/// The autoscaling of the nested object `field`.
+fn autoscaling(
+    r: &mut dyn super::stack_file::FieldReader,
+    field: &'static super::stack_file::Field,
+) -> Option<Autoscaling> {
+    super::stack_file::object(r, field, |r| {
+        use autoscaling_fields as f;
+        let min = r.i64(&f::MIN_REPLICAS);
+        let max = r.i64(&f::MAX_REPLICAS);
+        let address = r.text(&f::SERVER_ADDRESS);
+        let workspace = r.prometheus_monitoring(&f::WORKSPACE).ok()?;
+        let (min, max) = (clamp_i32(min?), clamp_i32(max?));
+        let mut a = match (workspace, address) {
+            (Some(w), None) => Autoscaling::on_workspace(min, max, &w.workspace),
+            (None, Some(address)) => Autoscaling::new(min, max, address),
+            (w, _) => {
+                let both = w.is_some();
+                r.report(
+                    Code::InvalidAutoscaling,
+                    Some(&f::SERVER_ADDRESS),
+                    if both {
+                        "autoscaling names both a `workspace` and a `server_address`"
+                    } else {
+                        "autoscaling names no Prometheus endpoint"
+                    },
+                    "give `workspace: <prometheus_monitoring id>`, or a `server_address`",
+                );
+                return None;
+            }
+        };
+        if let Some(v) = r.text(&f::QUERY) {
+            a = a.query(v);
+        }
+        if let Some(v) = r.f64(&f::TARGET_VALUE) {
+            a = a.target_value(v);
+        }
+        if let Some(v) = r.u32(&f::POLLING_INTERVAL_SECS) {
+            a = a.polling_interval_secs(v);
+        }
+        if let Some(v) = r.u32(&f::COOLDOWN_SECS) {
+            a = a.cooldown_secs(v);
+        }
+        if let Some(v) = r.u32(&f::SCALE_UP_STABILIZATION_SECS) {
+            a = a.scale_up_stabilization_secs(v);
+        }
+        if let Some(v) = r.u32(&f::SCALE_DOWN_STABILIZATION_SECS) {
+            a = a.scale_down_stabilization_secs(v);
+        }
+        Some(a)
+    })
+    .flatten()
+}
+
 /// A replica count as the builders take it (out-of-range values saturate; validation
 /// reports them).
 fn clamp_i32(v: i64) -> i32 {
@@ -1399,6 +1519,9 @@ impl super::stack_file::StackFileConstruct for InferenceEndpoint {
         }
         if let Some(v) = r.i64(&f::REPLICAS) {
             c = c.replicas(clamp_i32(v));
+        }
+        if let Some(a) = autoscaling(r, &f::AUTOSCALING) {
+            c = c.autoscaling(a);
         }
         Some(c)
     }
@@ -1446,6 +1569,9 @@ impl super::stack_file::StackFileConstruct for VllmDeployment {
             Some((namespace?, labels))
         }) {
             c = c.allow_pods(namespace, labels);
+        }
+        if let Some(a) = autoscaling(r, &f::AUTOSCALING) {
+            c = c.autoscaling(a);
         }
         Some(c)
     }
@@ -1707,6 +1833,7 @@ pub struct VllmDeployment {
     load_balancer_subnets: Vec<Ref<kind::Subnet>>,
     clients: Vec<Client>,
     always_pull: bool,
+    autoscaling: Option<Autoscaling>,
 }
 
 /// Handle to the deployment.
@@ -1747,7 +1874,22 @@ impl VllmDeployment {
             load_balancer_subnets: Vec::new(),
             clients: Vec::new(),
             always_pull: false,
+            autoscaling: None,
         }
+    }
+
+    /// Scales the Deployment on a Prometheus query with a KEDA `ScaledObject` (and a
+    /// `TriggerAuthentication` through the KEDA operator's EKS Pod Identity). The Deployment
+    /// then states no `replicas`: KEDA's HorizontalPodAutoscaler owns the count, and a
+    /// re-applied manifest would otherwise reset it.
+    pub fn autoscaling(mut self, autoscaling: Autoscaling) -> Self {
+        self.autoscaling = Some(autoscaling);
+        self
+    }
+
+    /// How the replicas scale, when they do.
+    pub fn autoscaling_config(&self) -> Option<&Autoscaling> {
+        self.autoscaling.as_ref()
     }
 
     /// Whether the kubelet asks the registry for the image at every container start
@@ -2027,6 +2169,9 @@ impl VllmDeployment {
                 "use at least one replica",
             );
         }
+        if let Some(a) = &self.autoscaling {
+            a.validate(path, ds);
+        }
         let raw_public = self
             .service_annotations
             .get(LB_SCHEME_ANNOTATION)
@@ -2041,6 +2186,16 @@ impl VllmDeployment {
             );
         }
         self.server.validate(Some(self.gpu_count()), path, ds);
+    }
+}
+
+impl VllmDeployment {
+    /// This deployment with its autoscaling's workspace address resolved (see
+    /// [`resolve_workspace`]).
+    fn with_workspace_address(&self, scope: &mut Scope<'_>) -> VllmDeployment {
+        let mut this = self.clone();
+        this.autoscaling = resolve_workspace(self.autoscaling.as_ref(), scope);
+        this
     }
 }
 
@@ -2068,9 +2223,11 @@ impl Construct for VllmDeployment {
     }
 
     /// The Namespace, ServiceAccount, Deployment, Service, PodDisruptionBudget and
-    /// NetworkPolicy, in apply order.
+    /// NetworkPolicy, in apply order; with autoscaling, KEDA's TriggerAuthentication and
+    /// ScaledObject after them.
     fn expand(&self, scope: &mut Scope<'_>) {
-        let o = objects::deployment(scope.stack(), self);
+        let resolved = self.with_workspace_address(scope);
+        let o = objects::deployment(scope.stack(), &resolved);
         scope.add_object(KubeObject::new(&o.namespace));
         scope.add_object(KubeObject::new(&o.service_account));
         let deployment = scope.add_object(KubeObject::new(&o.deployment));
@@ -2080,6 +2237,10 @@ impl Construct for VllmDeployment {
         scope.add_object(KubeObject::new(&o.service));
         scope.add_object(KubeObject::new(&o.disruption_budget));
         scope.add_object(KubeObject::new(&o.network_policy));
+        if let Some(a) = &o.autoscaling {
+            scope.add_object(KubeObject::new(&a.trigger_authentication));
+            scope.add_object(KubeObject::new(&a.scaled_object));
+        }
     }
 
     fn facts(&self, _cx: &Context<'_>) -> Facts<'_> {
@@ -2092,6 +2253,7 @@ impl Construct for VllmDeployment {
                 gpus: self.gpu_count(),
                 replicas: i64::from(self.replica_count()),
                 hyperpod: false,
+                autoscaling: self.autoscaling.as_ref(),
                 exposure: self.exposure(),
             }],
             ..Facts::default()

@@ -76,58 +76,61 @@ pub fn deploy_commands(
             chart,
             wait,
             ..
-        } => with_wait(
-            *wait,
-            match chart {
-                Chart::Git { url, commit, path } => {
-                    let dir = chart_checkout(checkouts, release, commit);
-                    let chart_dir = dir.join(path);
-                    let mut clone = ExternalCommand::new("git", &["clone", url, &p(&dir)]);
-                    clone.unless_exists = Some(dir.clone());
-                    vec![
-                        clone,
-                        ExternalCommand::new(
-                            "git",
-                            &["-C", &p(&dir), "checkout", "--detach", commit],
-                        ),
-                        ExternalCommand::new("helm", &["dependency", "build", &p(&chart_dir)]),
-                        ExternalCommand::new(
-                            "helm",
-                            &[
-                                "upgrade",
-                                "--install",
-                                release,
-                                &p(&chart_dir),
-                                "-n",
-                                namespace,
-                                "-f",
-                                &p(&file),
-                            ],
-                        ),
-                    ]
-                }
-                Chart::Repository {
-                    repository,
-                    name,
-                    version,
-                } => vec![ExternalCommand::new(
-                    "helm",
-                    &[
-                        "upgrade",
-                        "--install",
-                        release,
-                        name,
-                        "--repo",
+        } => with_namespace_created(
+            namespace,
+            with_wait(
+                *wait,
+                match chart {
+                    Chart::Git { url, commit, path } => {
+                        let dir = chart_checkout(checkouts, release, commit);
+                        let chart_dir = dir.join(path);
+                        let mut clone = ExternalCommand::new("git", &["clone", url, &p(&dir)]);
+                        clone.unless_exists = Some(dir.clone());
+                        vec![
+                            clone,
+                            ExternalCommand::new(
+                                "git",
+                                &["-C", &p(&dir), "checkout", "--detach", commit],
+                            ),
+                            ExternalCommand::new("helm", &["dependency", "build", &p(&chart_dir)]),
+                            ExternalCommand::new(
+                                "helm",
+                                &[
+                                    "upgrade",
+                                    "--install",
+                                    release,
+                                    &p(&chart_dir),
+                                    "-n",
+                                    namespace,
+                                    "-f",
+                                    &p(&file),
+                                ],
+                            ),
+                        ]
+                    }
+                    Chart::Repository {
                         repository,
-                        "--version",
+                        name,
                         version,
-                        "-n",
-                        namespace,
-                        "-f",
-                        &p(&file),
-                    ],
-                )],
-            },
+                    } => vec![ExternalCommand::new(
+                        "helm",
+                        &[
+                            "upgrade",
+                            "--install",
+                            release,
+                            name,
+                            "--repo",
+                            repository,
+                            "--version",
+                            version,
+                            "-n",
+                            namespace,
+                            "-f",
+                            &p(&file),
+                        ],
+                    )],
+                },
+            ),
         ),
         StageManifest::Kubernetes { jobs, .. } => {
             let mut commands = vec![ExternalCommand::new("kubectl", &["apply", "-f", &p(&file)])];
@@ -204,6 +207,23 @@ pub fn with_values(
         );
     }
     Ok(commands)
+}
+
+/// Adds `--create-namespace` to the `helm upgrade` command when its namespace may not exist
+/// yet (every namespace but `kube-system`).
+fn with_namespace_created(
+    namespace: &str,
+    mut commands: Vec<ExternalCommand>,
+) -> Vec<ExternalCommand> {
+    if crate::assembly::manifest::helm_creates_namespace(namespace) {
+        if let Some(upgrade) = commands
+            .iter_mut()
+            .find(|c| c.program == "helm" && c.args.first().map(String::as_str) == Some("upgrade"))
+        {
+            upgrade.args.push("--create-namespace".to_owned());
+        }
+    }
+    commands
 }
 
 /// Adds `--wait` to the `helm upgrade` command when the stage waits for its workloads.
@@ -351,7 +371,7 @@ mod tests {
         );
         assert_eq!(
             deploy_commands(&kind, Path::new(""), Path::new("c"))[0].to_string(),
-            "helm upgrade --install r thing --repo https://charts.example.com --version 1.2.3 -n ns -f v.yaml"
+            "helm upgrade --install r thing --repo https://charts.example.com --version 1.2.3 -n ns -f v.yaml --create-namespace"
         );
         let k = StageManifest::Kubernetes {
             jobs: Vec::new(),
@@ -376,7 +396,7 @@ mod tests {
                 &["apply", "-f", "out/s/05-x.yaml"],
             )],
             &[(
-                "HYPERFORGE_OUTPUT__MetricsWorkspaceId__".to_owned(),
+                "ws-hyperforge-output-MetricsWorkspaceId".to_owned(),
                 "ws-0123abcd".to_owned(),
             )],
         )
@@ -384,14 +404,11 @@ mod tests {
         assert_eq!(values[0].program, "sh");
         assert_eq!(
             values[0].args[1],
-            "sed -e 's|HYPERFORGE_OUTPUT__MetricsWorkspaceId__|ws-0123abcd|g' 'out/s/05-x.yaml' | kubectl apply -f -"
+            "sed -e 's|ws-hyperforge-output-MetricsWorkspaceId|ws-0123abcd|g' 'out/s/05-x.yaml' | kubectl apply -f -"
         );
         assert!(with_values(
             vec![ExternalCommand::new("kubectl", &["apply", "-f", "f.yaml"])],
-            &[(
-                "HYPERFORGE_OUTPUT__X__".to_owned(),
-                "a'; rm -rf /".to_owned()
-            )],
+            &[("hyperforge-output-X".to_owned(), "a'; rm -rf /".to_owned())],
         )
         .is_err());
         let without_file = StageManifest::Kubernetes {

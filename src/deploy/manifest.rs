@@ -242,6 +242,8 @@ mod tests {
                 "s3-upload",
                 "helm",
                 "cloudformation",
+                "cloudformation",
+                "helm",
                 "kubernetes",
                 "kubernetes"
             ]

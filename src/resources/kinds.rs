@@ -369,6 +369,8 @@ pub struct RolePolicy {
 pub struct DeployValue {
     /// The value.
     pub value: AttrRef,
+    /// The placeholder the objects carry ([`deploy_placeholder`], after a prefix).
+    pub placeholder: String,
 }
 
 impl ResourceFacts for DeployValue {
@@ -378,10 +380,11 @@ impl ResourceFacts for DeployValue {
 }
 
 /// The placeholder a Kubernetes object carries for `value` until it is applied:
-/// `HYPERFORGE_OUTPUT__<output name>__` (letters, digits and `_` only, so every tool leaves it
-/// as it is and `sed` replaces it without escaping).
+/// `hyperforge-output-<output name>` (letters, digits and `-` only, so every tool leaves it as
+/// it is, a schema pattern for names or ids accepts it, and `sed` replaces it without
+/// escaping).
 pub fn deploy_placeholder(value: &AttrRef) -> String {
-    format!("HYPERFORGE_OUTPUT__{}__", value.output_key())
+    format!("hyperforge-output-{}", value.output_key())
 }
 
 impl ResourceFacts for RolePolicy {

@@ -87,9 +87,17 @@ impl<'a> Scope<'a> {
 
     /// The placeholder for `value` in a Kubernetes object of this construct's stage, recorded
     /// as child `id` ([`DeployValue`]): replaced by the deployed value when the stage is applied.
-    pub fn deploy_value(&mut self, id: &str, value: AttrRef) -> String {
-        let placeholder = deploy_placeholder(&value);
-        self.add(id, DeployValue { value });
+    /// `prefix` starts the placeholder, for a field whose schema wants a value's own prefix
+    /// (`ws-` for a Prometheus workspace id); the whole placeholder is replaced.
+    pub fn deploy_value(&mut self, id: &str, value: AttrRef, prefix: &str) -> String {
+        let placeholder = format!("{prefix}{}", deploy_placeholder(&value));
+        self.add(
+            id,
+            DeployValue {
+                value,
+                placeholder: placeholder.clone(),
+            },
+        );
         placeholder
     }
 }

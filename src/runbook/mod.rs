@@ -253,6 +253,8 @@ pub struct HelmStage {
     pub release: String,
     /// Namespace.
     pub namespace: String,
+    /// Whether Helm creates the namespace (every one but `kube-system`).
+    pub create_namespace: bool,
     /// Values file, relative to the assembly root.
     pub values: String,
     /// A chart from a git repository, if so.
@@ -688,6 +690,7 @@ pub fn data(stack: &Stack, manifest: &StackManifest) -> RunbookData {
                 let mut helm = HelmStage {
                     release: release.clone(),
                     namespace: namespace.clone(),
+                    create_namespace: crate::assembly::manifest::helm_creates_namespace(namespace),
                     values: first_path,
                     git: Vec::new(),
                     repository: Vec::new(),

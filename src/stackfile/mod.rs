@@ -1050,6 +1050,16 @@ impl Builder {
                 let region = self.region.clone();
                 Some(HelmRelease::aws_for_fluent_bit(&cluster?.name, &region))
             }
+            "keda" => {
+                let cluster = match needs("cluster") {
+                    Some(n) => self.eks(n, &child(context, "cluster")),
+                    None => {
+                        missing(&mut self.cx, "cluster", "the EKS cluster");
+                        None
+                    }
+                };
+                Some(HelmRelease::keda(&cluster?.name))
+            }
             _ => None,
         }
     }
@@ -1275,6 +1285,20 @@ impl Builder {
 
     fn alarm_topic(&mut self, node: &Node, context: &str) -> Option<AlarmTopicHandle> {
         self.resolve_as(node, context, Want::AlarmTopic, AlarmTopic::KIND, &[])
+    }
+
+    fn prometheus_monitoring(
+        &mut self,
+        node: &Node,
+        context: &str,
+    ) -> Option<constructs::PrometheusMonitoringHandle> {
+        self.resolve_as(
+            node,
+            context,
+            Want::PrometheusMonitoring,
+            constructs::PrometheusMonitoring::KIND,
+            &[],
+        )
     }
 
     /// The handle of a construct of type `H` (kind `kind`) that `node` names, as `Id` or as
@@ -1617,6 +1641,17 @@ impl FieldReader for Reader<'_> {
 
     fn alarm_topic(&mut self, field: &'static Field) -> Resolved<AlarmTopicHandle> {
         self.resolve(field, Want::AlarmTopic, Builder::alarm_topic)
+    }
+
+    fn prometheus_monitoring(
+        &mut self,
+        field: &'static Field,
+    ) -> Resolved<constructs::PrometheusMonitoringHandle> {
+        self.resolve(
+            field,
+            Want::PrometheusMonitoring,
+            Builder::prometheus_monitoring,
+        )
     }
 
     fn object(&mut self, field: &'static Field, body: &mut dyn FnMut(&mut dyn FieldReader)) {

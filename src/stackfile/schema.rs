@@ -34,6 +34,7 @@ pub const HELM_PRESETS: &[&str] = &[
     "karpenter",
     "aws-for-fluent-bit",
     "dcgm-exporter",
+    "keda",
 ];
 
 /// The top level of a stack file.

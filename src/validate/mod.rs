@@ -7,6 +7,8 @@
 //! - [`memory`]: whether the weights fit the GPUs, what a sequence at `max_model_len` needs,
 //!   and oversized instances (`HF0501`, `HF0505`, `HF0507`-`HF0509`);
 //! - [`model_source`]: where the workers get the weights from (`HF0506`);
+//! - [`autoscaling`]: an autoscaled server's most replicas against the GPUs its capacity can
+//!   ever provide and the nodes provisioned now (`HF0360`, `HF0361`);
 //! - [`capacity`]: training plan and Capacity Block instance counts (`HF0314`, `HF0315`);
 //! - [`storage`]: whether the serving nodes' own storage holds the downloaded weights
 //!   (`HF0510`);
@@ -16,6 +18,7 @@
 //! Structural checks (names, ids, CIDRs, ARNs, regions, zones, stage order) stay with the
 //! constructs in `constructs/` and `app/`.
 
+pub mod autoscaling;
 pub mod capacity;
 pub mod limits;
 pub mod memory;
@@ -55,6 +58,7 @@ pub(crate) fn app(app: &App, ds: &mut Diagnostics) {
             let facts = placed.facts();
             for served in &facts.served_models {
                 storage::check(served, placed.cx.path, &claims, ds);
+                autoscaling::check(served, placed.cx.path, &claims, ds);
                 model_source::staged(served, placed.node.stage, placed.cx.path, &stagings, ds);
             }
             stagings.extend(

@@ -142,8 +142,8 @@ fn synth_filters_formats_and_stacks() {
     assert_eq!(
         files,
         [
-            "kimi-k3-eks/08-weights.yaml",
-            "kimi-k3-eks/09-workload.yaml",
+            "kimi-k3-eks/09-weights.yaml",
+            "kimi-k3-eks/10-workload.yaml",
             "kimi-k3-eks/RUNBOOK.md",
             "manifest.json"
         ]

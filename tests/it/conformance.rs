@@ -1192,6 +1192,10 @@ const PINNED_VALUES: &[(&str, &str)] = &[
         "https://nvidia.github.io/dcgm-exporter/helm-charts dcgm-exporter 4.8.2",
         "dcgm-exporter-4.8.2.values.yaml",
     ),
+    (
+        "https://kedacore.github.io/charts keda 2.17.1",
+        "keda-2.17.1.values.yaml",
+    ),
 ];
 
 /// Keys a chart's templates read that its `values.yaml` shows only in comments (so the parsed
@@ -1345,6 +1349,29 @@ fn helm_values_set_only_keys_of_the_pinned_charts() {
     assert!(
         unchecked.is_empty(),
         "no values checked against {unchecked:?}"
+    );
+}
+
+/// The KEDA preset (in no reference stack yet) sets only keys of the pinned chart's values.
+#[test]
+fn keda_preset_sets_only_keys_of_the_pinned_chart() {
+    let keda = hyperforge::constructs::HelmRelease::keda("cluster");
+    let hyperforge::constructs::helm::ChartSource::Repository {
+        repo,
+        chart,
+        version,
+    } = &keda.chart
+    else {
+        panic!("{:?}", keda.chart)
+    };
+    let (file, pinned) = pinned_values(&format!("{repo} {chart} {version}"));
+    let ours: Yaml = serde_yaml::to_value(&keda.values).unwrap();
+    let unknown = unknown_keys(file, &ours, &pinned);
+    assert!(unknown.is_empty(), "{file} does not have {unknown:?}");
+    // The service account the operator's Pod Identity association names is the chart's.
+    assert_eq!(
+        pinned["serviceAccount"]["operator"]["name"],
+        Yaml::String(hyperforge::constructs::controllers::KEDA_OPERATOR_SERVICE_ACCOUNT.to_owned())
     );
 }
 

@@ -293,7 +293,7 @@ fn checkov_gate(report: &[u8]) -> Result<String, String> {
 /// kubernetes-validate --strict on every built-in kind. Custom resources get only a
 /// "Couldn't find schema" warning from it (they are checked against their CRD by
 /// `validate_crd`); a built-in kind must be reported as passed, one line per document.
-fn kubernetes_validate(files: &[PathBuf]) -> Result<String, String> {
+pub(crate) fn kubernetes_validate(files: &[PathBuf]) -> Result<String, String> {
     assert!(
         !files.is_empty(),
         "kubernetes_validate called without files"

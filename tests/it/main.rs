@@ -9,6 +9,7 @@ mod common;
 mod fixtures;
 
 mod admin_path;
+mod autoscaling;
 mod checkov_kubernetes;
 mod cli;
 mod cold_start;

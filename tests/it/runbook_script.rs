@@ -347,8 +347,8 @@ fn name_checks_catch_unknown_stacks_outputs_parameters_and_paths() {
             "no parameter",
         ),
         (
-            "kubectl apply -f kimi-k3-eks/09-workload.yaml",
-            "kubectl apply -f kimi-k3-eks/09-workloads.yaml",
+            "kimi-k3-eks/10-workload.yaml | kubectl apply -f -",
+            "kimi-k3-eks/10-workloads.yaml | kubectl apply -f -",
             "not in the assembly",
         ),
     ];

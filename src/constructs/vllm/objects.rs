@@ -4,13 +4,15 @@
 //! default), PodDisruptionBudget and NetworkPolicy.
 
 use super::{
-    Client, Exposure, InferenceEndpoint, VllmDeployment, VllmServer, LB_SCHEME_ANNOTATION,
-    LB_SUBNETS_ANNOTATION, STARTUP_PROBE_PERIOD_SECS, VLLM_PORT,
+    Autoscaling, Client, Exposure, InferenceEndpoint, VllmDeployment, VllmServer,
+    LB_SCHEME_ANNOTATION, LB_SUBNETS_ANNOTATION, STARTUP_PROBE_PERIOD_SECS, VLLM_PORT,
 };
 use crate::app::Stack;
 use crate::constructs::network::{subnet_facts, SubnetFacts};
 use crate::constructs::nodes::GPU_TAINT;
 use crate::resources::kubernetes::crd::inference_endpoint_config::*;
+use crate::resources::kubernetes::crd::scaled_object::ScaledObject;
+use crate::resources::kubernetes::crd::trigger_authentication::TriggerAuthentication;
 use crate::resources::Rule;
 use k8s_openapi::api::apps::v1::{Deployment, DeploymentSpec, DeploymentStrategy};
 use k8s_openapi::api::core::v1::{
@@ -128,6 +130,7 @@ pub fn inference_endpoint_config(stack: &Stack, ep: &InferenceEndpoint) -> Infer
         instance_type: instance.map(|i| i.ml_name()),
         invocation_endpoint: Some("v1/chat/completions".to_owned()),
         replicas: Some(ep.replica_count()),
+        auto_scaling_spec: ep.autoscaling_config().map(|a| auto_scaling_spec(ep, a)),
         max_deploy_time_in_seconds: budget.map(|b| i32::try_from(b.total_secs).unwrap_or(i32::MAX)),
         model_source_config: model_source(stack, server),
         worker: InferenceEndpointConfigWorker {
@@ -227,6 +230,159 @@ pub struct VllmObjects {
     pub disruption_budget: PodDisruptionBudget,
     /// Ingress to port 8000 only.
     pub network_policy: NetworkPolicy,
+    /// KEDA's objects, when the deployment autoscales.
+    pub autoscaling: Option<KedaObjects>,
+}
+
+/// The KEDA objects scaling a Deployment.
+pub struct KedaObjects {
+    /// Pod Identity of the KEDA operator for the Prometheus trigger (SigV4 to AMP).
+    pub trigger_authentication: TriggerAuthentication,
+    /// The Deployment's scaler.
+    pub scaled_object: ScaledObject,
+}
+
+/// The name of the `TriggerAuthentication` of a Deployment named `name`.
+pub fn trigger_authentication_name(name: &str) -> String {
+    format!("{name}-amp")
+}
+
+/// The ScaledObject and TriggerAuthentication scaling `d` with `a`, named and labelled by
+/// `meta`.
+///
+/// The trigger is KEDA's `prometheus` scaler with `awsRegion` set, which signs every query
+/// with SigV4 for service `aps` (KEDA v2.17.1 `pkg/scalers/aws/aws_sigv4.go`), with the
+/// credentials the TriggerAuthentication names: `podIdentity.provider: aws` without a role ARN
+/// is the KEDA operator's own (its EKS Pod Identity association, `KedaOperatorRole`;
+/// `pkg/scalers/aws/aws_common.go`, `GetAwsAuthorization`). The metric is an `AverageValue`:
+/// the HPA divides the query's value by the current replicas and compares it with the
+/// target. `ignoreNullValues: "false"` makes an empty result an error, so a query that finds
+/// no series (a relabelled or stopped scrape) holds the replicas where they are instead of
+/// reading as an idle server and scaling down.
+fn keda_objects(
+    stack: &Stack,
+    d: &VllmDeployment,
+    a: &Autoscaling,
+    meta: ObjectMeta,
+) -> KedaObjects {
+    use crate::resources::kubernetes::crd::scaled_object::*;
+    use crate::resources::kubernetes::crd::trigger_authentication::*;
+    let auth_name = trigger_authentication_name(d.object_name());
+    let trigger_authentication = TriggerAuthentication {
+        metadata: ObjectMeta {
+            name: Some(auth_name.clone()),
+            ..meta.clone()
+        },
+        spec: TriggerAuthenticationSpec {
+            pod_identity: Some(TriggerAuthenticationPodIdentity {
+                provider: "aws".to_owned(),
+                identity_owner: Some("keda".to_owned()),
+                ..Default::default()
+            }),
+            ..Default::default()
+        },
+    };
+    let metadata = BTreeMap::from([
+        ("serverAddress".to_owned(), a.server_address().to_owned()),
+        ("query".to_owned(), a.query_for(d.server().served_name())),
+        ("threshold".to_owned(), format_target(a.target())),
+        ("awsRegion".to_owned(), stack.region().to_owned()),
+        ("ignoreNullValues".to_owned(), "false".to_owned()),
+    ]);
+    let secs = |v: u32| i32::try_from(v).unwrap_or(i32::MAX);
+    let scaled_object = ScaledObject {
+        metadata: meta,
+        spec: ScaledObjectSpec {
+            scale_target_ref: ScaledObjectScaleTargetRef {
+                api_version: Some("apps/v1".to_owned()),
+                kind: Some("Deployment".to_owned()),
+                name: d.object_name().to_owned(),
+                ..Default::default()
+            },
+            min_replica_count: Some(a.min()),
+            max_replica_count: Some(a.max()),
+            polling_interval: Some(secs(a.polling_interval())),
+            cooldown_period: Some(secs(a.cooldown())),
+            advanced: Some(ScaledObjectAdvanced {
+                horizontal_pod_autoscaler_config: Some(
+                    ScaledObjectAdvancedHorizontalPodAutoscalerConfig {
+                        behavior: Some(ScaledObjectAdvancedHorizontalPodAutoscalerConfigBehavior {
+                            scale_up: Some(
+                                ScaledObjectAdvancedHorizontalPodAutoscalerConfigBehaviorScaleUp {
+                                    stabilization_window_seconds: Some(secs(
+                                        a.scale_up_stabilization(),
+                                    )),
+                                    ..Default::default()
+                                },
+                            ),
+                            scale_down: Some(
+                                ScaledObjectAdvancedHorizontalPodAutoscalerConfigBehaviorScaleDown {
+                                    stabilization_window_seconds: Some(secs(
+                                        a.scale_down_stabilization(),
+                                    )),
+                                    ..Default::default()
+                                },
+                            ),
+                        }),
+                        name: None,
+                    },
+                ),
+                ..Default::default()
+            }),
+            triggers: vec![ScaledObjectTriggers {
+                r#type: "prometheus".to_owned(),
+                name: Some("vllm-queue".to_owned()),
+                metric_type: Some("AverageValue".to_owned()),
+                metadata,
+                authentication_ref: Some(ScaledObjectTriggersAuthenticationRef {
+                    kind: Some("TriggerAuthentication".to_owned()),
+                    name: auth_name,
+                }),
+                ..Default::default()
+            }],
+            ..Default::default()
+        },
+    };
+    KedaObjects {
+        trigger_authentication,
+        scaled_object,
+    }
+}
+
+/// A target value as KEDA's metadata string: integers without a fraction.
+fn format_target(v: f64) -> String {
+    if v.fract() == 0.0 && v.abs() < 1e15 {
+        format!("{}", v as i64)
+    } else {
+        format!("{v}")
+    }
+}
+
+/// The `autoScalingSpec` of an endpoint scaling with `a`: the operator's Prometheus trigger
+/// (an average per replica, `metricType: Average`), the replica bounds, the polling interval,
+/// the cooldown and the HPA's stabilization windows.
+fn auto_scaling_spec(
+    ep: &InferenceEndpoint,
+    a: &Autoscaling,
+) -> InferenceEndpointConfigAutoScalingSpec {
+    let secs = |v: u32| i32::try_from(v).unwrap_or(i32::MAX);
+    InferenceEndpointConfigAutoScalingSpec {
+        min_replica_count: Some(a.min()),
+        max_replica_count: Some(a.max()),
+        polling_interval: Some(secs(a.polling_interval())),
+        cooldown_period: Some(secs(a.cooldown())),
+        scale_up_stabilization_time: Some(secs(a.scale_up_stabilization())),
+        scale_down_stabilization_time: Some(secs(a.scale_down_stabilization())),
+        prometheus_trigger: Some(InferenceEndpointConfigAutoScalingSpecPrometheusTrigger {
+            name: Some("vllm-queue".to_owned()),
+            server_address: Some(a.server_address().to_owned()),
+            query: Some(a.query_for(ep.server().served_name())),
+            target_value: Some(a.target()),
+            metric_type: Some("Average".to_owned()),
+            ..Default::default()
+        }),
+        ..Default::default()
+    }
 }
 
 /// The checks checkov reports on the vLLM pod that the image's design rules out, with reasons
@@ -489,7 +645,9 @@ pub fn deployment(stack: &Stack, d: &VllmDeployment) -> VllmObjects {
     let deployment = Deployment {
         metadata: meta(None),
         spec: Some(DeploymentSpec {
-            replicas: Some(d.replica_count()),
+            // With autoscaling, KEDA's HPA owns the count: a `replicas` here would reset it on
+            // every apply (and start a 20-80 minute cold start or stop a warm replica).
+            replicas: d.autoscaling_config().is_none().then(|| d.replica_count()),
             progress_deadline_seconds: Some(progress_deadline),
             selector: LabelSelector {
                 match_labels: Some(selector.clone()),
@@ -624,6 +782,9 @@ pub fn deployment(stack: &Stack, d: &VllmDeployment) -> VllmObjects {
             }),
             ..Default::default()
         },
+        autoscaling: d
+            .autoscaling_config()
+            .map(|a| keda_objects(stack, d, a, meta(None))),
         network_policy: NetworkPolicy {
             metadata: meta(None),
             spec: Some(NetworkPolicySpec {

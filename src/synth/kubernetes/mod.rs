@@ -11,7 +11,7 @@ use crate::app::Stack;
 use crate::app::{StageId, StageKind};
 use crate::assembly::manifest::{Artifact, ArtifactFormat, JobWait, SetFromOutput, StageManifest};
 use crate::diagnostics::Diagnostics;
-use crate::resources::{deploy_placeholder, Resource, ResourceGraph, ResourceKind};
+use crate::resources::{Resource, ResourceGraph, ResourceKind};
 
 /// The multi-document YAML of Kubernetes stage `stage`: its objects in the order their
 /// constructs were added (each construct's in the order it adds them).
@@ -32,7 +32,7 @@ pub fn deploy_values(stack: &Stack, graph: &ResourceGraph, stage: StageId) -> Ve
     let mut out: Vec<SetFromOutput> = Vec::new();
     for r in graph.resources.iter().filter(|r| r.stage == stage) {
         if let ResourceKind::DeployValue(d) = &r.kind {
-            let key = deploy_placeholder(&d.value);
+            let key = d.placeholder.clone();
             if out.iter().any(|v| v.key == key) {
                 continue;
             }
@@ -173,6 +173,7 @@ mod tests {
             path: "Lifecycle/BucketValue".to_owned(),
             stage: workload,
             kind: DeployValue {
+                placeholder: crate::resources::deploy_placeholder(&bucket.name()),
                 value: bucket.name(),
             }
             .into(),
@@ -182,7 +183,7 @@ mod tests {
         assert_eq!(
             deploy_values(&stack, &graph, workload),
             [SetFromOutput {
-                key: "HYPERFORGE_OUTPUT__LifecycleBucketName__".to_owned(),
+                key: "hyperforge-output-LifecycleBucketName".to_owned(),
                 stage: Some("foundation".to_owned()),
                 output: "LifecycleBucketName".to_owned(),
             }]

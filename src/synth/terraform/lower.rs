@@ -170,6 +170,9 @@ pub(crate) fn helm(cx: Cx, stage: StageId, name: &str, values_file: &str, r: &He
     let mut body = Map::new();
     body.insert("name".into(), json!(r.release));
     body.insert("namespace".into(), json!(r.namespace));
+    if crate::assembly::manifest::helm_creates_namespace(&r.namespace) {
+        body.insert("create_namespace".into(), json!(true));
+    }
     match &r.chart {
         ChartSource::Repository {
             repo,

@@ -69,6 +69,11 @@ pub fn keda_scaled_object_crd() -> PathBuf {
     repo_root().join("codegen/schemas/crds/keda.sh_scaledobjects.yaml")
 }
 
+/// KEDA's `TriggerAuthentication` CRD (`v1alpha1`).
+pub fn keda_trigger_authentication_crd() -> PathBuf {
+    repo_root().join("codegen/schemas/crds/keda.sh_triggerauthentications.yaml")
+}
+
 /// What a finished tool run printed.
 pub struct ToolOutput {
     pub command: String,

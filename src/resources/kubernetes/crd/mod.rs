@@ -6,3 +6,4 @@ pub mod ec2_node_class;
 pub mod inference_endpoint_config;
 pub mod node_pool;
 pub mod scaled_object;
+pub mod trigger_authentication;
