@@ -34,6 +34,7 @@ macro_rules! stack_file_names {
 #[macro_use]
 pub mod stack_file;
 pub mod cidr;
+pub mod dashboard;
 /// Text with references, now part of the core model ([`crate::app::text`]).
 pub use crate::app::text;
 /// IAM policy documents, now part of the resource layer ([`crate::resources::iam`]).
@@ -60,6 +61,7 @@ pub use cidr::Ipv4Cidr;
 pub use controllers::{
     KedaOperatorRole, KedaOperatorRoleHandle, LoadBalancerController, LoadBalancerControllerHandle,
 };
+pub use dashboard::{ServingDashboard, ServingDashboardHandle};
 pub use ecr::{EcrPullThroughCache, EcrPullThroughCacheHandle};
 pub use eks::{AccessEntry, AccessPolicy, EksAddon, EksCluster, EksClusterHandle, EndpointAccess};
 pub use fsx_lustre::{
@@ -180,6 +182,8 @@ pub struct Facts<'a> {
     pub capacity_ends: Vec<CapacityEndFacts>,
     /// Prometheus alerting rules the construct deploys: name, expression, threshold, `for`.
     pub alerts: Vec<AlertFacts>,
+    /// Grafana dashboards the construct ships (their ConfigMaps' names).
+    pub dashboards: Vec<String>,
 }
 
 /// A warning before reserved capacity ends.
@@ -485,6 +489,7 @@ constructs! {
     CapacityEndWarning(CapacityEndWarning),
     LogShipping(LogShipping),
     PrometheusMonitoring(PrometheusMonitoring),
+    ServingDashboard(ServingDashboard),
 }
 
 /// A stored construct with its typed view, stack and display path.

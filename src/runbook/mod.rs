@@ -325,6 +325,8 @@ pub struct KubernetesStage {
     /// Values only a deployment knows, read from outputs before the apply command replaces
     /// their placeholders.
     pub values: Vec<DeployValueData>,
+    /// Grafana dashboards the stage ships (their ConfigMaps in kube-system).
+    pub dashboards: Vec<String>,
 }
 
 /// A deploy-time value of a Kubernetes stage.
@@ -738,6 +740,7 @@ pub fn data(stack: &Stack, manifest: &StackManifest) -> RunbookData {
                 let mut node_pools = Vec::new();
                 let mut reservations: Vec<ReservationData> = Vec::new();
                 let mut stagings = Vec::new();
+                let mut dashboards = Vec::new();
                 for placed in placements.in_stage(id) {
                     let facts = placed.facts();
                     for claim in &facts.capacity {
@@ -765,6 +768,7 @@ pub fn data(stack: &Stack, manifest: &StackManifest) -> RunbookData {
                     for st in &facts.weight_stagings {
                         stagings.push(staging(stack.region(), st));
                     }
+                    dashboards.extend(facts.dashboards.iter().cloned());
                 }
                 let values: Vec<DeployValueData> = match entry {
                     StageManifest::Kubernetes {
@@ -829,6 +833,7 @@ pub fn data(stack: &Stack, manifest: &StackManifest) -> RunbookData {
                     stagings,
                     job_waits,
                     values,
+                    dashboards,
                 });
             }
         }

@@ -16,6 +16,7 @@ mod cold_start;
 mod conformance;
 mod construct_model;
 mod crd_inference_endpoint_config;
+mod dashboard;
 mod diagnostics_doc;
 mod eks_path;
 mod external_validators;
