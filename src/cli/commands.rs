@@ -320,6 +320,27 @@ pub fn list(global: &Global) -> Exit {
                         ));
                     }
                 }
+                let ends: Vec<_> = placements
+                    .all()
+                    .flat_map(|p| p.facts().capacity_ends)
+                    .collect();
+                if !ends.is_empty() {
+                    out.push_str("  capacity ends:\n");
+                    for e in ends {
+                        let (what, ec2) = match (&e.reservation_id, &e.training_plan_arn) {
+                            (Some(id), _) => (
+                                format!("Capacity Block {id}"),
+                                ", and EC2's own warning 40 min before",
+                            ),
+                            (None, Some(arn)) => (format!("training plan {arn}"), ""),
+                            (None, None) => (String::new(), ""),
+                        };
+                        out.push_str(&format!(
+                            "        {what} ends {}: warned {} h before{ec2}\n",
+                            e.end_time, e.lead_hours
+                        ));
+                    }
+                }
             }
             for (key, entry) in [("terraform", &stack.terraform), ("runbook", &stack.runbook)] {
                 if let Some(entry) = entry {

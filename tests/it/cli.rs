@@ -310,6 +310,11 @@ fn list_catalog_explain_cost_completions() {
     assert!(text.contains("kimi-k3-hyperpod-cluster"));
     assert!(text.contains("kimi-k3-hyperpod/08-inference.yaml"));
     assert!(text.contains("kimi-k3-eks/RUNBOOK.md"));
+    // Each stack's capacity end and when it is warned of.
+    assert!(text.contains("capacity ends:"));
+    assert!(text.contains(
+        "Capacity Block cr-0123456789abcdef0 ends 2027-01-15T11:30:00Z: warned 24 h before, and EC2's own warning 40 min before"
+    ));
 
     let o = hyperforge(&root, &["catalog", "instances"]);
     assert_eq!(code(&o), 0);
