@@ -69,6 +69,12 @@ pub fn weights_bucket(stack: &str) -> String {
     format!("{stack}-weights-{ACCOUNT_ID}-{REGION}")
 }
 
+/// The system nodes of the EKS references (`ManagedNodeGroup::system`), for the releases that
+/// run there.
+fn system_nodes() -> Vec<(String, String)> {
+    vec![("hyperforge.io/node-role".to_owned(), "system".to_owned())]
+}
+
 /// The vLLM server for Kimi K3, as the reference deployments run it (each reads the copy its
 /// stack stages: `weights_from`).
 pub fn kimi_k3_server() -> VllmServer {
@@ -91,7 +97,9 @@ pub fn kimi_k3_server() -> VllmServer {
 ///
 /// Stages: `foundation` (network, cluster security group, EKS, lifecycle bucket) ->
 /// `lifecycle-scripts` (upload) -> `hyperpod-dependencies` (Helm) -> `cluster` (HyperPod
-/// cluster, inference operator) -> `inference` (the `InferenceEndpointConfig`).
+/// cluster, inference operator) -> `operations` (alarm topic, training plan end, metrics,
+/// logs) -> `aws-for-fluent-bit`, `dcgm-exporter`, `kube-state-metrics` (Helm) -> `weights`
+/// -> `inference` (the `InferenceEndpointConfig`, autoscaled on the metrics).
 pub fn kimi_k3_hyperpod() -> App {
     App::new()
         .tag("managed-by", "hyperforge")
@@ -166,12 +174,22 @@ pub fn kimi_k3_hyperpod_stack(name: &str) -> Stack {
             TRAINING_PLAN_END,
         ),
     );
+    // Serving and GPU metrics in Amazon Managed Service for Prometheus, with alert rules to
+    // the topic: the collector finds the operator's model pods, the DCGM exporter on the
+    // HyperPod GPU nodes and kube-state-metrics.
+    let metrics = stack.add(
+        operations,
+        PrometheusMonitoring::new("Metrics", &eks, &alarms, network.private_subnets.clone()),
+    );
     // Container logs to CloudWatch Logs (KMS-encrypted groups, a retention), by Fluent Bit.
     stack.add(operations, LogShipping::new("Logs", &eks));
     stack.helm_stage(
         "aws-for-fluent-bit",
         HelmRelease::aws_for_fluent_bit(&eks.name, REGION),
     );
+    stack.helm_stage("dcgm-exporter", HelmRelease::dcgm_exporter());
+    // No system nodes on HyperPod: the HyperPod nodes are the cluster's only nodes.
+    stack.helm_stage("kube-state-metrics", HelmRelease::kube_state_metrics(&[]));
 
     // The HyperPod nodes are the cluster's only nodes: the Job runs there once they join.
     let weights = stack.kubernetes_stage("weights");
@@ -191,7 +209,10 @@ pub fn kimi_k3_hyperpod_stack(name: &str) -> Stack {
                 .weights_from(&store),
             "ml.p6-b300.48xlarge",
         )
-        .name("kimik3"),
+        .name("kimik3")
+        // The training plan holds one p6-b300, so one replica: the operator's KEDA scales
+        // within it on the workspace's metrics.
+        .autoscaling(Autoscaling::on_workspace(1, 1, &metrics.workspace)),
     );
 
     stack
@@ -312,6 +333,10 @@ pub fn kimi_k3_eks_stack(name: &str) -> Stack {
         HelmRelease::aws_for_fluent_bit(&eks.name, REGION),
     );
     stack.helm_stage("dcgm-exporter", HelmRelease::dcgm_exporter());
+    stack.helm_stage(
+        "kube-state-metrics",
+        HelmRelease::kube_state_metrics(&system_nodes()),
+    );
     stack.helm_stage("keda", HelmRelease::keda(&eks.name));
 
     // On a system node, before (and without) the Capacity Block's GPU node.
@@ -426,6 +451,10 @@ pub fn kimi_k3_eks_karpenter() -> App {
         HelmRelease::aws_for_fluent_bit(&eks.name, REGION),
     );
     stack.helm_stage("dcgm-exporter", HelmRelease::dcgm_exporter());
+    stack.helm_stage(
+        "kube-state-metrics",
+        HelmRelease::kube_state_metrics(&system_nodes()),
+    );
     stack.helm_stage("keda", HelmRelease::keda(&eks.name));
 
     // On a system node, before (and without) the Capacity Block's GPU node.

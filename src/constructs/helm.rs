@@ -1,6 +1,6 @@
 //! The Helm releases hyperforge knows: pinned charts with the values each deployment needs
 //! (HyperPod dependencies, NVIDIA and EFA device plugins, the AWS load balancer controller,
-//! Karpenter, NVIDIA's DCGM exporter, KEDA). The release and upload types themselves are stage payloads of the core model
+//! Karpenter, NVIDIA's DCGM exporter, kube-state-metrics, KEDA). The release and upload types themselves are stage payloads of the core model
 //! ([`crate::app::stage`]).
 
 pub use crate::app::stage::{ChartSource, HelmRelease, Upload, UploadFile};
@@ -10,6 +10,24 @@ use serde_json::json;
 /// The version of NVIDIA's `dcgm-exporter` chart (tag `4.5.3-4.8.2` of NVIDIA/dcgm-exporter,
 /// whose `deployment/Chart.yaml` says version 4.8.2).
 pub const DCGM_EXPORTER_CHART_VERSION: &str = "4.8.2";
+
+/// The version of the prometheus-community `kube-state-metrics` chart (kube-state-metrics
+/// 2.20.0).
+pub const KUBE_STATE_METRICS_CHART_VERSION: &str = "8.4.0";
+
+/// The node label HyperPod nodes carry their `ml.` instance type in (the
+/// `hyperpod-dependencies` chart's health monitoring agent selects GPU nodes by it).
+pub const INSTANCE_TYPE_LABEL: &str = "node.kubernetes.io/instance-type";
+
+/// The `ml.` names of the NVIDIA GPU instance types HyperPod offers (the catalog's), the values
+/// of [`INSTANCE_TYPE_LABEL`] on HyperPod GPU nodes.
+pub fn hyperpod_gpu_instance_types() -> Vec<String> {
+    crate::catalog::instances::instances()
+        .iter()
+        .filter(|i| i.gpu_count > 0 && !i.hyperpod_regions.is_empty())
+        .map(|i| i.ml_name())
+        .collect()
+}
 
 /// The `hyperpod-dependencies` chart of `aws/sagemaker-hyperpod-cli` at this commit.
 pub const HYPERPOD_CLI_COMMIT: &str = "011ca927123e02b35a399935bbb3ab1905fe33c7";
@@ -239,7 +257,17 @@ impl HelmRelease {
     /// (exporter `4.5.3-4.8.2`) from NVIDIA's chart repository. Its ServiceMonitor is off:
     /// no Prometheus Operator runs in the cluster (the collector finds the pods itself), and
     /// the chart would otherwise need the operator's CRD to install.
+    ///
+    /// GPU nodes are either of two kinds (a node affinity with two terms, either matching):
+    /// EKS GPU nodes labelled [`GPU_PRESENT_LABEL`](crate::constructs::nodes::GPU_PRESENT_LABEL)
+    /// by hyperforge's node groups and node pools, and HyperPod nodes of a GPU instance type
+    /// ([`INSTANCE_TYPE_LABEL`] in [`hyperpod_gpu_instance_types`]). HyperPod nodes run no DCGM
+    /// exporter of their own: in the `hyperpod-dependencies` chart (commit
+    /// [`HYPERPOD_CLI_COMMIT`]) the `gpu-operator` subchart is disabled (`gpu-operator.enabled:
+    /// false`) and even there has `dcgmExporter.enabled: false`, and the health monitoring
+    /// agent exposes no metrics port.
     pub fn dcgm_exporter() -> Self {
+        use crate::constructs::nodes::{GPU_PRESENT_LABEL, GPU_TAINT};
         HelmRelease {
             release: "dcgm-exporter".to_owned(),
             namespace: "kube-system".to_owned(),
@@ -249,14 +277,65 @@ impl HelmRelease {
                 version: DCGM_EXPORTER_CHART_VERSION.to_owned(),
             },
             values: json!({
-                "nodeSelector": { crate::constructs::nodes::GPU_PRESENT_LABEL: "true" },
+                "affinity": {
+                    "nodeAffinity": {
+                        "requiredDuringSchedulingIgnoredDuringExecution": {
+                            "nodeSelectorTerms": [
+                                { "matchExpressions": [
+                                    { "key": GPU_PRESENT_LABEL, "operator": "In", "values": ["true"] }
+                                ] },
+                                { "matchExpressions": [
+                                    { "key": INSTANCE_TYPE_LABEL, "operator": "In", "values": hyperpod_gpu_instance_types() }
+                                ] }
+                            ]
+                        }
+                    }
+                },
                 "tolerations": [
-                    { "key": crate::constructs::nodes::GPU_TAINT, "operator": "Exists", "effect": "NoSchedule" }
+                    { "key": GPU_TAINT, "operator": "Exists", "effect": "NoSchedule" }
                 ],
                 "service": { "enable": true, "port": super::monitoring::DCGM_PORT },
                 "serviceMonitor": { "enabled": false }
             }),
-            note: "NVIDIA DCGM exporter: GPU metrics (utilization, memory, XID errors) on port 9400 of every GPU node, scraped by the managed Prometheus collector.".to_owned(),
+            note: "NVIDIA DCGM exporter: GPU metrics (utilization, memory, XID errors) on port 9400 of every GPU node (EKS GPU nodes and HyperPod GPU instances), scraped by the managed Prometheus collector.".to_owned(),
+            set_from_outputs: Vec::new(),
+            wait: true,
+        }
+    }
+
+    /// kube-state-metrics (prometheus-community chart
+    /// [`KUBE_STATE_METRICS_CHART_VERSION`], kube-state-metrics 2.20.0): the state of the
+    /// cluster's objects as metrics on port
+    /// [`KUBE_STATE_METRICS_PORT`](super::monitoring::KUBE_STATE_METRICS_PORT), among them
+    /// `kube_pod_container_status_restarts_total`, which
+    /// [`PrometheusMonitoring`](super::PrometheusMonitoring)'s collector scrapes for the
+    /// [`POD_RESTARTING`](super::monitoring::POD_RESTARTING) alert. One replica, in
+    /// `kube-system`, on the nodes `node_selector` selects: the system nodes
+    /// (`hyperforge.io/node-role: system`) where a stack has them (EKS), none on HyperPod, whose
+    /// nodes are all GPU instances. The chart's defaults are kept otherwise (its ServiceMonitor
+    /// is off by default; `prometheusScrape` only annotates the Service).
+    pub fn kube_state_metrics(node_selector: &[(String, String)]) -> Self {
+        let mut values = serde_json::Map::new();
+        if !node_selector.is_empty() {
+            values.insert(
+                "nodeSelector".to_owned(),
+                node_selector
+                    .iter()
+                    .map(|(k, v)| (k.clone(), json!(v)))
+                    .collect::<serde_json::Map<_, _>>()
+                    .into(),
+            );
+        }
+        HelmRelease {
+            release: "kube-state-metrics".to_owned(),
+            namespace: "kube-system".to_owned(),
+            chart: ChartSource::Repository {
+                repo: "https://prometheus-community.github.io/helm-charts".to_owned(),
+                chart: "kube-state-metrics".to_owned(),
+                version: KUBE_STATE_METRICS_CHART_VERSION.to_owned(),
+            },
+            values: values.into(),
+            note: "kube-state-metrics: the state of the cluster's objects (container restarts among them) on port 8080, scraped by the managed Prometheus collector.".to_owned(),
             set_from_outputs: Vec::new(),
             wait: true,
         }

@@ -13,10 +13,26 @@
 //!   neither `api_url` nor `http_config`); the topic's and its key's policies let
 //!   `aps.amazonaws.com` publish ([`AlarmTopic`](super::AlarmTopic));
 //! * a rule groups namespace holding the alerting rules ([`ALERTS`]);
-//! * an AWS managed collector (`AWS::APS::Scraper`) in the cluster's VPC, scraping the vLLM
-//!   servers (`/metrics` on their port named `http`) and NVIDIA's DCGM exporter (port 9400,
-//!   [`HelmRelease::dcgm_exporter`](super::HelmRelease::dcgm_exporter)) every 30 seconds (the
-//!   collector's minimum), keeping each target's namespace, pod and node as labels.
+//! * an AWS managed collector (`AWS::APS::Scraper`) in the cluster's VPC, scraping every 30
+//!   seconds (the collector's minimum), keeping each target's namespace, pod and node as labels:
+//!   the vLLM servers (`/metrics` on their port named `http`): on EKS the pods of a
+//!   `VllmDeployment` (label `app.kubernetes.io/component=model-server`), on HyperPod the
+//!   inference operator's model pods (job [`HYPERPOD_VLLM_JOB`], their series relabelled to job
+//!   `vllm` so the same rules and autoscaling queries hold on both paths); NVIDIA's DCGM
+//!   exporter (port 9400, [`HelmRelease::dcgm_exporter`](super::HelmRelease::dcgm_exporter));
+//!   and kube-state-metrics (port 8080,
+//!   [`HelmRelease::kube_state_metrics`](super::HelmRelease::kube_state_metrics)), whose own
+//!   `namespace`, `pod` and `container` labels (the object described) are kept
+//!   (`honor_labels`).
+//!
+//! **HyperPod model pods.** The inference operator labels the pods it creates for an
+//! `InferenceEndpointConfig` `app: <its metadata.name>`: the SageMaker HyperPod CLI and SDK
+//! find an endpoint's pods by that label (`aws/sagemaker-hyperpod-cli` at
+//! `011ca927123e02b35a399935bbb3ab1905fe33c7`, `src/sagemaker/hyperpod/inference/hp_endpoint.py`,
+//! `list_pods`: `item.metadata.labels.get("app")` compared with the endpoints' names). The
+//! worker container's port is the `modelInvocationPort` hyperforge writes (`http`, 8000, the
+//! port `metrics.modelMetrics` names too), so the job keeps pods that carry an `app` label and
+//! a container port `http` numbered 8000, and drops `VllmDeployment` pods (scraped by `vllm`).
 //!
 //! **Cluster access.** The collector reads the Kubernetes API (service discovery) and the
 //! pods' metrics as the scraper's service-linked role. Every EKS cluster hyperforge creates
@@ -29,9 +45,7 @@
 //! authenticate through the `aws-auth` ConfigMap only, which hyperforge never creates. So this
 //! construct creates neither.
 //!
-//! **What is not alerted here.** Pod restarts would need `kube_pod_container_status_restarts_total`
-//! from kube-state-metrics, which no stage installs or scrapes; they are left to the CloudWatch
-//! side. The collector also reaches only what the network lets it: the vLLM NetworkPolicy must
+//! **Reach.** The collector reaches only what the network lets it: the vLLM NetworkPolicy must
 //! admit the collector's subnets on the server port for the `vllm` job to have targets.
 
 use super::stack_file::{Floats, Ints};
@@ -48,6 +62,21 @@ use serde_json::json;
 pub const VLLM_JOB: &str = "vllm";
 /// The scrape job of the DCGM exporters.
 pub const DCGM_JOB: &str = "dcgm";
+/// The scrape job of the HyperPod inference operator's model pods; their series are relabelled
+/// to job [`VLLM_JOB`].
+pub const HYPERPOD_VLLM_JOB: &str = "hyperpod-inference";
+/// The pod label the HyperPod inference operator sets on an endpoint's model pods (its value
+/// is the `InferenceEndpointConfig`'s name).
+pub const HYPERPOD_MODEL_POD_LABEL: &str = "app";
+/// The HyperPod model pods' metrics port (the worker's `modelInvocationPort`).
+pub const HYPERPOD_MODEL_PORT: u16 = 8000;
+/// The scrape job of kube-state-metrics.
+pub const KUBE_STATE_METRICS_JOB: &str = "kube-state-metrics";
+/// The pod label of the kube-state-metrics chart's pods (its `selectorLabels`), and its value.
+pub const KUBE_STATE_METRICS_POD_LABEL: (&str, &str) =
+    ("app.kubernetes.io/name", "kube-state-metrics");
+/// kube-state-metrics' metrics port (the chart's `service.port`).
+pub const KUBE_STATE_METRICS_PORT: u16 = 8080;
 /// The pod label selecting vLLM servers, and its value (`vllm/objects.rs`).
 pub const VLLM_POD_LABEL: (&str, &str) = ("app.kubernetes.io/component", "model-server");
 /// The name of the vLLM container's port serving `/metrics`.
@@ -110,15 +139,16 @@ pub struct AlertRule {
 /// More than 5% of the vLLM servers' HTTP responses are 5xx, over 5 minutes, per namespace
 /// (`http_requests_total` of prometheus-fastapi-instrumentator, whose status label groups
 /// codes as `5xx`). Users are getting errors: read the servers' logs
-/// (`kubectl logs -n <namespace> -l app.kubernetes.io/component=model-server`) for engine
-/// errors, out-of-memory or NCCL failures; restart a failed pod, roll back a recent change.
+/// (`kubectl logs -n <namespace> -l app.kubernetes.io/component=model-server` on EKS,
+/// `-l app=<endpoint name>` on HyperPod) for engine errors, out-of-memory or NCCL failures;
+/// restart a failed pod, roll back a recent change.
 pub const SERVER_ERRORS: AlertRule = AlertRule {
     name: "VllmServerErrors",
     expression: r#"sum by (namespace) (rate(http_requests_total{job="vllm",status="5xx"}[5m])) / sum by (namespace) (rate(http_requests_total{job="vllm"}[5m])) > {threshold}"#,
     for_duration: "5m",
     severity: Severity::Critical,
     summary: "More than 5% of the vLLM responses in {{ $labels.namespace }} are server errors.",
-    action: "Read the model servers' logs (kubectl logs -n {{ $labels.namespace }} -l app.kubernetes.io/component=model-server) for engine, memory or NCCL errors; restart a failed pod or roll back the last change.",
+    action: "Read the model servers' logs (kubectl logs -n {{ $labels.namespace }} -l app.kubernetes.io/component=model-server on EKS, -l app=<endpoint name> on HyperPod) for engine, memory or NCCL errors; restart a failed pod or roll back the last change.",
 };
 
 /// The 99th percentile of the time to first token, over 5 minutes, is above the threshold for
@@ -171,13 +201,32 @@ pub const GPU_NODE_SILENT: AlertRule = AlertRule {
     action: "Check the exporter pods (kubectl get pods -A -l app.kubernetes.io/name=dcgm-exporter -o wide) and their node; a node that lost its GPUs or its driver must be drained and replaced.",
 };
 
+/// A container outside `kube-system` restarted in the last 15 minutes
+/// (`kube_pod_container_status_restarts_total` of kube-state-metrics), per namespace, pod and
+/// container. A restarted vLLM server lost its requests and reloads its weights for minutes;
+/// repeated restarts are a crash loop. It fires at once: a restart is an event, and the
+/// 15-minute window keeps it firing for 15 minutes after the last one (the alert manager
+/// groups by alert and namespace and repeats every 4 hours). Read the previous container's log
+/// (`kubectl logs -n <namespace> <pod> -c <container> --previous`) and the pod's last state
+/// (`kubectl describe pod`: `OOMKilled`, a failed probe, exit codes); fix the cause (memory,
+/// context length, a bad image or argument) or roll back.
+pub const POD_RESTARTING: AlertRule = AlertRule {
+    name: "PodRestarting",
+    expression: r#"sum by (namespace, pod, container) (increase(kube_pod_container_status_restarts_total{job="kube-state-metrics",namespace!="kube-system"}[15m])) > {threshold}"#,
+    for_duration: "",
+    severity: Severity::Warning,
+    summary: "Container {{ $labels.container }} of {{ $labels.namespace }}/{{ $labels.pod }} restarted in the last 15 minutes.",
+    action: "Read the previous container's log (kubectl logs -n {{ $labels.namespace }} {{ $labels.pod }} -c {{ $labels.container }} --previous) and its last state (kubectl describe pod: OOMKilled, failed probes, exit code); fix the cause or roll back the last change.",
+};
+
 /// Every alerting rule, in order.
-pub const ALERTS: [AlertRule; 5] = [
+pub const ALERTS: [AlertRule; 6] = [
     SERVER_ERRORS,
     SLOW_FIRST_TOKEN,
     QUEUE_BACKLOG,
     GPU_XID_ERRORS,
     GPU_NODE_SILENT,
+    POD_RESTARTING,
 ];
 
 /// An alerting rule as deployed: what the runbook and `hyperforge list` show.
@@ -315,8 +364,10 @@ impl PrometheusMonitoring {
         yaml(&json!({"groups": [{"name": "serving", "rules": rules}]}))
     }
 
-    /// The collector's scrape configuration: the vLLM servers and the DCGM exporters, by pod
-    /// label and port, each target's namespace, pod and node kept as labels.
+    /// The collector's scrape configuration: the vLLM servers (`VllmDeployment` pods and the
+    /// HyperPod inference operator's model pods), the DCGM exporters and kube-state-metrics, by
+    /// pod label and port, each target's namespace, pod and node kept as labels (except for
+    /// kube-state-metrics, whose series carry those of the objects they describe).
     pub fn scrape_configuration(&self) -> String {
         let meta = |label: &str| {
             format!(
@@ -329,11 +380,7 @@ impl PrometheusMonitoring {
             json!({"source_labels": ["__meta_kubernetes_pod_name"], "target_label": "pod"}),
             json!({"source_labels": ["__meta_kubernetes_pod_node_name"], "target_label": "node"}),
         ];
-        let job = |name: &str, label: (&str, &str), port: serde_json::Value| {
-            let mut relabel = vec![
-                json!({"source_labels": [meta(label.0)], "regex": label.1, "action": "keep"}),
-                port,
-            ];
+        let job = |name: &str, mut relabel: Vec<serde_json::Value>| {
             relabel.extend(keep_target_labels.iter().cloned());
             json!({
                 "job_name": name,
@@ -342,6 +389,20 @@ impl PrometheusMonitoring {
                 "relabel_configs": relabel,
             })
         };
+        let keep_label = |label: (&str, &str)| json!({"source_labels": [meta(label.0)], "regex": label.1, "action": "keep"});
+        let keep_port_number = |port: u16| json!({"source_labels": ["__meta_kubernetes_pod_container_port_number"], "regex": port.to_string(), "action": "keep"});
+        // Its series describe other objects: their `namespace`, `pod` and `container` labels
+        // are kept as scraped (`honor_labels`), and no target label of its own pod is added.
+        let kube_state_metrics = json!({
+            "job_name": KUBE_STATE_METRICS_JOB,
+            "honor_labels": true,
+            "metrics_path": "/metrics",
+            "kubernetes_sd_configs": [{"role": "pod"}],
+            "relabel_configs": [
+                keep_label(KUBE_STATE_METRICS_POD_LABEL),
+                keep_port_number(KUBE_STATE_METRICS_PORT),
+            ],
+        });
         yaml(&json!({
             "global": {
                 "scrape_interval": SCRAPE_INTERVAL,
@@ -350,14 +411,32 @@ impl PrometheusMonitoring {
             "scrape_configs": [
                 job(
                     VLLM_JOB,
-                    VLLM_POD_LABEL,
-                    json!({"source_labels": ["__meta_kubernetes_pod_container_port_name"], "regex": VLLM_PORT_NAME, "action": "keep"}),
+                    vec![
+                        keep_label(VLLM_POD_LABEL),
+                        json!({"source_labels": ["__meta_kubernetes_pod_container_port_name"], "regex": VLLM_PORT_NAME, "action": "keep"}),
+                    ],
+                ),
+                job(
+                    HYPERPOD_VLLM_JOB,
+                    vec![
+                        json!({
+                            "source_labels": [
+                                meta(HYPERPOD_MODEL_POD_LABEL),
+                                "__meta_kubernetes_pod_container_port_name",
+                                "__meta_kubernetes_pod_container_port_number",
+                            ],
+                            "regex": format!(".+;{VLLM_PORT_NAME};{HYPERPOD_MODEL_PORT}"),
+                            "action": "keep",
+                        }),
+                        json!({"source_labels": [meta(VLLM_POD_LABEL.0)], "regex": VLLM_POD_LABEL.1, "action": "drop"}),
+                        json!({"target_label": "job", "replacement": VLLM_JOB}),
+                    ],
                 ),
                 job(
                     DCGM_JOB,
-                    DCGM_POD_LABEL,
-                    json!({"source_labels": ["__meta_kubernetes_pod_container_port_number"], "regex": DCGM_PORT.to_string(), "action": "keep"}),
+                    vec![keep_label(DCGM_POD_LABEL), keep_port_number(DCGM_PORT)],
                 ),
+                kube_state_metrics,
             ],
         }))
     }

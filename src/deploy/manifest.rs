@@ -244,6 +244,8 @@ mod tests {
                 "cloudformation",
                 "cloudformation",
                 "helm",
+                "helm",
+                "helm",
                 "kubernetes",
                 "kubernetes"
             ]

@@ -1007,6 +1007,10 @@ impl Builder {
             "nvidia-device-plugin" => Some(HelmRelease::nvidia_device_plugin()),
             "efa-device-plugin" => Some(HelmRelease::efa_device_plugin()),
             "dcgm-exporter" => Some(HelmRelease::dcgm_exporter()),
+            "kube-state-metrics" => Some(HelmRelease::kube_state_metrics(&str_map(
+                node,
+                "node_selector",
+            ))),
             "aws-load-balancer-controller" => {
                 let cluster = match needs("cluster") {
                     Some(n) => self.eks(n, &child(context, "cluster")),

@@ -34,6 +34,7 @@ pub const HELM_PRESETS: &[&str] = &[
     "karpenter",
     "aws-for-fluent-bit",
     "dcgm-exporter",
+    "kube-state-metrics",
     "keda",
 ];
 
@@ -99,6 +100,11 @@ pub static HELM_STAGE: Shape = Shape {
             "vpc",
             Ty::Ref(Want::Vpc),
             "The VPC (for `aws-load-balancer-controller`).",
+        ),
+        &opt(
+            "node_selector",
+            Ty::StrMap,
+            "Node labels the release's pods must match (for `kube-state-metrics`: `hyperforge.io/node-role: system` where the stack has system nodes).",
         ),
     ],
 };

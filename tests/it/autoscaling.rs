@@ -414,9 +414,14 @@ fn an_autoscaled_endpoint_fills_auto_scaling_spec_and_passes_the_operator_crd() 
         .as_str()
         .unwrap()
         .starts_with("sum(vllm:num_requests_waiting{model_name="));
-    // The reference endpoint, without autoscaling, has no autoScalingSpec.
+    // The reference endpoint scales on its stack's workspace, whose id the stage fills in.
     let reference = objects_of(&assembly, "inference");
-    assert!(reference[0]["spec"].get("autoScalingSpec").is_none());
+    let reference_spec = &reference[0]["spec"]["autoScalingSpec"];
+    assert_eq!(reference_spec["maxReplicaCount"], 1);
+    assert!(reference_spec["prometheusTrigger"]["serverAddress"]
+        .as_str()
+        .unwrap()
+        .ends_with("/workspaces/ws-hyperforge-output-MetricsWorkspaceId"));
 
     let dir = tempfile::tempdir().unwrap();
     assembly.write_to(dir.path()).unwrap();

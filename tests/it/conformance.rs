@@ -1196,6 +1196,10 @@ const PINNED_VALUES: &[(&str, &str)] = &[
         "https://kedacore.github.io/charts keda 2.17.1",
         "keda-2.17.1.values.yaml",
     ),
+    (
+        "https://prometheus-community.github.io/helm-charts kube-state-metrics 8.4.0",
+        "kube-state-metrics-8.4.0.values.yaml",
+    ),
 ];
 
 /// Keys a chart's templates read that its `values.yaml` shows only in comments (so the parsed
@@ -1496,8 +1500,9 @@ fn load_balancer_controller_cannot_claim_foreign_load_balancers() {
     assert!(checked >= 6, "{checked}");
 }
 
-/// The DCGM exporter preset (not yet in a reference stack) sets only keys of its pinned chart,
-/// on GPU nodes only, tolerating their taint, its Service on port 9400, no ServiceMonitor.
+/// The DCGM exporter preset sets only keys of its pinned chart, on GPU nodes only (EKS GPU
+/// nodes, or HyperPod GPU instance types), tolerating their taint, its Service on port 9400, no
+/// ServiceMonitor.
 #[test]
 fn dcgm_exporter_values_are_keys_of_the_pinned_chart() {
     use hyperforge::constructs::helm::{ChartSource, HelmRelease};
@@ -1516,7 +1521,23 @@ fn dcgm_exporter_values_are_keys_of_the_pinned_chart() {
     let unknown = unknown_keys(file, &ours, &upstream);
     assert!(unknown.is_empty(), "{file} does not have {unknown:?}");
     let v = &release.values;
-    assert_eq!(v["nodeSelector"][GPU_PRESENT_LABEL], "true");
+    let terms = &v["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]
+        ["nodeSelectorTerms"];
+    assert_eq!(
+        terms[0],
+        serde_json::json!({"matchExpressions": [{"key": GPU_PRESENT_LABEL, "operator": "In", "values": ["true"]}]})
+    );
+    let hyperpod = &terms[1]["matchExpressions"][0];
+    assert_eq!(hyperpod["key"], "node.kubernetes.io/instance-type");
+    assert_eq!(hyperpod["operator"], "In");
+    let types = hyperpod["values"].as_array().unwrap();
+    assert!(
+        types.contains(&serde_json::json!("ml.p6-b300.48xlarge")),
+        "{types:?}"
+    );
+    assert!(types.iter().all(|t| t.as_str().unwrap().starts_with("ml.")));
+    assert_eq!(terms.as_array().unwrap().len(), 2);
+    assert!(v.get("nodeSelector").is_none());
     assert_eq!(
         v["tolerations"],
         serde_json::json!([{"key": GPU_TAINT, "operator": "Exists", "effect": "NoSchedule"}])
@@ -1524,4 +1545,73 @@ fn dcgm_exporter_values_are_keys_of_the_pinned_chart() {
     assert_eq!(v["service"]["port"], 9400);
     assert_eq!(upstream["service"]["port"], Yaml::from(9400));
     assert_eq!(v["serviceMonitor"]["enabled"], false);
+}
+
+/// The kube-state-metrics preset comes from the pinned prometheus-community chart, sets only
+/// keys of its values, listens where the collector's `kube-state-metrics` job scrapes (the
+/// chart's `service.port` 8080 is the container port, its pods labelled
+/// `app.kubernetes.io/name: kube-state-metrics`), and runs on the nodes it is given: the EKS
+/// references' system nodes, anywhere on HyperPod.
+#[test]
+fn kube_state_metrics_values_are_keys_of_the_pinned_chart() {
+    use hyperforge::constructs::helm::{ChartSource, HelmRelease};
+    use hyperforge::constructs::monitoring::{
+        KUBE_STATE_METRICS_POD_LABEL, KUBE_STATE_METRICS_PORT,
+    };
+    let system = [("hyperforge.io/node-role".to_owned(), "system".to_owned())];
+    let release = HelmRelease::kube_state_metrics(&system);
+    let ChartSource::Repository {
+        repo,
+        chart,
+        version,
+    } = &release.chart
+    else {
+        panic!("kube-state-metrics comes from a chart repository")
+    };
+    let (file, upstream) = pinned_values(&format!("{repo} {chart} {version}"));
+    let ours: Yaml = serde_yaml::to_value(&release.values).unwrap();
+    let unknown = unknown_keys(file, &ours, &upstream);
+    assert!(unknown.is_empty(), "{file} does not have {unknown:?}");
+    assert_eq!(
+        release.values,
+        serde_json::json!({"nodeSelector": {"hyperforge.io/node-role": "system"}})
+    );
+    assert_eq!(
+        upstream["service"]["port"],
+        Yaml::from(u64::from(KUBE_STATE_METRICS_PORT))
+    );
+    assert_eq!(
+        KUBE_STATE_METRICS_POD_LABEL,
+        ("app.kubernetes.io/name", "kube-state-metrics")
+    );
+    assert_eq!(release.namespace, "kube-system");
+    assert_eq!(
+        HelmRelease::kube_state_metrics(&[]).values,
+        serde_json::json!({})
+    );
+    // The references install it: on the system nodes on EKS, without a selector on HyperPod.
+    for app in hyperforge::reference::all()
+        .into_iter()
+        .chain(hyperforge::reference::variants())
+    {
+        for stack in app.stacks() {
+            let hyperpod = stack.name().contains("hyperpod");
+            let found = stack
+                .stages()
+                .iter()
+                .find_map(|s| match &s.kind {
+                    hyperforge::app::StageKind::Helm(r) if r.release == "kube-state-metrics" => {
+                        Some(r)
+                    }
+                    _ => None,
+                })
+                .unwrap_or_else(|| panic!("{}: no kube-state-metrics", stack.name()));
+            assert_eq!(
+                found.values.get("nodeSelector").is_some(),
+                !hyperpod,
+                "{}",
+                stack.name()
+            );
+        }
+    }
 }

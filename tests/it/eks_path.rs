@@ -438,7 +438,10 @@ fn a_capacity_block_group_starts_at_zero_and_the_runbook_scales_it_once_active()
         ))
         .expect("the runbook scales the group");
     let workload = runbook
-        .find("kimi-k3-eks/10-workload.yaml | kubectl apply -f -")
+        .find(&format!(
+            "{} | kubectl apply -f -",
+            crate::common::stage_file(&assembly, "kimi-k3-eks", "workload", "yaml")
+        ))
         .unwrap();
     assert!(check < scale && scale < workload);
     assert!(runbook[check..scale].contains("if [ \"$STATE\" = active ]; then"));

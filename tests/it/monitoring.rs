@@ -9,7 +9,8 @@ use crate::common::artifacts_with_format;
 use crate::common::tf_schema::{read_json, Schema};
 use crate::external_validators;
 use hyperforge::constructs::monitoring::{
-    ALERTS, GPU_NODE_SILENT, GPU_XID_ERRORS, QUEUE_BACKLOG, SERVER_ERRORS, SLOW_FIRST_TOKEN,
+    ALERTS, GPU_NODE_SILENT, GPU_XID_ERRORS, POD_RESTARTING, QUEUE_BACKLOG, SERVER_ERRORS,
+    SLOW_FIRST_TOKEN,
 };
 use hyperforge::constructs::{AlarmTopic, Construct, EksCluster, Network, PrometheusMonitoring};
 use hyperforge::stackfile::load_str;
@@ -123,6 +124,12 @@ fn every_alert_has_its_expression_threshold_and_for() {
             Some("5m"),
             "critical",
         ),
+        (
+            POD_RESTARTING.name,
+            r#"sum by (namespace, pod, container) (increase(kube_pod_container_status_restarts_total{job="kube-state-metrics",namespace!="kube-system"}[15m])) > 0"#,
+            None,
+            "warning",
+        ),
     ];
     for (name, expr, for_, severity) in expect {
         let r = rule(&rules, name);
@@ -151,6 +158,18 @@ fn every_alert_has_its_expression_threshold_and_for() {
     assert_eq!(ttft.for_duration, "10m");
     let queue = facts.iter().find(|a| a.name == QUEUE_BACKLOG.name).unwrap();
     assert_eq!(queue.threshold, 64.0);
+    let restarts = facts
+        .iter()
+        .find(|a| a.name == POD_RESTARTING.name)
+        .unwrap();
+    assert_eq!(restarts.threshold, 0.0);
+    assert_eq!(restarts.for_duration, "");
+    assert_eq!(restarts.severity, "warning");
+    assert!(
+        restarts.action.contains("--previous"),
+        "{}",
+        restarts.action
+    );
     assert!(rules
         .iter()
         .zip(&facts)
@@ -247,14 +266,54 @@ fn the_collector_scrapes_the_servers_and_gpus_of_the_cluster() {
             ),
         ]
     );
+    // The HyperPod inference operator's model pods: label `app` (the endpoint's name), port
+    // `http` 8000; VllmDeployment pods are left to `vllm`; their series are job `vllm`.
+    let hyperpod = job("hyperpod-inference");
+    let relabel = hyperpod["relabel_configs"].as_array().unwrap();
+    assert_eq!(
+        relabel[0],
+        json!({
+            "source_labels": [
+                "__meta_kubernetes_pod_label_app",
+                "__meta_kubernetes_pod_container_port_name",
+                "__meta_kubernetes_pod_container_port_number",
+            ],
+            "regex": ".+;http;8000",
+            "action": "keep",
+        })
+    );
+    assert_eq!(
+        relabel[1],
+        json!({"source_labels": ["__meta_kubernetes_pod_label_app_kubernetes_io_component"], "regex": "model-server", "action": "drop"})
+    );
+    assert_eq!(
+        relabel[2],
+        json!({"target_label": "job", "replacement": "vllm"})
+    );
+    // kube-state-metrics: its pods on port 8080, the labels of the objects its series describe
+    // kept as scraped, none of its own pod added.
+    let ksm = job("kube-state-metrics");
+    assert_eq!(ksm["honor_labels"], true);
+    assert_eq!(
+        ksm["relabel_configs"],
+        json!([
+            {"source_labels": ["__meta_kubernetes_pod_label_app_kubernetes_io_name"], "regex": "kube-state-metrics", "action": "keep"},
+            {"source_labels": ["__meta_kubernetes_pod_container_port_number"], "regex": "8080", "action": "keep"},
+        ])
+    );
+    assert_eq!(jobs.len(), 4);
     for j in jobs {
         assert_eq!(j["metrics_path"], "/metrics");
         assert_eq!(j["kubernetes_sd_configs"], json!([{"role": "pod"}]));
+        if j["job_name"] == "kube-state-metrics" {
+            continue;
+        }
         let targets: Vec<&Value> = j["relabel_configs"]
             .as_array()
             .unwrap()
             .iter()
             .filter_map(|r| r.get("target_label"))
+            .filter(|t| *t != "job")
             .collect();
         assert_eq!(
             targets,
@@ -350,7 +409,7 @@ fn terraform_states_the_same_resources() {
         2
     );
     let config: Value = serde_yaml::from_str(s["scrape_configuration"].as_str().unwrap()).unwrap();
-    assert_eq!(config["scrape_configs"].as_array().unwrap().len(), 2);
+    assert_eq!(config["scrape_configs"].as_array().unwrap().len(), 4);
 }
 
 #[test]
@@ -523,4 +582,47 @@ fn list_shows_the_alerts() {
         text.contains("        GpuXidError (critical, at once): "),
         "{text}"
     );
+}
+
+/// The HyperPod reference monitors as the EKS ones do: the collector in two private subnets,
+/// the DCGM exporter and kube-state-metrics installed after Fluent Bit, and the endpoint's
+/// worker port what the `hyperpod-inference` job keeps (`http`, 8000, the metrics port too).
+#[test]
+fn the_hyperpod_reference_is_monitored() {
+    let assembly = hyperforge::reference::kimi_k3_hyperpod()
+        .synth()
+        .unwrap_or_else(|d| panic!("{d}"));
+    let operations = json_file(&assembly, "-operations.template.json");
+    let scraper = &operations["Resources"]["MetricsScraper"]["Properties"];
+    let subnets = scraper["Source"]["EksConfiguration"]["SubnetIds"]
+        .as_array()
+        .unwrap();
+    assert_eq!(
+        subnets,
+        &[
+            json!({"Fn::ImportValue": "kimi-k3-hyperpod-foundation:NetworkPrivateSubnet1:Id"}),
+            json!({"Fn::ImportValue": "kimi-k3-hyperpod-foundation:NetworkPrivateSubnet2:Id"}),
+        ]
+    );
+    let stages: Vec<&str> = assembly.manifest().stacks[0]
+        .stages
+        .iter()
+        .map(|s| s.name())
+        .collect();
+    let at = |name: &str| stages.iter().position(|s| *s == name).unwrap();
+    assert!(at("operations") < at("aws-for-fluent-bit"));
+    assert_eq!(at("dcgm-exporter"), at("aws-for-fluent-bit") + 1);
+    assert_eq!(at("kube-state-metrics"), at("dcgm-exporter") + 1);
+    assert!(at("kube-state-metrics") < at("inference"));
+
+    let path = crate::common::stage_file(&assembly, "kimi-k3-hyperpod", "inference", "yaml");
+    let iec: Value = serde_yaml::Deserializer::from_str(assembly.text(&path).unwrap())
+        .map(|d| <Value as serde::Deserialize>::deserialize(d).unwrap())
+        .find(|o| o["kind"] == "InferenceEndpointConfig")
+        .unwrap();
+    let port = &iec["spec"]["worker"]["modelInvocationPort"];
+    assert_eq!(port, &json!({"containerPort": 8000, "name": "http"}));
+    assert_eq!(iec["spec"]["metrics"]["modelMetrics"]["port"], 8000);
+    assert_eq!(iec["spec"]["metrics"]["enabled"], true);
+    assert_eq!(iec["spec"]["autoScalingSpec"]["maxReplicaCount"], 1);
 }

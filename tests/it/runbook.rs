@@ -1,6 +1,7 @@
 //! The generated runbooks refer only to what the assembly holds: every artifact path and every
 //! CloudFormation stack name they mention exists, and they say how to reach the model.
 
+use crate::common::stage_file;
 use hyperforge::reference;
 use serde_json::{json, Value};
 use std::collections::BTreeSet;
@@ -130,7 +131,8 @@ fn runbook_commands_follow_the_capacity() {
     // probe, and 900 s for scheduling and the image pull.
     assert!(text.contains("kubectl rollout status deployment/kimi-k3 -n kimi-k3 --timeout=2460s"));
     // The weights are staged first, and the runbook waits for the Job.
-    assert!(text.contains("kubectl apply -f kimi-k3-eks/09-weights.yaml"));
+    let weights = stage_file(&eks, "kimi-k3-eks", "weights", "yaml");
+    assert!(text.contains(&format!("kubectl apply -f {weights}")));
     assert!(text.contains("job=stage-kimi-k3-0123456789ab ns=model-weights"));
     assert!(text.contains("kubectl port-forward svc/kimi-k3 8000:8000 -n kimi-k3"));
     assert!(text.contains("--set \"vpcId=$(aws cloudformation describe-stacks"));
@@ -150,7 +152,10 @@ fn runbook_commands_follow_the_capacity() {
 
     // Cleanup runs in reverse: the workload goes before the node groups' stack.
     let workload = text
-        .rfind("kubectl delete -f kimi-k3-eks/10-workload.yaml")
+        .rfind(&format!(
+            "kubectl delete -f {}",
+            stage_file(&eks, "kimi-k3-eks", "workload", "yaml")
+        ))
         .unwrap();
     let nodes = text
         .rfind("delete-stack --region us-west-2 --stack-name kimi-k3-eks-nodes")

@@ -326,10 +326,16 @@ fn script_checks_catch_syntax_errors_and_shellcheck_findings() {
 
 #[test]
 fn name_checks_catch_unknown_stacks_outputs_parameters_and_paths() {
-    let (text, stack, files, _) = runbooks()
+    let (text, stack, files, assembly) = runbooks()
         .into_iter()
         .find(|(_, s, _, _)| s.name == "kimi-k3-eks")
         .unwrap();
+    let workload = crate::common::stage_file(&assembly, "kimi-k3-eks", "workload", "yaml");
+    let good_apply = format!("{workload} | kubectl apply -f -");
+    let wrong_apply = format!(
+        "{}s.yaml | kubectl apply -f -",
+        workload.trim_end_matches(".yaml")
+    );
     let bad = [
         (
             "--stack-name kimi-k3-eks-nodes\n",
@@ -347,8 +353,8 @@ fn name_checks_catch_unknown_stacks_outputs_parameters_and_paths() {
             "no parameter",
         ),
         (
-            "kimi-k3-eks/10-workload.yaml | kubectl apply -f -",
-            "kimi-k3-eks/10-workloads.yaml | kubectl apply -f -",
+            good_apply.as_str(),
+            wrong_apply.as_str(),
             "not in the assembly",
         ),
     ];

@@ -4,6 +4,7 @@
 //! and the rules that keep a server from reading a copy nobody staged.
 
 use crate::common::repo_root;
+use crate::common::stage_file;
 use hyperforge::constructs::weights::{STAGER_REQUIREMENTS, STAGER_SCRIPT};
 use hyperforge::{reference, Assembly, Code};
 use serde::Deserialize;
@@ -11,25 +12,6 @@ use serde_json::{json, Value};
 
 const REVISION: &str = "0123456789abcdef0123456789abcdef01234567";
 const EKS_BUCKET: &str = "kimi-k3-eks-weights-111122223333-us-west-2";
-
-/// The artifact of stage `stage` of stack `stack` (`<stack>/<NN>-<stage>.<ext>`), whatever
-/// its position.
-fn stage_file(assembly: &Assembly, stack: &str, stage: &str, ext: &str) -> String {
-    assembly
-        .files()
-        .keys()
-        .find(|p| {
-            p.strip_prefix(&format!("{stack}/"))
-                .and_then(|f| f.split_once('-'))
-                .is_some_and(|(n, rest)| {
-                    n.len() == 2
-                        && n.bytes().all(|b| b.is_ascii_digit())
-                        && rest == format!("{stage}.{ext}")
-                })
-        })
-        .cloned()
-        .unwrap_or_else(|| panic!("no stage {stage} in {stack}"))
-}
 
 /// The Kubernetes objects of stage `stage` of stack `stack` in `assembly`.
 fn stage_objects(assembly: &Assembly, stack: &str, stage: &str) -> Vec<Value> {

@@ -305,3 +305,22 @@ pub fn synth_reference_apps() -> Vec<Synthesized> {
         })
         .collect()
 }
+
+/// The artifact of stage `stage` of stack `stack` (`<stack>/<NN>-<stage>.<ext>`), whatever
+/// its position.
+pub fn stage_file(assembly: &hyperforge::Assembly, stack: &str, stage: &str, ext: &str) -> String {
+    assembly
+        .files()
+        .keys()
+        .find(|p| {
+            p.strip_prefix(&format!("{stack}/"))
+                .and_then(|f| f.split_once('-'))
+                .is_some_and(|(n, rest)| {
+                    n.len() == 2
+                        && n.bytes().all(|b| b.is_ascii_digit())
+                        && rest == format!("{stage}.{ext}")
+                })
+        })
+        .cloned()
+        .unwrap_or_else(|| panic!("no stage {stage} in {stack}"))
+}
