@@ -11,7 +11,7 @@ use crate::constructs::{
     HyperPodCluster, InferenceEndpoint, InferenceOperator, InstanceGroup, Karpenter,
     KarpenterNodePool, KedaOperatorRole, LifecycleScripts, LoadBalancerController, LogShipping,
     ManagedNodeGroup, ModelStore, Network, NodeCapacity, PrometheusMonitoring, ReservationSelector,
-    VllmDeployment, VllmServer, WeightsStaging,
+    ServingDashboard, VllmDeployment, VllmServer, WeightsStaging,
 };
 
 /// The region of the reference stacks (p6-b300 is offered for HyperPod in us-east-1 and
@@ -214,6 +214,11 @@ pub fn kimi_k3_hyperpod_stack(name: &str) -> Stack {
         // within it on the workspace's metrics.
         .autoscaling(Autoscaling::on_workspace(1, 1, &metrics.workspace)),
     );
+    // The dashboard an on-call engineer opens first, for Grafana.
+    stack.add(
+        inference,
+        ServingDashboard::new("Dashboard", format!("serving-{}", stack.name())),
+    );
 
     stack
 }
@@ -361,6 +366,11 @@ pub fn kimi_k3_eks_stack(name: &str) -> Stack {
         // the reservation (HF0360 refuses more than it can hold).
         .autoscaling(Autoscaling::on_workspace(1, 1, &metrics.workspace)),
     );
+    // The dashboard an on-call engineer opens first, for Grafana.
+    stack.add(
+        workload,
+        ServingDashboard::new("Dashboard", format!("serving-{}", stack.name())),
+    );
     stack
 }
 
@@ -478,6 +488,11 @@ pub fn kimi_k3_eks_karpenter() -> App {
         // The block holds one p6-b300, so one replica of 8 GPUs: raise the maximum with
         // the reservation (HF0360 refuses more than it can hold).
         .autoscaling(Autoscaling::on_workspace(1, 1, &metrics.workspace)),
+    );
+    // The dashboard an on-call engineer opens first, for Grafana.
+    stack.add(
+        workload,
+        ServingDashboard::new("Dashboard", format!("serving-{}", stack.name())),
     );
     App::new().tag("managed-by", "hyperforge").stack(stack)
 }

@@ -11,7 +11,7 @@ use serde_json::Value;
 fn with_dashboard(name: &str) -> Result<hyperforge::Assembly, hyperforge::Diagnostics> {
     let mut stack = reference::kimi_k3_eks_stack("dash");
     let stage = stack.kubernetes_stage("dashboards");
-    stack.add(stage, ServingDashboard::new("Dashboard", name));
+    stack.add(stage, ServingDashboard::new("GrafanaDashboard", name));
     App::new().stack(stack).synth()
 }
 
