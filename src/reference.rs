@@ -13,6 +13,7 @@ use crate::constructs::{
     ManagedNodeGroup, ModelStore, Network, NodeCapacity, PrometheusMonitoring, ReservationSelector,
     ServingDashboard, VllmDeployment, VllmServer, WeightsStaging,
 };
+use crate::constructs::{EksClusterHandle, ModelStoreHandle, NetworkHandle};
 
 /// The region of the reference stacks (p6-b300 is offered for HyperPod in us-east-1 and
 /// us-west-2).
@@ -307,70 +308,7 @@ pub fn kimi_k3_eks_stack(name: &str) -> Stack {
         HelmRelease::aws_load_balancer_controller(&eks.name, REGION, &network.vpc),
     );
 
-    // Notifications: the encrypted topic operators subscribe to, and warnings before the
-    // Capacity Block ends.
-    let operations = stack.cloudformation_stage("operations");
-    let alarms = stack.add(operations, AlarmTopic::new("Alarms"));
-    stack.add(
-        operations,
-        CapacityEndWarning::capacity_block(
-            "CapacityBlockEnd",
-            &alarms,
-            CAPACITY_BLOCK_RESERVATION_ID,
-            CAPACITY_BLOCK_END,
-        ),
-    );
-    // Serving and GPU metrics in Amazon Managed Service for Prometheus, with alert rules to
-    // the topic; the DCGM exporter publishes the GPU metrics.
-    let metrics = stack.add(
-        operations,
-        PrometheusMonitoring::new("Metrics", &eks, &alarms, network.private_subnets.clone()),
-    );
-    // KEDA scales the server on those metrics, within what the Capacity Block holds.
-    stack.add(
-        operations,
-        KedaOperatorRole::new("KedaOperator", &eks.cluster),
-    );
-    // Container logs to CloudWatch Logs (KMS-encrypted groups, a retention), by Fluent Bit.
-    stack.add(operations, LogShipping::new("Logs", &eks));
-    stack.helm_stage(
-        "aws-for-fluent-bit",
-        HelmRelease::aws_for_fluent_bit(&eks.name, REGION),
-    );
-    stack.helm_stage("dcgm-exporter", HelmRelease::dcgm_exporter());
-    stack.helm_stage(
-        "kube-state-metrics",
-        HelmRelease::kube_state_metrics(&system_nodes()),
-    );
-    stack.helm_stage("keda", HelmRelease::keda(&eks.name));
-
-    // On a system node, before (and without) the Capacity Block's GPU node.
-    let weights = stack.kubernetes_stage("weights");
-    stack.add(
-        weights,
-        WeightsStaging::new("StageKimiK3", &store, "moonshotai/Kimi-K3", MODEL_REVISION)
-            .hf_token_secret(HF_TOKEN_SECRET, HF_TOKEN_SECRET_KEY)
-            .node_selector("hyperforge.io/node-role", "system"),
-    );
-    let workload = stack.kubernetes_stage("workload");
-    stack.add(
-        workload,
-        VllmDeployment::new(
-            "KimiK3",
-            kimi_k3_server().weights_from(&store),
-            "p6-b300.48xlarge",
-        )
-        .name("kimi-k3")
-        .load_balancer_subnets(&network.private_subnets)
-        // The block holds one p6-b300, so one replica of 8 GPUs: raise the maximum with
-        // the reservation (HF0360 refuses more than it can hold).
-        .autoscaling(Autoscaling::on_workspace(1, 1, &metrics.workspace)),
-    );
-    // The dashboard an on-call engineer opens first, for Grafana.
-    stack.add(
-        workload,
-        ServingDashboard::new("Dashboard", format!("serving-{}", stack.name())),
-    );
+    eks_operations_and_workload(&mut stack, &eks, &network, &store);
     stack
 }
 
@@ -430,6 +368,20 @@ pub fn kimi_k3_eks_karpenter() -> App {
             ReservationSelector::Id(CAPACITY_BLOCK_RESERVATION_ID.to_owned()),
         ),
     );
+    eks_operations_and_workload(&mut stack, &eks, &network, &store);
+    App::new().tag("managed-by", "hyperforge").stack(stack)
+}
+
+/// The stages both EKS references share after their controllers: `operations` (the alarm
+/// topic, the warning before the Capacity Block ends, Prometheus monitoring, KEDA's role, log
+/// shipping), the Fluent Bit, DCGM exporter, kube-state-metrics and KEDA releases, `weights`
+/// (the staging Job) and `workload` (the autoscaled vLLM Deployment and its dashboard).
+fn eks_operations_and_workload(
+    stack: &mut Stack,
+    eks: &EksClusterHandle,
+    network: &NetworkHandle,
+    store: &ModelStoreHandle,
+) {
     // Notifications: the encrypted topic operators subscribe to, and warnings before the
     // Capacity Block ends.
     let operations = stack.cloudformation_stage("operations");
@@ -447,7 +399,7 @@ pub fn kimi_k3_eks_karpenter() -> App {
     // the topic; the DCGM exporter publishes the GPU metrics.
     let metrics = stack.add(
         operations,
-        PrometheusMonitoring::new("Metrics", &eks, &alarms, network.private_subnets.clone()),
+        PrometheusMonitoring::new("Metrics", eks, &alarms, network.private_subnets.clone()),
     );
     // KEDA scales the server on those metrics, within what the Capacity Block holds.
     stack.add(
@@ -455,7 +407,7 @@ pub fn kimi_k3_eks_karpenter() -> App {
         KedaOperatorRole::new("KedaOperator", &eks.cluster),
     );
     // Container logs to CloudWatch Logs (KMS-encrypted groups, a retention), by Fluent Bit.
-    stack.add(operations, LogShipping::new("Logs", &eks));
+    stack.add(operations, LogShipping::new("Logs", eks));
     stack.helm_stage(
         "aws-for-fluent-bit",
         HelmRelease::aws_for_fluent_bit(&eks.name, REGION),
@@ -471,7 +423,7 @@ pub fn kimi_k3_eks_karpenter() -> App {
     let weights = stack.kubernetes_stage("weights");
     stack.add(
         weights,
-        WeightsStaging::new("StageKimiK3", &store, "moonshotai/Kimi-K3", MODEL_REVISION)
+        WeightsStaging::new("StageKimiK3", store, "moonshotai/Kimi-K3", MODEL_REVISION)
             .hf_token_secret(HF_TOKEN_SECRET, HF_TOKEN_SECRET_KEY)
             .node_selector("hyperforge.io/node-role", "system"),
     );
@@ -480,7 +432,7 @@ pub fn kimi_k3_eks_karpenter() -> App {
         workload,
         VllmDeployment::new(
             "KimiK3",
-            kimi_k3_server().weights_from(&store),
+            kimi_k3_server().weights_from(store),
             "p6-b300.48xlarge",
         )
         .name("kimi-k3")
@@ -494,7 +446,6 @@ pub fn kimi_k3_eks_karpenter() -> App {
         workload,
         ServingDashboard::new("Dashboard", format!("serving-{}", stack.name())),
     );
-    App::new().tag("managed-by", "hyperforge").stack(stack)
 }
 
 /// Every reference app: the two reference deployments.

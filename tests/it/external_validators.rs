@@ -94,6 +94,30 @@ pub(crate) struct TerraformSkip {
     pub(crate) reason: String,
 }
 
+/// Every Terraform file of the assembly in `dir` matches the committed provider schemas and
+/// passes checkov with the committed suppressions (for the tests of one stack's own
+/// artifacts).
+pub(crate) fn assert_terraform_passes(dir: &Path) {
+    let schema = crate::common::tf_schema::Schema::committed();
+    let files = artifacts_with_format(dir, "terraform");
+    assert!(!files.is_empty(), "no Terraform file in {}", dir.display());
+    for path in &files {
+        let findings = schema.check(&crate::common::tf_schema::read_json(path));
+        assert!(
+            findings.is_empty(),
+            "{}:\n{}",
+            path.display(),
+            findings.join("\n")
+        );
+    }
+    let skips = terraform_skips();
+    let used = std::cell::RefCell::new(vec![false; skips.len()]);
+    match checkov_terraform(&files, &skips, &used) {
+        Ok(report) => eprintln!("{report}"),
+        Err(findings) => panic!("{findings}"),
+    }
+}
+
 /// Every CloudFormation template of the assembly in `dir` passes cfn-lint and checkov (for
 /// the tests of one stack's own artifacts).
 pub(crate) fn assert_cloudformation_passes(dir: &Path) {

@@ -5,8 +5,6 @@
 //! DCGM exporters of the cluster; both formats pass their checks (cfn-lint, checkov, the
 //! provider schemas); the builder's rules and the stack file agree.
 
-use crate::common::artifacts_with_format;
-use crate::common::tf_schema::{read_json, Schema};
 use crate::external_validators;
 use hyperforge::constructs::monitoring::{
     ALERTS, GPU_NODE_SILENT, GPU_XID_ERRORS, POD_RESTARTING, QUEUE_BACKLOG, SERVER_ERRORS,
@@ -497,37 +495,13 @@ fn synthesized() -> tempfile::TempDir {
 }
 
 #[test]
-fn terraform_matches_the_provider_schemas() {
-    let dir = synthesized();
-    let schema = Schema::committed();
-    let files = artifacts_with_format(dir.path(), "terraform");
-    assert!(!files.is_empty());
-    for path in files {
-        let findings = schema.check(&read_json(&path));
-        assert!(
-            findings.is_empty(),
-            "{}:\n{}",
-            path.display(),
-            findings.join("\n")
-        );
-    }
+fn terraform_matches_the_provider_schemas_and_passes_checkov() {
+    external_validators::assert_terraform_passes(synthesized().path());
 }
 
 #[test]
 fn cloudformation_passes_cfn_lint_and_checkov() {
     external_validators::assert_cloudformation_passes(synthesized().path());
-}
-
-#[test]
-fn terraform_passes_checkov() {
-    let dir = synthesized();
-    let files = artifacts_with_format(dir.path(), "terraform");
-    let skips = external_validators::terraform_skips();
-    let used = std::cell::RefCell::new(vec![false; skips.len()]);
-    match external_validators::checkov_terraform(&files, &skips, &used) {
-        Ok(report) => eprintln!("{report}"),
-        Err(findings) => panic!("{findings}"),
-    }
 }
 
 /// The runbook lists every alert with its severity, `for`, expression and what to do.

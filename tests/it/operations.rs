@@ -4,8 +4,6 @@
 //! cfn-lint, checkov and the provider schemas; and KEDA's ScaledObject through its generated
 //! types, validated against the vendored CRD.
 
-use crate::common::artifacts_with_format;
-use crate::common::tf_schema::{read_json, Schema};
 use crate::external_validators;
 use hyperforge::constructs::{AlarmTopic, CapacityEndWarning};
 use hyperforge::stackfile::load_str;
@@ -388,37 +386,13 @@ fn synthesized() -> tempfile::TempDir {
 }
 
 #[test]
-fn terraform_matches_the_provider_schemas() {
-    let dir = synthesized();
-    let schema = Schema::committed();
-    let files = artifacts_with_format(dir.path(), "terraform");
-    assert!(!files.is_empty());
-    for path in files {
-        let findings = schema.check(&read_json(&path));
-        assert!(
-            findings.is_empty(),
-            "{}:\n{}",
-            path.display(),
-            findings.join("\n")
-        );
-    }
+fn terraform_matches_the_provider_schemas_and_passes_checkov() {
+    external_validators::assert_terraform_passes(synthesized().path());
 }
 
 #[test]
 fn cloudformation_passes_cfn_lint_and_checkov() {
     external_validators::assert_cloudformation_passes(synthesized().path());
-}
-
-#[test]
-fn terraform_passes_checkov() {
-    let dir = synthesized();
-    let files = artifacts_with_format(dir.path(), "terraform");
-    let skips = external_validators::terraform_skips();
-    let used = std::cell::RefCell::new(vec![false; skips.len()]);
-    match external_validators::checkov_terraform(&files, &skips, &used) {
-        Ok(report) => eprintln!("{report}"),
-        Err(findings) => panic!("{findings}"),
-    }
 }
 
 /// The vendored Guard rule packs (the alarm has actions, the topic a KMS key, the key no
