@@ -39,6 +39,41 @@ pub enum AssemblyError {
         /// The artifact's path, as the assembly names it.
         path: String,
     },
+    /// The output path holds something that is not an assembly hyperforge wrote (no
+    /// `manifest.json` of hyperforge's, and not empty), which replacing it would delete;
+    /// nothing was touched.
+    #[error("refusing to replace `{path}`: it is not empty and holds no assembly hyperforge wrote (no manifest.json of hyperforge's); choose a new or empty directory, or remove it yourself")]
+    NotAnAssembly {
+        /// The output path.
+        path: PathBuf,
+    },
+}
+
+/// The most of an existing `manifest.json` read to tell whether hyperforge wrote it.
+const MANIFEST_PROBE_BYTES: u64 = 4 << 20;
+
+/// Whether `dir` may be replaced by an assembly: it does not exist, or it is a directory (not a
+/// symbolic link) that is empty or holds a `manifest.json` whose `generator` is hyperforge.
+pub fn replaceable(dir: &Path) -> bool {
+    let Ok(meta) = fs::symlink_metadata(dir) else {
+        return !dir.exists();
+    };
+    if !meta.is_dir() {
+        return false;
+    }
+    let empty = fs::read_dir(dir).is_ok_and(|mut entries| entries.next().is_none());
+    if empty {
+        return true;
+    }
+    let manifest = dir.join("manifest.json");
+    let small = fs::symlink_metadata(&manifest)
+        .is_ok_and(|m| m.is_file() && m.len() <= MANIFEST_PROBE_BYTES);
+    small
+        && fs::read(&manifest)
+            .ok()
+            .and_then(|bytes| serde_json::from_slice::<serde_json::Value>(&bytes).ok())
+            .and_then(|v| v.get("generator")?.as_str().map(str::to_owned))
+            .is_some_and(|g| g == "hyperforge" || g.starts_with("hyperforge "))
 }
 
 /// Whether `rel` names a file inside the output directory: relative, made of normal segments
@@ -111,7 +146,21 @@ impl Assembly {
     }
 
     /// Writes the assembly to `dir`, replacing what was there only once everything is written.
+    /// `dir` must be new, empty, or an assembly hyperforge wrote ([`replaceable`]): anything
+    /// else is refused before anything is touched ([`AssemblyError::NotAnAssembly`]), so a
+    /// mistyped output path never deletes a directory of other files.
     pub fn write_to(&self, dir: &Path) -> Result<(), AssemblyError> {
+        if !replaceable(dir) {
+            return Err(AssemblyError::NotAnAssembly {
+                path: dir.to_path_buf(),
+            });
+        }
+        self.write_to_replacing(dir)
+    }
+
+    /// Writes the assembly to `dir` as [`Assembly::write_to`] does, replacing whatever `dir`
+    /// holds (a directory of other files included): the explicit choice to overwrite.
+    pub fn write_to_replacing(&self, dir: &Path) -> Result<(), AssemblyError> {
         // Defense in depth: names are validated where they are declared, and no artifact may
         // leave the output directory whatever produced it. Checked before anything is touched.
         if let Some(rel) = self.files.keys().find(|rel| !is_contained(rel)) {
@@ -222,6 +271,56 @@ mod tests {
         assert!(matches!(err, AssemblyError::OutsideOutput { .. }), "{err}");
         assert!(!out.exists(), "nothing is written");
         assert!(!dir.join("escaped.sh").exists());
+        let _ = fs::remove_dir_all(&dir);
+    }
+
+    /// A directory that is not an assembly hyperforge wrote is never replaced (a mistyped
+    /// `--out` pointing at a project), unless replacing is asked for by name; an empty one, a
+    /// new path and an earlier assembly are.
+    #[test]
+    fn only_an_earlier_assembly_or_an_empty_directory_is_replaced() {
+        let dir = std::env::temp_dir().join(format!(
+            "hyperforge-assembly-replace-{}",
+            std::process::id()
+        ));
+        let _ = fs::remove_dir_all(&dir);
+        fs::create_dir_all(&dir).expect("temp dir");
+        let mut files = BTreeMap::new();
+        files.insert("s/a.txt".to_owned(), b"a".to_vec());
+        files.insert(
+            "manifest.json".to_owned(),
+            Manifest::new(Vec::new()).to_json().into_bytes(),
+        );
+        let assembly = Assembly::new(files, Manifest::new(Vec::new()), Diagnostics::new());
+
+        // A project directory: refused, untouched.
+        let project = dir.join("project");
+        fs::create_dir_all(project.join("src")).unwrap();
+        fs::write(project.join("Cargo.toml"), "[package]\n").unwrap();
+        let err = assembly.write_to(&project).unwrap_err();
+        assert!(matches!(err, AssemblyError::NotAnAssembly { .. }), "{err}");
+        assert!(project.join("Cargo.toml").exists() && project.join("src").is_dir());
+        assert!(!project.join("s/a.txt").exists());
+        // Another tool's manifest.json is not hyperforge's.
+        fs::write(project.join("manifest.json"), r#"{"generator": "other"}"#).unwrap();
+        assert!(assembly.write_to(&project).is_err());
+        // A file where the directory would go.
+        let file = dir.join("file");
+        fs::write(&file, "x").unwrap();
+        assert!(matches!(
+            assembly.write_to(&file).unwrap_err(),
+            AssemblyError::NotAnAssembly { .. }
+        ));
+        // New, empty, and an earlier assembly: written, then replaced.
+        let out = dir.join("out");
+        assembly.write_to(&out).expect("a new path");
+        assembly.write_to(&out).expect("its own earlier output");
+        let empty = dir.join("empty");
+        fs::create_dir_all(&empty).unwrap();
+        assembly.write_to(&empty).expect("an empty directory");
+        // Asked for by name, anything is replaced.
+        assembly.write_to_replacing(&project).expect("forced");
+        assert!(!project.join("Cargo.toml").exists() && project.join("s/a.txt").exists());
         let _ = fs::remove_dir_all(&dir);
     }
 }

@@ -200,6 +200,13 @@ fn write_errors_exit_3() {
         "{}",
         stderr(&o)
     );
+    // An output path that holds something else (a mistyped `--out` naming the project
+    // itself) is refused, and nothing in it changes.
+    let o = hyperforge(&root, &["synth", "--out", "stacks"]);
+    assert_eq!(code(&o), 3, "{}", stderr(&o));
+    assert!(stderr(&o).contains("refusing to replace"), "{}", stderr(&o));
+    assert!(root.join("stacks/kimi-k3-eks.yaml").exists());
+    assert!(!root.join("stacks/manifest.json").exists());
 }
 
 #[test]
