@@ -95,6 +95,8 @@ codes! {
         "Tag keys are 1-128 characters and values 0-256 characters; keys may not start with `aws:`.";
     DescriptionTooLong = "HF0012", Error, "the stack description is longer than CloudFormation accepts",
         "The description is written into every template, and CloudFormation accepts at most 1,024 bytes there.";
+    ConstructInWrongStage = "HF0014", Error, "a construct is placed in a stage that cannot deploy it",
+        "Constructs that create AWS resources go in CloudFormation stages, and constructs that create Kubernetes objects in Kubernetes stages; Helm and upload stages hold no constructs, and a stage id is valid only in the stack that created it. Anything else would be left out of every artifact without a word. Add the construct to a stage of the right kind of the same stack.";
     NoStages = "HF0013", Error, "a stack has no stages",
         "A stack deploys its stages in order; one without any would synthesize nothing. Add a stage, or leave the stack out.";
     InvalidFileName = "HF0011", Error, "a file name is not a plain, unique file name",

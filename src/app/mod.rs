@@ -428,6 +428,26 @@ impl Stack {
         let mut ids = BTreeSet::new();
         for node in &self.nodes {
             let path = self.display_path(&node.id);
+            match self.stages.get(node.stage.0).map(|s| (&s.name, &s.kind)) {
+                None => ds.report(
+                    Code::ConstructInWrongStage,
+                    &path,
+                    format!(
+                        "`{}` is placed in stage {} of a stack with {} stages",
+                        node.id,
+                        node.stage.0 + 1,
+                        self.stages.len()
+                    ),
+                    "use a StageId this stack returned (`Stack::cloudformation_stage`, `Stack::kubernetes_stage`)",
+                ),
+                Some((name, StageKind::Helm(_) | StageKind::Upload(_))) => ds.report(
+                    Code::ConstructInWrongStage,
+                    &path,
+                    format!("`{}` is placed in stage `{name}`, which deploys a Helm release or uploads files", node.id),
+                    "add it to a CloudFormation stage (AWS resources) or a Kubernetes stage (Kubernetes objects)",
+                ),
+                Some(_) => {}
+            }
             if !is_valid_construct_id(&node.id) {
                 ds.report(
                     Code::InvalidConstructId,

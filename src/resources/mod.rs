@@ -231,6 +231,43 @@ impl ResourceGraph {
         }
     }
 
+    /// Reports resources in a stage of the wrong kind: a Kubernetes object outside a
+    /// Kubernetes stage, an AWS resource in one (`HF0014`), once per construct.
+    pub fn check_stages(&self, stack: &Stack, ds: &mut Diagnostics) {
+        let mut reported = std::collections::BTreeSet::new();
+        for r in &self.resources {
+            let Some(stage) = stack.stage(r.stage) else {
+                continue;
+            };
+            let kubernetes_stage = matches!(stage.kind, crate::app::StageKind::Kubernetes);
+            let kubernetes_resource = matches!(
+                r.kind,
+                ResourceKind::KubeObject(_) | ResourceKind::DeployValue(_)
+            );
+            if kubernetes_stage == kubernetes_resource {
+                continue;
+            }
+            let construct = r.path.split('/').next().unwrap_or(&r.path);
+            if !reported.insert(construct.to_owned()) {
+                continue;
+            }
+            let (makes, wants) = if kubernetes_resource {
+                ("Kubernetes objects", "a Kubernetes stage")
+            } else {
+                ("AWS resources", "a CloudFormation stage")
+            };
+            ds.report(
+                Code::ConstructInWrongStage,
+                stack.display_path(construct),
+                format!(
+                    "`{construct}` creates {makes} but is placed in stage `{}`",
+                    stage.name
+                ),
+                format!("add it to {wants}"),
+            );
+        }
+    }
+
     /// Checks every reference the graph's resources make: it must name a resource of the kind
     /// it claims. A mismatch is an internal error (HF0902): a handle and an expansion cannot
     /// drift apart silently.

@@ -299,6 +299,7 @@ fn synthesize_stack(
     let graph = crate::constructs::expand(stack);
     let mut problems = Diagnostics::new();
     graph.check_references(stack, &mut problems);
+    graph.check_stages(stack, &mut problems);
     if problems.has_errors() {
         return Err(problems);
     }

@@ -315,3 +315,47 @@ fn instance_type_must_be_offered_for_hyperpod_in_the_region() {
         "{err}"
     );
 }
+
+/// A construct in a stage that cannot deploy what it creates, or in a stage of another stack,
+/// is an error at the construct, never silently left out of every artifact.
+#[test]
+fn a_construct_in_the_wrong_kind_of_stage_is_an_error() {
+    use hyperforge::constructs::{HelmRelease, Network, ServingDashboard};
+    let codes = |stack: Stack| -> Vec<(Code, String)> {
+        match App::new().stack(stack).synth() {
+            Ok(_) => Vec::new(),
+            Err(ds) => ds.iter().map(|d| (d.code, d.path.clone())).collect(),
+        }
+    };
+    let wrong = (Code::ConstructInWrongStage, "s/Network".to_owned());
+
+    // AWS resources in a Kubernetes stage.
+    let mut stack = Stack::new("s", "us-west-2");
+    let k8s = stack.kubernetes_stage("objects");
+    stack.add(k8s, Network::new("Network"));
+    assert!(codes(stack).contains(&wrong));
+
+    // Kubernetes objects in a CloudFormation stage.
+    let mut stack = Stack::new("s", "us-west-2");
+    let cfn = stack.cloudformation_stage("infra");
+    stack.add(cfn, Network::new("Network"));
+    stack.add(cfn, ServingDashboard::new("Dashboard", "serving-s"));
+    assert!(codes(stack).contains(&(Code::ConstructInWrongStage, "s/Dashboard".to_owned())));
+
+    // A Helm stage holds no constructs.
+    let mut stack = Stack::new("s", "us-west-2");
+    stack.cloudformation_stage("infra");
+    let helm = stack.helm_stage("plugin", HelmRelease::nvidia_device_plugin());
+    stack.add(helm, Network::new("Network"));
+    assert!(codes(stack).contains(&wrong));
+
+    // A stage id of another stack.
+    let mut other = Stack::new("other", "us-west-2");
+    other.cloudformation_stage("a");
+    other.cloudformation_stage("b");
+    let elsewhere = other.cloudformation_stage("c");
+    let mut stack = Stack::new("s", "us-west-2");
+    stack.cloudformation_stage("infra");
+    stack.add(elsewhere, Network::new("Network"));
+    assert!(codes(stack).contains(&wrong));
+}
