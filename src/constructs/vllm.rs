@@ -26,6 +26,25 @@ pub struct SecretKeyRef {
     pub key: String,
 }
 
+impl SecretKeyRef {
+    /// Reports a Secret name that is not a DNS subdomain or a key that is not a Secret data key
+    /// ([`Code::InvalidKubernetesName`]) at `field` of the construct at `path`.
+    pub(crate) fn validate(&self, path: &str, field: &str, ds: &mut Diagnostics) {
+        if !is_dns_subdomain(&self.name) || !is_secret_key(&self.key) {
+            ds.report_field(
+                Code::InvalidKubernetesName,
+                path,
+                field,
+                format!(
+                    "Secret `{}` key `{}` is not a valid Secret name and key",
+                    self.name, self.key
+                ),
+                "Secret names are lowercase DNS names (`kimi-k3-api-key`); keys are letters, digits, `-`, `_` and `.`",
+            );
+        }
+    }
+}
+
 /// How fast weights reach the GPUs, for the startup budget.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct StorageThroughput {
@@ -843,18 +862,8 @@ impl VllmServer {
             ("hf_token_secret", &self.hf_token),
             ("api_key_secret", &self.api_key),
         ] {
-            let Some(secret) = secret else { continue };
-            if !is_dns_subdomain(&secret.name) || !is_secret_key(&secret.key) {
-                ds.report_field(
-                    Code::InvalidKubernetesName,
-                    path,
-                    field,
-                    format!(
-                        "Secret `{}` key `{}` is not a valid Secret name and key",
-                        secret.name, secret.key
-                    ),
-                    "Secret names are lowercase DNS names (`kimi-k3-api-key`); keys are letters, digits, `-`, `_` and `.`",
-                );
+            if let Some(secret) = secret {
+                secret.validate(path, field, ds);
             }
         }
         if let Some(len) = self.max_model_len {
@@ -901,11 +910,18 @@ impl VllmServer {
     }
 }
 
+/// A Hugging Face model id, `organization/name`: each part 1-96 letters, digits, `_`, `.` and
+/// `-`, not starting or ending with `.` or `-` and without `..` or `--` (the Hub's own rules),
+/// so an id is never a path segment such as `..` where it names an S3 prefix or a URL.
 pub(crate) fn is_hf_model_id(id: &str) -> bool {
     let ok = |s: &str| {
-        !s.is_empty()
+        (1..=96).contains(&s.len())
             && s.chars()
                 .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | '-'))
+            && !s.starts_with(['.', '-'])
+            && !s.ends_with(['.', '-'])
+            && !s.contains("..")
+            && !s.contains("--")
     };
     matches!(id.split_once('/'), Some((org, name)) if ok(org) && ok(name))
 }
@@ -1580,6 +1596,32 @@ impl super::stack_file::StackFileConstruct for VllmDeployment {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn model_ids_follow_the_hub_rules() {
+        for ok in [
+            "moonshotai/Kimi-K3",
+            "a/b",
+            "deepseek-ai/DeepSeek-V3.1",
+            "org_1/m.v2",
+        ] {
+            assert!(is_hf_model_id(ok), "{ok}");
+        }
+        for bad in [
+            "a/..",
+            "../b",
+            "a/.b",
+            "a/b-",
+            "a/b..c",
+            "a/b--c",
+            "a",
+            "a/b/c",
+            "",
+            &format!("a/{}", "x".repeat(97)),
+        ] {
+            assert!(!is_hf_model_id(bad), "{bad}");
+        }
+    }
 
     #[test]
     fn image_names() {

@@ -18,7 +18,7 @@
 //! the same name in another account is never written to.
 
 use super::eks::EksClusterHandle;
-use super::vllm::{is_commit_sha, is_dns_label, is_image_digest, is_image_name, SecretKeyRef};
+use super::vllm::{is_commit_sha, is_image_digest, is_image_name, SecretKeyRef};
 use super::{Construct, Context, Facts, Placements, VersionedBucket, WeightsStagingFacts};
 use crate::app::text::{Pseudo, Text};
 use crate::app::{kind, AttrRef, Ref, Stack};
@@ -596,15 +596,7 @@ impl WeightsStaging {
             );
         }
         if let Some(secret) = &self.hf_token {
-            if !is_dns_label(&secret.name) || secret.key.is_empty() {
-                ds.report_field(
-                    Code::InvalidKubernetesName,
-                    path,
-                    "hf_token_secret",
-                    format!("Secret `{}` key `{}` is not valid", secret.name, secret.key),
-                    "Secret names are lowercase DNS names (`hf-token`); keys are letters, digits, `-`, `_` and `.`",
-                );
-            }
+            secret.validate(path, "hf_token_secret", ds);
         }
         for (key, value) in &self.node_selector {
             if !super::vllm::is_label_key(key) || !super::vllm::is_label_value(value) {

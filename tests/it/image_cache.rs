@@ -169,13 +169,7 @@ fn the_stack_file_gives_the_same_bytes() {
 }
 
 fn synthesized() -> tempfile::TempDir {
-    let dir = tempfile::tempdir().expect("temporary directory");
-    app()
-        .synth()
-        .unwrap_or_else(|d| panic!("{d}"))
-        .write_to(dir.path())
-        .expect("write");
-    dir
+    crate::common::written(&app())
 }
 
 #[test]

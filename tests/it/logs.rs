@@ -385,9 +385,7 @@ fn the_stack_file_gives_the_same_bytes() {
 }
 
 fn synthesized() -> tempfile::TempDir {
-    let dir = tempfile::tempdir().expect("temporary directory");
-    synth(app()).write_to(dir.path()).expect("write");
-    dir
+    crate::common::written(&app())
 }
 
 #[test]

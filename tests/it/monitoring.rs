@@ -485,13 +485,7 @@ fn thresholds_and_subnets_are_checked() {
 }
 
 fn synthesized() -> tempfile::TempDir {
-    let dir = tempfile::tempdir().expect("temporary directory");
-    app()
-        .synth()
-        .unwrap_or_else(|d| panic!("{d}"))
-        .write_to(dir.path())
-        .expect("write");
-    dir
+    crate::common::written(&app())
 }
 
 #[test]

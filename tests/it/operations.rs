@@ -376,13 +376,7 @@ fn every_rule_has_a_passing_and_a_failing_case() {
 }
 
 fn synthesized() -> tempfile::TempDir {
-    let dir = tempfile::tempdir().expect("temporary directory");
-    app()
-        .synth()
-        .unwrap_or_else(|d| panic!("{d}"))
-        .write_to(dir.path())
-        .expect("write");
-    dir
+    crate::common::written(&app())
 }
 
 #[test]

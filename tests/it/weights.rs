@@ -448,6 +448,15 @@ fn malformed_stores_and_jobs_are_refused_at_their_fields() {
     for code in ["HF0422", "HF0414"] {
         assert!(err.contains(&format!("error[{code}]")), "{code}: {err}");
     }
+    // The Hub token's Secret key is checked as every Secret reference is.
+    let err = synth_edited("kimi-k3-eks", |t| {
+        t.replacen("          key: token\n", "          key: \"to/ken\"\n", 1)
+    })
+    .unwrap_err();
+    assert!(
+        err.contains("error[HF") && err.contains("`to/ken` is not a valid Secret name and key"),
+        "{err}"
+    );
     // The loader refuses a count outside its range before any builder runs.
     let err = synth_edited("kimi-k3-eks", |t| {
         t.replace(

@@ -324,3 +324,14 @@ pub fn stage_file(assembly: &hyperforge::Assembly, stack: &str, stage: &str, ext
         .cloned()
         .unwrap_or_else(|| panic!("no stage {stage} in {stack}"))
 }
+
+/// `app` synthesized (errors fail the test) and written to a new temporary directory, for the
+/// external validators.
+pub fn written(app: &hyperforge::App) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().expect("temporary directory");
+    app.synth()
+        .unwrap_or_else(|d| panic!("{d}"))
+        .write_to(dir.path())
+        .expect("write");
+    dir
+}
