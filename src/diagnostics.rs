@@ -101,6 +101,16 @@ codes! {
         "A stack deploys its stages in order; one without any would synthesize nothing. Add a stage, or leave the stack out.";
     InvalidFileName = "HF0011", Error, "a file name is not a plain, unique file name",
         "Files a stack uploads become artifact paths and S3 keys. Their names are 1-255 letters, digits, `.`, `_` and `-`, start with a letter or digit, hold no `/` or `..`, and are unique within their upload.";
+    UserConstruct = "HF0015", Error, "a construct of the describing program's own reports a problem",
+        "Constructs a program defines itself (implementing `Construct`) report their own rules with this code, at their construct path; the message and help are theirs.";
+    AcknowledgedError = "HF0017", Error, "an acknowledgement names an error, or gives no reason",
+        "`Stack::acknowledge` accepts a warning or note a reviewer decided to live with, at one construct path, with the reason written beside it. Errors cannot be acknowledged: the output would not deploy or would not do what it says. An acknowledgement without a reason is refused too.";
+    UnusedAcknowledgement = "HF0018", Warning, "an acknowledgement matches no diagnostic",
+        "An acknowledged code at a construct path that reports nothing there is stale (the problem was fixed, or the path renamed). Remove it, so that it cannot hide a later warning unseen.";
+    InvalidRawResource = "HF0030", Error, "a raw resource or Kubernetes object is malformed",
+        "A `RawResource` names a CloudFormation type `Service::Namespace::Type` (`AWS::SQS::Queue`) with an object of properties, and a Terraform resource type in snake case with a provider prefix (`aws_sqs_queue`) with an object body. A `KubernetesManifest` is one object with `apiVersion`, `kind` and `metadata.name` (a DNS-1123 name), and `metadata.namespace` when given. Fix the value shown.";
+    RawResourceLacksFormat = "HF0031", Warning, "a raw resource has no form for a format the stack emits",
+        "A raw resource given only as CloudFormation is missing from the Terraform root module (and the reverse), so the two would deploy different infrastructure. Give it both forms (`RawResource::cloudformation` and `RawResource::terraform`), or synthesize only the format it has (`Formats`).";
     InvalidCidr = "HF0101", Error, "CIDR block is malformed",
         "IPv4 CIDR blocks are written `a.b.c.d/n` with the host bits zero, e.g. `10.192.0.0/16`.";
     CidrOutOfRange = "HF0102", Error, "CIDR block size is outside what AWS accepts",
@@ -201,6 +211,10 @@ codes! {
         "`max_replicas` must be at least `min_replicas` and at least 1.";
     InvalidAutoscaling = "HF0364", Error, "an autoscaling setting is malformed",
         "The server address is the https query endpoint of a Prometheus-compatible server, for AMP `https://aps-workspaces.<region>.amazonaws.com/workspaces/<workspace id>` (KEDA appends `/api/v1/query`); a query given is not empty; the target value is above 0; the polling interval is 1 to 86400 seconds, the cooldown and stabilization windows 0 to 86400.";
+    InvalidExistingResource = "HF0380", Error, "an existing resource is named by a malformed id or ARN",
+        "Imported resources are named by what AWS calls them: a VPC `vpc-` and a subnet `subnet-` with 8 or 17 hex digits, a security group `sg-...`, a bucket by its S3 name, a KMS key and an OIDC provider by their ARNs in the stack's account and region, an EKS cluster by its name (1-100 letters, digits, `-`, `_`). Copy the value from the console or `aws ec2 describe-subnets`.";
+    ExistingResourceIncomplete = "HF0381", Error, "an existing resource lacks a value the stack needs from it",
+        "A construct reads an attribute of an imported resource that the import does not give (an EKS cluster's OIDC issuer, for a role its service accounts assume). An EKS cluster needs private subnets in at least two availability zones; a subnet id may be listed once; a GPU or HyperPod subnet must be a private subnet of its own zone, and every subnet needs its zone id (`aws ec2 describe-subnets --query 'Subnets[].AvailabilityZoneId'`) so the capacity checks can compare zones. Complete the import with the subnets as they are.";
     InvalidTensorParallelSize = "HF0401", Error, "tensor parallel size does not fit the instance",
         "Tensor parallelism splits the model over GPUs of one node: the size must be a power of two no larger than the instance's GPU count, and the worker must request that many GPUs.";
     InvalidModelId = "HF0402", Error, "model id is malformed",
@@ -399,6 +413,10 @@ pub struct Diagnostic {
     /// Supporting facts (the memory arithmetic, ...), one line each.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub notes: Vec<String>,
+    /// Where in the describing program the construct was added (`src/main.rs:52:5`), for
+    /// constructs added from Rust code.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub location: Option<String>,
 }
 
 impl Diagnostic {
@@ -417,6 +435,7 @@ impl Diagnostic {
             message: message.into(),
             help: help.into(),
             notes: Vec::new(),
+            location: None,
         }
     }
 
@@ -437,7 +456,10 @@ impl fmt::Display for Diagnostic {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let level = self.severity.as_str();
         writeln!(f, "{level}[{}]: {}", self.code, self.message)?;
-        writeln!(f, "  --> {}", self.path)?;
+        match &self.location {
+            Some(location) => writeln!(f, "  --> {} at {location}", self.path)?,
+            None => writeln!(f, "  --> {}", self.path)?,
+        }
         for note in &self.notes {
             writeln!(f, "  = note: {note}")?;
         }
@@ -454,6 +476,16 @@ impl Diagnostics {
     /// No diagnostics.
     pub fn new() -> Self {
         Diagnostics(Vec::new())
+    }
+
+    /// Keeps only the diagnostics for which `keep` is true.
+    pub fn retain(&mut self, keep: impl FnMut(&Diagnostic) -> bool) {
+        self.0.retain(keep)
+    }
+
+    /// Every diagnostic, to amend (a location, a path mapped into a file).
+    pub fn iter_mut(&mut self) -> std::slice::IterMut<'_, Diagnostic> {
+        self.0.iter_mut()
     }
 
     /// Records one diagnostic.

@@ -98,4 +98,7 @@ pub use constructs as spec;
 pub use app::{App, Stack, StageId};
 pub use assembly::{Assembly, AssemblyError};
 pub use diagnostics::{Code, Diagnostic, Diagnostics, Severity};
+/// The JSON library property overrides, raw resources and Kubernetes manifests take values
+/// of, re-exported so a description needs no dependency of its own for it.
+pub use serde_json;
 pub use synth::{Format, Formats, SynthOptions};

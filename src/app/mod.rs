@@ -112,9 +112,8 @@ impl StageId {
 }
 
 /// A construct as a stack stores it: the type-erased view the core model needs (its id and
-/// the references it makes). Every layer above reaches the construct's own type through the
-/// registry in [`crate::constructs`]; this trait is implemented for every registered construct
-/// there and cannot be implemented elsewhere.
+/// the references it makes). The layers above reach the construct itself through
+/// `ConstructRef` in [`crate::constructs`], which stores every construct `Stack::add` places.
 pub trait AnyConstruct: Any + fmt::Debug {
     /// The construct's id (first segment of its resources' paths).
     fn id(&self) -> &str;
@@ -122,8 +121,10 @@ pub trait AnyConstruct: Any + fmt::Debug {
     fn kind(&self) -> &'static str;
     /// Every reference the construct makes to other resources.
     fn references(&self) -> Vec<AttrRef>;
-    /// The construct as `Any`, for the registry's typed view.
+    /// The construct as `Any`, for code that needs its own type back.
     fn as_any(&self) -> &dyn Any;
+    /// The stored value itself as `Any`, for the layer that stored it.
+    fn as_stored(&self) -> &dyn Any;
     /// A boxed copy.
     fn clone_box(&self) -> Box<dyn AnyConstruct>;
 }
@@ -143,6 +144,8 @@ pub struct Node {
     pub stage: StageId,
     /// The construct itself.
     pub construct: Box<dyn AnyConstruct>,
+    /// Where in the describing program it was added (`src/main.rs:52:5`), when known.
+    pub location: Option<&'static std::panic::Location<'static>>,
 }
 
 /// A raw per-resource property override: the escape hatch when a builder lacks a field.
@@ -166,6 +169,22 @@ pub struct Stack {
     stages: Vec<Stage>,
     nodes: Vec<Node>,
     overrides: Vec<PropertyOverride>,
+    acknowledged: Vec<Acknowledged>,
+}
+
+/// A warning (or note) a reviewer decided to live with: its code, at one construct path and
+/// below, with the reason written into the manifest (`Stack::acknowledge`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Acknowledged {
+    /// The construct path inside the stack (`GpuNodes`, `Workload/Deployment`); empty for the
+    /// whole stack.
+    pub path: String,
+    /// The acknowledged code.
+    pub code: Code,
+    /// Why it is acceptable here.
+    pub reason: String,
+    /// Where in the describing program it was acknowledged.
+    pub location: Option<&'static std::panic::Location<'static>>,
 }
 
 impl Stack {
@@ -180,6 +199,7 @@ impl Stack {
             stages: Vec::new(),
             nodes: Vec::new(),
             overrides: Vec::new(),
+            acknowledged: Vec::new(),
         }
     }
 
@@ -222,11 +242,17 @@ impl Stack {
 
     /// Places a construct in `stage` (see `Stack::add` in [`crate::constructs`], which also
     /// returns the construct's typed handle).
-    pub(crate) fn push_node(&mut self, stage: StageId, construct: Box<dyn AnyConstruct>) {
+    pub(crate) fn push_node(
+        &mut self,
+        stage: StageId,
+        construct: Box<dyn AnyConstruct>,
+        location: Option<&'static std::panic::Location<'static>>,
+    ) {
         self.nodes.push(Node {
             id: construct.id().to_owned(),
             stage,
             construct,
+            location,
         });
     }
 
@@ -295,6 +321,54 @@ impl Stack {
         self.nodes.iter().filter(move |n| n.stage == stage)
     }
 
+    /// Acknowledges warning (or note) `code` at construct path `path` and below (`""`: the
+    /// whole stack), with the reason a reviewer accepted it for (CDK's `acknowledgeWarning`).
+    /// Acknowledged diagnostics are left out of the report (so
+    /// [`SynthOptions::deny_warnings`](crate::SynthOptions) stays usable) and listed with
+    /// their reason in the stack's `manifest.json` entry. Errors cannot be acknowledged
+    /// (`HF0017`); one that matches nothing warns (`HF0018`).
+    ///
+    /// ```
+    /// # use hyperforge::{App, Code, Stack};
+    /// let mut stack = Stack::new("demo", "us-west-2");
+    /// stack.acknowledge("Endpoint", Code::WeightsDownloadedPerPod, "a one-off evaluation; staging costs more than it saves");
+    /// ```
+    #[track_caller]
+    pub fn acknowledge(
+        &mut self,
+        path: impl Into<String>,
+        code: Code,
+        reason: impl Into<String>,
+    ) -> &mut Self {
+        self.acknowledged.push(Acknowledged {
+            path: path.into(),
+            code,
+            reason: reason.into(),
+            location: Some(std::panic::Location::caller()),
+        });
+        self
+    }
+
+    /// The acknowledgements, in the order given.
+    pub fn acknowledgements(&self) -> &[Acknowledged] {
+        &self.acknowledged
+    }
+
+    /// The source location of the construct a diagnostic at display path `path` belongs to.
+    pub fn location_of(&self, path: &str) -> Option<&'static std::panic::Location<'static>> {
+        let inner = path.strip_prefix(self.name.as_str())?.strip_prefix('/')?;
+        let id = inner.split('/').next()?;
+        self.nodes.iter().find(|n| n.id == id)?.location
+    }
+
+    /// Drops the source locations of the constructs (for a stack built by a loader, whose
+    /// diagnostics point into the file it read).
+    pub(crate) fn forget_locations(&mut self) {
+        for node in &mut self.nodes {
+            node.location = None;
+        }
+    }
+
     /// The property overrides in the order given.
     pub fn overrides(&self) -> &[PropertyOverride] {
         &self.overrides
@@ -338,6 +412,31 @@ impl Stack {
     /// stages). Construct-specific rules live with the constructs.
     pub(crate) fn validate_structure(&self, app_tags: &Tags, ds: &mut Diagnostics) {
         let stack_path = self.display_path("");
+        for ack in &self.acknowledged {
+            let problem = if ack.code.severity() == crate::diagnostics::Severity::Error {
+                Some((
+                    format!("`{}` is an error and cannot be acknowledged", ack.code),
+                    "fix what it reports; only warnings and notes can be acknowledged",
+                ))
+            } else if ack.reason.trim().is_empty() {
+                Some((
+                    format!("the acknowledgement of `{}` gives no reason", ack.code),
+                    "say why the warning is acceptable here: the reason is written into the manifest for reviewers",
+                ))
+            } else {
+                None
+            };
+            if let Some((message, help)) = problem {
+                let mut d = crate::diagnostics::Diagnostic::new(
+                    Code::AcknowledgedError,
+                    self.display_path(&ack.path),
+                    message,
+                    help,
+                );
+                d.location = ack.location.map(|l| l.to_string());
+                ds.push(d);
+            }
+        }
         if let Some(text) = &self.description {
             if text.len() > MAX_DESCRIPTION_BYTES {
                 ds.report_field(

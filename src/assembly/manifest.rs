@@ -45,6 +45,22 @@ pub struct StackManifest {
     /// The runbook, when it was written.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub runbook: Option<ArtifactList>,
+    /// Warnings and notes the description acknowledged, each with its reason.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub acknowledged: Vec<AcknowledgedManifest>,
+}
+
+/// A code a stack acknowledged at a construct path (`Stack::acknowledge`).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct AcknowledgedManifest {
+    /// The diagnostic code (`HF0506`).
+    pub code: String,
+    /// The construct path inside the stack; empty for the whole stack.
+    pub path: String,
+    /// Why it is acceptable.
+    pub reason: String,
+    /// How many diagnostics it covered in this synthesis.
+    pub diagnostics: usize,
 }
 
 /// The admin host of a stack's EKS cluster and the local end of the tunnel through it.
@@ -595,6 +611,7 @@ mod tests {
             runbook: Some(ArtifactList {
                 artifacts: vec![Artifact::new(ArtifactFormat::Runbook, "s/RUNBOOK.md")],
             }),
+            acknowledged: Vec::new(),
         }
     }
 

@@ -3,11 +3,12 @@
 //! when called; every constraint is checked when the app is synthesized, so all problems are
 //! reported at once with their construct paths.
 //!
-//! Every construct implements one trait, [`Construct`], and is listed once in the registry at
-//! the bottom of this file (`constructs!`). The registry generates [`ConstructRef`], the typed
-//! view of a stored construct, with exhaustive dispatch: a construct left out of a `match` is a
-//! compile error, never a silent gap. Layers above read [`Facts`] (capacity claimed, models
-//! served, clusters created) instead of matching on construct types.
+//! Every construct implements one trait, [`Construct`]: hyperforge's own, listed once in the
+//! registry at the bottom of this file (`constructs!`, which gives them their stack-file
+//! forms), and a user's own, which expand into the same resource kinds and report the same
+//! [`Facts`], so cost, the runbook and the cross-construct rules treat them alike. Layers
+//! above read [`Facts`] (capacity claimed, models served, clusters created) instead of
+//! matching on construct types.
 
 /// The names stack files (and their JSON Schema) use for an enum's values, from one table:
 /// `NAMES`, `from_name` and `name`. A variant missing from the table is a compile error.
@@ -42,6 +43,7 @@ pub use crate::resources::iam;
 pub mod controllers;
 pub mod ecr;
 pub mod eks;
+pub mod existing;
 pub mod fsx_lustre;
 pub mod helm;
 pub mod hyperpod;
@@ -53,6 +55,7 @@ pub mod monitoring;
 pub mod network;
 pub mod nodes;
 pub mod operations;
+pub mod raw;
 pub mod security_group;
 pub mod vllm;
 pub mod weights;
@@ -64,6 +67,9 @@ pub use controllers::{
 pub use dashboard::{ServingDashboard, ServingDashboardHandle};
 pub use ecr::{EcrPullThroughCache, EcrPullThroughCacheHandle};
 pub use eks::{AccessEntry, AccessPolicy, EksAddon, EksCluster, EksClusterHandle, EndpointAccess};
+pub use existing::{
+    ExistingBucket, ExistingEksCluster, ExistingKmsKey, ExistingNetwork, ExistingSubnet, SubnetRole,
+};
 pub use fsx_lustre::{
     DataRepository, FsxLustre, FsxLustreHandle, LustreCompression, LustreDeployment,
 };
@@ -84,6 +90,7 @@ pub use nodes::{
 pub use operations::{
     AlarmTopic, AlarmTopicHandle, CapacityEndWarning, CapacityEndWarningHandle, EndingCapacity,
 };
+pub use raw::{KubernetesManifest, RawResource};
 pub use security_group::{ClusterSecurityGroup, ClusterSecurityGroupHandle};
 pub use text::{Part, Pseudo, Text};
 pub use vllm::{
@@ -98,17 +105,48 @@ use crate::resources::{ResourceGraph, Scope};
 use std::any::Any;
 use std::fmt;
 
-mod sealed {
-    /// Implemented by the registry for every listed construct: a construct missing from
-    /// `constructs!` cannot be added to a stack.
-    pub trait Registered {}
-}
-
 /// A construct: a builder that can be placed in a stack's stage.
 ///
-/// Implemented by every type in the registry (`constructs!` in this module); the trait is
-/// sealed so that every stored construct has a typed view ([`ConstructRef`]).
-pub trait Construct: sealed::Registered + Clone + fmt::Debug + 'static {
+/// Implemented by every hyperforge construct, and open to users: a team's own construct
+/// (a composite of resources, a resource hyperforge has no builder for) implements it, is
+/// added with [`Stack::add`] like any other, expands into the [`crate::resources`] kinds
+/// every backend lowers, and may report [`Facts`] (capacity it claims, models it serves) so
+/// that cost, the runbook and the cross-construct rules see it.
+///
+/// ```
+/// use hyperforge::app::{kind, Ref, Stack};
+/// use hyperforge::constructs::{Construct, Context, Facts};
+/// use hyperforge::diagnostics::{Code, Diagnostics};
+/// use hyperforge::resources::{iam::account_key_policy, KmsKey, Scope};
+///
+/// /// A KMS key for a team's own data, with the account's root as its only administrator.
+/// #[derive(Clone, Debug)]
+/// struct TeamKey { id: String, team: String }
+///
+/// impl Construct for TeamKey {
+///     type Handle = Ref<kind::KmsKey>;
+///     const KIND: &'static str = "team_key";
+///     fn id(&self) -> &str { &self.id }
+///     fn handle(&self, stack: &str) -> Self::Handle { Ref::new(stack, format!("{}/Key", self.id)) }
+///     fn validate(&self, cx: &Context<'_>, ds: &mut Diagnostics) {
+///         if self.team.is_empty() {
+///             ds.report(Code::UserConstruct, cx.path, "the team name is empty", "name the team owning the key");
+///         }
+///     }
+///     fn expand(&self, scope: &mut Scope<'_>) {
+///         scope.add("Key", KmsKey {
+///             description: format!("data of team {}", self.team),
+///             policy: account_key_policy(None),
+///         });
+///     }
+/// }
+///
+/// let mut stack = Stack::new("demo", "us-west-2");
+/// let data = stack.cloudformation_stage("data");
+/// let key = stack.add(data, TeamKey { id: "TeamKey".into(), team: "research".into() });
+/// assert_eq!(key.path(), "TeamKey/Key");
+/// ```
+pub trait Construct: Clone + fmt::Debug + 'static {
     /// Typed references to the construct's resources, returned by `Stack::add`.
     type Handle;
     /// The construct's kind as stack files and messages name it (`network`, `eks_cluster`).
@@ -122,7 +160,9 @@ pub trait Construct: sealed::Registered + Clone + fmt::Debug + 'static {
         Vec::new()
     }
     /// Checks the construct's own rules (structure, names, ranges, the catalog facts of its
-    /// own fields). Rules that span constructs read [`Facts`] in `crate::validate`.
+    /// own fields). Rules that span constructs read [`Facts`] in `crate::validate`. A user
+    /// construct reports its own problems with [`Code::UserConstruct`](crate::Code) (or any
+    /// code that fits).
     fn validate(&self, _cx: &Context<'_>, _ds: &mut Diagnostics) {}
     /// The neutral facts the layers above read: capacity, served models, clusters.
     fn facts(&self, _cx: &Context<'_>) -> Facts<'_> {
@@ -131,6 +171,80 @@ pub trait Construct: sealed::Registered + Clone + fmt::Debug + 'static {
     /// Adds the construct's resources to `scope`, in the order they are emitted: the one
     /// decomposition every backend lowers.
     fn expand(&self, scope: &mut Scope<'_>);
+}
+
+/// The object-safe form of [`Construct`] a stack stores: what every layer above the core
+/// model calls on a placed construct, whatever its type.
+pub trait DynConstruct: fmt::Debug {
+    /// See [`Construct::id`].
+    fn id(&self) -> &str;
+    /// See [`Construct::KIND`].
+    fn kind(&self) -> &'static str;
+    /// See [`Construct::references`].
+    fn references(&self) -> Vec<AttrRef>;
+    /// See [`Construct::validate`].
+    fn validate(&self, cx: &Context<'_>, ds: &mut Diagnostics);
+    /// See [`Construct::facts`].
+    fn facts(&self, cx: &Context<'_>) -> Facts<'_>;
+    /// See [`Construct::expand`].
+    fn expand(&self, scope: &mut Scope<'_>);
+    /// The construct as `Any`, for code that needs its own type back.
+    fn as_any(&self) -> &dyn Any;
+    /// A boxed copy.
+    fn clone_dyn(&self) -> Box<dyn DynConstruct>;
+}
+
+impl<C: Construct> DynConstruct for C {
+    fn id(&self) -> &str {
+        Construct::id(self)
+    }
+    fn kind(&self) -> &'static str {
+        C::KIND
+    }
+    fn references(&self) -> Vec<AttrRef> {
+        Construct::references(self)
+    }
+    fn validate(&self, cx: &Context<'_>, ds: &mut Diagnostics) {
+        Construct::validate(self, cx, ds)
+    }
+    fn facts(&self, cx: &Context<'_>) -> Facts<'_> {
+        Construct::facts(self, cx)
+    }
+    fn expand(&self, scope: &mut Scope<'_>) {
+        Construct::expand(self, scope)
+    }
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+    fn clone_dyn(&self) -> Box<dyn DynConstruct> {
+        Box::new(self.clone())
+    }
+}
+
+/// How a stack stores a construct: the core model's type-erased view ([`AnyConstruct`]) over
+/// the object-safe construct this layer dispatches to.
+#[derive(Debug)]
+struct Stored(Box<dyn DynConstruct>);
+
+impl AnyConstruct for Stored {
+    fn id(&self) -> &str {
+        self.0.id()
+    }
+    fn kind(&self) -> &'static str {
+        self.0.kind()
+    }
+    fn references(&self) -> Vec<AttrRef> {
+        self.0.references()
+    }
+    fn as_any(&self) -> &dyn Any {
+        self.0.as_any()
+    }
+    fn as_stored(&self) -> &dyn Any {
+        self
+    }
+    fn clone_box(&self) -> Box<dyn AnyConstruct> {
+        Box::new(Stored(self.0.clone_dyn()))
+    }
 }
 
 /// Expands every construct of `stack` into the resource layer, once.
@@ -377,78 +491,65 @@ pub struct ServedModel<'a> {
 
 impl Stack {
     /// Places `construct` in `stage` and returns its handle (typed references to its resources).
+    /// The caller's source location is kept: diagnostics about the construct point at it.
+    #[track_caller]
     pub fn add<C: Construct>(&mut self, stage: StageId, construct: C) -> C::Handle {
         let handle = construct.handle(self.name());
-        self.push_node(stage, Box::new(construct));
+        self.push_node(
+            stage,
+            Box::new(Stored(Box::new(construct))),
+            Some(std::panic::Location::caller()),
+        );
         handle
     }
 }
 
-impl<C: Construct> AnyConstruct for C {
-    fn id(&self) -> &str {
-        Construct::id(self)
+/// The typed view of a stored construct: what the layers above call on it, whatever its type.
+#[derive(Clone, Copy, Debug)]
+pub struct ConstructRef<'a>(&'a dyn DynConstruct);
+
+impl<'a> ConstructRef<'a> {
+    /// The view of `construct` (`None` for a value no `Stack::add` stored).
+    pub fn of(construct: &'a dyn AnyConstruct) -> Option<ConstructRef<'a>> {
+        let stored = construct.as_stored().downcast_ref::<Stored>()?;
+        Some(ConstructRef(stored.0.as_ref()))
     }
-    fn kind(&self) -> &'static str {
-        C::KIND
+
+    /// The construct's kind (`network`, ...).
+    pub fn kind(self) -> &'static str {
+        self.0.kind()
     }
-    fn references(&self) -> Vec<AttrRef> {
-        Construct::references(self)
+
+    /// Runs the construct's own rules.
+    pub fn validate(self, cx: &Context<'_>, ds: &mut Diagnostics) {
+        self.0.validate(cx, ds)
     }
-    fn as_any(&self) -> &dyn Any {
-        self
+
+    /// The construct's facts.
+    pub fn facts(self, cx: &Context<'_>) -> Facts<'a> {
+        self.0.facts(cx)
     }
-    fn clone_box(&self) -> Box<dyn AnyConstruct> {
-        Box::new(self.clone())
+
+    /// Expands the construct into `scope`.
+    pub fn expand(self, scope: &mut Scope<'_>) {
+        self.0.expand(scope)
+    }
+
+    /// The construct as its own type, when it is a `T`.
+    pub fn downcast<T: Construct>(self) -> Option<&'a T> {
+        self.0.as_any().downcast_ref::<T>()
+    }
+
+    /// Whether the construct is one of hyperforge's own (listed in the registry).
+    pub fn is_builtin(self) -> bool {
+        KINDS.contains(&self.kind())
     }
 }
 
-/// The registry: every construct, once. Generates the sealed marker, [`ConstructRef`] and its
-/// exhaustive dispatch.
+/// The registry: every construct of hyperforge's own, once. Generates [`KINDS`], their
+/// stack-file shapes and the stack-file kind dispatch.
 macro_rules! constructs {
     ($($variant:ident($ty:ty)),* $(,)?) => {
-        $( impl sealed::Registered for $ty {} )*
-
-        /// The typed view of a stored construct: one variant per registered construct.
-        #[derive(Clone, Copy, Debug)]
-        #[non_exhaustive]
-        pub enum ConstructRef<'a> {
-            $(
-                #[doc = concat!("See [`", stringify!($ty), "`].")]
-                $variant(&'a $ty),
-            )*
-        }
-
-        impl<'a> ConstructRef<'a> {
-            /// The typed view of `construct`.
-            pub fn of(construct: &'a dyn AnyConstruct) -> Option<ConstructRef<'a>> {
-                let any = construct.as_any();
-                $( if let Some(c) = any.downcast_ref::<$ty>() {
-                    return Some(ConstructRef::$variant(c));
-                } )*
-                None
-            }
-
-            /// The construct's kind (`network`, ...).
-            pub fn kind(self) -> &'static str {
-                match self { $( ConstructRef::$variant(_) => <$ty as Construct>::KIND, )* }
-            }
-
-            /// Runs the construct's own rules.
-            pub fn validate(self, cx: &Context<'_>, ds: &mut Diagnostics) {
-                match self { $( ConstructRef::$variant(c) => Construct::validate(c, cx, ds), )* }
-            }
-
-            /// The construct's facts.
-            pub fn facts(self, cx: &Context<'_>) -> Facts<'a> {
-                match self { $( ConstructRef::$variant(c) => Construct::facts(c, cx), )* }
-            }
-
-            /// Expands the construct into `scope`.
-            pub fn expand(self, scope: &mut Scope<'_>) {
-                match self { $( ConstructRef::$variant(c) => Construct::expand(c, scope), )* }
-            }
-        }
-
         /// Every registered kind, in registry order.
         pub const KINDS: &[&str] = &[$( <$ty as Construct>::KIND ),*];
 

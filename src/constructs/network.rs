@@ -60,9 +60,13 @@ pub fn zone_input_description(child: &str) -> &'static str {
 /// (subnets placed by zone index have no fixed zone id).
 pub fn zone_of_subnet<'a>(stack: &'a Stack, subnet: &Ref<kind::Subnet>) -> Option<&'a str> {
     stack.nodes().iter().find_map(|n| {
-        n.construct
-            .as_any()
-            .downcast_ref::<Network>()?
+        let any = n.construct.as_any();
+        if let Some(existing) = any.downcast_ref::<super::ExistingNetwork>() {
+            return existing
+                .subnet_at(&n.id, subnet.path())
+                .map(|s| s.az_id.as_str());
+        }
+        any.downcast_ref::<Network>()?
             .zonal_subnets_with_paths(&n.id)
             .find(|(p, _)| p == subnet.path())
             .map(|(_, z)| z.az_id.as_str())
@@ -84,7 +88,11 @@ pub struct SubnetFacts {
 /// The facts of `subnet` when it belongs to a valid network of `stack`.
 pub fn subnet_facts(stack: &Stack, subnet: &Ref<kind::Subnet>) -> Option<SubnetFacts> {
     stack.nodes().iter().find_map(|n| {
-        let network = n.construct.as_any().downcast_ref::<Network>()?;
+        let any = n.construct.as_any();
+        if let Some(existing) = any.downcast_ref::<super::ExistingNetwork>() {
+            return existing.subnet_facts(&n.id, subnet.path());
+        }
+        let network = any.downcast_ref::<Network>()?;
         let child = subnet.path().strip_prefix(&format!("{}/", n.id))?;
         network.subnet_facts(stack.name(), child)
     })

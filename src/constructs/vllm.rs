@@ -1006,7 +1006,7 @@ fn is_env_name(name: &str) -> bool {
 }
 
 /// DNS-1123 subdomain (a Secret's name): 1-253 characters, dot-separated DNS labels.
-fn is_dns_subdomain(name: &str) -> bool {
+pub(crate) fn is_dns_subdomain(name: &str) -> bool {
     name.len() <= 253 && name.split('.').all(is_dns_label)
 }
 

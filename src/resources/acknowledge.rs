@@ -73,7 +73,7 @@ impl Rule {
     pub const K8S_SECRETS_AS_ENVIRONMENT: Rule = Rule::checkov(&["CKV_K8S_35"]);
 
     /// A rule only checkov has.
-    const fn checkov(ids: &'static [&'static str]) -> Rule {
+    pub const fn checkov(ids: &'static [&'static str]) -> Rule {
         Rule {
             checkov: ids,
             guard: &[],

@@ -18,7 +18,7 @@ use super::operations::{
 use super::KubeObject;
 use super::{DataRepositoryAssociation, LustreFileSystem};
 use crate::app::text::{Pseudo, Text};
-use crate::app::{AttrRef, Kind};
+use crate::app::{Attr, AttrRef, Kind};
 
 /// What a resource kind says about itself, for the checks and backends that handle every
 /// kind alike. Implemented beside each kind's type.
@@ -29,6 +29,11 @@ pub trait ResourceFacts {
     /// Every reference the resource makes.
     fn references(&self) -> Vec<AttrRef> {
         Vec::new()
+    }
+    /// The kind a typed handle to this resource carries, for kinds that stand for several
+    /// (an [`Existing`] resource).
+    fn handle_kind(&self) -> Option<Kind> {
+        Self::HANDLE
     }
 }
 
@@ -50,7 +55,7 @@ macro_rules! resource_kinds {
             /// The kind a typed handle to this resource carries (`None`: handles never point
             /// here).
             pub fn ref_kind(&self) -> Option<Kind> {
-                match self { $( ResourceKind::$variant(_) => <$variant as ResourceFacts>::HANDLE, )* }
+                match self { $( ResourceKind::$variant(r) => ResourceFacts::handle_kind(r), )* }
             }
 
             /// Every reference the resource makes.
@@ -110,6 +115,123 @@ resource_kinds! {
     PrometheusWorkspace,
     PrometheusRuleGroups,
     PrometheusScraper,
+    Existing,
+    RawResource,
+}
+
+/// A resource that exists outside the description (a VPC, a cluster, a bucket the account
+/// already has): nothing is created for it, and every reference to it reads the value given
+/// for the attribute (`vpc-0abc...`), the same in every format.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Existing {
+    /// The kind handles to it carry.
+    pub kind: Kind,
+    /// The values of its attributes, as references read them.
+    pub values: Vec<(Attr, Text)>,
+}
+
+impl Existing {
+    /// The value of `attr`, when given.
+    pub fn value(&self, attr: Attr) -> Option<&Text> {
+        self.values.iter().find(|(a, _)| *a == attr).map(|(_, t)| t)
+    }
+}
+
+impl ResourceFacts for Existing {
+    fn handle_kind(&self) -> Option<Kind> {
+        Some(self.kind)
+    }
+}
+
+/// A resource hyperforge has no kind for, written as each format spells it: a CloudFormation
+/// resource (type and properties) and its Terraform twin (resource type and body), with
+/// references to described resources anywhere inside ([`RawValue::Ref`]).
+#[derive(Clone, Debug, PartialEq)]
+pub struct RawResource {
+    /// `AWS::SQS::Queue` and its `Properties`.
+    pub cloudformation: Option<(String, RawValue)>,
+    /// `aws_sqs_queue` and its body.
+    pub terraform: Option<(String, RawValue)>,
+}
+
+impl ResourceFacts for RawResource {
+    fn references(&self) -> Vec<AttrRef> {
+        let mut out = Vec::new();
+        for (_, v) in self.cloudformation.iter().chain(&self.terraform) {
+            v.collect_references(&mut out);
+        }
+        out
+    }
+}
+
+/// A JSON value whose leaves may be references or texts with references: the properties of
+/// a [`RawResource`]. Each backend renders the references its own way.
+#[derive(Clone, Debug, PartialEq)]
+pub enum RawValue {
+    /// A JSON value taken as it is.
+    Json(serde_json::Value),
+    /// An attribute of a described resource.
+    Ref(AttrRef),
+    /// A string with references and pseudo parameters inside.
+    Text(Text),
+    /// A list.
+    List(Vec<RawValue>),
+    /// An object, keys in the order given.
+    Object(Vec<(String, RawValue)>),
+}
+
+impl RawValue {
+    fn collect_references(&self, out: &mut Vec<AttrRef>) {
+        match self {
+            RawValue::Json(_) => {}
+            RawValue::Ref(r) => out.push(r.clone()),
+            RawValue::Text(t) => out.extend(t.references().cloned()),
+            RawValue::List(items) => items.iter().for_each(|v| v.collect_references(out)),
+            RawValue::Object(fields) => fields.iter().for_each(|(_, v)| v.collect_references(out)),
+        }
+    }
+
+    /// An object of `fields`, in the order given.
+    pub fn object<K: Into<String>>(fields: impl IntoIterator<Item = (K, RawValue)>) -> RawValue {
+        RawValue::Object(fields.into_iter().map(|(k, v)| (k.into(), v)).collect())
+    }
+
+    /// A list of `items`.
+    pub fn list(items: impl IntoIterator<Item = RawValue>) -> RawValue {
+        RawValue::List(items.into_iter().collect())
+    }
+
+    /// Whether the value is an object (properties and bodies must be).
+    pub fn is_object(&self) -> bool {
+        matches!(
+            self,
+            RawValue::Object(_) | RawValue::Json(serde_json::Value::Object(_))
+        )
+    }
+}
+
+impl From<serde_json::Value> for RawValue {
+    fn from(v: serde_json::Value) -> Self {
+        RawValue::Json(v)
+    }
+}
+
+impl From<AttrRef> for RawValue {
+    fn from(r: AttrRef) -> Self {
+        RawValue::Ref(r)
+    }
+}
+
+impl From<Text> for RawValue {
+    fn from(t: Text) -> Self {
+        RawValue::Text(t)
+    }
+}
+
+impl From<&str> for RawValue {
+    fn from(s: &str) -> Self {
+        RawValue::Json(serde_json::Value::String(s.to_owned()))
+    }
 }
 
 /// An IP protocol of a security group rule (`-1` is every protocol).

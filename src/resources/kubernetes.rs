@@ -42,6 +42,30 @@ impl KubeObject {
         }
     }
 
+    /// An object given as JSON (a raw manifest): `apiVersion`, `kind` and `metadata.name` must
+    /// be strings; the problem otherwise.
+    pub fn from_value(object: Value) -> Result<Self, String> {
+        let text = |pointer: &str| object.pointer(pointer).and_then(Value::as_str);
+        let (Some(api_version), Some(kind)) = (text("/apiVersion"), text("/kind")) else {
+            return Err("the object has no `apiVersion` and `kind` strings".to_owned());
+        };
+        let Some(name) = text("/metadata/name") else {
+            return Err("the object has no `metadata.name` string".to_owned());
+        };
+        let namespace = match object.pointer("/metadata/namespace") {
+            None => None,
+            Some(Value::String(ns)) => Some(ns.clone()),
+            Some(_) => return Err("`metadata.namespace` is not a string".to_owned()),
+        };
+        Ok(KubeObject {
+            api_version: api_version.to_owned(),
+            kind: kind.to_owned(),
+            name: name.to_owned(),
+            namespace,
+            object,
+        })
+    }
+
     /// `apiVersion` (`apps/v1`).
     pub fn api_version(&self) -> &str {
         &self.api_version

@@ -231,6 +231,18 @@ impl ResourceGraph {
         }
     }
 
+    /// The resources that exist outside the description, by path: references to them read
+    /// the values given.
+    pub fn existing(&self) -> BTreeMap<String, Existing> {
+        self.resources
+            .iter()
+            .filter_map(|r| match &r.kind {
+                ResourceKind::Existing(e) => Some((r.path.clone(), e.clone())),
+                _ => None,
+            })
+            .collect()
+    }
+
     /// Reports resources in a stage of the wrong kind: a Kubernetes object outside a
     /// Kubernetes stage, an AWS resource in one (`HF0014`), once per construct.
     pub fn check_stages(&self, stack: &Stack, ds: &mut Diagnostics) {
@@ -282,6 +294,25 @@ impl ResourceGraph {
             for target in r.kind.references() {
                 if target.stack != stack.name() {
                     continue;
+                }
+                if let Some(Resource {
+                    kind: ResourceKind::Existing(e),
+                    ..
+                }) = by_path.get(target.path.as_str())
+                {
+                    if e.kind == target.kind && e.value(target.attr).is_none() {
+                        ds.report(
+                            Code::ExistingResourceIncomplete,
+                            stack.display_path(&r.path),
+                            format!(
+                                "reads the {} of the existing `{}`, which its import does not give",
+                                target.attr.as_str(),
+                                target.construct_id()
+                            ),
+                            "give the value when importing it (see the import's builder methods)",
+                        );
+                        continue;
+                    }
                 }
                 let found = by_path.get(target.path.as_str()).map(|t| t.kind.ref_kind());
                 if found != Some(Some(target.kind)) {

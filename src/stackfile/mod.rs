@@ -942,6 +942,8 @@ impl Builder {
         {
             self.stage(&mut stack, stage, &format!("stages[{i}]"));
         }
+        // The constructs were added by this loader: their places are the file's, not Rust's.
+        stack.forget_locations();
         Some(app.stack(stack))
     }
 

@@ -9,14 +9,14 @@ pub mod kubernetes;
 mod stages;
 pub mod terraform;
 
-use crate::app::{App, Stack, StageId, Tags};
+use crate::app::{Acknowledged, App, Stack, StageId, Tags};
 use crate::assembly::manifest::{
-    AdminHostManifest, Artifact, ArtifactFormat, ArtifactList, Manifest, StackManifest,
-    StageManifest, ADMIN_TUNNEL_LOCAL_PORT,
+    AcknowledgedManifest, AdminHostManifest, Artifact, ArtifactFormat, ArtifactList, Manifest,
+    StackManifest, StageManifest, ADMIN_TUNNEL_LOCAL_PORT,
 };
 use crate::assembly::Assembly;
 use crate::constructs::Placements;
-use crate::diagnostics::{Code, Diagnostics};
+use crate::diagnostics::{Code, Diagnostics, Severity};
 use crate::resources::ResourceGraph;
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -38,8 +38,73 @@ impl App {
     }
 }
 
-/// Every diagnostic of `app`, without synthesizing.
+/// Every diagnostic of `app`, without synthesizing: located, acknowledgements applied.
 pub fn validate(app: &App) -> Diagnostics {
+    let mut ds = check(app);
+    settle(app, &mut ds);
+    ds
+}
+
+/// A stack's acknowledgements and how many diagnostics each covered.
+type Covered<'a> = Vec<(&'a Acknowledged, usize)>;
+
+/// Gives every diagnostic of a construct added from Rust code its source location, and
+/// takes out the warnings and notes a stack acknowledged (returned, per stack, with how many
+/// each covered); an acknowledgement that covered nothing warns (`HF0018`).
+fn settle<'a>(app: &'a App, ds: &mut Diagnostics) -> BTreeMap<&'a str, Covered<'a>> {
+    let stack_of = |path: &str| {
+        app.stacks().iter().find(|s| {
+            path.strip_prefix(s.name())
+                .is_some_and(|rest| rest.is_empty() || rest.starts_with('/'))
+        })
+    };
+    for d in ds.iter_mut() {
+        if d.location.is_none() {
+            d.location = stack_of(&d.path)
+                .and_then(|s| s.location_of(&d.path))
+                .map(|l| l.to_string());
+        }
+    }
+    let mut covered = BTreeMap::new();
+    for stack in app.stacks() {
+        let mut counts: Covered<'a> = Vec::new();
+        for ack in stack.acknowledgements() {
+            if ack.code.severity() == Severity::Error || ack.reason.trim().is_empty() {
+                continue;
+            }
+            let at = stack.display_path(&ack.path);
+            let mut n = 0;
+            ds.retain(|d| {
+                let under = d.path == at
+                    || d.path
+                        .strip_prefix(at.as_str())
+                        .is_some_and(|r| r.starts_with('/'));
+                let hit = d.code == ack.code && d.severity != Severity::Error && under;
+                n += usize::from(hit);
+                !hit
+            });
+            if n == 0 {
+                let mut d = crate::diagnostics::Diagnostic::new(
+                    Code::UnusedAcknowledgement,
+                    at,
+                    format!(
+                        "`{}` is acknowledged here, but nothing here reports it",
+                        ack.code
+                    ),
+                    "remove the acknowledgement (or correct its path)",
+                );
+                d.location = ack.location.map(|l| l.to_string());
+                ds.push(d);
+            }
+            counts.push((ack, n));
+        }
+        covered.insert(stack.name(), counts);
+    }
+    covered
+}
+
+/// Every diagnostic of `app` as the checks report them.
+fn check(app: &App) -> Diagnostics {
     let mut ds = Diagnostics::new();
     let mut names = BTreeSet::new();
     for stack in app.stacks() {
@@ -174,8 +239,9 @@ pub fn synthesize(app: &App) -> Result<Assembly, Diagnostics> {
 
 /// [`synthesize`] with `options`.
 pub fn synthesize_with(app: &App, options: &SynthOptions) -> Result<Assembly, Diagnostics> {
-    let mut ds = validate(app);
+    let mut ds = check(app);
     if ds.has_errors() {
+        settle(app, &mut ds);
         return Err(ds);
     }
     let mut files = BTreeMap::new();
@@ -187,10 +253,23 @@ pub fn synthesize_with(app: &App, options: &SynthOptions) -> Result<Assembly, Di
             Err(e) => errors.extend(e),
         }
     }
-    if errors.has_errors() || ds.has_errors() || (options.deny_warnings && ds.has_warnings()) {
-        let mut all = ds;
-        all.extend(errors);
-        return Err(all);
+    ds.extend(errors);
+    let covered = settle(app, &mut ds);
+    if ds.has_errors() || (options.deny_warnings && ds.has_warnings()) {
+        return Err(ds);
+    }
+    for manifest in &mut stacks {
+        manifest.acknowledged = covered
+            .get(manifest.name.as_str())
+            .into_iter()
+            .flatten()
+            .map(|(ack, n)| AcknowledgedManifest {
+                code: ack.code.id().to_owned(),
+                path: ack.path.clone(),
+                reason: ack.reason.clone(),
+                diagnostics: *n,
+            })
+            .collect();
     }
     if options.formats != Formats::all() {
         filter_formats(&mut files, &mut stacks, options.formats);
@@ -337,6 +416,7 @@ fn synthesize_stack(
         stages,
         terraform: None,
         runbook: None,
+        acknowledged: Vec::new(),
     };
     if !stack_artifacts.is_empty() {
         manifest.terraform = Some(ArtifactList {

@@ -29,6 +29,7 @@ mod logs;
 mod manifest;
 mod monitoring;
 mod numeric_inputs;
+mod open_model;
 mod operations;
 mod parity;
 mod policy;

@@ -27,6 +27,7 @@ pub fn templates(
     tags: &Tags,
 ) -> Result<BTreeMap<StageId, Value>, Diagnostics> {
     let mut cx = template::StackTemplates::new(stack);
+    cx.existing = graph.existing();
     let stage_of: BTreeMap<&str, StageId> = graph
         .resources
         .iter()

@@ -11,8 +11,8 @@ use super::template::StackTemplates;
 use crate::app::{logical_id, StageId};
 use crate::resources::{
     Bucket, DataRepositoryAssociation, Direction, EcrPullThroughCacheRule, KmsKey,
-    LustreFileSystem, Peer, PodIdentityAssociation, Resource, ResourceKind, Role, RolePolicy,
-    SecurityGroup, SecurityGroupRule, StackOutput,
+    LustreFileSystem, Peer, PodIdentityAssociation, RawResource, RawValue, Resource, ResourceKind,
+    Role, RolePolicy, SecurityGroup, SecurityGroupRule, StackOutput,
 };
 use std::collections::BTreeMap;
 
@@ -89,6 +89,30 @@ fn lower_kind(cx: Cx, r: &Resource) {
         ResourceKind::MetricAlarm(a) => operations::alarm(cx, r, a),
         ResourceKind::Dashboard(d) => operations::dashboard(cx, r, d),
         ResourceKind::EventRule(rule) => operations::rule(cx, r, rule),
+        // Exists already: references to it read the values given.
+        ResourceKind::Existing(_) => {}
+        ResourceKind::RawResource(raw) => raw_resource(cx, r, raw),
+    }
+}
+
+/// A raw resource's CloudFormation form, its references lowered like every other.
+fn raw_resource(cx: Cx, r: &Resource, raw: &RawResource) {
+    if let Some((type_name, properties)) = &raw.cloudformation {
+        let properties = raw_value(cx, r.stage, properties);
+        cx.add_raw(r.stage, &r.path, type_name, properties);
+    }
+}
+
+fn raw_value(cx: Cx, stage: StageId, v: &RawValue) -> serde_json::Value {
+    match v {
+        RawValue::Json(v) => v.clone(),
+        RawValue::Ref(a) => serde_json::to_value(cx.attr(stage, a)).unwrap_or_default(),
+        RawValue::Text(t) => serde_json::to_value(cx.text(stage, t)).unwrap_or_default(),
+        RawValue::List(items) => items.iter().map(|i| raw_value(cx, stage, i)).collect(),
+        RawValue::Object(fields) => fields
+            .iter()
+            .map(|(k, v)| (k.clone(), raw_value(cx, stage, v)))
+            .collect(),
     }
 }
 

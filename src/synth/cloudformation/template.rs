@@ -18,7 +18,7 @@ use std::collections::BTreeMap;
 pub(crate) struct Resource {
     pub path: String,
     pub logical_id: String,
-    pub type_name: &'static str,
+    pub type_name: String,
     pub tags: TagStyle,
     pub properties: Value,
     pub depends_on: Vec<String>,
@@ -55,6 +55,8 @@ pub(crate) struct StackTemplates<'a> {
     pub stack: &'a Stack,
     pub templates: BTreeMap<StageId, StageTemplate>,
     ids: BTreeMap<String, String>,
+    /// Resources that exist outside the description: references read their given values.
+    pub existing: BTreeMap<String, crate::resources::Existing>,
     pub ds: Diagnostics,
 }
 
@@ -71,12 +73,31 @@ impl<'a> StackTemplates<'a> {
             stack,
             templates,
             ids: BTreeMap::new(),
+            existing: BTreeMap::new(),
             ds: Diagnostics::new(),
         }
     }
 
     /// Adds resource `r` at construct path `path` to `stage`; returns its logical id.
     pub fn add<R: CfnResource>(&mut self, stage: StageId, path: &str, r: &R) -> String {
+        let properties = serde_json::to_value(r).unwrap_or(Value::Null);
+        self.push(stage, path, R::TYPE_NAME, R::TAGS, properties)
+    }
+
+    /// Adds a resource of a type hyperforge has no L1 type for (a raw resource): `type_name`
+    /// and its `Properties` as given; tags are the resource's own business.
+    pub fn add_raw(&mut self, stage: StageId, path: &str, type_name: &str, properties: Value) {
+        self.push(stage, path, type_name, TagStyle::NotTaggable, properties);
+    }
+
+    fn push(
+        &mut self,
+        stage: StageId,
+        path: &str,
+        type_name: &str,
+        tags: TagStyle,
+        properties: Value,
+    ) -> String {
         let id = logical_id(path);
         if let Some(existing) = self.ids.get(&id) {
             self.ds.report(
@@ -88,13 +109,12 @@ impl<'a> StackTemplates<'a> {
         } else {
             self.ids.insert(id.clone(), path.to_owned());
         }
-        let properties = serde_json::to_value(r).unwrap_or(Value::Null);
         if let Some(t) = self.templates.get_mut(&stage) {
             t.resources.push(Resource {
                 path: path.to_owned(),
                 logical_id: id.clone(),
-                type_name: R::TYPE_NAME,
-                tags: R::TAGS,
+                type_name: type_name.to_owned(),
+                tags,
                 properties,
                 depends_on: Vec::new(),
                 acknowledgements: Vec::new(),
@@ -153,6 +173,13 @@ impl<'a> StackTemplates<'a> {
         let id = logical_id(&r.path);
         let key = r.output_key();
         let target = self.stack.stage_of(r.construct_id());
+        let value = match self.existing.get(&r.path).and_then(|e| e.value(r.attr)) {
+            Some(given) => {
+                let given = given.clone();
+                self.text(target.unwrap_or(StageId::from_index(0)), &given)
+            }
+            None => local_attr(&id, r.kind, r.attr),
+        };
         if let Some(t) = target.and_then(|s| self.templates.get_mut(&s)) {
             if !t.user_outputs.iter().any(|(k, _)| *k == key) {
                 t.user_outputs.push((
@@ -163,7 +190,7 @@ impl<'a> StackTemplates<'a> {
                             r.attr.as_str(),
                             r.path
                         ),
-                        value: local_attr(&id, r.kind, r.attr),
+                        value,
                         export_name: None,
                     },
                 ));
@@ -175,6 +202,10 @@ impl<'a> StackTemplates<'a> {
     /// The value of `r` as seen from `stage`: a local intrinsic, or an import of an export that
     /// is added to the owning stage's template.
     pub fn attr(&mut self, stage: StageId, r: &AttrRef) -> Expr {
+        if let Some(value) = self.existing.get(&r.path).and_then(|e| e.value(r.attr)) {
+            let value = value.clone();
+            return self.text(stage, &value);
+        }
         let target_id = logical_id(&r.path);
         let local = local_attr(&target_id, r.kind, r.attr);
         let Some(target_stage) = self.stack.stage_of(r.construct_id()) else {

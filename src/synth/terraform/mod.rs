@@ -99,7 +99,9 @@ pub fn root_modules(
     let mut modules: Vec<(String, module::RootModule<'_>)> = Vec::new();
     let mut earlier: BTreeMap<String, String> = BTreeMap::new();
     for phase in phases(stack) {
-        let mut cx = module::RootModule::new(stack, tags).with_earlier(earlier.clone());
+        let mut cx = module::RootModule::new(stack, tags)
+            .with_earlier(earlier.clone())
+            .with_existing(graph.existing());
         for &id in &phase.stages {
             let index = id.index();
             let Some(stage) = stack.stages().get(index) else {

@@ -9,7 +9,7 @@ use crate::diagnostics::{Code, Diagnostics};
 use crate::resources::iam::{PolicyDocument, PrincipalKind};
 use serde_json::{json, Map, Value};
 use std::cell::RefCell;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 /// `hashicorp/aws`: 6.x; the committed test schema is 6.66.0.
 pub const AWS_PROVIDER: (&str, &str) = ("hashicorp/aws", "~> 6.27");
@@ -179,6 +179,8 @@ pub(crate) struct RootModule<'a> {
     /// The attributes read from each earlier phase's outputs, by phase (filled while
     /// references are lowered, which only read the module).
     remote_reads: RefCell<BTreeMap<String, Vec<AttrRef>>>,
+    /// Resources that exist outside the description: references read their given values.
+    existing: BTreeMap<String, crate::resources::Existing>,
     pub ds: Diagnostics,
 }
 
@@ -198,6 +200,7 @@ impl<'a> RootModule<'a> {
             eks_cluster: None,
             earlier: BTreeMap::new(),
             remote_reads: RefCell::new(BTreeMap::new()),
+            existing: BTreeMap::new(),
             ds: Diagnostics::new(),
         }
     }
@@ -205,6 +208,26 @@ impl<'a> RootModule<'a> {
     /// Resource paths lowered by earlier phases, each with its phase directory.
     pub fn with_earlier(mut self, earlier: BTreeMap<String, String>) -> Self {
         self.earlier = earlier;
+        self
+    }
+
+    /// Resources that exist outside the description, by path (see
+    /// [`crate::resources::ResourceGraph::existing`]).
+    /// The pseudo values they name are read through data sources declared here.
+    pub fn with_existing(mut self, existing: BTreeMap<String, crate::resources::Existing>) -> Self {
+        let pseudos: BTreeSet<Pseudo> = existing
+            .values()
+            .flat_map(|e| e.values.iter())
+            .flat_map(|(_, t)| t.0.iter())
+            .filter_map(|p| match p {
+                Part::Pseudo(p) => Some(*p),
+                _ => None,
+            })
+            .collect();
+        for p in pseudos {
+            self.pseudo(p);
+        }
+        self.existing = existing;
         self
     }
 
@@ -222,8 +245,20 @@ impl<'a> RootModule<'a> {
     /// Adds a resource named `name` (a part of the resource at `path` that Terraform models as
     /// a resource of its own: a bucket's encryption, a role's policy attachment).
     pub fn add_named(&mut self, ty: &'static str, name: String, path: &str, body: Value) -> Addr {
-        let addr = Addr { ty, name };
-        let key = addr.address();
+        self.insert(ty, &name, path, body);
+        Addr { ty, name }
+    }
+
+    /// Adds a resource of a type hyperforge has no kind for (a raw resource), named like
+    /// [`RootModule::add`]; returns its address `type.name`.
+    pub fn add_raw(&mut self, ty: &str, path: &str, body: Value) -> String {
+        let name = snake(&logical_id(path));
+        self.insert(ty, &name, path, body);
+        format!("{ty}.{name}")
+    }
+
+    fn insert(&mut self, ty: &str, name: &str, path: &str, body: Value) {
+        let key = format!("{ty}.{name}");
         if let Some(existing) = self.names.get(&key) {
             self.ds.report(
                 Code::LogicalIdCollision,
@@ -231,7 +266,7 @@ impl<'a> RootModule<'a> {
                 format!("`{path}` and `{existing}` both derive the Terraform address `{key}`"),
                 "rename one of the constructs so their paths no longer derive the same name",
             );
-            return addr;
+            return;
         }
         self.names.insert(key, path.to_owned());
         let by_type = self
@@ -239,9 +274,8 @@ impl<'a> RootModule<'a> {
             .entry(ty.to_owned())
             .or_insert_with(|| Value::Object(Map::new()));
         if let Value::Object(m) = by_type {
-            m.insert(addr.name.clone(), body);
+            m.insert(name.to_owned(), body);
         }
-        addr
     }
 
     /// [`RootModule::depends_on`] of the resource at address `address` (`type.name`).
@@ -353,6 +387,9 @@ impl<'a> RootModule<'a> {
     /// The bare expression reading `r` (`aws_vpc.network_vpc.id`); for a resource of an
     /// earlier phase, that phase's output read through `terraform_remote_state`.
     pub fn expr(&self, r: &AttrRef) -> String {
+        if let Some(value) = self.existing.get(&r.path).and_then(|e| e.value(r.attr)) {
+            return existing_expr(value);
+        }
         if let Some(phase) = self.earlier.get(&r.path) {
             let mut reads = self.remote_reads.borrow_mut();
             let reads = reads.entry(phase.clone()).or_default();
@@ -649,6 +686,27 @@ impl<'a> RootModule<'a> {
 
 /// The `terraform_remote_state` data source reading phase directory `phase`
 /// (`01-foundation` -> `phase_01_foundation`: an identifier starts with a letter).
+/// A value given for an existing resource as a Terraform expression: a string literal, with
+/// the pseudo values it names read from the provider's data sources.
+fn existing_expr(value: &Text) -> String {
+    let mut out = String::from("\"");
+    for part in &value.0 {
+        match part {
+            Part::Lit(s) => out.push_str(&hcl_string_body(s)),
+            Part::Pseudo(p) => out.push_str(match p {
+                Pseudo::Partition => "${data.aws_partition.current.partition}",
+                Pseudo::UrlSuffix => "${data.aws_partition.current.dns_suffix}",
+                Pseudo::Region => "${data.aws_region.current.region}",
+                Pseudo::AccountId => "${data.aws_caller_identity.current.account_id}",
+            }),
+            // Values of existing resources are literals and pseudo values only.
+            Part::Ref(_) | Part::IssuerHostPath(_) => {}
+        }
+    }
+    out.push('"');
+    out
+}
+
 fn remote_state_name(phase: &str) -> String {
     format!("phase_{}", snake(phase))
 }

@@ -96,6 +96,31 @@ fn lower_kind(cx: Cx, r: &Resource) {
         ResourceKind::MetricAlarm(a) => operations::alarm(cx, r, a),
         ResourceKind::Dashboard(d) => operations::dashboard(cx, r, d),
         ResourceKind::EventRule(rule) => operations::rule(cx, r, rule),
+        // Exists already: references to it read the values given.
+        ResourceKind::Existing(_) => {}
+        ResourceKind::RawResource(raw) => raw_resource(cx, r, raw),
+    }
+}
+
+/// A raw resource's Terraform form, its references lowered like every other.
+fn raw_resource(cx: Cx, r: &Resource, raw: &crate::resources::RawResource) {
+    if let Some((ty, body)) = &raw.terraform {
+        let body = raw_value(cx, body);
+        cx.add_raw(ty, &r.path, body);
+    }
+}
+
+fn raw_value(cx: Cx, v: &crate::resources::RawValue) -> Value {
+    use crate::resources::RawValue;
+    match v {
+        RawValue::Json(v) => v.clone(),
+        RawValue::Ref(a) => cx.attr(a),
+        RawValue::Text(t) => cx.text(t),
+        RawValue::List(items) => items.iter().map(|i| raw_value(cx, i)).collect(),
+        RawValue::Object(fields) => fields
+            .iter()
+            .map(|(k, v)| (k.clone(), raw_value(cx, v)))
+            .collect(),
     }
 }
 

@@ -1,0 +1,207 @@
+//! DeepSeek-V3 for one team, on what the platform team already runs: an existing VPC and EKS
+//! cluster in us-east-2, a Capacity Block of two p5en.48xlarge bought for the launch, and vLLM
+//! behind an internal load balancer. It depends on hyperforge as any crate would, and shows
+//! the ways out of what hyperforge models: imports, a construct of the team's own, raw
+//! resources in each format, a patch of a generated Kubernetes object, and an acknowledged
+//! warning.
+
+use hyperforge::app::Stack;
+use hyperforge::constructs::*;
+use hyperforge::diagnostics::{Code, Diagnostics};
+use hyperforge::resources::{KubeObject, RawValue, Rule, Scope};
+use hyperforge::serde_json::json;
+use hyperforge::App;
+
+/// The region of the platform team's cluster.
+pub const REGION: &str = "us-east-2";
+/// The zone of the Capacity Block.
+pub const BLOCK_AZ_ID: &str = "use2-az2";
+/// The Capacity Block (a placeholder; the real id is a deploy-time parameter).
+pub const BLOCK_ID: &str = "cr-0a1b2c3d4e5f60718";
+/// GPUs per server: one p5en.48xlarge, tensor parallel 8.
+pub const GPUS_PER_REPLICA: u32 = 8;
+/// Servers: one per instance of the block.
+pub const REPLICAS: u32 = 2;
+
+/// A namespace's GPU budget: a `ResourceQuota` on `requests.nvidia.com/gpu`, so another
+/// team's Deployment in the namespace cannot take the block's GPUs.
+#[derive(Clone, Debug)]
+pub struct GpuQuota {
+    id: String,
+    namespace: String,
+    gpus: u32,
+}
+
+impl GpuQuota {
+    /// At most `gpus` GPUs requested in `namespace`.
+    pub fn new(id: impl Into<String>, namespace: impl Into<String>, gpus: u32) -> Self {
+        GpuQuota {
+            id: id.into(),
+            namespace: namespace.into(),
+            gpus,
+        }
+    }
+}
+
+impl Construct for GpuQuota {
+    type Handle = ();
+    const KIND: &'static str = "gpu_quota";
+
+    fn id(&self) -> &str {
+        &self.id
+    }
+
+    fn handle(&self, _stack: &str) {}
+
+    fn validate(&self, cx: &Context<'_>, ds: &mut Diagnostics) {
+        if self.gpus == 0 || self.gpus > 1024 {
+            ds.report(
+                Code::UserConstruct,
+                cx.path,
+                format!("a quota of {} GPUs is outside 1-1024", self.gpus),
+                "give the GPUs the namespace's servers request: replicas x tensor parallel size",
+            );
+        }
+    }
+
+    fn expand(&self, scope: &mut Scope<'_>) {
+        let quota = json!({
+            "apiVersion": "v1",
+            "kind": "ResourceQuota",
+            "metadata": { "name": "gpu-quota", "namespace": self.namespace },
+            "spec": { "hard": { "requests.nvidia.com/gpu": self.gpus.to_string() } },
+        });
+        if let Ok(object) = KubeObject::from_value(quota) {
+            scope.add_object(object);
+        }
+    }
+}
+
+/// The team's stack.
+pub fn stack() -> Stack {
+    let mut stack = Stack::new("team-deepseek", REGION)
+        .description("DeepSeek-V3 for the research team, on the platform's VPC and EKS cluster.")
+        .tag("team", "research")
+        .tag("cost-center", "ml-4711");
+
+    // What exists: the platform's VPC and cluster, as `aws ec2 describe-subnets` and
+    // `aws eks describe-cluster` show them.
+    let foundation = stack.cloudformation_stage("foundation");
+    let network = stack.add(
+        foundation,
+        ExistingNetwork::new("Network", "vpc-0a1b2c3d4e5f60718")
+            .private_subnet("subnet-0a1b2c3d4e5f60711", "use2-az1", "10.40.0.0/19")
+            .private_subnet("subnet-0a1b2c3d4e5f60712", "use2-az2", "10.40.32.0/19")
+            .gpu_subnet("subnet-0a1b2c3d4e5f60713", BLOCK_AZ_ID, "10.40.64.0/19"),
+    );
+    let eks = stack.add(
+        foundation,
+        ExistingEksCluster::new("Eks", "ml-platform")
+            .oidc_issuer_url(
+                "https://oidc.eks.us-east-2.amazonaws.com/id/0123456789ABCDEF0123456789ABCDEF",
+            )
+            .cluster_security_group_id("sg-0a1b2c3d4e5f60719")
+            .kubernetes_version("1.33"),
+    );
+    stack.add(
+        foundation,
+        LoadBalancerController::new("LoadBalancerController", &eks.cluster),
+    );
+    let alarms = stack.add(foundation, AlarmTopic::new("Alarms"));
+    // A raw resource in both formats, with a typed reference: the on-call tooling finds the
+    // alarm topic through a parameter.
+    stack.add(
+        foundation,
+        RawResource::new("AlarmTopicParameter")
+            .cloudformation(
+                "AWS::SSM::Parameter",
+                RawValue::object([
+                    ("Name", RawValue::from("/research/deepseek/alarm-topic-arn")),
+                    ("Type", RawValue::from("String")),
+                    ("Value", RawValue::from(alarms.topic.arn())),
+                    (
+                        "Description",
+                        RawValue::from("Alarm topic of the DeepSeek-V3 endpoint"),
+                    ),
+                ]),
+            )
+            .terraform(
+                "aws_ssm_parameter",
+                RawValue::object([
+                    ("name", RawValue::from("/research/deepseek/alarm-topic-arn")),
+                    ("type", RawValue::from("String")),
+                    ("value", RawValue::from(alarms.topic.arn())),
+                    (
+                        "description",
+                        RawValue::from("Alarm topic of the DeepSeek-V3 endpoint"),
+                    ),
+                ]),
+            )
+            .acknowledge(
+                Rule::checkov(&["CKV2_AWS_34"]),
+                "the parameter holds the alarm topic's ARN, which is not a secret, and CloudFormation cannot create SecureString parameters",
+            ),
+    );
+
+    let nodes = stack.cloudformation_stage("nodes");
+    stack.add(
+        nodes,
+        ManagedNodeGroup::gpu(
+            "GpuNodes",
+            &eks.cluster,
+            "p5en.48xlarge",
+            network.gpu_subnet.iter(),
+        )
+        .capacity(NodeCapacity::capacity_block_of(
+            BLOCK_ID,
+            BLOCK_AZ_ID,
+            REPLICAS,
+        ))
+        .scaling(0, i64::from(REPLICAS), i64::from(REPLICAS)),
+    );
+    stack.helm_stage("nvidia-device-plugin", HelmRelease::nvidia_device_plugin());
+    stack.helm_stage(
+        "aws-load-balancer-controller",
+        HelmRelease::aws_load_balancer_controller(&eks.name, REGION, &network.vpc),
+    );
+
+    let workload = stack.kubernetes_stage("workload");
+    // A raw Kubernetes object: serving preempts the namespace's batch work.
+    stack.add(
+        workload,
+        KubernetesManifest::new(
+            "ServingPriority",
+            json!({
+                "apiVersion": "scheduling.k8s.io/v1",
+                "kind": "PriorityClass",
+                "metadata": { "name": "serving" },
+                "value": 1_000_000,
+                "description": "Model servers preempt batch work.",
+            }),
+        ),
+    );
+    let server = VllmServer::new("deepseek-ai/DeepSeek-V3", "vllm/vllm-openai:v0.11.0")
+        .image_digest("sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef")
+        .revision("0123456789abcdef0123456789abcdef01234567")
+        .served_model_name("DeepSeek-V3")
+        .tensor_parallel_size(GPUS_PER_REPLICA)
+        .api_key_secret("deepseek-api-key", "api-key");
+    stack.add(
+        workload,
+        VllmDeployment::new("DeepSeek", server, "p5en.48xlarge")
+            .name("deepseek-v3")
+            .replicas(REPLICAS as i32)
+            .load_balancer_subnets(&network.private_subnets),
+    );
+    // The team's own construct, in the same stage.
+    stack.add(
+        workload,
+        GpuQuota::new("GpuQuota", "deepseek-v3", REPLICAS * GPUS_PER_REPLICA),
+    );
+    stack
+}
+
+/// The app: the team's stack, tagged for cost allocation.
+pub fn app() -> App {
+    App::new().tag("managed-by", "hyperforge").stack(stack())
+}

@@ -1,0 +1,531 @@
+//! The construct model as a team uses it from its own crate: constructs of its own, raw
+//! resources in each format, imports of what exists, acknowledged warnings, and diagnostics
+//! that point at the line of the describing program. The `examples/team-deepseek` crate is
+//! compiled here from its source (as a user's crate would be, against this library) and its
+//! output goes through every validator.
+
+#[path = "../../examples/team-deepseek/src/lib.rs"]
+#[allow(dead_code)]
+mod team;
+
+use crate::common::{artifacts_with_format, written};
+use crate::external_validators::{
+    assert_cloudformation_passes, assert_terraform_passes, kubernetes_validate,
+};
+use hyperforge::app::Stack;
+use hyperforge::constructs::*;
+use hyperforge::diagnostics::Diagnostics;
+use hyperforge::resources::{Existing, RawValue, Scope};
+use hyperforge::serde_json::{json, Value};
+use hyperforge::{App, Code, SynthOptions};
+
+fn template(assembly: &hyperforge::Assembly, path: &str) -> Value {
+    hyperforge::serde_json::from_str(assembly.text(path).expect(path)).expect("template JSON")
+}
+
+#[test]
+fn the_team_crate_synthesizes_and_passes_every_validator() {
+    let app = team::app();
+    let assembly = app
+        .synth_with(&SynthOptions {
+            deny_warnings: true,
+            ..SynthOptions::default()
+        })
+        .unwrap_or_else(|e| panic!("{e}"));
+    let dir = written(&app);
+    assert_cloudformation_passes(dir.path());
+    assert_terraform_passes(dir.path());
+    let yaml = artifacts_with_format(dir.path(), "kubernetes");
+    assert!(!yaml.is_empty());
+    if let Err(findings) = kubernetes_validate(&yaml) {
+        panic!("{findings}");
+    }
+
+    // Imports create nothing and are read as the values given, in both formats.
+    let foundation = template(&assembly, "team-deepseek/01-foundation.template.json");
+    let types: Vec<&str> = foundation["Resources"]
+        .as_object()
+        .unwrap()
+        .values()
+        .map(|r| r["Type"].as_str().unwrap())
+        .collect();
+    assert!(!types
+        .iter()
+        .any(|t| t.starts_with("AWS::EC2::VPC") || *t == "AWS::EKS::Cluster"));
+    let nodes = assembly
+        .text("team-deepseek/02-nodes.template.json")
+        .unwrap();
+    assert!(nodes.contains("\"subnet-0a1b2c3d4e5f60713\""), "{nodes}");
+    assert!(
+        nodes.contains("\"ClusterName\": \"ml-platform\""),
+        "{nodes}"
+    );
+    let tf = assembly
+        .files()
+        .iter()
+        .filter(|(p, _)| p.ends_with(".tf.json"))
+        .map(|(_, b)| String::from_utf8_lossy(b).into_owned())
+        .collect::<String>();
+    assert!(!tf.contains("\"aws_vpc\"") && !tf.contains("\"aws_eks_cluster\""));
+    assert!(tf.contains("subnet-0a1b2c3d4e5f60713"));
+
+    // The raw resource in both formats, its reference lowered per format.
+    let parameter = &foundation["Resources"]["AlarmTopicParameterResource"];
+    assert_eq!(parameter["Type"], "AWS::SSM::Parameter");
+    assert_eq!(
+        parameter["Properties"]["Value"],
+        json!({"Ref": "AlarmsTopic"})
+    );
+    assert!(tf.contains("\"aws_ssm_parameter\""));
+    assert!(
+        tf.contains("\"value\": \"${aws_sns_topic.alarms_topic.arn}\""),
+        "{tf}"
+    );
+
+    // The raw Kubernetes object and the team's construct, in the workload's YAML.
+    let workload = assembly.text("team-deepseek/05-workload.yaml").unwrap();
+    assert!(workload.contains("kind: PriorityClass"));
+    assert!(
+        workload.contains("requests.nvidia.com/gpu: '16'"),
+        "{workload}"
+    );
+}
+
+/// A construct of the describing program's own: it claims capacity (so cost sees it) and
+/// checks its own rule.
+#[derive(Clone, Debug)]
+struct BatchPool {
+    id: String,
+    instances: i64,
+}
+
+impl Construct for BatchPool {
+    type Handle = ();
+    const KIND: &'static str = "batch_pool";
+    fn id(&self) -> &str {
+        &self.id
+    }
+    fn handle(&self, _stack: &str) {}
+    fn validate(&self, cx: &Context<'_>, ds: &mut Diagnostics) {
+        if self.instances < 1 {
+            ds.report(
+                Code::UserConstruct,
+                cx.path,
+                "a batch pool needs an instance",
+                "give it 1 or more",
+            );
+        }
+    }
+    fn facts(&self, cx: &Context<'_>) -> Facts<'_> {
+        Facts {
+            capacity: vec![CapacityClaim {
+                path: cx.path.to_owned(),
+                instance_type: "p5en.48xlarge".to_owned(),
+                service_instance_type: "p5en.48xlarge".to_owned(),
+                launcher: Launcher::Ec2,
+                source: CapacitySource::OnDemand,
+                count: self.instances,
+                max_count: self.instances,
+                provisioned_on_demand: false,
+                pod_storage: None,
+            }],
+            ..Facts::default()
+        }
+    }
+    fn expand(&self, scope: &mut Scope<'_>) {
+        scope.add(
+            "Queue",
+            hyperforge::resources::RawResource {
+                cloudformation: Some((
+                    "AWS::SQS::Queue".to_owned(),
+                    RawValue::from(json!({"SqsManagedSseEnabled": true})),
+                )),
+                terraform: Some((
+                    "aws_sqs_queue".to_owned(),
+                    RawValue::from(json!({"sqs_managed_sse_enabled": true})),
+                )),
+            },
+        );
+    }
+}
+
+#[test]
+fn a_user_construct_expands_reports_facts_and_is_located() {
+    let mut stack = Stack::new("user", "us-east-2");
+    let s = stack.cloudformation_stage("batch");
+    stack.add(
+        s,
+        BatchPool {
+            id: "Batch".into(),
+            instances: 3,
+        },
+    );
+    let app = App::new().stack(stack);
+    let assembly = app.synth().unwrap_or_else(|e| panic!("{e}"));
+    let t = template(&assembly, "user/01-batch.template.json");
+    assert_eq!(t["Resources"]["BatchQueue"]["Type"], "AWS::SQS::Queue");
+    let cost = hyperforge::cost::estimate(&app);
+    let line = &cost.stacks[0].lines[0];
+    assert_eq!((line.path.as_str(), line.count), ("user/Batch", 3));
+
+    let mut stack = Stack::new("user", "us-east-2");
+    let s = stack.cloudformation_stage("batch");
+    let line = line!() + 1;
+    stack.add(
+        s,
+        BatchPool {
+            id: "Batch".into(),
+            instances: 0,
+        },
+    );
+    let errors = App::new().stack(stack).synth().unwrap_err();
+    assert!(errors.contains(Code::UserConstruct, "user/Batch"));
+    let text = errors.to_string();
+    assert!(
+        text.contains(&format!("--> user/Batch at tests/it/open_model.rs:{line}:")),
+        "{text}"
+    );
+}
+
+#[test]
+fn raw_resources_are_checked_and_placed_by_kind() {
+    let mut stack = Stack::new("raw", "us-west-2");
+    let s = stack.cloudformation_stage("foundation");
+    let k = stack.kubernetes_stage("objects");
+    stack.add(s, RawResource::new("Nothing"));
+    stack.add(
+        s,
+        RawResource::new("BadType").cloudformation("SQS Queue", json!({})),
+    );
+    stack.add(
+        s,
+        RawResource::new("NotObject").terraform("aws_sqs_queue", json!([1])),
+    );
+    stack.add(
+        k,
+        KubernetesManifest::new("Nameless", json!({"apiVersion": "v1", "kind": "ConfigMap"})),
+    );
+    stack.add(
+        k,
+        KubernetesManifest::new(
+            "BadPointer",
+            json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "x"}}),
+        )
+        .value_from(
+            "/metadata/name",
+            hyperforge::app::Ref::<hyperforge::app::kind::Bucket>::new("raw", "X/Bucket").name(),
+        ),
+    );
+    // An AWS resource in a Kubernetes stage.
+    stack.add(
+        k,
+        RawResource::new("Misplaced")
+            .cloudformation("AWS::SQS::Queue", json!({}))
+            .terraform("aws_sqs_queue", json!({})),
+    );
+    let errors = App::new().stack(stack).synth().unwrap_err();
+    for path in [
+        "raw/Nothing",
+        "raw/BadType",
+        "raw/NotObject",
+        "raw/Nameless",
+        "raw/BadPointer",
+    ] {
+        assert!(
+            errors.contains(Code::InvalidRawResource, path),
+            "{path}: {errors}"
+        );
+    }
+    // One form only: the other format would lack it.
+    assert!(
+        errors.contains(Code::RawResourceLacksFormat, "raw/BadType"),
+        "{errors}"
+    );
+}
+
+#[test]
+fn a_kubernetes_manifest_takes_deployed_values() {
+    let mut stack = Stack::new("raw", "us-west-2");
+    let s = stack.cloudformation_stage("foundation");
+    let topic = stack.add(s, AlarmTopic::new("Alarms"));
+    let k = stack.kubernetes_stage("objects");
+    stack.add(
+        k,
+        KubernetesManifest::new(
+            "OnCall",
+            json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "on-call", "namespace": "default"}, "data": {}}),
+        )
+        .value_from("/data/topic", topic.topic.arn()),
+    );
+    let assembly = App::new()
+        .stack(stack)
+        .synth()
+        .unwrap_or_else(|e| panic!("{e}"));
+    let yaml = assembly.text("raw/02-objects.yaml").unwrap();
+    assert!(
+        yaml.contains("topic: hyperforge-output-AlarmsTopicArn"),
+        "{yaml}"
+    );
+    let manifest: Value = hyperforge::serde_json::from_str(assembly.manifest_json()).unwrap();
+    let stage = &manifest["stacks"][0]["stages"][1];
+    assert_eq!(
+        stage["values_from_outputs"][0]["key"], "hyperforge-output-AlarmsTopicArn",
+        "{stage}"
+    );
+}
+
+fn network_with(subnets: &[(&str, &str, &str, SubnetRole)]) -> ExistingNetwork {
+    subnets.iter().fold(
+        ExistingNetwork::new("Network", "vpc-0a1b2c3d4e5f60718"),
+        |n, (id, az, cidr, role)| match role {
+            SubnetRole::Public => n.public_subnet(*id, *az, *cidr),
+            SubnetRole::Gpu => n.gpu_subnet(*id, *az, *cidr),
+            SubnetRole::HyperPod => n.hyperpod_subnet(*id, *az, *cidr),
+            _ => n.private_subnet(*id, *az, *cidr),
+        },
+    )
+}
+
+#[test]
+fn imports_are_checked_like_created_resources() {
+    let mut stack = Stack::new("imp", "us-west-2");
+    let s = stack.cloudformation_stage("foundation");
+    stack.add(
+        s,
+        network_with(&[
+            ("subnet-123", "usw2-az1", "10.0.0.0/19", SubnetRole::Private),
+            (
+                "subnet-0a1b2c3d",
+                "use1-az1",
+                "10.0.32.0/19",
+                SubnetRole::Private,
+            ),
+            (
+                "subnet-0a1b2c3d",
+                "usw2-az2",
+                "10.0.64.0/33",
+                SubnetRole::Gpu,
+            ),
+        ]),
+    );
+    stack.add(
+        s,
+        ExistingEksCluster::new("Eks", "bad name").oidc_issuer_url("https://example.com"),
+    );
+    stack.add(s, ExistingBucket::new("Bucket", "Not_A_Bucket"));
+    stack.add(
+        s,
+        ExistingKmsKey::new("Key", "arn:aws:kms:us-west-2:111122223333:alias/x"),
+    );
+    let errors = App::new().stack(stack).synth().unwrap_err();
+    for (code, path) in [
+        (Code::InvalidExistingResource, "imp/Network/PrivateSubnet1"),
+        (
+            Code::AvailabilityZoneIdWrongRegion,
+            "imp/Network/PrivateSubnet2",
+        ),
+        (Code::ExistingResourceIncomplete, "imp/Network/GpuSubnet"),
+        (Code::InvalidCidr, "imp/Network/GpuSubnet"),
+        (Code::InvalidExistingResource, "imp/Eks"),
+        (Code::InvalidExistingResource, "imp/Bucket"),
+        (Code::InvalidExistingResource, "imp/Key"),
+    ] {
+        assert!(errors.contains(code, path), "{code:?} at {path}: {errors}");
+    }
+    // One private zone only (the second private subnet's zone is in another region, but
+    // the import still counts two zones: the zone rule reports that one).
+    let mut stack = Stack::new("imp", "us-west-2");
+    let s = stack.cloudformation_stage("foundation");
+    stack.add(
+        s,
+        network_with(&[(
+            "subnet-0a1b2c3d",
+            "usw2-az1",
+            "10.0.0.0/19",
+            SubnetRole::Private,
+        )]),
+    );
+    let errors = App::new().stack(stack).synth().unwrap_err();
+    assert!(
+        errors.contains(Code::ExistingResourceIncomplete, "imp/Network"),
+        "{errors}"
+    );
+}
+
+#[test]
+fn an_imported_gpu_subnet_in_another_zone_than_the_block_is_refused() {
+    let mut stack = Stack::new("imp", "us-east-2");
+    let s = stack.cloudformation_stage("foundation");
+    let network = stack.add(
+        s,
+        network_with(&[
+            (
+                "subnet-0a1b2c3d",
+                "use2-az1",
+                "10.0.0.0/19",
+                SubnetRole::Private,
+            ),
+            (
+                "subnet-0a1b2c3e",
+                "use2-az2",
+                "10.0.32.0/19",
+                SubnetRole::Private,
+            ),
+            (
+                "subnet-0a1b2c3f",
+                "use2-az1",
+                "10.0.64.0/19",
+                SubnetRole::Gpu,
+            ),
+        ]),
+    );
+    let eks = stack.add(s, ExistingEksCluster::new("Eks", "platform"));
+    stack.add(
+        s,
+        ManagedNodeGroup::gpu(
+            "GpuNodes",
+            &eks.cluster,
+            "p5en.48xlarge",
+            network.gpu_subnet.iter(),
+        )
+        .capacity(NodeCapacity::capacity_block_of(
+            "cr-0a1b2c3d4e5f60718",
+            "use2-az2",
+            1,
+        )),
+    );
+    let errors = App::new().stack(stack).synth().unwrap_err();
+    assert!(
+        errors.contains(Code::CapacityBlockSubnetZone, "imp/GpuNodes"),
+        "{errors}"
+    );
+}
+
+#[test]
+fn reading_a_value_an_import_does_not_give_is_an_error() {
+    let mut stack = Stack::new("imp", "us-west-2");
+    let s = stack.cloudformation_stage("foundation");
+    let eks = stack.add(s, ExistingEksCluster::new("Eks", "platform"));
+    stack.add(
+        s,
+        RawResource::new("Provider")
+            .cloudformation(
+                "AWS::SSM::Parameter",
+                RawValue::object([
+                    ("Type", RawValue::from("String")),
+                    ("Value", RawValue::from(eks.oidc_provider.arn())),
+                ]),
+            )
+            .terraform(
+                "aws_ssm_parameter",
+                RawValue::object([
+                    ("name", RawValue::from("/p")),
+                    ("type", RawValue::from("String")),
+                    ("value", RawValue::from(eks.oidc_provider.arn())),
+                ]),
+            ),
+    );
+    let errors = App::new().stack(stack).synth().unwrap_err();
+    assert!(
+        errors.contains(Code::ExistingResourceIncomplete, "imp/Provider/Resource"),
+        "{errors}"
+    );
+    // Given, it is read as the provider's ARN in the account.
+    let mut stack = Stack::new("imp", "us-west-2");
+    let s = stack.cloudformation_stage("foundation");
+    let eks = stack.add(
+        s,
+        ExistingEksCluster::new("Eks", "platform").oidc_issuer_url(
+            "https://oidc.eks.us-west-2.amazonaws.com/id/0123456789ABCDEF0123456789ABCDEF",
+        ),
+    );
+    stack.add(
+        s,
+        RawResource::new("Provider").cloudformation(
+            "AWS::SSM::Parameter",
+            RawValue::object([
+                ("Type", RawValue::from("String")),
+                ("Value", RawValue::from(eks.oidc_provider.arn())),
+            ]),
+        ),
+    );
+    stack.acknowledge(
+        "Provider",
+        Code::RawResourceLacksFormat,
+        "CloudFormation only",
+    );
+    let assembly = App::new()
+        .stack(stack)
+        .synth()
+        .unwrap_or_else(|e| panic!("{e}"));
+    let t = template(&assembly, "imp/01-foundation.template.json");
+    assert_eq!(
+        t["Resources"]["ProviderResource"]["Properties"]["Value"],
+        json!({"Fn::Sub": "arn:${AWS::Partition}:iam::${AWS::AccountId}:oidc-provider/oidc.eks.us-west-2.amazonaws.com/id/0123456789ABCDEF0123456789ABCDEF"})
+    );
+    let _ = Existing {
+        kind: hyperforge::app::Kind::Vpc,
+        values: Vec::new(),
+    };
+}
+
+#[test]
+fn acknowledged_warnings_leave_the_report_and_enter_the_manifest() {
+    let build = |ack: Option<(&str, Code, &str)>| {
+        let mut stack = Stack::new("ack", "us-west-2");
+        let s = stack.cloudformation_stage("foundation");
+        stack.add(
+            s,
+            RawResource::new("Queue")
+                .cloudformation("AWS::SQS::Queue", json!({"SqsManagedSseEnabled": true})),
+        );
+        if let Some((path, code, reason)) = ack {
+            stack.acknowledge(path, code, reason);
+        }
+        App::new().stack(stack)
+    };
+    let deny = SynthOptions {
+        deny_warnings: true,
+        ..SynthOptions::default()
+    };
+    let errors = build(None).synth_with(&deny).unwrap_err();
+    assert!(errors.contains(Code::RawResourceLacksFormat, "ack/Queue"));
+
+    let assembly = build(Some((
+        "Queue",
+        Code::RawResourceLacksFormat,
+        "the team deploys with CloudFormation only",
+    )))
+    .synth_with(&deny)
+    .unwrap_or_else(|e| panic!("{e}"));
+    assert!(assembly.warnings().is_empty());
+    let manifest: Value = hyperforge::serde_json::from_str(assembly.manifest_json()).unwrap();
+    assert_eq!(
+        manifest["stacks"][0]["acknowledged"],
+        json!([{"code": "HF0031", "path": "Queue", "reason": "the team deploys with CloudFormation only", "diagnostics": 1}])
+    );
+
+    let errors = build(Some(("Queue", Code::InvalidCidr, "no")))
+        .synth()
+        .unwrap_err();
+    assert!(
+        errors.contains(Code::AcknowledgedError, "ack/Queue"),
+        "{errors}"
+    );
+    let errors = build(Some(("Queue", Code::RawResourceLacksFormat, " ")))
+        .synth()
+        .unwrap_err();
+    assert!(
+        errors.contains(Code::AcknowledgedError, "ack/Queue"),
+        "{errors}"
+    );
+    let assembly = build(Some(("Elsewhere", Code::RawResourceLacksFormat, "stale")))
+        .synth()
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert!(assembly
+        .warnings()
+        .contains(Code::UnusedAcknowledgement, "ack/Elsewhere"));
+    assert!(assembly
+        .warnings()
+        .contains(Code::RawResourceLacksFormat, "ack/Queue"));
+}
