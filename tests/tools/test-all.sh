@@ -102,6 +102,11 @@ printf 'moto_server pid %s at %s\n' "$moto_pid" "$HYPERFORGE_MOTO_ENDPOINT" >&2
 step "cargo test --workspace --all-targets"
 cargo test --workspace --all-targets
 
+step "cargo run -p team-deepseek (a crate depending on hyperforge as a user's does)"
+# Its output is validated by tests/it/open_model.rs, which compiles the same source; here the
+# crate's own binary writes it, as its README says.
+cargo run -q -p team-deepseek -- target/team-deepseek.out
+
 step "cargo test --workspace --doc"
 cargo test --workspace --doc
 
