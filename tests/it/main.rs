@@ -30,6 +30,7 @@ mod manifest;
 mod monitoring;
 mod numeric_inputs;
 mod operations;
+mod overrides;
 mod parity;
 mod policy;
 mod runbook;
