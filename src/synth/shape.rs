@@ -334,6 +334,13 @@ impl TypeShapes {
         problems
     }
 
+    /// Checks a whole resource body (its properties, or its Terraform block).
+    pub fn check_body(&self, dialect: Dialect, body: &Value, what: &str) -> Vec<Problem> {
+        let mut problems = Vec::new();
+        self.check_value(dialect, Shape::Obj(0), body, "", what, &mut problems);
+        problems
+    }
+
     fn check_value(
         &self,
         dialect: Dialect,
@@ -357,13 +364,13 @@ impl TypeShapes {
             (Shape::Bool, Value::String(s)) => matches!(s.as_str(), "true" | "false"),
             (Shape::List(inner), Value::Array(items)) => {
                 for (i, item) in items.iter().enumerate() {
-                    self.check_value(dialect, *inner, item, &format!("{at}.{i}"), what, out);
+                    self.check_value(dialect, *inner, item, &join(at, &i.to_string()), what, out);
                 }
                 true
             }
             (Shape::Map(inner), Value::Object(m)) => {
                 for (k, item) in m {
-                    self.check_value(dialect, *inner, item, &format!("{at}.{k}"), what, out);
+                    self.check_value(dialect, *inner, item, &join(at, k), what, out);
                 }
                 true
             }
@@ -371,16 +378,23 @@ impl TypeShapes {
                 for (k, item) in m {
                     match self.props(n).iter().find(|(p, _)| p == k) {
                         Some((_, s)) => {
-                            self.check_value(dialect, *s, item, &format!("{at}.{k}"), what, out)
+                            self.check_value(dialect, *s, item, &join(at, k), what, out)
                         }
-                        None => out.push(self.unknown(n, k, &format!("`{at}`"), what)),
+                        None => {
+                            let here = if at.is_empty() {
+                                "the resource".to_owned()
+                            } else {
+                                format!("`{at}`")
+                            };
+                            out.push(self.unknown(n, k, &here, what))
+                        }
                     }
                 }
                 true
             }
             (Shape::Blocks(n), Value::Array(items)) => {
                 for (i, item) in items.iter().enumerate() {
-                    self.check_value(dialect, Shape::Obj(n), item, &format!("{at}.{i}"), what, out);
+                    self.check_value(dialect, Shape::Obj(n), item, &join(at, &i.to_string()), what, out);
                 }
                 true
             }
@@ -397,6 +411,15 @@ impl TypeShapes {
                 help: format!("write {} for `{at}`", describe(shape)),
             });
         }
+    }
+}
+
+/// `at.key`, or `key` at the top.
+fn join(at: &str, key: &str) -> String {
+    if at.is_empty() {
+        key.to_owned()
+    } else {
+        format!("{at}.{key}")
     }
 }
 

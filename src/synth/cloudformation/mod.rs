@@ -155,3 +155,43 @@ impl Backend for CloudFormation {
         Ok(out)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::synth::shape::{find, Dialect};
+
+    /// Every vendored schema has shapes, and every resource the reference deployments emit
+    /// passes its type's shapes: the checks of overrides refuse nothing hyperforge itself writes.
+    #[test]
+    fn emitted_resources_match_their_shapes() {
+        let schemas = std::fs::read_dir(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/codegen/schemas/cloudformation"
+        ))
+        .unwrap()
+        .count();
+        assert_eq!(shapes().len(), schemas);
+        let mut checked = 0;
+        for app in crate::reference::all()
+            .into_iter()
+            .chain(crate::reference::variants())
+        {
+            for stack in app.stacks() {
+                let graph = crate::constructs::expand(stack);
+                let templates = templates(stack, &graph, app.tags()).unwrap();
+                for t in templates.values() {
+                    for (id, r) in t["Resources"].as_object().unwrap() {
+                        let ty = r["Type"].as_str().unwrap();
+                        let shapes = find(shapes(), ty).unwrap_or_else(|| panic!("{ty}"));
+                        let problems =
+                            shapes.check_body(Dialect::CloudFormation, &r["Properties"], "property");
+                        assert!(problems.is_empty(), "{id} ({ty}): {problems:?}");
+                        checked += 1;
+                    }
+                }
+            }
+        }
+        assert!(checked > 100, "{checked}");
+    }
+}

@@ -408,3 +408,42 @@ impl Backend for Terraform {
         Ok(out)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every resource the reference deployments declare passes its type's shapes from the
+    /// compiled-in provider schemas: the checks of overrides refuse nothing hyperforge writes.
+    #[test]
+    fn emitted_resources_match_the_provider_shapes() {
+        let mut checked = 0;
+        for app in crate::reference::all()
+            .into_iter()
+            .chain(crate::reference::variants())
+        {
+            for stack in app.stacks() {
+                let graph = crate::constructs::expand(stack);
+                let modules = root_modules(stack, &graph, app.tags(), |_| String::new()).unwrap();
+                for (_, files) in modules {
+                    for (_, doc) in files {
+                        let Some(resources) = doc.get("resource").and_then(Value::as_object) else {
+                            continue;
+                        };
+                        for (ty, by_name) in resources {
+                            let shapes =
+                                find(provider_shapes(), ty).unwrap_or_else(|| panic!("{ty}"));
+                            for (name, body) in by_name.as_object().unwrap() {
+                                let problems =
+                                    shapes.check_body(Dialect::Terraform, body, "attribute");
+                                assert!(problems.is_empty(), "{ty}.{name}: {problems:?}");
+                                checked += 1;
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        assert!(checked > 100, "{checked}");
+    }
+}
