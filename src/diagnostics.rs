@@ -660,7 +660,10 @@ mod tests {
 
     #[test]
     fn suggestions_are_close_names() {
-        assert_eq!(suggest("UpdateConfg", ["UpdateConfig", "Labels"]), Some("UpdateConfig"));
+        assert_eq!(
+            suggest("UpdateConfg", ["UpdateConfig", "Labels"]),
+            Some("UpdateConfig")
+        );
         assert_eq!(suggest("zzzz", ["cidr", "nat_gateways"]), None);
         assert_eq!(distance("kitten", "sitting"), 3);
     }

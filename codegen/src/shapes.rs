@@ -121,7 +121,9 @@ fn resolve<'a>(mut schema: &'a Value, defs: &'a Map<String, Value>) -> Option<&'
 /// Whether a schema is an object with named properties (directly or in branches), or a closed
 /// empty object.
 fn is_object(schema: &Value, defs: &Map<String, Value>) -> bool {
-    if matches!(type_str(schema), Some(t) if t != "object") || schema.get("type").is_some_and(Value::is_array) {
+    if matches!(type_str(schema), Some(t) if t != "object")
+        || schema.get("type").is_some_and(Value::is_array)
+    {
         return false;
     }
     let mut props = Vec::new();

@@ -188,12 +188,12 @@ fn terraform_block(
                 _ => Shape::Any,
             };
             match spec.get("type").and_then(Value::as_str) {
-                Some("list") | Some("set") => Shape::List(leak_shape(scalar(
-                    spec.get("elem").and_then(Value::as_str),
-                ))),
-                Some("map") => Shape::Map(leak_shape(scalar(
-                    spec.get("elem").and_then(Value::as_str),
-                ))),
+                Some("list") | Some("set") => {
+                    Shape::List(leak_shape(scalar(spec.get("elem").and_then(Value::as_str))))
+                }
+                Some("map") => {
+                    Shape::Map(leak_shape(scalar(spec.get("elem").and_then(Value::as_str))))
+                }
                 other => scalar(other),
             }
         };
@@ -262,10 +262,7 @@ impl TypeShapes {
         };
         Problem {
             code: Code::OverrideUnknownProperty,
-            message: format!(
-                "{} has no {what} `{name}` ({at})",
-                self.type_name,
-            ),
+            message: format!("{} has no {what} `{name}` ({at})", self.type_name,),
             help,
         }
     }
@@ -304,8 +301,7 @@ impl TypeShapes {
                         return vec![Problem {
                             code: Code::OverrideUnknownProperty,
                             message: format!("{here} is a list, and `{seg}` is not an index"),
-                            help: "index a list with a number, or append to it with `-`"
-                                .to_owned(),
+                            help: "index a list with a number, or append to it with `-`".to_owned(),
                         }];
                     }
                     *inner
@@ -335,6 +331,7 @@ impl TypeShapes {
     }
 
     /// Checks a whole resource body (its properties, or its Terraform block).
+    #[cfg(test)]
     pub fn check_body(&self, dialect: Dialect, body: &Value, what: &str) -> Vec<Problem> {
         let mut problems = Vec::new();
         self.check_value(dialect, Shape::Obj(0), body, "", what, &mut problems);
@@ -394,7 +391,14 @@ impl TypeShapes {
             }
             (Shape::Blocks(n), Value::Array(items)) => {
                 for (i, item) in items.iter().enumerate() {
-                    self.check_value(dialect, Shape::Obj(n), item, &join(at, &i.to_string()), what, out);
+                    self.check_value(
+                        dialect,
+                        Shape::Obj(n),
+                        item,
+                        &join(at, &i.to_string()),
+                        what,
+                        out,
+                    );
                 }
                 true
             }
@@ -455,7 +459,9 @@ pub(crate) fn apply_path(
         cursor = match cursor {
             Value::Array(items) => {
                 if *seg == "-" {
-                    return Err("`-` appends to a list, so it can only be the last segment".to_owned());
+                    return Err(
+                        "`-` appends to a list, so it can only be the last segment".to_owned()
+                    );
                 }
                 let i: usize = seg
                     .parse()
@@ -520,9 +526,7 @@ pub(crate) fn apply_path(
 pub(crate) fn touches(path: &str, validated: &str) -> bool {
     let p: Vec<&str> = path.split('.').collect();
     let v: Vec<&str> = validated.split('.').collect();
-    p.iter()
-        .zip(&v)
-        .all(|(a, b)| *b == "*" || a == b || (*a == "-" && *b == "*"))
+    p.iter().zip(&v).all(|(a, b)| *b == "*" || a == b)
 }
 
 #[cfg(test)]
@@ -551,22 +555,48 @@ mod tests {
         let types = table();
         let t = find(&types, "AWS::X::Y").unwrap();
         let cf = Dialect::CloudFormation;
-        assert!(t.check(cf, "Name", Some(&json!("n")), "property").is_empty());
-        assert!(t.check(cf, "Size", Some(&json!("2")), "property").is_empty());
-        assert!(t.check(cf, "Size", Some(&json!({"Ref": "P"})), "property").is_empty());
-        assert!(t.check(cf, "Tags.-", Some(&json!({"Key": "a", "Value": "b"})), "property").is_empty());
+        assert!(t
+            .check(cf, "Name", Some(&json!("n")), "property")
+            .is_empty());
+        assert!(t
+            .check(cf, "Size", Some(&json!("2")), "property")
+            .is_empty());
+        assert!(t
+            .check(cf, "Size", Some(&json!({"Ref": "P"})), "property")
+            .is_empty());
+        assert!(t
+            .check(
+                cf,
+                "Tags.-",
+                Some(&json!({"Key": "a", "Value": "b"})),
+                "property"
+            )
+            .is_empty());
         assert!(t.check(cf, "Tags.0.Key", None, "property").is_empty());
-        assert!(t.check(cf, "Labels.anything", Some(&json!("x")), "property").is_empty());
-        assert!(t.check(cf, "Free.a.b.c", Some(&json!([1])), "property").is_empty());
+        assert!(t
+            .check(cf, "Labels.anything", Some(&json!("x")), "property")
+            .is_empty());
+        assert!(t
+            .check(cf, "Free.a.b.c", Some(&json!([1])), "property")
+            .is_empty());
         let p = t.check(cf, "Nmae", Some(&json!("n")), "property");
         assert_eq!(p[0].code, Code::OverrideUnknownProperty);
         assert_eq!(p[0].help, "did you mean `Name`?");
         let p = t.check(cf, "Size", Some(&json!("two")), "property");
         assert_eq!(p[0].code, Code::OverrideWrongType);
-        assert!(p[0].message.contains("takes an integer"), "{}", p[0].message);
+        assert!(
+            p[0].message.contains("takes an integer"),
+            "{}",
+            p[0].message
+        );
         let p = t.check(cf, "Tags.0.Kye", None, "property");
         assert_eq!(p[0].help, "did you mean `Key`?");
-        let p = t.check(cf, "Tags", Some(&json!([{"Key": "a", "Valeu": "b"}, {"Key": 1}])), "property");
+        let p = t.check(
+            cf,
+            "Tags",
+            Some(&json!([{"Key": "a", "Valeu": "b"}, {"Key": 1}])),
+            "property",
+        );
         assert_eq!(p.len(), 1, "{p:?}");
         assert!(p[0].message.contains("Valeu"));
         let p = t.check(cf, "Tags.x", None, "property");
@@ -598,9 +628,18 @@ mod tests {
     fn validated_properties_match_by_prefix_and_wildcard() {
         assert!(touches("CapacityType", "CapacityType"));
         assert!(touches("ScalingConfig.MaxSize", "ScalingConfig"));
-        assert!(touches("LaunchTemplateData", "LaunchTemplateData.InstanceMarketOptions"));
-        assert!(touches("InstanceGroups.0.InstanceCount", "InstanceGroups.*.InstanceCount"));
-        assert!(!touches("InstanceGroups.0.ThreadsPerCore", "InstanceGroups.*.InstanceCount"));
+        assert!(touches(
+            "LaunchTemplateData",
+            "LaunchTemplateData.InstanceMarketOptions"
+        ));
+        assert!(touches(
+            "InstanceGroups.0.InstanceCount",
+            "InstanceGroups.*.InstanceCount"
+        ));
+        assert!(!touches(
+            "InstanceGroups.0.ThreadsPerCore",
+            "InstanceGroups.*.InstanceCount"
+        ));
         assert!(!touches("Labels", "CapacityType"));
     }
 
@@ -612,10 +651,18 @@ mod tests {
         );
         let t = find(&types, "aws_x").unwrap();
         let tf = Dialect::Terraform;
-        assert!(t.check(tf, "conf.max", Some(&json!(3)), "attribute").is_empty());
-        assert!(t.check(tf, "conf.0.max", Some(&json!("${var.max}")), "attribute").is_empty());
-        assert!(t.check(tf, "depends_on", Some(&json!(["a.b"])), "attribute").is_empty());
-        assert!(t.check(tf, "ids.-", Some(&json!("x")), "attribute").is_empty());
+        assert!(t
+            .check(tf, "conf.max", Some(&json!(3)), "attribute")
+            .is_empty());
+        assert!(t
+            .check(tf, "conf.0.max", Some(&json!("${var.max}")), "attribute")
+            .is_empty());
+        assert!(t
+            .check(tf, "depends_on", Some(&json!(["a.b"])), "attribute")
+            .is_empty());
+        assert!(t
+            .check(tf, "ids.-", Some(&json!("x")), "attribute")
+            .is_empty());
         let p = t.check(tf, "conf", Some(&json!({"mxa": 1})), "attribute");
         assert_eq!(p[0].help, "did you mean `max`?");
         let p = t.check(tf, "name", Some(&json!([1])), "attribute");

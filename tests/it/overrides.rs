@@ -58,7 +58,10 @@ fn a_misspelt_property_is_an_error_with_a_suggestion() {
         s.override_property("GpuNodes/NodeGroup", "UpdateConfg.MaxUnavailable", json!(1));
     }));
     assert!(
-        ds.contains(Code::OverrideUnknownProperty, &format!("{STACK}/GpuNodes/NodeGroup")),
+        ds.contains(
+            Code::OverrideUnknownProperty,
+            &format!("{STACK}/GpuNodes/NodeGroup")
+        ),
         "{ds}"
     );
     assert!(
@@ -78,7 +81,10 @@ fn unknown_keys_inside_a_value_are_errors_at_any_depth() {
     }));
     let m = message(&ds, Code::OverrideUnknownProperty);
     assert!(m.contains("HttpPutResponseHopLimt"), "{ds}");
-    assert!(m.contains("did you mean `HttpPutResponseHopLimit`?"), "{ds}");
+    assert!(
+        m.contains("did you mean `HttpPutResponseHopLimit`?"),
+        "{ds}"
+    );
 }
 
 #[test]
@@ -88,16 +94,29 @@ fn a_value_of_the_wrong_type_names_the_expected_type() {
         s.override_property("Network/Vpc", "EnableDnsHostnames", json!([true]));
     }));
     let m = message(&ds, Code::OverrideWrongType);
-    assert!(m.contains("`ScalingConfig.MaxSize` takes an integer, not a string"), "{m}");
-    assert!(m.contains("`EnableDnsHostnames` takes a boolean, not a list"), "{m}");
+    assert!(
+        m.contains("`ScalingConfig.MaxSize` takes an integer, not a string"),
+        "{m}"
+    );
+    assert!(
+        m.contains("`EnableDnsHostnames` takes a boolean, not a list"),
+        "{m}"
+    );
     // Numeric strings and intrinsic functions are what CloudFormation accepts.
     let ok = app(|s| {
         s.override_property("GpuNodes/NodeGroup", "DiskSize", json!("200"));
-        s.override_property("GpuNodes/NodeGroup", "Labels.team", json!({"Ref": "AWS::Region"}));
+        s.override_property(
+            "GpuNodes/NodeGroup",
+            "Labels.team",
+            json!({"Ref": "AWS::Region"}),
+        );
     });
     let assembly = ok.synth().unwrap_or_else(|d| panic!("{d}"));
     let t = nodes_template(&assembly);
-    assert_eq!(t["Resources"]["GpuNodesNodeGroup"]["Properties"]["DiskSize"], json!("200"));
+    assert_eq!(
+        t["Resources"]["GpuNodesNodeGroup"]["Properties"]["DiskSize"],
+        json!("200")
+    );
 }
 
 #[test]
@@ -127,7 +146,10 @@ fn a_dash_appends_to_a_list() {
     let (old, new) = (tags(&before), tags(&nodes_template(&assembly)));
     assert_eq!(new.len(), old.len() + 1);
     assert_eq!(new[..old.len()], old[..]);
-    assert_eq!(new.last(), Some(&json!({"Key": "team", "Value": "inference"})));
+    assert_eq!(
+        new.last(),
+        Some(&json!({"Key": "team", "Value": "inference"}))
+    );
     // Past the end without `-` is still an error, which says how to append.
     let ds = errors(&app(|s| {
         s.override_property(
@@ -136,7 +158,10 @@ fn a_dash_appends_to_a_list() {
             json!({"Key": "team", "Value": "inference"}),
         );
     }));
-    assert!(message(&ds, Code::UnknownOverrideTarget).contains("append with `-`"), "{ds}");
+    assert!(
+        message(&ds, Code::UnknownOverrideTarget).contains("append with `-`"),
+        "{ds}"
+    );
 }
 
 #[test]
@@ -175,15 +200,30 @@ fn a_cloudformation_only_override_warns_when_terraform_is_written() {
     };
     let assembly = app(edit).synth().unwrap_or_else(|d| panic!("{d}"));
     let w = assembly.warnings();
-    assert!(w.contains(Code::OverrideCloudFormationOnly, &format!("{STACK}/Network/Vpc")), "{w}");
-    assert!(message(w, Code::OverrideCloudFormationOnly).contains("override_terraform"), "{w}");
+    assert!(
+        w.contains(
+            Code::OverrideCloudFormationOnly,
+            &format!("{STACK}/Network/Vpc")
+        ),
+        "{w}"
+    );
+    assert!(
+        message(w, Code::OverrideCloudFormationOnly).contains("override_terraform"),
+        "{w}"
+    );
     // Only CloudFormation written: nothing differs.
     let options = SynthOptions {
         formats: Formats::none().with(Format::CloudFormation),
         ..SynthOptions::default()
     };
     let assembly = app(edit).synth_with(&options).unwrap();
-    assert_eq!(assembly.warnings().with_code(Code::OverrideCloudFormationOnly).count(), 0);
+    assert_eq!(
+        assembly
+            .warnings()
+            .with_code(Code::OverrideCloudFormationOnly)
+            .count(),
+        0
+    );
     // With its twin: nothing differs either.
     let assembly = app(|s| {
         edit(s);
@@ -191,14 +231,24 @@ fn a_cloudformation_only_override_warns_when_terraform_is_written() {
     })
     .synth()
     .unwrap();
-    assert_eq!(assembly.warnings().with_code(Code::OverrideCloudFormationOnly).count(), 0);
+    assert_eq!(
+        assembly
+            .warnings()
+            .with_code(Code::OverrideCloudFormationOnly)
+            .count(),
+        0
+    );
 }
 
 #[test]
 fn a_terraform_override_reaches_the_module_and_passes_the_provider_schema() {
     let assembly = app(|s| {
         s.override_terraform("GpuNodes/NodeGroup", "labels.team", json!("inference"));
-        s.override_terraform("GpuNodes/NodeGroup", "update_config", json!({"max_unavailable": 1}));
+        s.override_terraform(
+            "GpuNodes/NodeGroup",
+            "update_config",
+            json!({"max_unavailable": 1}),
+        );
         s.override_terraform_type(
             "Weights/Bucket",
             "aws_s3_bucket_versioning",
@@ -213,13 +263,19 @@ fn a_terraform_override_reaches_the_module_and_passes_the_provider_schema() {
     assert_eq!(group["labels"]["team"], json!("inference"));
     assert_eq!(group["labels"]["nvidia.com/gpu.present"], json!("true"));
     assert_eq!(group["update_config"], json!({"max_unavailable": 1}));
-    let versioning = tf_resource(&assembly, "aws_s3_bucket_versioning", "weights_bucket_versioning");
+    let versioning = tf_resource(
+        &assembly,
+        "aws_s3_bucket_versioning",
+        "weights_bucket_versioning",
+    );
     assert_eq!(
         versioning["versioning_configuration"]["status"],
         json!("Suspended"),
         "{versioning}"
     );
-    assert!(tf_resource(&assembly, "aws_vpc", "network_vpc").get("enable_dns_hostnames").is_none());
+    assert!(tf_resource(&assembly, "aws_vpc", "network_vpc")
+        .get("enable_dns_hostnames")
+        .is_none());
     let schema = Schema::committed();
     for (path, bytes) in assembly.files() {
         if path.ends_with(".tf.json") {
@@ -233,27 +289,51 @@ fn a_terraform_override_reaches_the_module_and_passes_the_provider_schema() {
 fn terraform_overrides_are_checked() {
     let ds = errors(&app(|s| {
         s.override_terraform("GpuNodes/NodeGroup", "capacity_typ", json!("ON_DEMAND"));
-        s.override_terraform("GpuNodes/NodeGroup", "scaling_config.max_size", json!("two"));
+        s.override_terraform(
+            "GpuNodes/NodeGroup",
+            "scaling_config.max_size",
+            json!("two"),
+        );
         s.override_terraform("GpuNodes/NodeGrop", "labels.team", json!("x"));
         s.override_terraform("Weights/Bucket", "force_destroy", json!(true));
-        s.override_terraform_type("Weights/Bucket", "aws_s3_bucket_acl", "acl", json!("private"));
+        s.override_terraform_type(
+            "Weights/Bucket",
+            "aws_s3_bucket_acl",
+            "acl",
+            json!("private"),
+        );
     }));
     let at = format!("{STACK}/GpuNodes/NodeGroup");
     assert!(ds.contains(Code::OverrideUnknownProperty, &at), "{ds}");
     assert!(message(&ds, Code::OverrideUnknownProperty).contains("did you mean `capacity_type`?"));
-    assert!(message(&ds, Code::OverrideWrongType).contains("takes a number, not a string"), "{ds}");
+    assert!(
+        message(&ds, Code::OverrideWrongType).contains("takes a number, not a string"),
+        "{ds}"
+    );
     let m = message(&ds, Code::UnknownTerraformOverrideTarget);
     assert!(m.contains("did you mean `GpuNodes/NodeGroup`?"), "{m}");
     assert!(m.contains("lowers to several Terraform resources"), "{m}");
-    assert!(m.contains("`aws_s3_bucket_versioning.weights_bucket_versioning`"), "{m}");
+    assert!(
+        m.contains("`aws_s3_bucket_versioning.weights_bucket_versioning`"),
+        "{m}"
+    );
     assert!(m.contains("override_terraform_type"), "{m}");
-    assert!(m.contains("no Terraform resource of type `aws_s3_bucket_acl`"), "{m}");
-    assert_eq!(ds.with_code(Code::UnknownTerraformOverrideTarget).count(), 3, "{ds}");
+    assert!(
+        m.contains("no Terraform resource of type `aws_s3_bucket_acl`"),
+        "{m}"
+    );
+    assert_eq!(
+        ds.with_code(Code::UnknownTerraformOverrideTarget).count(),
+        3,
+        "{ds}"
+    );
 }
 
 fn deployment(assembly: &hyperforge::Assembly) -> Value {
     let path = crate::common::stage_file(assembly, STACK, "workload", "yaml");
-    let text = std::str::from_utf8(&assembly.files()[&path]).unwrap().to_owned();
+    let text = std::str::from_utf8(&assembly.files()[&path])
+        .unwrap()
+        .to_owned();
     for doc in serde_yaml::Deserializer::from_str(&text) {
         let v = Value::deserialize(doc).unwrap();
         if v["kind"] == "Deployment" {
@@ -301,8 +381,12 @@ fn patches_reach_the_yaml() {
         after["spec"]["template"]["spec"]["priorityClassName"],
         json!("system-cluster-critical")
     );
-    let tolerations = after["spec"]["template"]["spec"]["tolerations"].as_array().unwrap();
-    let old = before["spec"]["template"]["spec"]["tolerations"].as_array().unwrap();
+    let tolerations = after["spec"]["template"]["spec"]["tolerations"]
+        .as_array()
+        .unwrap();
+    let old = before["spec"]["template"]["spec"]["tolerations"]
+        .as_array()
+        .unwrap();
     assert_eq!(tolerations.len(), old.len() + 1);
     assert_eq!(after["spec"]["minReadySeconds"], json!(30));
     assert_eq!(after["spec"]["progressDeadlineSeconds"], json!(3000));
@@ -329,14 +413,21 @@ fn a_patched_assembly_is_up_to_date_when_synthesized_again() {
     let dir = crate::common::written(&patched_app());
     let again = patched_app().synth().unwrap();
     for (path, bytes) in again.files() {
-        assert_eq!(&std::fs::read(dir.path().join(path)).unwrap(), bytes, "{path}");
+        assert_eq!(
+            &std::fs::read(dir.path().join(path)).unwrap(),
+            bytes,
+            "{path}"
+        );
     }
 }
 
 #[test]
 fn patch_errors_are_reported_with_every_other_error() {
     let ds = errors(&app(|s| {
-        s.patch_object("KimiK3/Deploymnet", ObjectPatch::Merge(json!({"metadata": {}})));
+        s.patch_object(
+            "KimiK3/Deploymnet",
+            ObjectPatch::Merge(json!({"metadata": {}})),
+        );
         s.patch_object(
             "KimiK3/Deployment",
             ObjectPatch::Json(json!([
@@ -352,7 +443,10 @@ fn patch_errors_are_reported_with_every_other_error() {
             "KimiK3/Deployment",
             ObjectPatch::Json(json!([{"op": "replace", "path": "/kind", "value": "StatefulSet"}])),
         );
-        s.patch_object("KimiK3/Deployment", ObjectPatch::Merge(json!(["not", "an", "object"])));
+        s.patch_object(
+            "KimiK3/Deployment",
+            ObjectPatch::Merge(json!(["not", "an", "object"])),
+        );
         s.override_property("GpuNodes/NodeGroup", "UpdateConfg", json!({}));
     }));
     let m = message(&ds, Code::UnknownPatchTarget);
@@ -361,11 +455,23 @@ fn patch_errors_are_reported_with_every_other_error() {
     assert!(m.contains("operation 1"), "{m}");
     assert!(m.contains("\"op\":\"remove\""), "{m}");
     assert!(m.contains("`/spec/nothing` does not exist"), "{m}");
-    assert!(m.contains("merge patch of an object must be a JSON object"), "{m}");
+    assert!(
+        m.contains("merge patch of an object must be a JSON object"),
+        "{m}"
+    );
     let m = message(&ds, Code::PatchChangesIdentity);
     assert!(m.contains("`metadata.name`, `metadata.namespace`"), "{m}");
     assert!(m.contains("`kind`"), "{m}");
-    assert!(ds.contains(Code::PatchChangesIdentity, &format!("{STACK}/KimiK3/Service")));
+    assert!(ds.contains(
+        Code::PatchChangesIdentity,
+        &format!("{STACK}/KimiK3/Service")
+    ));
     // The CloudFormation override's error is reported in the same run.
-    assert!(ds.contains(Code::OverrideUnknownProperty, &format!("{STACK}/GpuNodes/NodeGroup")), "{ds}");
+    assert!(
+        ds.contains(
+            Code::OverrideUnknownProperty,
+            &format!("{STACK}/GpuNodes/NodeGroup")
+        ),
+        "{ds}"
+    );
 }

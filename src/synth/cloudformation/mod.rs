@@ -184,8 +184,11 @@ mod tests {
                     for (id, r) in t["Resources"].as_object().unwrap() {
                         let ty = r["Type"].as_str().unwrap();
                         let shapes = find(shapes(), ty).unwrap_or_else(|| panic!("{ty}"));
-                        let problems =
-                            shapes.check_body(Dialect::CloudFormation, &r["Properties"], "property");
+                        let problems = shapes.check_body(
+                            Dialect::CloudFormation,
+                            &r["Properties"],
+                            "property",
+                        );
                         assert!(problems.is_empty(), "{id} ({ty}): {problems:?}");
                         checked += 1;
                     }

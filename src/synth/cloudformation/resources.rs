@@ -54,7 +54,9 @@ pub(crate) fn validated(kind: &ResourceKind) -> &'static [&'static str] {
         // Capacity type against the claim (Capacity Block, reservation), instance types
         // against the catalog and the region, subnets against the reservation's zone,
         // scaling against the autoscaling bound.
-        ResourceKind::NodeGroup(_) => &["CapacityType", "InstanceTypes", "Subnets", "ScalingConfig"],
+        ResourceKind::NodeGroup(_) => {
+            &["CapacityType", "InstanceTypes", "Subnets", "ScalingConfig"]
+        }
         ResourceKind::LaunchTemplate(_) => &[
             "LaunchTemplateData.InstanceMarketOptions",
             "LaunchTemplateData.CapacityReservationSpecification",

@@ -8,9 +8,9 @@ use super::l1_support::{CfnResource, TagStyle};
 use crate::app::text::{Part, Pseudo, Text};
 use crate::app::{logical_id, Attr, AttrRef, Kind, Stack, StageId, StageKind, Tags};
 use crate::diagnostics::{suggest, Code, Diagnostics};
-use crate::synth::shape::{apply_path, find, touches, Dialect, TypeShapes};
 use crate::resources::iam::{PolicyDocument, PrincipalKind};
 use crate::resources::Acknowledgement;
+use crate::synth::shape::{apply_path, find, touches, Dialect, TypeShapes};
 use serde_json::{json, Map, Value};
 use std::collections::BTreeMap;
 
@@ -365,7 +365,12 @@ impl<'a> StackTemplates<'a> {
                 );
                 if !problems.is_empty() {
                     for p in problems {
-                        self.ds.report(p.code, at.clone(), format!("cannot override `{}`: {}", o.property, p.message), p.help);
+                        self.ds.report(
+                            p.code,
+                            at.clone(),
+                            format!("cannot override `{}`: {}", o.property, p.message),
+                            p.help,
+                        );
                     }
                     continue;
                 }

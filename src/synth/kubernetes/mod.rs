@@ -9,10 +9,10 @@ pub use crate::resources::kubernetes::crd;
 mod patch;
 
 use super::{yaml_error, Backend, BackendInput, BackendOutput};
+use crate::app::ObjectPatch;
 use crate::app::Stack;
 use crate::app::{StageId, StageKind};
 use crate::assembly::manifest::{Artifact, ArtifactFormat, JobWait, SetFromOutput, StageManifest};
-use crate::app::ObjectPatch;
 use crate::diagnostics::{suggest, Code, Diagnostics};
 use crate::resources::{Resource, ResourceGraph, ResourceKind};
 use serde_json::Value;
@@ -110,7 +110,11 @@ pub(crate) fn patched_objects(
                     ds.report(
                         Code::PatchFailed,
                         at,
-                        format!("patch {} of `{}`: a merge patch of an object must be a JSON object", n + 1, p.path),
+                        format!(
+                            "patch {} of `{}`: a merge patch of an object must be a JSON object",
+                            n + 1,
+                            p.path
+                        ),
                         "write the members to change as an object; `null` removes one",
                     );
                     continue;

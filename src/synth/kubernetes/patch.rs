@@ -100,7 +100,9 @@ fn checked(path: &str) -> Result<String, String> {
     if path.is_empty() || path.starts_with('/') {
         Ok(path.to_owned())
     } else {
-        Err(format!("`{path}` is not a JSON Pointer (start it with `/`)"))
+        Err(format!(
+            "`{path}` is not a JSON Pointer (start it with `/`)"
+        ))
     }
 }
 
@@ -127,7 +129,11 @@ fn array_index(token: &str, len: usize, appending: bool) -> Result<usize, String
     let i: usize = token
         .parse()
         .map_err(|_| format!("`{token}` is not a list index"))?;
-    let limit = if appending { len } else { len.saturating_sub(1) };
+    let limit = if appending {
+        len
+    } else {
+        len.saturating_sub(1)
+    };
     if i > limit || (!appending && len == 0) {
         return Err(format!("index {i} is past the end of a list of {len}"));
     }
@@ -186,7 +192,11 @@ mod tests {
             (json!({"a":"b"}), json!({"a":"c"}), json!({"a":"c"})),
             (json!({"a":"b"}), json!({"b":"c"}), json!({"a":"b","b":"c"})),
             (json!({"a":"b"}), json!({"a":null}), json!({})),
-            (json!({"a":"b","b":"c"}), json!({"a":null}), json!({"b":"c"})),
+            (
+                json!({"a":"b","b":"c"}),
+                json!({"a":null}),
+                json!({"b":"c"}),
+            ),
             (json!({"a":["b"]}), json!({"a":"c"}), json!({"a":"c"})),
             (json!({"a":"c"}), json!({"a":["b"]}), json!({"a":["b"]})),
             (
@@ -195,13 +205,17 @@ mod tests {
                 json!({"a":{"b":"d"}}),
             ),
             (json!({"a":[{"b":"c"}]}), json!({"a":[1]}), json!({"a":[1]})),
-            (json!(["a","b"]), json!(["c","d"]), json!(["c","d"])),
+            (json!(["a", "b"]), json!(["c", "d"]), json!(["c", "d"])),
             (json!({"a":"b"}), json!(["c"]), json!(["c"])),
             (json!({"a":"foo"}), json!(null), json!(null)),
             (json!({"a":"foo"}), json!("bar"), json!("bar")),
             (json!({"e":null}), json!({"a":1}), json!({"e":null,"a":1})),
-            (json!([1,2]), json!({"a":"b","c":null}), json!({"a":"b"})),
-            (json!({}), json!({"a":{"bb":{"ccc":null}}}), json!({"a":{"bb":{}}})),
+            (json!([1, 2]), json!({"a":"b","c":null}), json!({"a":"b"})),
+            (
+                json!({}),
+                json!({"a":{"bb":{"ccc":null}}}),
+                json!({"a":{"bb":{}}}),
+            ),
         ];
         for (target, patch, expected) in cases {
             let mut t = target.clone();
@@ -227,45 +241,114 @@ mod tests {
     #[test]
     fn json_patch_rfc_examples() {
         // A.1 - A.8
-        ok(json!({"foo":"bar"}), json!([{"op":"add","path":"/baz","value":"qux"}]), json!({"baz":"qux","foo":"bar"}));
-        ok(json!({"foo":["bar","baz"]}), json!([{"op":"add","path":"/foo/1","value":"qux"}]), json!({"foo":["bar","qux","baz"]}));
-        ok(json!({"baz":"qux","foo":"bar"}), json!([{"op":"remove","path":"/baz"}]), json!({"foo":"bar"}));
-        ok(json!({"foo":["bar","qux","baz"]}), json!([{"op":"remove","path":"/foo/1"}]), json!({"foo":["bar","baz"]}));
-        ok(json!({"baz":"qux","foo":"bar"}), json!([{"op":"replace","path":"/baz","value":"boo"}]), json!({"baz":"boo","foo":"bar"}));
+        ok(
+            json!({"foo":"bar"}),
+            json!([{"op":"add","path":"/baz","value":"qux"}]),
+            json!({"baz":"qux","foo":"bar"}),
+        );
+        ok(
+            json!({"foo":["bar","baz"]}),
+            json!([{"op":"add","path":"/foo/1","value":"qux"}]),
+            json!({"foo":["bar","qux","baz"]}),
+        );
+        ok(
+            json!({"baz":"qux","foo":"bar"}),
+            json!([{"op":"remove","path":"/baz"}]),
+            json!({"foo":"bar"}),
+        );
+        ok(
+            json!({"foo":["bar","qux","baz"]}),
+            json!([{"op":"remove","path":"/foo/1"}]),
+            json!({"foo":["bar","baz"]}),
+        );
+        ok(
+            json!({"baz":"qux","foo":"bar"}),
+            json!([{"op":"replace","path":"/baz","value":"boo"}]),
+            json!({"baz":"boo","foo":"bar"}),
+        );
         ok(
             json!({"foo":{"bar":"baz","waldo":"fred"},"qux":{"corge":"grault"}}),
             json!([{"op":"move","from":"/foo/waldo","path":"/qux/thud"}]),
             json!({"foo":{"bar":"baz"},"qux":{"corge":"grault","thud":"fred"}}),
         );
-        ok(json!({"foo":["all","grass","cows","eat"]}), json!([{"op":"move","from":"/foo/1","path":"/foo/3"}]), json!({"foo":["all","cows","eat","grass"]}));
+        ok(
+            json!({"foo":["all","grass","cows","eat"]}),
+            json!([{"op":"move","from":"/foo/1","path":"/foo/3"}]),
+            json!({"foo":["all","cows","eat","grass"]}),
+        );
         ok(
             json!({"baz":"qux","foo":["a",2,"c"]}),
             json!([{"op":"test","path":"/baz","value":"qux"},{"op":"test","path":"/foo/1","value":2}]),
             json!({"baz":"qux","foo":["a",2,"c"]}),
         );
         // A.9: a failing test.
-        assert_eq!(fails(json!({"baz":"qux"}), json!([{"op":"test","path":"/baz","value":"bar"}])).0, 0);
+        assert_eq!(
+            fails(
+                json!({"baz":"qux"}),
+                json!([{"op":"test","path":"/baz","value":"bar"}])
+            )
+            .0,
+            0
+        );
         // A.10: adding a nested member object.
-        ok(json!({"foo":"bar"}), json!([{"op":"add","path":"/child","value":{"grandchild":{}}}]), json!({"foo":"bar","child":{"grandchild":{}}}));
+        ok(
+            json!({"foo":"bar"}),
+            json!([{"op":"add","path":"/child","value":{"grandchild":{}}}]),
+            json!({"foo":"bar","child":{"grandchild":{}}}),
+        );
         // A.11: unrecognized members are ignored.
-        ok(json!({"foo":"bar"}), json!([{"op":"add","path":"/baz","value":"qux","xyz":123}]), json!({"foo":"bar","baz":"qux"}));
+        ok(
+            json!({"foo":"bar"}),
+            json!([{"op":"add","path":"/baz","value":"qux","xyz":123}]),
+            json!({"foo":"bar","baz":"qux"}),
+        );
         // A.12: adding to a nonexistent target.
-        let (i, e) = fails(json!({"foo":"bar"}), json!([{"op":"add","path":"/baz/bat","value":"qux"}]));
+        let (i, e) = fails(
+            json!({"foo":"bar"}),
+            json!([{"op":"add","path":"/baz/bat","value":"qux"}]),
+        );
         assert_eq!(i, 0);
         assert!(e.contains("does not exist"), "{e}");
         // A.14: ~ escapes.
-        ok(json!({"/":9,"~1":10}), json!([{"op":"test","path":"/~01","value":10}]), json!({"/":9,"~1":10}));
+        ok(
+            json!({"/":9,"~1":10}),
+            json!([{"op":"test","path":"/~01","value":10}]),
+            json!({"/":9,"~1":10}),
+        );
         // A.15: comparing strings and numbers.
-        fails(json!({"/":9,"~1":10}), json!([{"op":"test","path":"/~01","value":"10"}]));
+        fails(
+            json!({"/":9,"~1":10}),
+            json!([{"op":"test","path":"/~01","value":"10"}]),
+        );
         // A.16: adding an array value.
-        ok(json!({"foo":["bar"]}), json!([{"op":"add","path":"/foo/-","value":["abc","def"]}]), json!({"foo":["bar",["abc","def"]]}));
+        ok(
+            json!({"foo":["bar"]}),
+            json!([{"op":"add","path":"/foo/-","value":["abc","def"]}]),
+            json!({"foo":["bar",["abc","def"]]}),
+        );
         // Copy, and a failure in a later operation that rolls back the earlier ones.
-        ok(json!({"a":{"b":1}}), json!([{"op":"copy","from":"/a","path":"/c"}]), json!({"a":{"b":1},"c":{"b":1}}));
-        let (i, _) = fails(json!({"a":[1]}), json!([{"op":"add","path":"/a/-","value":2},{"op":"remove","path":"/a/5"}]));
+        ok(
+            json!({"a":{"b":1}}),
+            json!([{"op":"copy","from":"/a","path":"/c"}]),
+            json!({"a":{"b":1},"c":{"b":1}}),
+        );
+        let (i, _) = fails(
+            json!({"a":[1]}),
+            json!([{"op":"add","path":"/a/-","value":2},{"op":"remove","path":"/a/5"}]),
+        );
         assert_eq!(i, 1);
-        assert!(fails(json!({}), json!([{"op":"frobnicate","path":"/a"}])).1.contains("unknown operation"));
-        assert!(fails(json!({}), json!([{"op":"add","path":"a","value":1}])).1.contains("JSON Pointer"));
-        assert!(fails(json!({"a":[1]}), json!([{"op":"add","path":"/a/01","value":1}])).1.contains("index"));
+        assert!(fails(json!({}), json!([{"op":"frobnicate","path":"/a"}]))
+            .1
+            .contains("unknown operation"));
+        assert!(fails(json!({}), json!([{"op":"add","path":"a","value":1}]))
+            .1
+            .contains("JSON Pointer"));
+        assert!(fails(
+            json!({"a":[1]}),
+            json!([{"op":"add","path":"/a/01","value":1}])
+        )
+        .1
+        .contains("index"));
         fails(json!({}), json!({"op":"add"}));
     }
 }

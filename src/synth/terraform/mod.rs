@@ -26,10 +26,10 @@ pub use module::{
     escape_template, snake, AWSCC_PROVIDER, AWS_PROVIDER, HELM_PROVIDER, REQUIRED_VERSION,
 };
 
+use super::shape::{apply_path, find, parse_provider_schema, touches, Dialect, TypeShapes};
 use super::{Backend, BackendInput, BackendOutput};
 use crate::app::{AttrRef, Stack, StageId, StageKind, Tags};
 use crate::assembly::manifest::{Artifact, ArtifactFormat};
-use super::shape::{apply_path, find, parse_provider_schema, touches, Dialect, TypeShapes};
 use crate::diagnostics::{suggest, Code, Diagnostics};
 use crate::resources::{ResourceGraph, ResourceKind};
 use serde_json::{json, Value};
@@ -80,12 +80,17 @@ fn apply_overrides(
             paths.dedup();
             let help = match suggest(&o.path, paths.iter().copied()) {
                 Some(s) => format!("did you mean `{s}`?"),
-                None => "use the construct path of a resource the Terraform module declares".to_owned(),
+                None => {
+                    "use the construct path of a resource the Terraform module declares".to_owned()
+                }
             };
             ds.report(
                 Code::UnknownTerraformOverrideTarget,
                 at,
-                format!("no Terraform resource is lowered from the path `{}`", o.path),
+                format!(
+                    "no Terraform resource is lowered from the path `{}`",
+                    o.path
+                ),
                 help,
             );
             continue;
@@ -122,7 +127,10 @@ fn apply_overrides(
                 ds.report(
                     Code::UnknownTerraformOverrideTarget,
                     at,
-                    format!("`{}` lowers to several Terraform resources: {listed}", o.path),
+                    format!(
+                        "`{}` lowers to several Terraform resources: {listed}",
+                        o.path
+                    ),
                     "name the type with `Stack::override_terraform_type`",
                 );
                 continue;
@@ -130,13 +138,21 @@ fn apply_overrides(
         };
         let ty = address.split_once('.').map_or("", |(t, _)| t);
         if let Some(shapes) = find(provider_shapes(), ty) {
-            let problems = shapes.check(Dialect::Terraform, &o.attribute, o.value.as_ref(), "attribute");
+            let problems = shapes.check(
+                Dialect::Terraform,
+                &o.attribute,
+                o.value.as_ref(),
+                "attribute",
+            );
             if !problems.is_empty() {
                 for p in problems {
                     ds.report(
                         p.code,
                         at.clone(),
-                        format!("cannot override `{}` of `{address}`: {}", o.attribute, p.message),
+                        format!(
+                            "cannot override `{}` of `{address}`: {}",
+                            o.attribute, p.message
+                        ),
                         p.help,
                     );
                 }
@@ -380,16 +396,22 @@ impl Backend for Terraform {
     ) -> Result<BackendOutput, Diagnostics> {
         let stack = input.stack;
         let mut warnings = Diagnostics::new();
-        let modules = root_modules_reporting(stack, input.graph, input.tags, |index| {
-            let Some(stage) = stack.stages().get(index) else {
-                return String::new();
-            };
-            let base = format!("{:02}-{}", index + 1, stage.name);
-            match stage.kind {
-                StageKind::Helm(_) => format!("{base}.values.yaml"),
-                _ => base,
-            }
-        }, &mut warnings)?;
+        let modules = root_modules_reporting(
+            stack,
+            input.graph,
+            input.tags,
+            |index| {
+                let Some(stage) = stack.stages().get(index) else {
+                    return String::new();
+                };
+                let base = format!("{:02}-{}", index + 1, stage.name);
+                match stage.kind {
+                    StageKind::Helm(_) => format!("{base}.values.yaml"),
+                    _ => base,
+                }
+            },
+            &mut warnings,
+        )?;
         if input.formats.contains(crate::synth::Format::Terraform) && !modules.is_empty() {
             ds.extend(warnings);
             warn_cloudformation_only(stack, ds);

@@ -26,7 +26,12 @@ type Cx<'a, 'b> = &'a mut RootModule<'b>;
 /// The twin of the CloudFormation backend's list, in Terraform's names.
 pub(crate) fn validated(kind: &ResourceKind) -> &'static [&'static str] {
     match kind {
-        ResourceKind::NodeGroup(_) => &["capacity_type", "instance_types", "subnet_ids", "scaling_config"],
+        ResourceKind::NodeGroup(_) => &[
+            "capacity_type",
+            "instance_types",
+            "subnet_ids",
+            "scaling_config",
+        ],
         ResourceKind::LaunchTemplate(_) => &[
             "instance_market_options",
             "capacity_reservation_specification",

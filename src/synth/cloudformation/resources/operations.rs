@@ -266,7 +266,11 @@ mod tests {
             super::super::lower(&mut cx, r, &Default::default());
         }
         let templates = cx
-            .finish(&Tags::new(), &[], &mut crate::diagnostics::Diagnostics::new())
+            .finish(
+                &Tags::new(),
+                &[],
+                &mut crate::diagnostics::Diagnostics::new(),
+            )
             .unwrap();
         let t = &templates[&stage];
         let board = &t["Resources"]["OpsBoard"]["Properties"];
