@@ -348,6 +348,22 @@ impl Stack {
         });
     }
 
+    /// [`Stack::remove_terraform`] of the Terraform resource of type `resource_type` lowered at
+    /// `path`.
+    pub fn remove_terraform_type(
+        &mut self,
+        path: impl Into<String>,
+        resource_type: impl Into<String>,
+        attribute: impl Into<String>,
+    ) {
+        self.terraform_overrides.push(TerraformOverride {
+            path: path.into(),
+            resource_type: Some(resource_type.into()),
+            attribute: attribute.into(),
+            value: None,
+        });
+    }
+
     /// Patches the Kubernetes object at construct path `path` (its construct's id and its
     /// kind: `Workload/Deployment`) before it is written: a JSON merge patch (RFC 7386) or a
     /// JSON patch (RFC 6902). Patches apply in the order given. An unknown path is error

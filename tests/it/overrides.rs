@@ -475,3 +475,35 @@ fn patch_errors_are_reported_with_every_other_error() {
         "{ds}"
     );
 }
+
+#[test]
+fn a_patched_job_deadline_is_the_one_waited_for() {
+    let assembly = app(|s| {
+        s.patch_object(
+            "StageKimiK3/Job",
+            ObjectPatch::Json(json!([
+                {"op": "replace", "path": "/spec/activeDeadlineSeconds", "value": 7200}
+            ])),
+        );
+        s.remove_terraform_type(
+            "Weights/Bucket",
+            "aws_s3_bucket_versioning",
+            "expected_bucket_owner",
+        );
+    })
+    .synth()
+    .unwrap_or_else(|d| panic!("{d}"));
+    let manifest = json_file(&assembly, "manifest.json");
+    let stages = manifest
+        .pointer("/stacks/0/stages")
+        .unwrap()
+        .as_array()
+        .unwrap();
+    let jobs: Vec<&Value> = stages
+        .iter()
+        .filter_map(|s| s.get("jobs"))
+        .flat_map(|j| j.as_array().unwrap())
+        .collect();
+    assert_eq!(jobs.len(), 1, "{jobs:?}");
+    assert_eq!(jobs[0]["timeout_seconds"], json!(7200 + 600));
+}

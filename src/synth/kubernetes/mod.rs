@@ -191,14 +191,24 @@ pub const JOB_WAIT_MARGIN_SECS: u64 = 600;
 
 /// The Jobs of Kubernetes stage `stage`, each to be waited for after the stage is applied.
 pub fn jobs(graph: &ResourceGraph, stage: StageId) -> Vec<JobWait> {
+    jobs_patched(graph, stage, &BTreeMap::new())
+}
+
+/// [`jobs`], reading each Job's deadline from its patched object when `patched` has one.
+fn jobs_patched(
+    graph: &ResourceGraph,
+    stage: StageId,
+    patched: &BTreeMap<String, Value>,
+) -> Vec<JobWait> {
     graph
         .resources
         .iter()
         .filter(|r| r.stage == stage)
         .filter_map(|r| match &r.kind {
             ResourceKind::KubeObject(o) if o.kind() == "Job" && o.api_version() == "batch/v1" => {
-                let deadline = o
-                    .object()
+                let deadline = patched
+                    .get(&r.path)
+                    .unwrap_or(o.object())
                     .pointer("/spec/activeDeadlineSeconds")
                     .and_then(serde_json::Value::as_u64)
                     .unwrap_or(24 * 3600);
@@ -284,7 +294,7 @@ impl Backend for Kubernetes {
                 id,
                 StageManifest::Kubernetes {
                     name: stage.name.clone(),
-                    jobs: jobs(input.graph, id),
+                    jobs: jobs_patched(input.graph, id, &patched),
                     values_from_outputs: deploy_values(input.stack, input.graph, id),
                     artifacts: vec![Artifact::new(ArtifactFormat::Kubernetes, path)],
                 },
