@@ -82,7 +82,7 @@ codes! {
     ReferenceToLaterStage = "HF0004", Error, "a construct refers to a resource created in a later stage",
         "Stages deploy in order; a stage can only use what earlier stages (or itself) created. Move the referenced construct to an earlier stage.";
     UnknownOverrideTarget = "HF0005", Error, "a raw property override names a resource that does not exist",
-        "`Stack::override_property` takes the construct path of an emitted resource (as listed by the synthesized template's `Metadata.hyperforge:path`). Check the path for typos.";
+        "`Stack::override_property` takes the construct path of an emitted resource (as listed by the synthesized template's `Metadata.hyperforge:path`). Check the path for typos. The same code reports a property path that cannot be applied to the resource as emitted: a numeric segment past the end of a list (append with a last segment `-`), or a segment below a value that is not an object or list.";
     InvalidStackName = "HF0006", Error, "stack or stage name is not valid",
         "Stack and stage names form CloudFormation stack names: 1-128 characters, starting with a letter, letters, digits and hyphens only. The combined `<stack>-<stage>` name must fit too.";
     DuplicateStage = "HF0007", Error, "two stages share a name",
