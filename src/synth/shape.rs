@@ -276,6 +276,10 @@ impl TypeShapes {
         value: Option<&Value>,
         what: &str,
     ) -> Vec<Problem> {
+        if path.split('.').any(str::is_empty) {
+            // Not a path at all: applying it reports the empty segment.
+            return Vec::new();
+        }
         let mut shape = Shape::Obj(0);
         let mut at = String::new();
         for seg in path.split('.') {
@@ -603,6 +607,7 @@ mod tests {
         assert_eq!(p[0].code, Code::OverrideUnknownProperty);
         let p = t.check(cf, "Name.x", None, "property");
         assert_eq!(p[0].code, Code::OverrideWrongType);
+        assert!(t.check(cf, "Conf..X", None, "property").is_empty());
         let p = t.check(cf, "Conf.X", None, "property");
         assert!(p[0].help.contains("takes no"), "{}", p[0].help);
     }
