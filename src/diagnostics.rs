@@ -82,7 +82,7 @@ codes! {
     ReferenceToLaterStage = "HF0004", Error, "a construct refers to a resource created in a later stage",
         "Stages deploy in order; a stage can only use what earlier stages (or itself) created. Move the referenced construct to an earlier stage.";
     UnknownOverrideTarget = "HF0005", Error, "a raw property override names a resource that does not exist",
-        "`Stack::override_property` takes the construct path of an emitted resource (as listed by the synthesized template's `Metadata.hyperforge:path`). Check the path for typos.";
+        "`Stack::override_property` takes the construct path of an emitted resource (as listed by the synthesized template's `Metadata.hyperforge:path`). Check the path for typos. The same code reports a property path that cannot be applied to the resource as emitted: a numeric segment past the end of a list (append with a last segment `-`), or a segment below a value that is not an object or list.";
     InvalidStackName = "HF0006", Error, "stack or stage name is not valid",
         "Stack and stage names form CloudFormation stack names: 1-128 characters, starting with a letter, letters, digits and hyphens only. The combined `<stack>-<stage>` name must fit too.";
     DuplicateStage = "HF0007", Error, "two stages share a name",
@@ -111,6 +111,22 @@ codes! {
         "A `RawResource` names a CloudFormation type `Service::Namespace::Type` (`AWS::SQS::Queue`) with an object of properties, and a Terraform resource type in snake case with a provider prefix (`aws_sqs_queue`) with an object body. A `KubernetesManifest` is one object with `apiVersion`, `kind` and `metadata.name` (a DNS-1123 name), and `metadata.namespace` when given. Fix the value shown.";
     RawResourceLacksFormat = "HF0031", Warning, "a raw resource has no form for a format the stack emits",
         "A raw resource given only as CloudFormation is missing from the Terraform root module (and the reverse), so the two would deploy different infrastructure. Give it both forms (`RawResource::cloudformation` and `RawResource::terraform`), or synthesize only the format it has (`Formats`).";
+    OverrideUnknownProperty = "HF0020", Error, "an override names a property the resource type does not have",
+        "`Stack::override_property` and `Stack::override_terraform` are checked against the vendored schemas: the CloudFormation registry schema of the resource's type (`codegen/schemas/cloudformation/`, compiled into a table of property shapes) and the committed Terraform provider schemas. Every segment of the dotted path, and every key of an object value, must be a property (or attribute, or nested block) of the type at that depth; numeric segments index lists, `-` appends to one. A typo would otherwise reach CloudFormation or Terraform and fail there, after deployment started.";
+    OverrideWrongType = "HF0021", Error, "an override's value is not of the type the property takes",
+        "The value of an override must have the JSON type the schema gives the property: a string, number, integer, boolean, list or object. As CloudFormation and Terraform do, numbers and booleans are accepted where a string is expected and numeric strings where a number is; CloudFormation intrinsic functions (`Ref`, `Fn::...`) and Terraform `${...}` interpolations are accepted anywhere.";
+    OverrideOfValidatedProperty = "HF0022", Warning, "an override changes a property hyperforge's rules checked",
+        "Rules check some properties against each other and against the catalog: a node group's capacity type, instance types, subnets and scaling, a launch template's market options and capacity reservation, a HyperPod instance group's type, count and training plan, a subnet's zone. An override is applied after those checks, so the value it writes is one no rule has seen. Prefer the builder's own setting; keep the override only if you mean to bypass the check.";
+    OverrideCloudFormationOnly = "HF0023", Warning, "a CloudFormation override has no Terraform counterpart",
+        "`Stack::override_property` changes the CloudFormation template only. When the Terraform module is also written, the two formats then deploy different things. Add the same change with `Stack::override_terraform` (in Terraform's attribute names), or emit only the CloudFormation format.";
+    UnknownTerraformOverrideTarget = "HF0024", Error, "a Terraform override names no single Terraform resource",
+        "`Stack::override_terraform` takes the construct path of a resource lowered to Terraform. One path may become several Terraform resources (a bucket becomes the bucket and its encryption, versioning, public access block and policy): name the Terraform type (`override_terraform_type`) when it does. Check the path and type for typos.";
+    UnknownPatchTarget = "HF0025", Error, "a Kubernetes patch names no object",
+        "`Stack::patch_object` takes the construct path of a Kubernetes object of a Kubernetes stage: the construct's id and the object's kind (`Workload/Deployment`).";
+    PatchFailed = "HF0026", Error, "a Kubernetes patch does not apply",
+        "A JSON patch (RFC 6902) applies its operations in order and fails at the first that cannot apply: a path that does not exist (for `remove`, `replace`, `test`, or the parent of an `add`), an index past the end of a list, a `test` whose value differs, or a malformed operation. A merge patch (RFC 7386) must be a JSON object. Nothing of a failing patch is applied.";
+    PatchChangesIdentity = "HF0027", Error, "a Kubernetes patch changes an object's identity",
+        "Objects are referred to by `apiVersion`, `kind`, `metadata.name` and `metadata.namespace`: the runbook waits for Jobs by name, other objects name Services and ServiceAccounts, and `kubectl apply` would create a second object instead of changing the first. A patch may not change them; change the construct instead.";
     InvalidCidr = "HF0101", Error, "CIDR block is malformed",
         "IPv4 CIDR blocks are written `a.b.c.d/n` with the host bits zero, e.g. `10.192.0.0/16`.";
     CidrOutOfRange = "HF0102", Error, "CIDR block size is outside what AWS accepts",
@@ -381,6 +397,39 @@ impl Code {
     }
 }
 
+/// Edit distance, for "did you mean" suggestions.
+fn distance(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut prev: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.chars().enumerate() {
+        let mut cur = vec![i + 1];
+        for (j, cb) in b.iter().enumerate() {
+            let sub = prev[j] + usize::from(ca != *cb);
+            cur.push(sub.min(prev[j + 1] + 1).min(cur[j] + 1));
+        }
+        prev = cur;
+    }
+    prev[b.len()]
+}
+
+/// The closest of `candidates` to `word`, if close enough to be a likely typo (for "did you
+/// mean" help lines).
+pub fn suggest<'a>(word: &str, candidates: impl IntoIterator<Item = &'a str>) -> Option<&'a str> {
+    let word_l = word.to_ascii_lowercase();
+    let word_chars = word.chars().count();
+    let limit = |c: &str| (c.len().max(word.len()) / 3).max(2);
+    candidates
+        .into_iter()
+        // The distance is at least the difference in length: a word far longer than every
+        // candidate (a pasted blob) is no typo, and comparing it would cost its length times
+        // each candidate's.
+        .filter(|c| word_chars.abs_diff(c.chars().count()) <= limit(c))
+        .map(|c| (distance(&word_l, &c.to_ascii_lowercase()), c))
+        .filter(|(d, c)| *d <= limit(c))
+        .min_by_key(|(d, _)| *d)
+        .map(|(_, c)| c)
+}
+
 impl fmt::Display for Code {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.id())
@@ -639,5 +688,15 @@ mod tests {
         assert_eq!(json[0]["code"], "HF0101");
         assert_eq!(json[0]["severity"], "error");
         assert!(ds.has_errors());
+    }
+
+    #[test]
+    fn suggestions_are_close_names() {
+        assert_eq!(
+            suggest("UpdateConfg", ["UpdateConfig", "Labels"]),
+            Some("UpdateConfig")
+        );
+        assert_eq!(suggest("zzzz", ["cidr", "nat_gateways"]), None);
+        assert_eq!(distance("kitten", "sitting"), 3);
     }
 }

@@ -95,7 +95,7 @@ pub mod validate;
 #[doc(hidden)]
 pub use constructs as spec;
 
-pub use app::{App, Stack, StageId};
+pub use app::{App, ObjectPatch, Stack, StageId};
 pub use assembly::{Assembly, AssemblyError};
 pub use diagnostics::{Code, Diagnostic, Diagnostics, Severity};
 /// The JSON library property overrides, raw resources and Kubernetes manifests take values

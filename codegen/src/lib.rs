@@ -11,6 +11,7 @@ pub mod cfn;
 pub mod crd;
 mod model;
 pub mod names;
+pub mod shapes;
 
 use std::fmt;
 use std::io::Write as _;
@@ -62,6 +63,9 @@ pub const CRDS: &[(&str, &str)] = &[
 ];
 /// Output directory of the L1 modules.
 pub const L1_DIR: &str = "src/synth/cloudformation/l1";
+/// The property shape table of the CloudFormation resource types (read by `hyperforge` to check
+/// property overrides).
+pub const CFN_SHAPES: &str = "src/synth/cloudformation/shapes.txt";
 /// Output directory of the CRD modules.
 pub const CRD_DIR: &str = "src/resources/kubernetes/crd";
 
@@ -122,9 +126,12 @@ pub fn generate_all(root: &Path) -> Result<Vec<GeneratedFile>, Error> {
     }
     schemas.sort();
     let mut modules = Vec::new();
+    let mut shapes = Vec::new();
     for name in &schemas {
         let rel = format!("{CFN_SCHEMAS}/{name}");
-        let module = cfn::generate(&rel, &read(root, &rel)?)?;
+        let text = read(root, &rel)?;
+        shapes.push(shapes::type_table(&rel, &text)?);
+        let module = cfn::generate(&rel, &text)?;
         if modules.iter().any(|(m, _)| *m == module.module) {
             return Err(Error(format!(
                 "{rel}: module `{}` generated twice",
@@ -149,6 +156,16 @@ pub fn generate_all(root: &Path) -> Result<Vec<GeneratedFile>, Error> {
     files.push(GeneratedFile {
         path: format!("{L1_DIR}/mod.rs"),
         contents: rustfmt(root, &mod_rs, L1_DIR)?,
+    });
+    // The shape table, types sorted by name (the runtime looks them up by binary search).
+    shapes.sort();
+    let mut table = shapes::header(CFN_SCHEMAS, REGENERATE);
+    for t in &shapes {
+        table.push_str(t);
+    }
+    files.push(GeneratedFile {
+        path: CFN_SHAPES.to_owned(),
+        contents: table,
     });
 
     // Kubernetes custom resources.

@@ -159,6 +159,40 @@ pub struct PropertyOverride {
     pub value: Option<Value>,
 }
 
+/// A raw attribute override of the Terraform resource(s) lowered at a construct path: the
+/// Terraform twin of [`PropertyOverride`].
+#[derive(Clone, Debug, PartialEq)]
+pub struct TerraformOverride {
+    /// The construct path (`Network/Vpc`).
+    pub path: String,
+    /// The Terraform resource type, when the path lowers to several (`aws_s3_bucket_versioning`).
+    pub resource_type: Option<String>,
+    /// Dotted attribute path in the resource's block (`tags.Team`, `scaling_config.max_size`).
+    pub attribute: String,
+    /// The value to set; `None` removes the attribute.
+    pub value: Option<Value>,
+}
+
+/// A patch of a Kubernetes object.
+#[derive(Clone, Debug, PartialEq)]
+pub enum ObjectPatch {
+    /// A JSON merge patch (RFC 7386): an object whose members replace the object's, `null`
+    /// removing one, objects merging recursively.
+    Merge(Value),
+    /// A JSON patch (RFC 6902): a list of `add`, `remove`, `replace`, `move`, `copy` and `test`
+    /// operations on JSON Pointer paths (`/spec/template/spec/tolerations/-` appends).
+    Json(Value),
+}
+
+/// A patch of the Kubernetes object at a construct path.
+#[derive(Clone, Debug, PartialEq)]
+pub struct KubePatch {
+    /// The object's construct path: its construct's id and its kind (`Workload/Deployment`).
+    pub path: String,
+    /// The patch.
+    pub patch: ObjectPatch,
+}
+
 /// One deployment: a region, tags, an ordered list of stages and the constructs in them.
 #[derive(Clone, Debug)]
 pub struct Stack {
@@ -170,6 +204,8 @@ pub struct Stack {
     nodes: Vec<Node>,
     overrides: Vec<PropertyOverride>,
     acknowledged: Vec<Acknowledged>,
+    terraform_overrides: Vec<TerraformOverride>,
+    patches: Vec<KubePatch>,
 }
 
 /// A warning (or note) a reviewer decided to live with: its code, at one construct path and
@@ -200,6 +236,8 @@ impl Stack {
             nodes: Vec::new(),
             overrides: Vec::new(),
             acknowledged: Vec::new(),
+            terraform_overrides: Vec::new(),
+            patches: Vec::new(),
         }
     }
 
@@ -258,7 +296,14 @@ impl Stack {
 
     /// Sets a raw CloudFormation property on the emitted resource at `path`, after lowering
     /// (CDK's `addPropertyOverride`). `property` is dotted below `Properties`; numeric segments
-    /// index lists.
+    /// index lists, and a last segment `-` appends to a list, as in JSON Pointer
+    /// (`LaunchTemplateData.TagSpecifications.0.Tags.-`).
+    ///
+    /// The property path and the value are checked against the resource type's registry
+    /// schema: an unknown property at any depth is error `HF0020`, a value of the wrong JSON
+    /// type `HF0021`. Overriding a property hyperforge's rules checked (a node group's
+    /// `CapacityType`, ...) warns (`HF0022`), and so does an override without a Terraform
+    /// twin ([`Stack::override_terraform`]) when the Terraform module is written (`HF0023`).
     pub fn override_property(
         &mut self,
         path: impl Into<String>,
@@ -279,6 +324,92 @@ impl Stack {
             property: property.into(),
             value: None,
         });
+    }
+
+    /// Sets a raw attribute on the Terraform resource lowered at construct path `path` (the
+    /// Terraform twin of [`Stack::override_property`]). `attribute` is dotted in the resource's
+    /// block (`scaling_config.max_size`, `tags.Team`); numeric segments index lists and blocks,
+    /// a last `-` appends. Checked against the provider schemas like CloudFormation overrides
+    /// against the registry's. A path that lowers to several Terraform resources (a bucket)
+    /// needs [`Stack::override_terraform_type`].
+    pub fn override_terraform(
+        &mut self,
+        path: impl Into<String>,
+        attribute: impl Into<String>,
+        value: Value,
+    ) {
+        self.terraform_overrides.push(TerraformOverride {
+            path: path.into(),
+            resource_type: None,
+            attribute: attribute.into(),
+            value: Some(value),
+        });
+    }
+
+    /// [`Stack::override_terraform`] of the Terraform resource of type `resource_type` lowered
+    /// at `path` (`aws_s3_bucket_versioning` of a bucket's path).
+    pub fn override_terraform_type(
+        &mut self,
+        path: impl Into<String>,
+        resource_type: impl Into<String>,
+        attribute: impl Into<String>,
+        value: Value,
+    ) {
+        self.terraform_overrides.push(TerraformOverride {
+            path: path.into(),
+            resource_type: Some(resource_type.into()),
+            attribute: attribute.into(),
+            value: Some(value),
+        });
+    }
+
+    /// Removes an attribute from the Terraform resource at `path` (see
+    /// [`Stack::override_terraform`]).
+    pub fn remove_terraform(&mut self, path: impl Into<String>, attribute: impl Into<String>) {
+        self.terraform_overrides.push(TerraformOverride {
+            path: path.into(),
+            resource_type: None,
+            attribute: attribute.into(),
+            value: None,
+        });
+    }
+
+    /// [`Stack::remove_terraform`] of the Terraform resource of type `resource_type` lowered at
+    /// `path`.
+    pub fn remove_terraform_type(
+        &mut self,
+        path: impl Into<String>,
+        resource_type: impl Into<String>,
+        attribute: impl Into<String>,
+    ) {
+        self.terraform_overrides.push(TerraformOverride {
+            path: path.into(),
+            resource_type: Some(resource_type.into()),
+            attribute: attribute.into(),
+            value: None,
+        });
+    }
+
+    /// Patches the Kubernetes object at construct path `path` (its construct's id and its
+    /// kind: `Workload/Deployment`) before it is written: a JSON merge patch (RFC 7386) or a
+    /// JSON patch (RFC 6902). Patches apply in the order given. An unknown path is error
+    /// `HF0025`, a patch that does not apply `HF0026`, one changing `apiVersion`, `kind`,
+    /// `metadata.name` or `metadata.namespace` `HF0027`.
+    pub fn patch_object(&mut self, path: impl Into<String>, patch: ObjectPatch) {
+        self.patches.push(KubePatch {
+            path: path.into(),
+            patch,
+        });
+    }
+
+    /// The Terraform attribute overrides in the order given.
+    pub fn terraform_overrides(&self) -> &[TerraformOverride] {
+        &self.terraform_overrides
+    }
+
+    /// The Kubernetes object patches in the order given.
+    pub fn patches(&self) -> &[KubePatch] {
+        &self.patches
     }
 
     /// The stack's name.

@@ -27,7 +27,7 @@ use crate::constructs::{
     Karpenter, KarpenterHandle, LifecycleScripts, LifecycleScriptsHandle, ManagedNodeGroup,
     ModelStore, ModelStoreHandle, Network, NetworkHandle, NodeGroupHandle,
 };
-use crate::diagnostics::{Code, Diagnostic, Diagnostics};
+use crate::diagnostics::{suggest, Code, Diagnostic, Diagnostics};
 use schema::{Field, Shape, Ty, Want};
 use std::any::Any;
 use std::collections::BTreeMap;
@@ -218,38 +218,6 @@ struct Cx {
 /// cost far more than parsing (tens of thousands of messages with suggestions). The rest are
 /// counted in one last diagnostic (HF0712).
 const MAX_REPORTED: usize = 100;
-
-/// Edit distance, for "did you mean" suggestions.
-fn distance(a: &str, b: &str) -> usize {
-    let b: Vec<char> = b.chars().collect();
-    let mut prev: Vec<usize> = (0..=b.len()).collect();
-    for (i, ca) in a.chars().enumerate() {
-        let mut cur = vec![i + 1];
-        for (j, cb) in b.iter().enumerate() {
-            let sub = prev[j] + usize::from(ca != *cb);
-            cur.push(sub.min(prev[j + 1] + 1).min(cur[j] + 1));
-        }
-        prev = cur;
-    }
-    prev[b.len()]
-}
-
-/// The closest of `candidates` to `word`, if close enough to be a likely typo.
-fn suggest<'a>(word: &str, candidates: impl IntoIterator<Item = &'a str>) -> Option<&'a str> {
-    let word_l = word.to_ascii_lowercase();
-    let word_chars = word.chars().count();
-    let limit = |c: &str| (c.len().max(word.len()) / 3).max(2);
-    candidates
-        .into_iter()
-        // The distance is at least the difference in length: a word far longer than every
-        // candidate (a pasted blob) is no typo, and comparing it would cost its length times
-        // each candidate's.
-        .filter(|c| word_chars.abs_diff(c.chars().count()) <= limit(c))
-        .map(|c| (distance(&word_l, &c.to_ascii_lowercase()), c))
-        .filter(|(d, c)| *d <= limit(c))
-        .min_by_key(|(d, _)| *d)
-        .map(|(_, c)| c)
-}
 
 fn joined(items: &[&str]) -> String {
     items
@@ -1733,7 +1701,6 @@ mod tests {
             Some("availability_zones")
         );
         assert_eq!(suggest("zzzz", ["cidr", "nat_gateways"]), None);
-        assert_eq!(distance("kitten", "sitting"), 3);
     }
 
     /// Runs `f` on a reader of `text` with `shape`; returns what it reported.

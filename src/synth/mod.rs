@@ -6,6 +6,7 @@
 
 pub mod cloudformation;
 pub mod kubernetes;
+mod shape;
 mod stages;
 pub mod terraform;
 
@@ -248,7 +249,7 @@ pub fn synthesize_with(app: &App, options: &SynthOptions) -> Result<Assembly, Di
     let mut stacks = Vec::new();
     let mut errors = Diagnostics::new();
     for stack in app.stacks() {
-        match synthesize_stack(app, stack, &mut files, &mut ds) {
+        match synthesize_stack(app, stack, options.formats, &mut files, &mut ds) {
             Ok(manifest) => stacks.push(manifest),
             Err(e) => errors.extend(e),
         }
@@ -319,6 +320,8 @@ pub struct BackendInput<'a> {
     pub graph: &'a ResourceGraph,
     /// App and stack tags, merged.
     pub tags: &'a Tags,
+    /// The formats written (a backend may warn only about what is written).
+    pub formats: Formats,
 }
 
 impl BackendInput<'_> {
@@ -371,6 +374,7 @@ const BACKENDS: &[&dyn Backend] = &[
 fn synthesize_stack(
     app: &App,
     stack: &Stack,
+    formats: Formats,
     files: &mut BTreeMap<String, Vec<u8>>,
     ds: &mut Diagnostics,
 ) -> Result<StackManifest, Diagnostics> {
@@ -386,14 +390,25 @@ fn synthesize_stack(
         stack,
         graph: &graph,
         tags: &tags,
+        formats,
     };
     let mut entries = BTreeMap::new();
     let mut stack_artifacts = Vec::new();
+    // Every backend runs, so that the errors of all of them (a CloudFormation override, a
+    // Kubernetes patch) are reported at once.
+    let mut failed = Diagnostics::new();
     for backend in BACKENDS {
-        let out = backend.synth_stack(&input, ds)?;
-        files.extend(out.files);
-        entries.extend(out.stages);
-        stack_artifacts.extend(out.stack_artifacts);
+        match backend.synth_stack(&input, ds) {
+            Ok(out) => {
+                files.extend(out.files);
+                entries.extend(out.stages);
+                stack_artifacts.extend(out.stack_artifacts);
+            }
+            Err(e) => failed.extend(e),
+        }
+    }
+    if failed.has_errors() {
+        return Err(failed);
     }
     let stages = (0..stack.stages().len())
         .filter_map(|index| entries.remove(&StageId::from_index(index)))

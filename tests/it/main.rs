@@ -31,6 +31,7 @@ mod monitoring;
 mod numeric_inputs;
 mod open_model;
 mod operations;
+mod overrides;
 mod parity;
 mod policy;
 mod runbook;

@@ -86,6 +86,10 @@ fn the_team_crate_synthesizes_and_passes_every_validator() {
     let workload = assembly.text("team-deepseek/05-workload.yaml").unwrap();
     assert!(workload.contains("kind: PriorityClass"));
     assert!(
+        workload.contains("priorityClassName: serving"),
+        "{workload}"
+    );
+    assert!(
         workload.contains("requests.nvidia.com/gpu: '16'"),
         "{workload}"
     );

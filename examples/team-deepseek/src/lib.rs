@@ -10,7 +10,7 @@ use hyperforge::constructs::*;
 use hyperforge::diagnostics::{Code, Diagnostics};
 use hyperforge::resources::{KubeObject, RawValue, Rule, Scope};
 use hyperforge::serde_json::json;
-use hyperforge::App;
+use hyperforge::{App, ObjectPatch};
 
 /// The region of the platform team's cluster.
 pub const REGION: &str = "us-east-2";
@@ -192,6 +192,13 @@ pub fn stack() -> Stack {
             .name("deepseek-v3")
             .replicas(REPLICAS as i32)
             .load_balancer_subnets(&network.private_subnets),
+    );
+    // A patch of a generated object: the servers run in the priority class above.
+    stack.patch_object(
+        "DeepSeek/Deployment",
+        ObjectPatch::Merge(json!({
+            "spec": { "template": { "spec": { "priorityClassName": "serving" } } }
+        })),
     );
     // The team's own construct, in the same stage.
     stack.add(

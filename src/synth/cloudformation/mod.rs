@@ -10,6 +10,7 @@ mod lower;
 mod resources;
 mod template;
 
+use super::shape::TypeShapes;
 use super::{Backend, BackendInput, BackendOutput};
 use crate::app::{Stack, StageId, StageKind, Tags};
 use crate::assembly::manifest::{Artifact, ArtifactFormat, Parameter, StageManifest};
@@ -17,14 +18,32 @@ use crate::diagnostics::Diagnostics;
 use crate::resources::ResourceGraph;
 use serde_json::Value;
 use std::collections::BTreeMap;
+use std::sync::OnceLock;
 
 pub use expr::{Expr, Val};
+
+/// The property shapes of every vendored resource type, parsed once from the table
+/// `hyperforge-codegen` generates from the registry schemas (`shapes.txt`).
+fn shapes() -> &'static [TypeShapes] {
+    static SHAPES: OnceLock<Vec<TypeShapes>> = OnceLock::new();
+    SHAPES.get_or_init(|| super::shape::parse_table(include_str!("shapes.txt")))
+}
 
 /// The templates of every CloudFormation stage of `stack`, keyed by stage.
 pub fn templates(
     stack: &Stack,
     graph: &ResourceGraph,
     tags: &Tags,
+) -> Result<BTreeMap<StageId, Value>, Diagnostics> {
+    templates_reporting(stack, graph, tags, &mut Diagnostics::new())
+}
+
+/// [`templates`], with the warnings of property overrides going to `ds`.
+pub fn templates_reporting(
+    stack: &Stack,
+    graph: &ResourceGraph,
+    tags: &Tags,
+    ds: &mut Diagnostics,
 ) -> Result<BTreeMap<StageId, Value>, Diagnostics> {
     let mut cx = template::StackTemplates::new(stack);
     cx.existing = graph.existing();
@@ -52,7 +71,7 @@ pub fn templates(
             cx.plain_output(&d.value);
         }
     }
-    cx.finish(tags)
+    cx.finish(tags, shapes(), ds)
 }
 
 /// The CloudFormation backend: one template per CloudFormation stage.
@@ -66,7 +85,7 @@ impl Backend for CloudFormation {
         ds: &mut Diagnostics,
     ) -> Result<BackendOutput, Diagnostics> {
         let stack = input.stack;
-        let mut templates = templates(stack, input.graph, input.tags)?;
+        let mut templates = templates_reporting(stack, input.graph, input.tags, ds)?;
         let mut out = BackendOutput::default();
         for (index, stage) in stack.stages().iter().enumerate() {
             let id = StageId::from_index(index);
@@ -135,5 +154,48 @@ impl Backend for CloudFormation {
             out.stages.insert(id, entry);
         }
         Ok(out)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::synth::shape::{find, Dialect};
+
+    /// Every vendored schema has shapes, and every resource the reference deployments emit
+    /// passes its type's shapes: the checks of overrides refuse nothing hyperforge itself writes.
+    #[test]
+    fn emitted_resources_match_their_shapes() {
+        let schemas = std::fs::read_dir(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/codegen/schemas/cloudformation"
+        ))
+        .unwrap()
+        .count();
+        assert_eq!(shapes().len(), schemas);
+        let mut checked = 0;
+        for app in crate::reference::all()
+            .into_iter()
+            .chain(crate::reference::variants())
+        {
+            for stack in app.stacks() {
+                let graph = crate::constructs::expand(stack);
+                let templates = templates(stack, &graph, app.tags()).unwrap();
+                for t in templates.values() {
+                    for (id, r) in t["Resources"].as_object().unwrap() {
+                        let ty = r["Type"].as_str().unwrap();
+                        let shapes = find(shapes(), ty).unwrap_or_else(|| panic!("{ty}"));
+                        let problems = shapes.check_body(
+                            Dialect::CloudFormation,
+                            &r["Properties"],
+                            "property",
+                        );
+                        assert!(problems.is_empty(), "{id} ({ty}): {problems:?}");
+                        checked += 1;
+                    }
+                }
+            }
+        }
+        assert!(checked > 100, "{checked}");
     }
 }

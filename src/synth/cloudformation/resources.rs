@@ -37,6 +37,81 @@ fn e<T>(expr: Expr) -> Val<T> {
 pub(crate) fn lower(cx: Cx, r: &Resource, stage_of: &BTreeMap<&str, StageId>) {
     lower_kind(cx, r);
     meta(cx, r, stage_of);
+    let checked = validated(&r.kind);
+    if !checked.is_empty() {
+        if let Some(t) = cx.resource_at(r.stage, &r.path) {
+            t.validated = checked;
+        }
+    }
+}
+
+/// The CloudFormation properties of each kind that hyperforge's rules checked (dotted below
+/// `Properties`, `*` for any list item): overriding one of them warns (`HF0022`), as the value
+/// written bypasses the check. One list per kind, the Terraform backend's twin in its
+/// attribute names.
+pub(crate) fn validated(kind: &ResourceKind) -> &'static [&'static str] {
+    match kind {
+        // Capacity type against the claim (Capacity Block, reservation), instance types
+        // against the catalog and the region, subnets against the reservation's zone,
+        // scaling against the autoscaling bound.
+        ResourceKind::NodeGroup(_) => {
+            &["CapacityType", "InstanceTypes", "Subnets", "ScalingConfig"]
+        }
+        ResourceKind::LaunchTemplate(_) => &[
+            "LaunchTemplateData.InstanceMarketOptions",
+            "LaunchTemplateData.CapacityReservationSpecification",
+            "LaunchTemplateData.InstanceType",
+        ],
+        ResourceKind::HyperPodCluster(_) => &[
+            "InstanceGroups.*.InstanceType",
+            "InstanceGroups.*.InstanceCount",
+            "InstanceGroups.*.TrainingPlanArn",
+            "VpcConfig.Subnets",
+        ],
+        ResourceKind::Subnet(_) => &["AvailabilityZoneId", "AvailabilityZone", "CidrBlock"],
+        ResourceKind::Vpc(_) => &["CidrBlock"],
+        ResourceKind::VpcCidrBlock(_) => &["CidrBlock"],
+        ResourceKind::EksCluster(_) => &["Name", "Version"],
+        ResourceKind::AccessEntry(_) => &["PrincipalArn"],
+        ResourceKind::LogGroup(_) => &["RetentionInDays"],
+        ResourceKind::SecurityGroup(_)
+        | ResourceKind::SecurityGroupRule(_)
+        | ResourceKind::Bucket(_)
+        | ResourceKind::StackOutput(_)
+        | ResourceKind::Role(_)
+        | ResourceKind::KmsKey(_)
+        | ResourceKind::PodIdentityAssociation(_)
+        | ResourceKind::DefaultSecurityGroup(_)
+        | ResourceKind::InternetGateway(_)
+        | ResourceKind::Eip(_)
+        | ResourceKind::NatGateway(_)
+        | ResourceKind::RouteTable(_)
+        | ResourceKind::Route(_)
+        | ResourceKind::SubnetRouteTableAssociation(_)
+        | ResourceKind::GatewayEndpoint(_)
+        | ResourceKind::FlowLog(_)
+        | ResourceKind::Existing(_)
+        | ResourceKind::RawResource(_)
+        | ResourceKind::KubeObject(_)
+        | ResourceKind::DeployValue(_)
+        | ResourceKind::OidcProvider(_)
+        | ResourceKind::EksAddon(_)
+        | ResourceKind::CapacityBlockPurchase(_)
+        | ResourceKind::InstanceProfile(_)
+        | ResourceKind::Instance(_)
+        | ResourceKind::LustreFileSystem(_)
+        | ResourceKind::DataRepositoryAssociation(_)
+        | ResourceKind::EcrPullThroughCacheRule(_)
+        | ResourceKind::RolePolicy(_)
+        | ResourceKind::SnsTopic(_)
+        | ResourceKind::SnsTopicPolicy(_)
+        | ResourceKind::PrometheusWorkspace(_)
+        | ResourceKind::PrometheusRuleGroups(_)
+        | ResourceKind::PrometheusScraper(_)
+        | ResourceKind::MetricAlarm(_)
+        | ResourceKind::Dashboard(_)
+        | ResourceKind::EventRule(_) => &[],
+    }
 }
 
 fn lower_kind(cx: Cx, r: &Resource) {

@@ -7,9 +7,10 @@ use super::expr::Expr;
 use super::l1_support::{CfnResource, TagStyle};
 use crate::app::text::{Part, Pseudo, Text};
 use crate::app::{logical_id, Attr, AttrRef, Kind, Stack, StageId, StageKind, Tags};
-use crate::diagnostics::{Code, Diagnostics};
+use crate::diagnostics::{suggest, Code, Diagnostics};
 use crate::resources::iam::{PolicyDocument, PrincipalKind};
 use crate::resources::Acknowledgement;
+use crate::synth::shape::{apply_path, find, touches, Dialect, TypeShapes};
 use serde_json::{json, Map, Value};
 use std::collections::BTreeMap;
 
@@ -23,6 +24,8 @@ pub(crate) struct Resource {
     pub properties: Value,
     pub depends_on: Vec<String>,
     pub acknowledgements: Vec<Acknowledgement>,
+    /// Properties rules validated (dotted, `*` for any list item): overriding one warns.
+    pub validated: &'static [&'static str],
 }
 
 /// A template parameter.
@@ -118,6 +121,7 @@ impl<'a> StackTemplates<'a> {
                 properties,
                 depends_on: Vec::new(),
                 acknowledgements: Vec::new(),
+                validated: &[],
             });
         }
         id
@@ -339,41 +343,87 @@ impl<'a> StackTemplates<'a> {
         json!({"Version": "2012-10-17", "Statement": statements})
     }
 
-    /// Applies tags and property overrides, then renders every stage's template.
-    pub fn finish(mut self, tags: &Tags) -> Result<BTreeMap<StageId, Value>, Diagnostics> {
+    /// Applies tags and property overrides, then renders every stage's template. Each
+    /// override is checked against its resource type's shapes (`shapes`); overrides of
+    /// validated properties warn into `warnings`.
+    pub fn finish(
+        mut self,
+        tags: &Tags,
+        shapes: &[TypeShapes],
+        warnings: &mut Diagnostics,
+    ) -> Result<BTreeMap<StageId, Value>, Diagnostics> {
         for t in self.templates.values_mut() {
             for r in &mut t.resources {
                 apply_tags(r, tags);
             }
         }
         for o in self.stack.overrides() {
+            let at = self.stack.display_path(&o.path);
             let found = self
                 .templates
                 .values_mut()
                 .flat_map(|t| t.resources.iter_mut())
                 .find(|r| r.path == o.path);
-            match found {
-                None => self.ds.report(
+            let Some(r) = found else {
+                let paths: Vec<&str> = self
+                    .templates
+                    .values()
+                    .flat_map(|t| t.resources.iter())
+                    .map(|r| r.path.as_str())
+                    .collect();
+                let help = match suggest(&o.path, paths) {
+                    Some(s) => format!("did you mean `{s}`?"),
+                    None => "use the `hyperforge:path` shown in the template's resource metadata"
+                        .to_owned(),
+                };
+                self.ds.report(
                     Code::UnknownOverrideTarget,
-                    self.stack.display_path(&o.path),
+                    at,
                     format!(
                         "no emitted CloudFormation resource has the path `{}`",
                         o.path
                     ),
-                    "use the `hyperforge:path` shown in the template's resource metadata",
-                ),
-                Some(r) => {
-                    if let Err(msg) =
-                        apply_override(&mut r.properties, &o.property, o.value.clone())
-                    {
+                    help,
+                );
+                continue;
+            };
+            if let Some(t) = find(shapes, &r.type_name) {
+                let problems = t.check(
+                    Dialect::CloudFormation,
+                    &o.property,
+                    o.value.as_ref(),
+                    "property",
+                );
+                if !problems.is_empty() {
+                    for p in problems {
                         self.ds.report(
-                            Code::UnknownOverrideTarget,
-                            self.stack.display_path(&o.path),
-                            format!("cannot override `{}`: {msg}", o.property),
-                            "numeric segments index existing list items; other segments name object keys",
+                            p.code,
+                            at.clone(),
+                            format!("cannot override `{}`: {}", o.property, p.message),
+                            p.help,
                         );
                     }
+                    continue;
                 }
+            }
+            if let Some(v) = r.validated.iter().find(|v| touches(&o.property, v)) {
+                warnings.report(
+                    Code::OverrideOfValidatedProperty,
+                    at.clone(),
+                    format!(
+                        "the override of `{}` changes `{v}` of {}, which hyperforge's rules checked; the value it writes is not checked",
+                        o.property, r.type_name
+                    ),
+                    "set it through the construct's builder, so the rules see it; keep the override only to bypass them",
+                );
+            }
+            if let Err(msg) = apply_path(&mut r.properties, &o.property, o.value.clone()) {
+                self.ds.report(
+                    Code::UnknownOverrideTarget,
+                    at,
+                    format!("cannot override `{}`: {msg}", o.property),
+                    "numeric segments index existing list items, `-` appends to a list; other segments name object keys",
+                );
             }
         }
         if self.ds.has_errors() {
@@ -598,72 +648,6 @@ fn apply_tags(r: &mut Resource, tags: &Tags) {
     }
 }
 
-/// Sets (or with `None` removes) the dotted `property` below `properties`.
-pub(crate) fn apply_override(
-    properties: &mut Value,
-    property: &str,
-    value: Option<Value>,
-) -> Result<(), String> {
-    let segments: Vec<&str> = property.split('.').collect();
-    if segments.iter().any(|s| s.is_empty()) {
-        return Err("empty path segment".to_owned());
-    }
-    let Some((last, parents)) = segments.split_last() else {
-        return Err("empty property path".to_owned());
-    };
-    let mut cursor = properties;
-    for seg in parents {
-        cursor = match cursor {
-            Value::Array(items) => {
-                let i: usize = seg
-                    .parse()
-                    .map_err(|_| format!("`{seg}` is not a list index"))?;
-                let len = items.len();
-                items
-                    .get_mut(i)
-                    .ok_or_else(|| format!("index {i} is past the end of a list of {len}"))?
-            }
-            Value::Object(map) => map.entry((*seg).to_owned()).or_insert_with(|| json!({})),
-            _ => {
-                return Err(format!(
-                    "`{seg}` is below a value that is not an object or list"
-                ))
-            }
-        };
-    }
-    match (cursor, value) {
-        (Value::Object(map), Some(v)) => {
-            map.insert((*last).to_owned(), v);
-            Ok(())
-        }
-        (Value::Object(map), None) => {
-            map.remove(*last);
-            Ok(())
-        }
-        (Value::Array(items), v) => {
-            let i: usize = last
-                .parse()
-                .map_err(|_| format!("`{last}` is not a list index"))?;
-            if i >= items.len() {
-                return Err(format!(
-                    "index {i} is past the end of a list of {}",
-                    items.len()
-                ));
-            }
-            match v {
-                Some(v) => items[i] = v,
-                None => {
-                    items.remove(i);
-                }
-            }
-            Ok(())
-        }
-        _ => Err(format!(
-            "`{last}` is below a value that is not an object or list"
-        )),
-    }
-}
-
 fn render(stack: &Stack, stage: StageId, t: StageTemplate) -> Value {
     let stage_name = stack.stage(stage).map_or("", |s| s.name.as_str());
     let description = match stack.description_text() {
@@ -819,20 +803,5 @@ mod tests {
                 }
             }
         }
-    }
-
-    #[test]
-    fn overrides_set_nested_and_indexed_properties() {
-        let mut p = json!({"VpcConfig": {"Subnets": ["a", "b"]}});
-        apply_override(&mut p, "VpcConfig.Subnets.1", Some(json!("c"))).unwrap();
-        apply_override(&mut p, "New.Deep", Some(json!(1))).unwrap();
-        assert_eq!(
-            p,
-            json!({"VpcConfig": {"Subnets": ["a", "c"]}, "New": {"Deep": 1}})
-        );
-        apply_override(&mut p, "New", None).unwrap();
-        assert_eq!(p, json!({"VpcConfig": {"Subnets": ["a", "c"]}}));
-        assert!(apply_override(&mut p, "VpcConfig.Subnets.5", Some(json!(1))).is_err());
-        assert!(apply_override(&mut p, "VpcConfig..x", Some(json!(1))).is_err());
     }
 }

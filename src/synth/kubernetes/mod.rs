@@ -6,24 +6,161 @@
 /// ([`crate::resources::kubernetes::crd`]).
 pub use crate::resources::kubernetes::crd;
 
+mod patch;
+
 use super::{yaml_error, Backend, BackendInput, BackendOutput};
+use crate::app::ObjectPatch;
 use crate::app::Stack;
 use crate::app::{StageId, StageKind};
 use crate::assembly::manifest::{Artifact, ArtifactFormat, JobWait, SetFromOutput, StageManifest};
-use crate::diagnostics::Diagnostics;
+use crate::diagnostics::{suggest, Code, Diagnostics};
 use crate::resources::{Resource, ResourceGraph, ResourceKind};
+use serde_json::Value;
+use std::collections::BTreeMap;
 
 /// The multi-document YAML of Kubernetes stage `stage`: its objects in the order their
 /// constructs were added (each construct's in the order it adds them).
 pub fn stage_yaml(graph: &ResourceGraph, stage: StageId) -> Result<String, serde_yaml::Error> {
+    stage_yaml_patched(graph, stage, &BTreeMap::new())
+}
+
+/// [`stage_yaml`] with the objects of `patched` (by construct path) in place of the graph's.
+fn stage_yaml_patched(
+    graph: &ResourceGraph,
+    stage: StageId,
+    patched: &BTreeMap<String, Value>,
+) -> Result<String, serde_yaml::Error> {
     let mut out = String::new();
     for r in graph.resources.iter().filter(|r| r.stage == stage) {
-        if let Some(object) = object(r) {
+        if let Some(object) = patched.get(&r.path).or_else(|| object(r)) {
             out.push_str("---\n");
             out.push_str(&serde_yaml::to_string(&acknowledged(object, r))?);
         }
     }
     Ok(out)
+}
+
+/// The identity of an object: what others refer to it by.
+fn identity(object: &Value) -> [(&'static str, Option<&Value>); 4] {
+    [
+        ("apiVersion", object.get("apiVersion")),
+        ("kind", object.get("kind")),
+        ("metadata.name", object.pointer("/metadata/name")),
+        ("metadata.namespace", object.pointer("/metadata/namespace")),
+    ]
+}
+
+/// The objects `stack`'s patches change (`Stack::patch_object`), patched in the order given, by
+/// construct path; every problem goes to `ds` (all of them, not only the first).
+pub(crate) fn patched_objects(
+    stack: &Stack,
+    graph: &ResourceGraph,
+    ds: &mut Diagnostics,
+) -> BTreeMap<String, Value> {
+    let mut patched: BTreeMap<String, Value> = BTreeMap::new();
+    let is_kube_stage = |r: &Resource| {
+        matches!(
+            stack.stage(r.stage).map(|s| &s.kind),
+            Some(StageKind::Kubernetes)
+        )
+    };
+    for (n, p) in stack.patches().iter().enumerate() {
+        let at = stack.display_path(&p.path);
+        let found = graph
+            .resources
+            .iter()
+            .filter(|r| is_kube_stage(r))
+            .find(|r| r.path == p.path)
+            .and_then(|r| object(r).map(|o| (r, o)));
+        let Some((_, original)) = found else {
+            let paths: Vec<&str> = graph
+                .resources
+                .iter()
+                .filter(|r| is_kube_stage(r) && object(r).is_some())
+                .map(|r| r.path.as_str())
+                .collect();
+            let help = match suggest(&p.path, paths.iter().copied()) {
+                Some(s) => format!("did you mean `{s}`?"),
+                None if paths.is_empty() => "the stack has no Kubernetes object".to_owned(),
+                None => format!(
+                    "the objects are: {}",
+                    paths
+                        .iter()
+                        .map(|p| format!("`{p}`"))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ),
+            };
+            ds.report(
+                Code::UnknownPatchTarget,
+                at,
+                format!("no Kubernetes object has the construct path `{}`", p.path),
+                help,
+            );
+            continue;
+        };
+        let mut object = patched
+            .get(&p.path)
+            .cloned()
+            .unwrap_or_else(|| original.clone());
+        let before = object.clone();
+        match &p.patch {
+            ObjectPatch::Merge(m) => {
+                if !m.is_object() {
+                    ds.report(
+                        Code::PatchFailed,
+                        at,
+                        format!(
+                            "patch {} of `{}`: a merge patch of an object must be a JSON object",
+                            n + 1,
+                            p.path
+                        ),
+                        "write the members to change as an object; `null` removes one",
+                    );
+                    continue;
+                }
+                patch::merge_patch(&mut object, m);
+            }
+            ObjectPatch::Json(ops) => {
+                if let Err((i, e)) = patch::json_patch(&mut object, ops) {
+                    let op = ops.get(i).map(Value::to_string).unwrap_or_default();
+                    ds.report(
+                        Code::PatchFailed,
+                        at,
+                        format!("patch {} of `{}`: operation {i} {op} does not apply: {e}", n + 1, p.path),
+                        "paths are JSON Pointers into the object as written (`/spec/replicas`); `-` appends to a list",
+                    );
+                    continue;
+                }
+            }
+        }
+        let changed: Vec<&str> = identity(&before)
+            .iter()
+            .zip(identity(&object))
+            .filter(|(a, b)| a.1 != b.1)
+            .map(|(a, _)| a.0)
+            .collect();
+        if !changed.is_empty() {
+            ds.report(
+                Code::PatchChangesIdentity,
+                at,
+                format!(
+                    "patch {} of `{}` changes {}, which name the object",
+                    n + 1,
+                    p.path,
+                    changed
+                        .iter()
+                        .map(|c| format!("`{c}`"))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ),
+                "change the construct instead (its name and namespace settings)",
+            );
+            continue;
+        }
+        patched.insert(p.path.clone(), object);
+    }
+    patched
 }
 
 /// The deploy-time values Kubernetes stage `stage` carries as placeholders: each with the
@@ -54,14 +191,24 @@ pub const JOB_WAIT_MARGIN_SECS: u64 = 600;
 
 /// The Jobs of Kubernetes stage `stage`, each to be waited for after the stage is applied.
 pub fn jobs(graph: &ResourceGraph, stage: StageId) -> Vec<JobWait> {
+    jobs_patched(graph, stage, &BTreeMap::new())
+}
+
+/// [`jobs`], reading each Job's deadline from its patched object when `patched` has one.
+fn jobs_patched(
+    graph: &ResourceGraph,
+    stage: StageId,
+    patched: &BTreeMap<String, Value>,
+) -> Vec<JobWait> {
     graph
         .resources
         .iter()
         .filter(|r| r.stage == stage)
         .filter_map(|r| match &r.kind {
             ResourceKind::KubeObject(o) if o.kind() == "Job" && o.api_version() == "batch/v1" => {
-                let deadline = o
-                    .object()
+                let deadline = patched
+                    .get(&r.path)
+                    .unwrap_or(o.object())
                     .pointer("/spec/activeDeadlineSeconds")
                     .and_then(serde_json::Value::as_u64)
                     .unwrap_or(24 * 3600);
@@ -129,19 +276,25 @@ impl Backend for Kubernetes {
         _ds: &mut Diagnostics,
     ) -> Result<BackendOutput, Diagnostics> {
         let mut out = BackendOutput::default();
+        let mut problems = Diagnostics::new();
+        let patched = patched_objects(input.stack, input.graph, &mut problems);
+        if problems.has_errors() {
+            return Err(problems);
+        }
         for (index, stage) in input.stack.stages().iter().enumerate() {
             let StageKind::Kubernetes = stage.kind else {
                 continue;
             };
             let id = StageId::from_index(index);
             let path = format!("{}.yaml", input.stage_base(index));
-            let text = stage_yaml(input.graph, id).map_err(yaml_error(input.stack))?;
+            let text =
+                stage_yaml_patched(input.graph, id, &patched).map_err(yaml_error(input.stack))?;
             out.files.push((path.clone(), text.into_bytes()));
             out.stages.insert(
                 id,
                 StageManifest::Kubernetes {
                     name: stage.name.clone(),
-                    jobs: jobs(input.graph, id),
+                    jobs: jobs_patched(input.graph, id, &patched),
                     values_from_outputs: deploy_values(input.stack, input.graph, id),
                     artifacts: vec![Artifact::new(ArtifactFormat::Kubernetes, path)],
                 },

@@ -12,7 +12,11 @@
 //! `aws_caller_identity` data sources. The HyperPod cluster is `awscc_sagemaker_cluster`
 //! (hashicorp/aws has none); the HyperPod dependencies chart is a `helm_release` of a local
 //! checkout. Kubernetes stages stay `kubectl apply` steps after `terraform apply`.
-//! CloudFormation property overrides (`Stack::override_property`) do not apply here.
+//! CloudFormation property overrides (`Stack::override_property`) do not apply here; their
+//! twins, `Stack::override_terraform`, are applied to the blocks of the resources lowered at
+//! their construct paths and checked against the provider schemas compiled in from
+//! `schemas/` (copies of the committed test data). A CloudFormation override without a twin
+//! warns when the Terraform format is written.
 
 mod lower;
 mod module;
@@ -22,13 +26,190 @@ pub use module::{
     escape_template, snake, AWSCC_PROVIDER, AWS_PROVIDER, HELM_PROVIDER, REQUIRED_VERSION,
 };
 
+use super::shape::{apply_path, find, parse_provider_schema, touches, Dialect, TypeShapes};
 use super::{Backend, BackendInput, BackendOutput};
 use crate::app::{AttrRef, Stack, StageId, StageKind, Tags};
 use crate::assembly::manifest::{Artifact, ArtifactFormat};
-use crate::diagnostics::Diagnostics;
+use crate::diagnostics::{suggest, Code, Diagnostics};
 use crate::resources::{ResourceGraph, ResourceKind};
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
+use std::sync::OnceLock;
+
+/// The resource types of the committed provider schemas (`schemas/`), parsed once.
+fn provider_shapes() -> &'static [TypeShapes] {
+    static SHAPES: OnceLock<Vec<TypeShapes>> = OnceLock::new();
+    SHAPES.get_or_init(|| {
+        let mut all = Vec::new();
+        for text in [
+            include_str!("schemas/aws-6.66.0.schema.json"),
+            include_str!("schemas/awscc-1.106.0.schema.json"),
+            include_str!("schemas/helm-3.1.1.schema.json"),
+        ] {
+            all.extend(parse_provider_schema(text));
+        }
+        all.sort_by(|a, b| a.type_name.cmp(b.type_name));
+        all
+    })
+}
+
+/// Applies `stack`'s Terraform overrides to the modules' resource blocks. Errors and warnings
+/// go to `ds`.
+fn apply_overrides(
+    stack: &Stack,
+    graph: &ResourceGraph,
+    modules: &mut [(String, module::RootModule<'_>)],
+    ds: &mut Diagnostics,
+) {
+    for o in stack.terraform_overrides() {
+        let at = stack.display_path(&o.path);
+        let mut at_path: Vec<(usize, String)> = Vec::new();
+        for (i, (_, cx)) in modules.iter().enumerate() {
+            for (address, path) in cx.addresses() {
+                if *path == o.path {
+                    at_path.push((i, address.clone()));
+                }
+            }
+        }
+        if at_path.is_empty() {
+            let mut paths: Vec<&str> = modules
+                .iter()
+                .flat_map(|(_, cx)| cx.paths().map(String::as_str))
+                .collect();
+            paths.sort_unstable();
+            paths.dedup();
+            let help = match suggest(&o.path, paths.iter().copied()) {
+                Some(s) => format!("did you mean `{s}`?"),
+                None => {
+                    "use the construct path of a resource the Terraform module declares".to_owned()
+                }
+            };
+            ds.report(
+                Code::UnknownTerraformOverrideTarget,
+                at,
+                format!(
+                    "no Terraform resource is lowered from the path `{}`",
+                    o.path
+                ),
+                help,
+            );
+            continue;
+        }
+        let candidates: Vec<&(usize, String)> = at_path
+            .iter()
+            .filter(|(_, a)| {
+                o.resource_type
+                    .as_deref()
+                    .is_none_or(|t| a.split_once('.').is_some_and(|(ty, _)| ty == t))
+            })
+            .collect();
+        let listed = at_path
+            .iter()
+            .map(|(_, a)| format!("`{a}`"))
+            .collect::<Vec<_>>()
+            .join(", ");
+        let (module, address) = match candidates.as_slice() {
+            [one] => (one.0, one.1.clone()),
+            [] => {
+                ds.report(
+                    Code::UnknownTerraformOverrideTarget,
+                    at,
+                    format!(
+                        "`{}` lowers to no Terraform resource of type `{}`; it lowers to {listed}",
+                        o.path,
+                        o.resource_type.as_deref().unwrap_or_default()
+                    ),
+                    "name one of those types",
+                );
+                continue;
+            }
+            _ => {
+                ds.report(
+                    Code::UnknownTerraformOverrideTarget,
+                    at,
+                    format!(
+                        "`{}` lowers to several Terraform resources: {listed}",
+                        o.path
+                    ),
+                    "name the type with `Stack::override_terraform_type`",
+                );
+                continue;
+            }
+        };
+        let ty = address.split_once('.').map_or("", |(t, _)| t);
+        if let Some(shapes) = find(provider_shapes(), ty) {
+            let problems = shapes.check(
+                Dialect::Terraform,
+                &o.attribute,
+                o.value.as_ref(),
+                "attribute",
+            );
+            if !problems.is_empty() {
+                for p in problems {
+                    ds.report(
+                        p.code,
+                        at.clone(),
+                        format!(
+                            "cannot override `{}` of `{address}`: {}",
+                            o.attribute, p.message
+                        ),
+                        p.help,
+                    );
+                }
+                continue;
+            }
+        }
+        let checked = graph
+            .resources
+            .iter()
+            .find(|r| r.path == o.path)
+            .map_or(&[][..], |r| resources::validated(&r.kind));
+        if let Some(v) = checked.iter().find(|v| touches(&o.attribute, v)) {
+            ds.report(
+                Code::OverrideOfValidatedProperty,
+                at.clone(),
+                format!(
+                    "the override of `{}` changes `{v}` of `{address}`, which hyperforge's rules checked; the value it writes is not checked",
+                    o.attribute
+                ),
+                "set it through the construct's builder, so the rules see it; keep the override only to bypass them",
+            );
+        }
+        let Some(body) = modules[module].1.body_mut(&address) else {
+            continue;
+        };
+        if let Err(msg) = apply_path(body, &o.attribute, o.value.clone()) {
+            ds.report(
+                Code::UnknownTerraformOverrideTarget,
+                at,
+                format!("cannot override `{}` of `{address}`: {msg}", o.attribute),
+                "numeric segments index existing list items and blocks, `-` appends to a list; other segments name keys",
+            );
+        }
+    }
+}
+
+/// Warns for each construct path with a CloudFormation override and no Terraform one.
+fn warn_cloudformation_only(stack: &Stack, ds: &mut Diagnostics) {
+    let mut seen: Vec<&str> = Vec::new();
+    for o in stack.overrides() {
+        if seen.contains(&o.path.as_str())
+            || stack.terraform_overrides().iter().any(|t| t.path == o.path)
+        {
+            continue;
+        }
+        seen.push(&o.path);
+        ds.report(
+            Code::OverrideCloudFormationOnly,
+            stack.display_path(&o.path),
+            format!(
+                "the override of `{}` applies to CloudFormation only; the Terraform module differs",
+                o.property
+            ),
+            "make the same change with `Stack::override_terraform` (in Terraform's attribute names), or write only the CloudFormation format",
+        );
+    }
+}
 
 /// A root module's directory and its files (name and content).
 pub type ModuleFiles = (String, Vec<(&'static str, Value)>);
@@ -88,6 +269,17 @@ pub fn root_modules(
     graph: &ResourceGraph,
     tags: &Tags,
     stage_file: impl Fn(usize) -> String,
+) -> Result<Vec<ModuleFiles>, Diagnostics> {
+    root_modules_reporting(stack, graph, tags, stage_file, &mut Diagnostics::new())
+}
+
+/// [`root_modules`], with the warnings of attribute overrides going to `warnings`.
+pub fn root_modules_reporting(
+    stack: &Stack,
+    graph: &ResourceGraph,
+    tags: &Tags,
+    stage_file: impl Fn(usize) -> String,
+    warnings: &mut Diagnostics,
 ) -> Result<Vec<ModuleFiles>, Diagnostics> {
     if !stack
         .stages()
@@ -161,8 +353,9 @@ pub fn root_modules(
             );
         }
     }
-    let mut out = Vec::new();
     let mut ds = Diagnostics::new();
+    apply_overrides(stack, graph, &mut modules, &mut ds);
+    let mut out = Vec::new();
     for (dir, cx) in modules {
         let helm = json!({"kubernetes": {
             "config_path": "${pathexpand(var.kubeconfig)}",
@@ -187,6 +380,7 @@ pub fn root_modules(
     if ds.has_errors() {
         return Err(ds);
     }
+    warnings.extend(ds);
     Ok(out)
 }
 
@@ -200,19 +394,30 @@ impl Backend for Terraform {
     fn synth_stack(
         &self,
         input: &BackendInput<'_>,
-        _ds: &mut Diagnostics,
+        ds: &mut Diagnostics,
     ) -> Result<BackendOutput, Diagnostics> {
         let stack = input.stack;
-        let modules = root_modules(stack, input.graph, input.tags, |index| {
-            let Some(stage) = stack.stages().get(index) else {
-                return String::new();
-            };
-            let base = format!("{:02}-{}", index + 1, stage.name);
-            match stage.kind {
-                StageKind::Helm(_) => format!("{base}.values.yaml"),
-                _ => base,
-            }
-        })?;
+        let mut warnings = Diagnostics::new();
+        let modules = root_modules_reporting(
+            stack,
+            input.graph,
+            input.tags,
+            |index| {
+                let Some(stage) = stack.stages().get(index) else {
+                    return String::new();
+                };
+                let base = format!("{:02}-{}", index + 1, stage.name);
+                match stage.kind {
+                    StageKind::Helm(_) => format!("{base}.values.yaml"),
+                    _ => base,
+                }
+            },
+            &mut warnings,
+        )?;
+        if input.formats.contains(crate::synth::Format::Terraform) && !modules.is_empty() {
+            ds.extend(warnings);
+            warn_cloudformation_only(stack, ds);
+        }
         let mut out = BackendOutput::default();
         for (dir, files) in modules {
             for (name, content) in files {
@@ -225,5 +430,44 @@ impl Backend for Terraform {
             }
         }
         Ok(out)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every resource the reference deployments declare passes its type's shapes from the
+    /// compiled-in provider schemas: the checks of overrides refuse nothing hyperforge writes.
+    #[test]
+    fn emitted_resources_match_the_provider_shapes() {
+        let mut checked = 0;
+        for app in crate::reference::all()
+            .into_iter()
+            .chain(crate::reference::variants())
+        {
+            for stack in app.stacks() {
+                let graph = crate::constructs::expand(stack);
+                let modules = root_modules(stack, &graph, app.tags(), |_| String::new()).unwrap();
+                for (_, files) in modules {
+                    for (_, doc) in files {
+                        let Some(resources) = doc.get("resource").and_then(Value::as_object) else {
+                            continue;
+                        };
+                        for (ty, by_name) in resources {
+                            let shapes =
+                                find(provider_shapes(), ty).unwrap_or_else(|| panic!("{ty}"));
+                            for (name, body) in by_name.as_object().unwrap() {
+                                let problems =
+                                    shapes.check_body(Dialect::Terraform, body, "attribute");
+                                assert!(problems.is_empty(), "{ty}.{name}: {problems:?}");
+                                checked += 1;
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        assert!(checked > 100, "{checked}");
     }
 }

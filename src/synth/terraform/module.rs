@@ -578,6 +578,17 @@ impl<'a> RootModule<'a> {
         self.remote_reads.borrow().clone()
     }
 
+    /// Every resource's address (`type.name`) with the construct path it was lowered from.
+    pub fn addresses(&self) -> impl Iterator<Item = (&String, &String)> {
+        self.names.iter()
+    }
+
+    /// The block of the resource at `address` (`type.name`).
+    pub fn body_mut(&mut self, address: &str) -> Option<&mut Value> {
+        let (ty, name) = address.split_once('.')?;
+        self.resources.get_mut(ty)?.get_mut(name)
+    }
+
     /// Every resource path this module lowered.
     pub fn paths(&self) -> impl Iterator<Item = &String> {
         self.names.values()

@@ -265,7 +265,13 @@ mod tests {
         for r in &resources {
             super::super::lower(&mut cx, r, &Default::default());
         }
-        let templates = cx.finish(&Tags::new()).unwrap();
+        let templates = cx
+            .finish(
+                &Tags::new(),
+                &[],
+                &mut crate::diagnostics::Diagnostics::new(),
+            )
+            .unwrap();
         let t = &templates[&stage];
         let board = &t["Resources"]["OpsBoard"]["Properties"];
         assert_eq!(board["DashboardName"], "ops-serving");
