@@ -168,6 +168,9 @@ impl ExistingNetwork {
     }
 }
 
+/// The most subnets an import may list (a VPC holds 200 by default; a stack uses a few).
+pub const MAX_SUBNETS: usize = 64;
+
 /// Whether `id` is `<prefix>-` and 8 or 17 lowercase hex digits (EC2's resource id forms).
 fn is_ec2_id(id: &str, prefix: &str) -> bool {
     id.strip_prefix(prefix)
@@ -236,6 +239,18 @@ impl Construct for ExistingNetwork {
                 format!("`{}` is not a VPC id", self.vpc_id),
                 "VPC ids are `vpc-` and 8 or 17 hex digits (`aws ec2 describe-vpcs --query 'Vpcs[].VpcId'`)",
             );
+        }
+        if self.subnets.len() > MAX_SUBNETS {
+            ds.report(
+                Code::ExistingResourceIncomplete,
+                path,
+                format!(
+                    "{} subnets are imported; at most {MAX_SUBNETS} are",
+                    self.subnets.len()
+                ),
+                "import the subnets the stack's clusters, nodes and load balancers use",
+            );
+            return;
         }
         let mut seen = std::collections::BTreeSet::new();
         for (child, s) in self.children() {
