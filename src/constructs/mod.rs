@@ -133,6 +133,17 @@ pub trait Construct: sealed::Registered + Clone + fmt::Debug + 'static {
     fn expand(&self, scope: &mut Scope<'_>);
 }
 
+/// The help line for an instance type the catalog does not know: the catalog's GPU types, by
+/// their `ml.` names for HyperPod (`ml`) or their EC2 names.
+pub(crate) fn known_gpu_types_help(ml: bool) -> String {
+    let names: Vec<String> = crate::catalog::instances()
+        .iter()
+        .filter(|i| i.gpu_count > 0)
+        .map(|i| if ml { i.ml_name() } else { i.name.to_owned() })
+        .collect();
+    format!("use a GPU type the catalog knows: {}", names.join(", "))
+}
+
 /// Expands every construct of `stack` into the resource layer, once.
 pub fn expand(stack: &Stack) -> ResourceGraph {
     let mut graph = ResourceGraph::default();

@@ -12,6 +12,9 @@
 //! - [`capacity`]: training plan and Capacity Block instance counts (`HF0314`, `HF0315`);
 //! - [`storage`]: whether the serving nodes' own storage holds the downloaded weights
 //!   (`HF0510`);
+//! - [`topology`]: how the pieces fit around each workload: capacity of its instance type,
+//!   `replicas` within it, the NVIDIA device plugin before it, Capacity Blocks used whole, the
+//!   load balancer controller's role, cluster and region (`HF0370`-`HF0375`);
 //! - [`limits`]: CloudFormation service limits checked on rendered templates (`HF06xx`),
 //!   called by synthesis after lowering.
 //!
@@ -26,6 +29,7 @@ pub mod model_source;
 pub mod parallelism;
 pub mod region;
 pub mod storage;
+pub mod topology;
 
 use crate::app::{App, Stack};
 use crate::catalog;
@@ -59,6 +63,14 @@ pub(crate) fn app(app: &App, ds: &mut Diagnostics) {
             for served in &facts.served_models {
                 storage::check(served, placed.cx.path, &claims, ds);
                 autoscaling::check(served, placed.cx.path, &claims, ds);
+                topology::workload(
+                    stack,
+                    served,
+                    placed.cx.path,
+                    placed.node.stage,
+                    &claims,
+                    ds,
+                );
                 model_source::staged(served, placed.node.stage, placed.cx.path, &stagings, ds);
             }
             stagings.extend(
@@ -68,6 +80,8 @@ pub(crate) fn app(app: &App, ds: &mut Diagnostics) {
                     .map(|s| (placed.node.stage, s)),
             );
         }
+        topology::reservations(stack, &claims, ds);
+        topology::load_balancer_controller(stack, &placements, ds);
     }
 }
 
