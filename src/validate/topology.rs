@@ -159,10 +159,15 @@ fn replicas(
     if asked <= ever_replicas {
         return;
     }
-    let help = if ever_replicas > 0 {
-        format!("set `replicas` to {ever_replicas} or less, or reserve more instances and raise the groups' maximum sizes")
+    let grow = if served.hyperpod {
+        "raise the instance groups' counts"
     } else {
-        "reserve instances for it and give the groups a maximum size above 0".to_owned()
+        "raise the groups' maximum sizes"
+    };
+    let help = if ever_replicas > 0 {
+        format!("set `replicas` to {ever_replicas} or less, or reserve more instances and {grow}")
+    } else {
+        format!("reserve instances for it and {grow}")
     };
     ds.push(
         Diagnostic::new(

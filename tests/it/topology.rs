@@ -561,3 +561,61 @@ fn help_lines_speak_of_the_users_values_not_the_reference() {
         .unwrap_or_default();
     assert!(unpinned.contains("`deepseek/vllm:<version>`"), "{unpinned}");
 }
+
+#[test]
+fn a_stack_file_gets_the_rules_at_its_lines() {
+    use hyperforge::stackfile::load_str;
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/stacks/kimi-k3-eks.yaml");
+    let text = std::fs::read_to_string(path)
+        .unwrap()
+        .replace(
+            "  - name: nvidia-device-plugin\n    kind: helm\n    preset: nvidia-device-plugin\n\n",
+            "",
+        )
+        .replace(
+            "      - load_balancer_controller: LoadBalancerController\n        cluster: Eks\n",
+            "",
+        )
+        .replace(
+            "        instance_type: p6-b300.48xlarge\n        load",
+            "        instance_type: p6-b200.48xlarge\n        load",
+        );
+    let ds = match load_str("stacks/test.yaml", &text) {
+        Ok(_) => panic!("expected diagnostics"),
+        Err(ds) => ds,
+    };
+    let line_of = |needle: &str| text.lines().position(|l| l.contains(needle)).unwrap() + 1;
+    let at = |code: Code| {
+        ds.with_code(code)
+            .next()
+            .unwrap_or_else(|| panic!("{code:?} missing: {ds}"))
+            .path
+            .clone()
+    };
+    // At the Deployment (its object name, quoted in the message).
+    let line = |path: String| -> usize {
+        path.split(':')
+            .nth(1)
+            .and_then(|l| l.parse().ok())
+            .unwrap_or(0)
+    };
+    let plugin = line(at(Code::GpuWorkloadWithoutDevicePlugin));
+    assert!(
+        (line_of("vllm_deployment: KimiK3")..line_of("instance_type: p6-b200")).contains(&plugin),
+        "{ds}"
+    );
+    assert!(
+        at(Code::WorkloadWithoutCapacity).starts_with(&format!(
+            "stacks/test.yaml:{}:",
+            line_of("instance_type: p6-b200")
+        )),
+        "{ds}"
+    );
+    assert!(
+        at(Code::LoadBalancerControllerWithoutRole).starts_with(&format!(
+            "stacks/test.yaml:{}:",
+            line_of("- name: aws-load-balancer-controller")
+        )),
+        "{ds}"
+    );
+}
