@@ -120,7 +120,12 @@ fn served_model(stack: &Stack, served: &ServedModel<'_>, path: &str, ds: &mut Di
     }
     parallelism::check(&model, server, tp, path, ds);
     if tp <= gpus {
-        memory::check(&model, server, instance, tp, stack.region(), path, ds);
+        let at = memory::Placement {
+            region: stack.region(),
+            path,
+            hyperpod: served.hyperpod,
+        };
+        memory::check(&model, server, instance, tp, at, ds);
     }
 }
 
@@ -179,6 +184,7 @@ mod tests {
                 );
             }
         }
+        stack.helm_stage("nvidia-device-plugin", HelmRelease::nvidia_device_plugin());
         let w = stack.kubernetes_stage("workload");
         stack.add(
             w,

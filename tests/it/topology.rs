@@ -221,6 +221,15 @@ fn a_deployment_on_a_type_no_node_group_provides_is_refused() {
         hits[0].contains("p6-b300.48xlarge (topo/GpuNodes)"),
         "the help names what the stack provides: {hits:?}"
     );
+    // The fit rule names EC2 types on the EKS path, not HyperPod's `ml.` names.
+    let fit = found(&ds, Code::ModelDoesNotFit);
+    assert!(
+        fit.len() == 1
+            && fit[0].contains("does not fit p6-b200.48xlarge at TP 8")
+            && fit[0].contains("p6-b300.48xlarge (TP 8")
+            && !fit[0].contains("ml."),
+        "{fit:?}"
+    );
     // The same on a Karpenter pool.
     let ds = Eks {
         workload_type: "p6-b200.48xlarge",
