@@ -73,11 +73,7 @@ pub fn check(
     at: Placement<'_>,
     ds: &mut Diagnostics,
 ) {
-    let Placement {
-        region,
-        path,
-        hyperpod,
-    } = at;
+    let Placement { path, hyperpod, .. } = at;
     let name = |i: &InstanceType| {
         if hyperpod {
             i.ml_name()

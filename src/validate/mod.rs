@@ -58,6 +58,7 @@ pub(crate) fn app(app: &App, ds: &mut Diagnostics) {
         // Storage spans constructs: every claim that can run a served model. Staged weights
         // span them too: a server reading a store needs an earlier Job staging its revision.
         let mut stagings = Vec::new();
+        let clusters = topology::Clusters::of(&placements);
         for placed in placements.all() {
             let facts = placed.facts();
             for served in &facts.served_models {
@@ -65,6 +66,7 @@ pub(crate) fn app(app: &App, ds: &mut Diagnostics) {
                 autoscaling::check(served, placed.cx.path, &claims, ds);
                 topology::workload(
                     stack,
+                    clusters,
                     served,
                     placed.cx.path,
                     placed.node.stage,

@@ -12,7 +12,8 @@
 //!   `LoadBalancerController` role of its cluster in the same or an earlier stage (`HF0374`),
 //!   and its values must name the stack's cluster and region (`HF0375`).
 //!
-//! An instance type the catalog does not know is reported once, by its construct (`HF0303`);
+//! The workload rules apply when the stack creates the cluster the workload runs on
+//! ([`Clusters`]). An instance type the catalog does not know is reported once, by its construct (`HF0303`);
 //! these rules then say nothing about it, since its GPU count is unknown.
 
 use super::autoscaling::ever;
@@ -38,16 +39,50 @@ fn providers(hyperpod: bool) -> &'static str {
     }
 }
 
+/// Which clusters a stack describes. A workload is checked against its stack's capacity and
+/// Helm stages only when the stack creates the cluster it runs on (an EKS cluster for a
+/// Deployment, a HyperPod cluster for an endpoint): a stack deploying onto a cluster described
+/// elsewhere cannot know that cluster's nodes or add-ons.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Clusters {
+    /// The stack creates an EKS cluster.
+    pub eks: bool,
+    /// The stack creates a HyperPod cluster.
+    pub hyperpod: bool,
+}
+
+impl Clusters {
+    /// The clusters the constructs of `placements` create.
+    pub fn of(placements: &Placements<'_>) -> Clusters {
+        let mut clusters = Clusters::default();
+        for placed in placements.all() {
+            let facts = placed.facts();
+            clusters.eks |= facts.eks_cluster.is_some();
+            clusters.hyperpod |= facts.hyperpod_cluster.is_some();
+        }
+        clusters
+    }
+}
+
 /// Checks a served model (at `path`, in `stage`) against the capacity claims of its stack and
-/// the Helm stages before it.
+/// the Helm stages before it, when the stack creates the cluster it runs on.
 pub fn workload(
     stack: &Stack,
+    clusters: Clusters,
     served: &ServedModel<'_>,
     path: &str,
     stage: StageId,
     claims: &[CapacityClaim],
     ds: &mut Diagnostics,
 ) {
+    let described = if served.hyperpod {
+        clusters.hyperpod
+    } else {
+        clusters.eks
+    };
+    if !described {
+        return;
+    }
     let served_type = ec2_name(served.instance_type);
     let Some(instance) = catalog::instance(served_type) else {
         return; // HF0303, from the construct

@@ -628,3 +628,38 @@ fn a_stack_file_gets_the_rules_at_its_lines() {
         "{ds}"
     );
 }
+
+#[test]
+fn a_workload_onto_a_cluster_described_elsewhere_is_not_checked_against_this_stack() {
+    // Only the workload: its cluster, nodes and add-ons are another stack's.
+    let mut stack = Stack::new("workload-only", REGION);
+    let w = stack.kubernetes_stage("workload");
+    stack.add(
+        w,
+        VllmDeployment::new("Server", kimi_k3_server(), "p6-b300.48xlarge")
+            .name("server")
+            .replicas(4)
+            .cluster_ip_service(),
+    );
+    let ds = App::new().stack(stack).validate();
+    for code in OURS {
+        assert!(found(&ds, code).is_empty(), "{code:?}: {ds}");
+    }
+    // An endpoint in a stack with an EKS cluster but no HyperPod cluster: the same.
+    let mut stack = Stack::new("endpoint-only", REGION);
+    let f = stack.cloudformation_stage("foundation");
+    let network = stack.add(f, Network::new("Network"));
+    stack.add(
+        f,
+        EksCluster::new("Eks", "shared")
+            .subnets(&network.private_subnets)
+            .vpc(&network.vpc),
+    );
+    let w = stack.kubernetes_stage("workload");
+    stack.add(
+        w,
+        InferenceEndpoint::new("Endpoint", kimi_k3_server(), "ml.p6-b300.48xlarge").name("ep"),
+    );
+    let ds = App::new().stack(stack).validate();
+    assert!(found(&ds, Code::WorkloadWithoutCapacity).is_empty(), "{ds}");
+}
