@@ -284,14 +284,14 @@ pub fn reservations(stack: &Stack, claims: &[CapacityClaim], ds: &mut Diagnostic
         } = &claim.source
         {
             let key = if reservation.is_empty() {
-                format!("bought by {}", claim.path)
+                format!("the Capacity Block {} buys", claim.path)
             } else {
-                reservation.clone()
+                format!("Capacity Block `{reservation}`")
             };
             blocks.entry(key).or_default().push((claim, *reserved));
         }
     }
-    for (reservation, group) in blocks {
+    for (block, group) in blocks {
         let Some(&(first, _)) = group.first() else {
             continue;
         };
@@ -330,7 +330,7 @@ pub fn reservations(stack: &Stack, claims: &[CapacityClaim], ds: &mut Diagnostic
                 Code::CapacityBlockPartlyIdle,
                 &first.path,
                 format!(
-                    "Capacity Block `{reservation}` reserves {reserved} {} instances, but the node groups consuming it run {reach}: {idle} paid instances stay idle{cost}",
+                    "{block} reserves {reserved} {} instances, but the node groups consuming it run {reach}: {idle} paid instances stay idle{cost}",
                     first.instance_type
                 ),
                 format!(

@@ -39,6 +39,8 @@ struct Eks {
     karpenter: bool,
     /// The Capacity Block's instances and the group's (desired, max).
     block: u32,
+    /// The block is bought by the stack (Terraform) rather than named by its reservation id.
+    bought: bool,
     sizes: (i64, i64),
     workload_type: &'static str,
     server: VllmServer,
@@ -61,6 +63,7 @@ impl Default for Eks {
             nodes_type: "p6-b300.48xlarge",
             karpenter: false,
             block: 1,
+            bought: false,
             sizes: (1, 1),
             workload_type: "p6-b300.48xlarge",
             server: kimi_k3_server(),
@@ -108,11 +111,19 @@ impl Eks {
                     self.nodes_type,
                     network.gpu_subnet.iter(),
                 )
-                .capacity(NodeCapacity::capacity_block_of(
-                    CAPACITY_BLOCK_RESERVATION_ID,
-                    self.az,
-                    self.block,
-                ))
+                .capacity(if self.bought {
+                    NodeCapacity::buy_capacity_block(
+                        CapacityBlockPurchase::new("cb-0123456789abcdef0").non_refundable(),
+                        self.az,
+                        self.block,
+                    )
+                } else {
+                    NodeCapacity::capacity_block_of(
+                        CAPACITY_BLOCK_RESERVATION_ID,
+                        self.az,
+                        self.block,
+                    )
+                })
                 .scaling(0, self.sizes.0, self.sizes.1),
             );
         }
@@ -376,6 +387,28 @@ fn a_capacity_block_larger_than_its_groups_warns_with_the_idle_instances() {
         hits[0].contains("run desired 1: 1 paid instances"),
         "{hits:?}"
     );
+    // A block the stack buys is named by the group buying it.
+    let ds = Eks {
+        block: 2,
+        bought: true,
+        sizes: (1, 1),
+        ..Eks::default()
+    }
+    .validate();
+    let hits = found(&ds, Code::CapacityBlockPartlyIdle);
+    assert_eq!(hits.len(), 1, "{ds}");
+    assert!(
+        hits[0].starts_with("the Capacity Block topo/GpuNodes buys reserves 2"),
+        "{hits:?}"
+    );
+    // A block used whole raises nothing.
+    let ds = Eks {
+        block: 2,
+        sizes: (2, 2),
+        ..Eks::default()
+    }
+    .validate();
+    assert!(found(&ds, Code::CapacityBlockPartlyIdle).is_empty(), "{ds}");
 }
 
 #[test]
