@@ -491,6 +491,8 @@ impl Construct for EksCluster {
         Facts {
             eks_cluster: Some(EksClusterFacts {
                 name: self.name().to_owned(),
+                resource_path: format!("{}/Cluster", self.id),
+                imported: false,
                 kubernetes_version: self.kubernetes_version().to_owned(),
                 admin_host: match (&self.admin_access, &self.vpc, self.subnets.first()) {
                     (AdminAccess::SsmHost { .. }, Some(_), Some(_)) => {

@@ -513,6 +513,8 @@ impl Construct for ExistingEksCluster {
         Facts {
             eks_cluster: Some(EksClusterFacts {
                 name: self.name.clone(),
+                resource_path: format!("{}/Cluster", self.id),
+                imported: true,
                 kubernetes_version: self.kubernetes_version.clone(),
                 admin_host: None,
             }),

@@ -348,6 +348,21 @@ impl HelmRelease {
             && self.values["cloudWatchLogs"]["logGroupName"] == workloads_group
     }
 
+    /// Whether this release advertises NVIDIA GPUs to the kubelet (`nvidia.com/gpu`): NVIDIA's
+    /// device plugin chart ([`HelmRelease::nvidia_device_plugin`]) or NVIDIA's GPU operator,
+    /// which runs the same plugin.
+    pub fn advertises_nvidia_gpus(&self) -> bool {
+        matches!(&self.chart, ChartSource::Repository { chart, .. }
+            if chart == "nvidia-device-plugin" || chart == "gpu-operator")
+    }
+
+    /// Whether this is the AWS Load Balancer Controller chart
+    /// ([`HelmRelease::aws_load_balancer_controller`]).
+    pub fn is_aws_load_balancer_controller(&self) -> bool {
+        matches!(&self.chart, ChartSource::Repository { chart, .. }
+            if chart == "aws-load-balancer-controller")
+    }
+
     /// Whether this is the HyperPod dependencies chart.
     pub fn is_hyperpod_dependencies(&self) -> bool {
         matches!(&self.chart, ChartSource::Git { url, path, .. }

@@ -542,7 +542,7 @@ impl HyperPodCluster {
                 path,
                 "instance_groups",
                 format!("HyperPod cluster `{}` has no instance groups", self.name),
-                "add one with `.instance_group(InstanceGroup::new(\"p6-b300\", \"ml.p6-b300.48xlarge\"))`",
+                "add one with `.instance_group(InstanceGroup::new(\"<group name>\", \"ml.<instance type>\"))`",
             );
         }
         if self.subnets.is_empty() || self.security_groups.is_empty() {

@@ -215,7 +215,7 @@ impl Construct for InferenceOperator {
                     cx.path,
                     "model_buckets",
                     format!("`{name}` is not an S3 bucket name"),
-                    "give the bucket's name (`kimi-k3-weights`), not an ARN, a wildcard or a path",
+                    "give the bucket's name (`my-model-weights`), not an ARN, a wildcard or a path",
                 );
             }
         }

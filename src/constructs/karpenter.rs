@@ -408,7 +408,7 @@ impl KarpenterNodePool {
                     "instance type `{}` is not in the catalog",
                     self.instance_type
                 ),
-                "use a type from hyperforge::catalog::instances(), e.g. p6-b300.48xlarge",
+                super::known_gpu_types_help(false),
             );
         }
         if !super::vllm::is_dns_label(&self.name) {

@@ -247,6 +247,17 @@ impl AnyConstruct for Stored {
     }
 }
 
+/// The help line for an instance type the catalog does not know: the catalog's GPU types, by
+/// their `ml.` names for HyperPod (`ml`) or their EC2 names.
+pub(crate) fn known_gpu_types_help(ml: bool) -> String {
+    let names: Vec<String> = crate::catalog::instances()
+        .iter()
+        .filter(|i| i.gpu_count > 0)
+        .map(|i| if ml { i.ml_name() } else { i.name.to_owned() })
+        .collect();
+    format!("use a GPU type the catalog knows: {}", names.join(", "))
+}
+
 /// Expands every construct of `stack` into the resource layer, once.
 pub fn expand(stack: &Stack) -> ResourceGraph {
     let mut graph = ResourceGraph::default();
@@ -358,11 +369,16 @@ pub struct VersionedBucket {
     pub holds: String,
 }
 
-/// An EKS cluster created by a construct.
+/// An EKS cluster a construct creates or imports.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct EksClusterFacts {
     /// The cluster name.
     pub name: String,
+    /// The construct path of the cluster resource handles name (`Eks/Cluster`).
+    pub resource_path: String,
+    /// Whether the cluster exists already (an import): its nodes and add-ons are not all in
+    /// the description.
+    pub imported: bool,
     /// The Kubernetes version.
     pub kubernetes_version: String,
     /// The `Name` tag of the admin host reaching the private endpoint, if one is created.

@@ -936,7 +936,7 @@ impl super::stack_file::StackFileConstruct for ManagedNodeGroup {
                     Code::StackFileMissingField,
                     None,
                     "a `gpu` node group is missing required field `instance_type`",
-                    "add `instance_type: <EC2 type>` (e.g. `p6-b300.48xlarge`)",
+                    "add `instance_type: <EC2 type>` (a GPU type of the catalog: `hyperforge catalog instances` lists them)",
                 );
                 return None;
             }

@@ -39,7 +39,7 @@ impl SecretKeyRef {
                     "Secret `{}` key `{}` is not a valid Secret name and key",
                     self.name, self.key
                 ),
-                "Secret names are lowercase DNS names (`kimi-k3-api-key`); keys are letters, digits, `-`, `_` and `.`",
+                "Secret names are lowercase DNS names (`my-model-api-key`); keys are letters, digits, `-`, `_` and `.`",
             );
         }
     }
@@ -692,7 +692,7 @@ impl VllmServer {
                 path,
                 "model",
                 format!("`{}` is not a Hugging Face model id", self.model_id),
-                "model ids look like `moonshotai/Kimi-K3`",
+                "model ids are `organization/name` as on the Hugging Face Hub, each part letters, digits, `_`, `.` and `-`",
             );
         }
         if !is_model_name(&self.served_model_name) {
@@ -704,7 +704,7 @@ impl VllmServer {
                     "served model name `{}` is not valid",
                     self.served_model_name
                 ),
-                "use 1-63 letters and digits with single hyphens between them (`Kimi-K3`)",
+                "use 1-63 letters and digits with single hyphens between them (`My-Model-7B`)",
             );
         }
         match &self.revision {
@@ -745,7 +745,7 @@ impl VllmServer {
                 path,
                 "image",
                 format!("`{}` is not a container image reference", self.image),
-                "write it like `vllm/vllm-openai:v0.11.0` or `123456789012.dkr.ecr.us-west-2.amazonaws.com/docker-hub/vllm/vllm-openai:kimi-k3`",
+                "write it like `vllm/vllm-openai:v0.11.0` or `123456789012.dkr.ecr.us-west-2.amazonaws.com/docker-hub/vllm/vllm-openai:<tag>`",
             );
         }
         let digests: Vec<&str> = inline_digest
@@ -776,7 +776,12 @@ impl VllmServer {
                 path,
                 "image",
                 format!("image `{}` has no tag or is tagged latest", self.image),
-                "pin a digest (`image_digest`), or at least a tag, e.g. vllm/vllm-openai:kimi-k3",
+                format!(
+                    "pin a digest (`image_digest`), or at least a tag: `{}:<version>`",
+                    name.rsplit_once(':')
+                        .filter(|(_, t)| !t.contains('/'))
+                        .map_or(name, |(n, _)| n)
+                ),
             );
         } else if digests.is_empty() {
             ds.report_field(
@@ -1178,7 +1183,7 @@ impl InferenceEndpoint {
                     "instance type `{}` is not in the catalog",
                     self.instance_type
                 ),
-                "use a type from hyperforge::catalog::instances(), e.g. ml.p6-b300.48xlarge",
+                super::known_gpu_types_help(true),
             );
         }
         if !REPLICAS.contains(i64::from(self.replicas)) {
@@ -2183,7 +2188,7 @@ impl VllmDeployment {
                     "instance type `{}` is not in the catalog",
                     self.instance_type
                 ),
-                "use a type from hyperforge::catalog::instances(), e.g. p6-b300.48xlarge",
+                super::known_gpu_types_help(false),
             ),
             Some(it) => {
                 if let Some(gpus) = self.gpus {
@@ -2227,7 +2232,10 @@ impl VllmDeployment {
                 "remove the annotation, or ask for it by name with `.internet_facing_load_balancer()`",
             );
         }
-        self.server.validate(Some(self.gpu_count()), path, ds);
+        // An unknown instance type (HF0303 above) has no GPU count: the GPU-count rules are
+        // skipped rather than run against a guessed one, unless `gpus` states it.
+        let gpus = self.gpus.or_else(|| instance.map(|i| i.gpu_count));
+        self.server.validate(gpus, path, ds);
     }
 }
 

@@ -114,7 +114,7 @@ impl ModelStoreHandle {
 
 impl ModelStore {
     /// A store in bucket `bucket_name` (S3 names are global and permanent: include the account
-    /// id and region, e.g. `kimi-k3-weights-111122223333-us-west-2`), whose readers and
+    /// id and region, e.g. `my-model-weights-111122223333-us-west-2`), whose readers and
     /// writers are pods of `cluster`.
     pub fn new(
         id: impl Into<String>,
@@ -564,7 +564,7 @@ impl WeightsStaging {
                 path,
                 "model",
                 format!("`{}` is not a Hugging Face model id", self.model_id),
-                "model ids look like `moonshotai/Kimi-K3`",
+                "model ids are `organization/name` as on the Hugging Face Hub, each part letters, digits, `_`, `.` and `-`",
             );
         }
         if !is_commit_sha(&self.revision) {

@@ -97,8 +97,8 @@ pub fn check(served: &ServedModel<'_>, path: &str, claims: &[CapacityClaim], ds:
     }
 }
 
-/// The most nodes a claim can ever provide.
-fn ever(claim: &CapacityClaim) -> i64 {
+/// The most nodes a claim can ever provide (shared with the `replicas` bound, `HF0371`).
+pub(crate) fn ever(claim: &CapacityClaim) -> i64 {
     let reserved = match &claim.source {
         CapacitySource::TrainingPlan {
             reserved_instance_count,

@@ -51,17 +51,36 @@ fn weights_note(model: &Model, plan: &MemoryPlan) -> String {
     )
 }
 
+/// Where a served model runs: the stack's region, the server's construct path, and whether
+/// HyperPod launches its instances (messages then name `ml.` types, else EC2 types).
+#[derive(Clone, Copy, Debug)]
+pub struct Placement<'a> {
+    /// The stack's region.
+    pub region: &'a str,
+    /// The server's construct path.
+    pub path: &'a str,
+    /// Served through the HyperPod inference operator.
+    pub hyperpod: bool,
+}
+
 /// Checks `server` serving `model` on `instance` at tensor parallel size `tp` (1 to the
-/// instance's GPU count) in `region`.
+/// instance's GPU count) where `at` says.
 pub fn check(
     model: &Model,
     server: &VllmServer,
     instance: &'static InstanceType,
     tp: u32,
-    region: &str,
-    path: &str,
+    at: Placement<'_>,
     ds: &mut Diagnostics,
 ) {
+    let Placement { path, hyperpod, .. } = at;
+    let name = |i: &InstanceType| {
+        if hyperpod {
+            i.ml_name()
+        } else {
+            i.name.to_owned()
+        }
+    };
     let util = server.memory_utilization();
     if !crate::constructs::vllm::GPU_MEMORY_UTILIZATION.contains(util) {
         return; // reported as HF0411
@@ -95,14 +114,20 @@ pub fn check(
                 .iter()
                 .filter_map(|p| catalog::instance(p.instance).map(|i| (i, p)))
                 .map(|(i, p)| {
-                    let regions = if i.hyperpod_regions.is_empty() {
+                    let regions = if !hyperpod {
+                        if i.ec2_regions.is_empty() {
+                            "EC2 regions not listed".to_owned()
+                        } else {
+                            format!("EC2 in {}", i.ec2_regions.join(", "))
+                        }
+                    } else if i.hyperpod_regions.is_empty() {
                         "no HyperPod region listed".to_owned()
                     } else {
                         format!("HyperPod in {}", i.hyperpod_regions.join(", "))
                     };
                     format!(
                         "{} (TP {}, {:+.1} GiB headroom per GPU; {regions})",
-                        i.ml_name(),
+                        name(i),
                         p.tensor_parallel,
                         p.headroom_gib()
                     )
@@ -120,7 +145,7 @@ pub fn check(
                 format!(
                     "{} does not fit {} at TP {tp}: {:.1} GiB of weights per GPU, {:.1} GiB usable ({:.1} GiB x {util:.2}), short by {:.1} GiB per GPU",
                     model.display_name,
-                    instance.ml_name(),
+                    name(instance),
                     gib(plan.weight_bytes_per_gpu as f64),
                     gib(plan.usable_bytes_per_gpu as f64),
                     gib(plan.gpu_memory_bytes as f64),
@@ -164,10 +189,11 @@ pub fn check(
             }
         }
     }
-    oversized(model, server, instance, &plan, region, path, ds);
+    oversized(model, server, instance, &plan, at, ds);
 }
 
-/// `HF0505`: a cheaper catalog instance offered for HyperPod in `region` holds the model on
+/// `HF0505`: a cheaper catalog instance offered in `region` (by HyperPod for an endpoint, by EC2
+/// where the catalog records its regions otherwise) holds the model on
 /// one node with at least [`SUGGESTION_MIN_HEADROOM_FRACTION`] of its usable memory free (and
 /// one sequence at `max_model_len`, when set).
 fn oversized(
@@ -175,10 +201,21 @@ fn oversized(
     server: &VllmServer,
     instance: &'static InstanceType,
     plan: &MemoryPlan,
-    region: &str,
-    path: &str,
+    at: Placement<'_>,
     ds: &mut Diagnostics,
 ) {
+    let Placement {
+        region,
+        path,
+        hyperpod,
+    } = at;
+    let name = |i: &InstanceType| {
+        if hyperpod {
+            i.ml_name()
+        } else {
+            i.name.to_owned()
+        }
+    };
     let Some(current_price) = instance.on_demand_usd_per_hour_us_east_1 else {
         return;
     };
@@ -200,7 +237,11 @@ fn oversized(
             && roomy
             && holds_context
             && i.total_gpu_memory_mib() < instance.total_gpu_memory_mib()
-            && i.hyperpod_offered_in(region)
+            && if hyperpod {
+                i.hyperpod_offered_in(region)
+            } else {
+                i.ec2_regions.is_empty() || i.ec2_regions.contains(&region)
+            }
     });
     let Some(smaller) = candidate else {
         return;
@@ -216,17 +257,17 @@ fn oversized(
                 "{} leaves {:.1} GiB per GPU free on {} at TP {}; {} holds it at TP {} with {:.1} GiB free per GPU",
                 model.display_name,
                 plan.headroom_gib(),
-                instance.ml_name(),
+                name(instance),
                 plan.tensor_parallel,
-                small.ml_name(),
+                name(small),
                 smaller.tensor_parallel,
                 smaller.headroom_gib(),
             ),
             format!(
                 "consider {} ({}) instead of {} ({})",
-                small.ml_name(),
+                name(small),
                 price(small),
-                instance.ml_name(),
+                name(instance),
                 price(instance)
             ),
         )

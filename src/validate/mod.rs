@@ -12,6 +12,9 @@
 //! - [`capacity`]: training plan and Capacity Block instance counts (`HF0314`, `HF0315`);
 //! - [`storage`]: whether the serving nodes' own storage holds the downloaded weights
 //!   (`HF0510`);
+//! - [`topology`]: how the pieces fit around each workload: capacity of its instance type,
+//!   `replicas` within it, the NVIDIA device plugin before it, Capacity Blocks used whole, the
+//!   load balancer controller's role, cluster and region (`HF0370`-`HF0375`);
 //! - [`limits`]: CloudFormation service limits checked on rendered templates (`HF06xx`),
 //!   called by synthesis after lowering.
 //!
@@ -26,6 +29,7 @@ pub mod model_source;
 pub mod parallelism;
 pub mod region;
 pub mod storage;
+pub mod topology;
 
 use crate::app::{App, Stack};
 use crate::catalog;
@@ -54,11 +58,21 @@ pub(crate) fn app(app: &App, ds: &mut Diagnostics) {
         // Storage spans constructs: every claim that can run a served model. Staged weights
         // span them too: a server reading a store needs an earlier Job staging its revision.
         let mut stagings = Vec::new();
+        let clusters = topology::Clusters::of(&placements);
         for placed in placements.all() {
             let facts = placed.facts();
             for served in &facts.served_models {
                 storage::check(served, placed.cx.path, &claims, ds);
                 autoscaling::check(served, placed.cx.path, &claims, ds);
+                topology::workload(
+                    stack,
+                    clusters,
+                    served,
+                    placed.cx.path,
+                    placed.node.stage,
+                    &claims,
+                    ds,
+                );
                 model_source::staged(served, placed.node.stage, placed.cx.path, &stagings, ds);
             }
             stagings.extend(
@@ -68,6 +82,8 @@ pub(crate) fn app(app: &App, ds: &mut Diagnostics) {
                     .map(|s| (placed.node.stage, s)),
             );
         }
+        topology::reservations(stack, &claims, ds);
+        topology::load_balancer_controller(stack, &placements, ds);
     }
 }
 
@@ -106,7 +122,12 @@ fn served_model(stack: &Stack, served: &ServedModel<'_>, path: &str, ds: &mut Di
     }
     parallelism::check(&model, server, tp, path, ds);
     if tp <= gpus {
-        memory::check(&model, server, instance, tp, stack.region(), path, ds);
+        let at = memory::Placement {
+            region: stack.region(),
+            path,
+            hyperpod: served.hyperpod,
+        };
+        memory::check(&model, server, instance, tp, at, ds);
     }
 }
 
@@ -165,6 +186,7 @@ mod tests {
                 );
             }
         }
+        stack.helm_stage("nvidia-device-plugin", HelmRelease::nvidia_device_plugin());
         let w = stack.kubernetes_stage("workload");
         stack.add(
             w,

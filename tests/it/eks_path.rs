@@ -22,6 +22,7 @@ fn eks_app(
     );
     let group = gpu_group(&net, &eks);
     stack.add(f, group);
+    stack.helm_stage("nvidia-device-plugin", HelmRelease::nvidia_device_plugin());
     let w = stack.kubernetes_stage("workload");
     // The load balancer goes where its scheme needs it: private or public subnets.
     let deployment = match deployment.exposure() {
@@ -175,7 +176,7 @@ fn a_public_service_needs_the_explicit_opt_in() {
     let yaml = app
         .synth()
         .unwrap_or_else(|d| panic!("{d}"))
-        .text("eks/02-workload.yaml")
+        .text("eks/03-workload.yaml")
         .unwrap()
         .to_owned();
     assert!(yaml.contains("service.beta.kubernetes.io/aws-load-balancer-scheme: internet-facing"));
@@ -199,7 +200,7 @@ fn the_deployment_is_internal_with_gpus_shm_probes_and_a_secret_token() {
         ),
     );
     let assembly = app.synth().unwrap_or_else(|d| panic!("{d}"));
-    let yaml = assembly.text("eks/02-workload.yaml").unwrap();
+    let yaml = assembly.text("eks/03-workload.yaml").unwrap();
     let docs: Vec<serde_json::Value> = yaml
         .split("---\n")
         .filter(|d| !d.trim().is_empty())

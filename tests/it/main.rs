@@ -39,6 +39,7 @@ mod runbook_script;
 mod snapshots;
 mod stackfile;
 mod terraform_schema;
+mod topology;
 mod validation;
 mod weights;
 mod weights_stager;

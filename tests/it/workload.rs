@@ -66,14 +66,28 @@ fn eks_app(deployment: impl FnOnce(&NetworkHandle) -> VllmDeployment) -> App {
     let mut stack = Stack::new("eks", "us-west-2");
     let f = stack.cloudformation_stage("foundation");
     let net = stack.add(f, Network::new("Network").gpu_subnet(CAPACITY_BLOCK_AZ_ID));
-    stack.add(
+    let eks = stack.add(
         f,
         EksCluster::new("Eks", "eks")
             .subnets(&net.private_subnets)
             .vpc(&net.vpc),
     );
+    let deployment = deployment(&net);
+    // Nodes of the Deployment's type for its replicas, and the device plugin before it.
+    let nodes = i64::from(deployment.replica_count().max(1));
+    stack.add(
+        f,
+        ManagedNodeGroup::gpu(
+            "Gpu",
+            &eks.cluster,
+            deployment.instance_type(),
+            net.gpu_subnet.iter(),
+        )
+        .scaling(0, nodes, nodes),
+    );
+    stack.helm_stage("nvidia-device-plugin", HelmRelease::nvidia_device_plugin());
     let w = stack.kubernetes_stage("workload");
-    stack.add(w, deployment(&net));
+    stack.add(w, deployment);
     App::new().stack(stack)
 }
 
