@@ -533,3 +533,35 @@ fn acknowledged_warnings_leave_the_report_and_enter_the_manifest() {
         .warnings()
         .contains(Code::RawResourceLacksFormat, "ack/Queue"));
 }
+
+#[test]
+fn an_imported_cluster_is_not_held_to_the_nodes_the_description_shows() {
+    // The platform's cluster already runs GPU nodes and the device plugin: a workload on it
+    // with no node group in this stack is not refused (HF0370, HF0373 are for created
+    // clusters), while the model-aware rules still apply.
+    let mut stack = Stack::new("imp", "us-east-2");
+    let s = stack.cloudformation_stage("foundation");
+    stack.add(s, ExistingEksCluster::new("Eks", "platform"));
+    let k = stack.kubernetes_stage("workload");
+    stack.add(
+        k,
+        VllmDeployment::new(
+            "Llama",
+            VllmServer::new(
+                "meta-llama/Llama-3.1-70B-Instruct",
+                "vllm/vllm-openai:v0.11.0",
+            )
+            .image_digest("sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef")
+            .revision("0123456789abcdef0123456789abcdef01234567")
+            .tensor_parallel_size(8),
+            "p5en.48xlarge",
+        ),
+    );
+    let found = App::new().stack(stack).validate();
+    for code in [
+        Code::WorkloadWithoutCapacity,
+        Code::GpuWorkloadWithoutDevicePlugin,
+    ] {
+        assert_eq!(found.with_code(code).count(), 0, "{code:?}: {found}");
+    }
+}
