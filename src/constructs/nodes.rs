@@ -741,11 +741,10 @@ impl Construct for ManagedNodeGroup {
                 user_data: self
                     .local_nvme_raid0()
                     .then(|| RAID0_NODE_CONFIG.to_owned()),
-                tagged: vec!["instance".to_owned(), "volume".to_owned()],
-                tags: vec![
-                    ("Name".to_owned(), name_tag),
-                    ("hyperforge:stack".to_owned(), stack_name),
-                ],
+                tagged: ["instance", "volume", "network-interface"]
+                    .map(str::to_owned)
+                    .to_vec(),
+                tags: vec![("Name".to_owned(), name_tag)],
             },
         );
         let block = matches!(self.capacity, NodeCapacity::CapacityBlock(_));

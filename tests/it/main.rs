@@ -36,6 +36,7 @@ mod runbook;
 mod runbook_script;
 mod snapshots;
 mod stackfile;
+mod tags;
 mod terraform_schema;
 mod validation;
 mod weights;

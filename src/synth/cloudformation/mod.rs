@@ -26,7 +26,7 @@ pub fn templates(
     graph: &ResourceGraph,
     tags: &Tags,
 ) -> Result<BTreeMap<StageId, Value>, Diagnostics> {
-    let mut cx = template::StackTemplates::new(stack);
+    let mut cx = template::StackTemplates::new(stack, tags);
     let stage_of: BTreeMap<&str, StageId> = graph
         .resources
         .iter()
@@ -51,7 +51,7 @@ pub fn templates(
             cx.plain_output(&d.value);
         }
     }
-    cx.finish(tags)
+    cx.finish()
 }
 
 /// The CloudFormation backend: one template per CloudFormation stage.

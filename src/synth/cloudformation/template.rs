@@ -53,13 +53,16 @@ pub(crate) struct StageTemplate {
 /// The templates of one stack under construction.
 pub(crate) struct StackTemplates<'a> {
     pub stack: &'a Stack,
+    /// The stack's effective tags, on every taggable resource and in what launch templates
+    /// tag.
+    pub tags: &'a Tags,
     pub templates: BTreeMap<StageId, StageTemplate>,
     ids: BTreeMap<String, String>,
     pub ds: Diagnostics,
 }
 
 impl<'a> StackTemplates<'a> {
-    pub fn new(stack: &'a Stack) -> Self {
+    pub fn new(stack: &'a Stack, tags: &'a Tags) -> Self {
         let templates = stack
             .stages()
             .iter()
@@ -69,6 +72,7 @@ impl<'a> StackTemplates<'a> {
             .collect();
         StackTemplates {
             stack,
+            tags,
             templates,
             ids: BTreeMap::new(),
             ds: Diagnostics::new(),
@@ -309,7 +313,8 @@ impl<'a> StackTemplates<'a> {
     }
 
     /// Applies tags and property overrides, then renders every stage's template.
-    pub fn finish(mut self, tags: &Tags) -> Result<BTreeMap<StageId, Value>, Diagnostics> {
+    pub fn finish(mut self) -> Result<BTreeMap<StageId, Value>, Diagnostics> {
+        let tags = self.tags;
         for t in self.templates.values_mut() {
             for r in &mut t.resources {
                 apply_tags(r, tags);

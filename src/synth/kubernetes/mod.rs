@@ -167,7 +167,7 @@ mod tests {
         let foundation = stack.cloudformation_stage("foundation");
         stack.add(foundation, LifecycleScripts::new("Lifecycle"));
         let workload = stack.kubernetes_stage("workload");
-        let mut graph = crate::constructs::expand(&stack);
+        let mut graph = crate::constructs::expand(&stack, &Tags::new());
         let bucket: Ref<kind::Bucket> = Ref::new("s", "Lifecycle/Bucket");
         graph.resources.push(Resource {
             path: "Lifecycle/BucketValue".to_owned(),

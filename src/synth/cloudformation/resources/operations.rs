@@ -261,11 +261,12 @@ mod tests {
         let stage = stack.cloudformation_stage("operations");
         let resources =
             crate::resources::operations::sample_dashboard_and_percentile_alarm(stage, 99.0);
-        let mut cx = StackTemplates::new(&stack);
+        let tags = Tags::new();
+        let mut cx = StackTemplates::new(&stack, &tags);
         for r in &resources {
             super::super::lower(&mut cx, r, &Default::default());
         }
-        let templates = cx.finish(&Tags::new()).unwrap();
+        let templates = cx.finish().unwrap();
         let t = &templates[&stage];
         let board = &t["Resources"]["OpsBoard"]["Properties"];
         assert_eq!(board["DashboardName"], "ops-serving");
