@@ -59,6 +59,34 @@ impl HelmRelease {
 
     /// The NVIDIA device plugin (advertises `nvidia.com/gpu`), on GPU nodes only, tolerating
     /// their taint.
+    ///
+    /// # Examples
+    ///
+    /// Each preset is a pinned chart with its values; a Helm stage installs it, here before
+    /// the Load Balancer Controller, whose VPC id is read from the foundation stage's output
+    /// when the stage is deployed:
+    ///
+    /// ```
+    /// use hyperforge::app::Stack;
+    /// use hyperforge::constructs::*;
+    ///
+    /// let plugin = HelmRelease::nvidia_device_plugin();
+    /// assert_eq!(plugin.namespace, "kube-system");
+    /// assert_eq!(plugin.values["nodeSelector"]["nvidia.com/gpu.present"], "true");
+    ///
+    /// let mut stack = Stack::new("demo", "us-west-2");
+    /// let foundation = stack.cloudformation_stage("foundation");
+    /// let network = stack.add(foundation, Network::new("Network"));
+    /// let eks = stack.add(
+    ///     foundation,
+    ///     EksCluster::new("Eks", "demo").subnets(&network.private_subnets).vpc(&network.vpc),
+    /// );
+    /// stack.helm_stage("nvidia-device-plugin", plugin);
+    /// let lbc = HelmRelease::aws_load_balancer_controller(&eks.name, "us-west-2", &network.vpc);
+    /// assert_eq!(lbc.set_from_outputs[0].0, "vpcId");
+    /// assert!(lbc.wait);
+    /// stack.helm_stage("aws-load-balancer-controller", lbc);
+    /// ```
     pub fn nvidia_device_plugin() -> Self {
         HelmRelease {
             release: "nvidia-device-plugin".to_owned(),
