@@ -36,11 +36,20 @@ pub const KARPENTER_TAG_KEYS: [&str; 5] = [
 /// [`KARPENTER_TAG_KEYS`]; an EKS managed node group adds fewer).
 const ADDED_INSTANCE_TAGS: usize = KARPENTER_TAG_KEYS.len();
 
-/// Whether `key` is one EKS or Karpenter sets on a cluster's resources, so no app or stack tag
-/// may use it ([`KARPENTER_TAG_KEYS`]; `kubernetes.io/cluster/` also marks what EKS and the
-/// Load Balancer Controller consider the cluster's).
+/// Tag key prefixes of the tags the AWS Load Balancer Controller tracks the resources it
+/// creates by; its `defaultTags` (the stack's tags) must not override them.
+pub const LOAD_BALANCER_CONTROLLER_TAG_PREFIXES: [&str; 3] =
+    ["elbv2.k8s.aws/", "service.k8s.aws/", "ingress.k8s.aws/"];
+
+/// Whether `key` is one EKS, Karpenter or the Load Balancer Controller sets on a cluster's
+/// resources, so no app or stack tag may use it ([`KARPENTER_TAG_KEYS`],
+/// [`LOAD_BALANCER_CONTROLLER_TAG_PREFIXES`]; `kubernetes.io/cluster/` also marks what EKS
+/// and the Load Balancer Controller consider the cluster's).
 pub fn is_reserved_tag_key(key: &str) -> bool {
     key.starts_with("kubernetes.io/cluster")
+        || LOAD_BALANCER_CONTROLLER_TAG_PREFIXES
+            .iter()
+            .any(|p| key.starts_with(p))
         || KARPENTER_TAG_KEYS
             .iter()
             .any(|k| !k.ends_with('/') && *k == key)
@@ -422,8 +431,8 @@ impl Stack {
                 ds.report(
                     Code::ReservedTagKey,
                     &stack_path,
-                    format!("tag key `{key}` is set by EKS or Karpenter on the cluster's resources"),
-                    "use another key; Karpenter's EC2NodeClass refuses it and EKS reads it as ownership",
+                    format!("tag key `{key}` is set by EKS, Karpenter or the Load Balancer Controller on the cluster's resources"),
+                    "use another key: these track which cluster, node pool or load balancer a resource belongs to",
                 );
             }
         }

@@ -1,7 +1,7 @@
 //! Cost-allocation tags reach every taggable resource of the reference stacks, in both
 //! formats: the resources' own tags, what EC2 launches from launch templates (instances,
-//! volumes, network interfaces), the admin host's volume, and what Karpenter launches
-//! (`EC2NodeClass.spec.tags`). "Taggable" comes from the vendored schemas (a CloudFormation
+//! volumes, network interfaces), the admin host's volume, what Karpenter launches
+//! (`EC2NodeClass.spec.tags`) and what the Load Balancer Controller creates (`defaultTags`). "Taggable" comes from the vendored schemas (a CloudFormation
 //! type with a `Tags` property, a Terraform type with a `tags` argument), not from a list kept
 //! here, so a new resource type is checked the day it is emitted. And the tag rules:
 //! reserved keys (`HF0385`), EC2's 50 tags per resource (`HF0386`).
@@ -265,6 +265,30 @@ fn tags_reach_what_karpenter_launches() {
     assert_eq!(classes, 1);
 }
 
+/// The Load Balancer Controller puts the stack's tags (`defaultTags`) on the load balancers,
+/// target groups and security groups it creates; no other release carries them.
+#[test]
+fn tags_reach_what_the_load_balancer_controller_creates() {
+    let mut releases = 0;
+    for app in tagged_apps() {
+        let assembly = app.synth().expect("synthesizes");
+        for (path, bytes) in assembly.files() {
+            if !path.ends_with(".values.yaml") {
+                continue;
+            }
+            let values: Value = serde_yaml::from_slice(bytes).unwrap();
+            if path.ends_with("aws-load-balancer-controller.values.yaml") {
+                releases += 1;
+                assert_has(&cfn_tags(&values["defaultTags"]), stack_of(path), path);
+            } else {
+                assert!(values.get("defaultTags").is_none(), "{path}");
+            }
+        }
+    }
+    // Both EKS references.
+    assert_eq!(releases, 2);
+}
+
 /// Keys Karpenter's CRD refuses in `spec.tags` never reach it, even when a caller passes
 /// them (synthesis refuses them first, `HF0385`).
 #[test]
@@ -308,6 +332,8 @@ fn reserved_tag_keys_are_refused() {
         "kubernetes.io/cluster/kimi-k3-eks",
         "karpenter.sh/nodeclaim",
         "eks:eks-cluster-name",
+        "elbv2.k8s.aws/cluster",
+        "service.k8s.aws/stack",
     ] {
         let got = codes(reference::kimi_k3_eks().tag(key, "x"));
         assert_eq!(got, ["HF0385"], "{key}");
