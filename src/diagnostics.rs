@@ -93,6 +93,10 @@ codes! {
         "Regions are written like `us-west-2`. The instance catalog lists which regions offer each instance type.";
     InvalidTag = "HF0010", Error, "tag key or value is not valid",
         "Tag keys are 1-128 characters and values 0-256 characters; keys may not start with `aws:`.";
+    ReservedTagKey = "HF0385", Error, "a tag key is one that EKS, Karpenter or the Load Balancer Controller sets on the cluster's resources",
+        "App and stack tags reach every taggable resource, the GPU instances, their volumes and network interfaces included, Karpenter's EC2NodeClass and the Load Balancer Controller's `defaultTags`. Karpenter's EC2NodeClass refuses the keys it sets itself (`karpenter.sh/nodepool`, `karpenter.sh/nodeclaim`, `karpenter.k8s.aws/ec2nodeclass`, `eks:eks-cluster-name`, any `kubernetes.io/cluster/...`), the Load Balancer Controller tracks the resources it creates by its own `elbv2.k8s.aws/...`, `service.k8s.aws/...` and `ingress.k8s.aws/...` tags, and EKS and the Load Balancer Controller recognise a cluster's instances, subnets and security groups by `kubernetes.io/cluster/<name>`: a tag on every resource with one of these keys would claim resources for the wrong owner or be refused. Use another key.";
+    TooManyTags = "HF0386", Error, "the tags exceed what EC2 accepts on one resource",
+        "EC2 accepts 50 tags per resource (keys starting with `aws:` do not count). The GPU instances carry the app's and the stack's tags, `hyperforge:stack`, and up to six keys EKS or Karpenter add (`Name`, `karpenter.sh/nodepool`, `karpenter.sh/nodeclaim`, `karpenter.k8s.aws/ec2nodeclass`, `kubernetes.io/cluster/<name>`, `eks:eks-cluster-name`), so an instance launch with more would fail. Keep at most 43 app and stack tags together (44 with `hyperforge:stack`; one more when they set `Name` themselves).";
     DescriptionTooLong = "HF0012", Error, "the stack description is longer than CloudFormation accepts",
         "The description is written into every template, and CloudFormation accepts at most 1,024 bytes there.";
     ConstructInWrongStage = "HF0014", Error, "a construct is placed in a stage that cannot deploy it",

@@ -39,6 +39,63 @@
 //! assert!(assembly.text("demo/04-cluster.template.json").unwrap().contains("AWS::SageMaker::Cluster"));
 //! ```
 //!
+//! The same model on plain EKS: a GPU subnet in the Capacity Block's zone, the cluster, a
+//! system node group and a GPU managed node group launched into the block, the NVIDIA device
+//! plugin and the AWS Load Balancer Controller as Helm stages, and vLLM at tensor parallel 8
+//! behind a Service on port 8000 (an internal Network Load Balancer in the private subnets).
+//!
+//! ```
+//! use hyperforge::app::Stack;
+//! use hyperforge::constructs::*;
+//! use hyperforge::App;
+//!
+//! let mut stack = Stack::new("demo", "us-west-2").tag("team", "inference");
+//! let foundation = stack.cloudformation_stage("foundation");
+//! let network = stack.add(foundation, Network::new("Network").gpu_subnet("usw2-az2"));
+//! let sg = stack.add(foundation, ClusterSecurityGroup::new("ClusterSg", &network.vpc));
+//! let eks = stack.add(
+//!     foundation,
+//!     EksCluster::new("Eks", "demo").subnets(&network.private_subnets).vpc(&network.vpc).security_group(&sg.group),
+//! );
+//! stack.add(foundation, LoadBalancerController::new("LoadBalancerController", &eks.cluster));
+//!
+//! let nodes = stack.cloudformation_stage("nodes");
+//! stack.add(nodes, ManagedNodeGroup::system("SystemNodes", &eks.cluster, &network.private_subnets));
+//! stack.add(
+//!     nodes,
+//!     ManagedNodeGroup::gpu("GpuNodes", &eks.cluster, "p6-b300.48xlarge", network.gpu_subnet.iter())
+//!         .capacity(NodeCapacity::capacity_block_of("cr-0123456789abcdef0", "usw2-az2", 1))
+//!         .security_group(&sg.group),
+//! );
+//! stack.helm_stage("nvidia-device-plugin", HelmRelease::nvidia_device_plugin());
+//! stack.helm_stage(
+//!     "aws-load-balancer-controller",
+//!     HelmRelease::aws_load_balancer_controller(&eks.name, "us-west-2", &network.vpc),
+//! );
+//!
+//! let workload = stack.kubernetes_stage("workload");
+//! stack.add(
+//!     workload,
+//!     VllmDeployment::new(
+//!         "KimiK3",
+//!         VllmServer::new("moonshotai/Kimi-K3", "vllm/vllm-openai:kimi-k3")
+//!             .trust_remote_code(true)
+//!             .revision("0123456789abcdef0123456789abcdef01234567")
+//!             .tensor_parallel_size(8),
+//!         "p6-b300.48xlarge",
+//!     )
+//!     .load_balancer_subnets(&network.private_subnets),
+//! );
+//!
+//! let assembly = App::new().tag("cost-center", "gpu-42").stack(stack).synth().expect("valid description");
+//! let objects = assembly.text("demo/05-workload.yaml").unwrap();
+//! assert!(objects.contains("- --tensor-parallel-size\n        - '8'"));
+//! assert!(objects.contains("kind: Service") && objects.contains("port: 8000"));
+//! // The GPU instances, their volumes and network interfaces carry the app's and stack's tags.
+//! let nodes = assembly.text("demo/02-nodes.template.json").unwrap();
+//! assert!(nodes.contains("\"network-interface\"") && nodes.contains("gpu-42"));
+//! ```
+//!
 //! References are typed: a subnet handle cannot stand where a VPC is wanted.
 //!
 //! ```compile_fail

@@ -19,6 +19,42 @@ pub use refs::{kind, Attr, AttrRef, Kind, Ref, ResourceKind};
 /// Tags: sorted, so output is deterministic.
 pub type Tags = BTreeMap<String, String>;
 
+/// EC2's limit of tags on one resource (keys starting with `aws:` do not count).
+pub const MAX_TAGS_PER_RESOURCE: usize = 50;
+
+/// Tag keys Karpenter sets on what it launches, besides `Name`, which its EC2NodeClass
+/// refuses in `spec.tags` (Karpenter 1.8.1 CRD): `kubernetes.io/cluster/` is a prefix.
+pub const KARPENTER_TAG_KEYS: [&str; 5] = [
+    "karpenter.sh/nodepool",
+    "karpenter.sh/nodeclaim",
+    "karpenter.k8s.aws/ec2nodeclass",
+    "eks:eks-cluster-name",
+    "kubernetes.io/cluster/",
+];
+
+/// The most tags EKS or Karpenter add to one instance beyond `Name` (Karpenter's
+/// [`KARPENTER_TAG_KEYS`]; an EKS managed node group adds fewer).
+const ADDED_INSTANCE_TAGS: usize = KARPENTER_TAG_KEYS.len();
+
+/// Tag key prefixes of the tags the AWS Load Balancer Controller tracks the resources it
+/// creates by; its `defaultTags` (the stack's tags) must not override them.
+pub const LOAD_BALANCER_CONTROLLER_TAG_PREFIXES: [&str; 3] =
+    ["elbv2.k8s.aws/", "service.k8s.aws/", "ingress.k8s.aws/"];
+
+/// Whether `key` is one EKS, Karpenter or the Load Balancer Controller sets on a cluster's
+/// resources, so no app or stack tag may use it ([`KARPENTER_TAG_KEYS`],
+/// [`LOAD_BALANCER_CONTROLLER_TAG_PREFIXES`]; `kubernetes.io/cluster/` also marks what EKS
+/// and the Load Balancer Controller consider the cluster's).
+pub fn is_reserved_tag_key(key: &str) -> bool {
+    key.starts_with("kubernetes.io/cluster")
+        || LOAD_BALANCER_CONTROLLER_TAG_PREFIXES
+            .iter()
+            .any(|p| key.starts_with(p))
+        || KARPENTER_TAG_KEYS
+            .iter()
+            .any(|k| !k.ends_with('/') && *k == key)
+}
+
 /// A whole description: one or more stacks, and tags that reach every taggable resource.
 #[derive(Clone, Debug, Default)]
 pub struct App {
@@ -612,7 +648,8 @@ impl Stack {
                 ),
             );
         }
-        for (key, value) in self.effective_tags(app_tags) {
+        let tags = self.effective_tags(app_tags);
+        for (key, value) in &tags {
             if key.is_empty() || key.len() > 128 || key.starts_with("aws:") || value.len() > 256 {
                 ds.report(
                     Code::InvalidTag,
@@ -620,7 +657,29 @@ impl Stack {
                     format!("tag `{key}` = `{value}` is not valid"),
                     "tag keys are 1-128 characters not starting with `aws:`; values at most 256",
                 );
+            } else if is_reserved_tag_key(key) {
+                ds.report(
+                    Code::ReservedTagKey,
+                    &stack_path,
+                    format!("tag key `{key}` is set by EKS, Karpenter or the Load Balancer Controller on the cluster's resources"),
+                    "use another key: these track which cluster, node pool or load balancer a resource belongs to",
+                );
             }
+        }
+        let added = ADDED_INSTANCE_TAGS + usize::from(!tags.contains_key("Name"));
+        if tags.len() + added > MAX_TAGS_PER_RESOURCE {
+            ds.report(
+                Code::TooManyTags,
+                &stack_path,
+                format!(
+                    "{} tags (the app's, the stack's and `hyperforge:stack`) plus the {added} EKS or Karpenter add to an instance exceed EC2's {MAX_TAGS_PER_RESOURCE} per resource",
+                    tags.len()
+                ),
+                format!(
+                    "keep at most {} tags on the app and stack together",
+                    MAX_TAGS_PER_RESOURCE - added - 1
+                ),
+            );
         }
         let mut stage_names = BTreeSet::new();
         for (index, stage) in self.stages.iter().enumerate() {

@@ -47,6 +47,10 @@ pub struct HelmRelease {
     /// Terraform `wait`). False for a chart whose pods schedule only on nodes a later stage
     /// creates: waiting would time out and leave the release `failed`.
     pub wait: bool,
+    /// The values key that takes the stack's effective tags as a map, for a chart whose
+    /// controller creates AWS resources (the Load Balancer Controller's `defaultTags`, on its
+    /// load balancers, target groups and security groups); filled in at synthesis.
+    pub tags_value: Option<String>,
 }
 
 /// A file to upload.

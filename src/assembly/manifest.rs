@@ -158,9 +158,55 @@ pub enum StageManifest {
         /// out when there are none.
         #[serde(default, skip_serializing_if = "Vec::is_empty")]
         values_from_outputs: Vec<SetFromOutput>,
+        /// The Secrets the stage's objects read and no artifact creates (the Hub token, an
+        /// API key: their values never enter the assembly), which must exist before it is
+        /// applied; left out when there are none.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        secrets: Vec<SecretUse>,
         /// The multi-document YAML file (format `kubernetes`).
         artifacts: Vec<Artifact>,
     },
+}
+
+/// A Kubernetes Secret that objects of a stage read, created by the operator (the runbook
+/// shows how) rather than by any artifact.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct SecretUse {
+    /// The Secret's name.
+    pub name: String,
+    /// Its namespace.
+    pub namespace: String,
+    /// The data keys read from it.
+    pub keys: Vec<String>,
+    /// Whether a reader cannot start without it (a reference not marked optional); an
+    /// optional one is read when present (the staging Job's Hub token).
+    pub required: bool,
+    /// The objects reading it (`Deployment/kimi-k3`).
+    pub used_by: Vec<String>,
+}
+
+impl SecretUse {
+    /// A POSIX shell script checking that the Secret exists: a missing required one stops
+    /// with a message naming it, its keys and its readers; a missing optional one is a note.
+    /// `hyperforge deploy` runs it before applying the stage (and prints it when it only
+    /// prints the commands).
+    pub fn check_script(&self) -> String {
+        let (name, ns) = (&self.name, &self.namespace);
+        let what = format!(
+            "Secret {name} (key {}) in namespace {ns}, read by {}",
+            self.keys.join(", "),
+            self.used_by.join(", ")
+        );
+        if self.required {
+            format!(
+                "kubectl get secret {name} -n {ns} -o name >/dev/null 2>&1 || {{ echo \"{what}, does not exist: create it before this stage (RUNBOOK.md shows how)\" >&2; exit 1; }}"
+            )
+        } else {
+            format!(
+                "kubectl get secret {name} -n {ns} -o name >/dev/null 2>&1 || echo \"note: {what}, does not exist; it is optional, and read if created before this stage (RUNBOOK.md shows how)\" >&2"
+            )
+        }
+    }
 }
 
 /// A Kubernetes Job a stage waits for.
@@ -456,8 +502,13 @@ impl Serialize for StageManifest {
             StageManifest::Kubernetes {
                 jobs,
                 values_from_outputs,
+                secrets,
                 ..
-            } => usize::from(!jobs.is_empty()) + usize::from(!values_from_outputs.is_empty()),
+            } => {
+                usize::from(!jobs.is_empty())
+                    + usize::from(!values_from_outputs.is_empty())
+                    + usize::from(!secrets.is_empty())
+            }
         };
         let mut s = serializer.serialize_struct("StageManifest", 3 + fields)?;
         s.serialize_field("name", self.name())?;
@@ -506,6 +557,7 @@ impl Serialize for StageManifest {
             StageManifest::Kubernetes {
                 jobs,
                 values_from_outputs,
+                secrets,
                 ..
             } => {
                 if !jobs.is_empty() {
@@ -513,6 +565,9 @@ impl Serialize for StageManifest {
                 }
                 if !values_from_outputs.is_empty() {
                     s.serialize_field("values_from_outputs", values_from_outputs)?;
+                }
+                if !secrets.is_empty() {
+                    s.serialize_field("secrets", secrets)?;
                 }
             }
         }
@@ -600,6 +655,13 @@ mod tests {
                         key: "ws-hyperforge-output-MetricsWorkspaceId".into(),
                         stage: Some("foundation".into()),
                         output: "MetricsWorkspaceId".into(),
+                    }],
+                    secrets: vec![SecretUse {
+                        name: "hf-token".into(),
+                        namespace: "model-weights".into(),
+                        keys: vec!["token".into()],
+                        required: false,
+                        used_by: vec!["Job/stage-model-0123456789ab".into()],
                     }],
                     artifacts: vec![Artifact::new(
                         ArtifactFormat::Kubernetes,

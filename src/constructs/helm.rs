@@ -54,11 +54,40 @@ impl HelmRelease {
             // The chart's Deployments (training operators, MPI operator) schedule only once
             // the HyperPod nodes of a later stage exist.
             wait: false,
+            tags_value: None,
         }
     }
 
     /// The NVIDIA device plugin (advertises `nvidia.com/gpu`), on GPU nodes only, tolerating
     /// their taint.
+    ///
+    /// # Examples
+    ///
+    /// Each preset is a pinned chart with its values; a Helm stage installs it, here before
+    /// the Load Balancer Controller, whose VPC id is read from the foundation stage's output
+    /// when the stage is deployed:
+    ///
+    /// ```
+    /// use hyperforge::app::Stack;
+    /// use hyperforge::constructs::*;
+    ///
+    /// let plugin = HelmRelease::nvidia_device_plugin();
+    /// assert_eq!(plugin.namespace, "kube-system");
+    /// assert_eq!(plugin.values["nodeSelector"]["nvidia.com/gpu.present"], "true");
+    ///
+    /// let mut stack = Stack::new("demo", "us-west-2");
+    /// let foundation = stack.cloudformation_stage("foundation");
+    /// let network = stack.add(foundation, Network::new("Network"));
+    /// let eks = stack.add(
+    ///     foundation,
+    ///     EksCluster::new("Eks", "demo").subnets(&network.private_subnets).vpc(&network.vpc),
+    /// );
+    /// stack.helm_stage("nvidia-device-plugin", plugin);
+    /// let lbc = HelmRelease::aws_load_balancer_controller(&eks.name, "us-west-2", &network.vpc);
+    /// assert_eq!(lbc.set_from_outputs[0].0, "vpcId");
+    /// assert!(lbc.wait);
+    /// stack.helm_stage("aws-load-balancer-controller", lbc);
+    /// ```
     pub fn nvidia_device_plugin() -> Self {
         HelmRelease {
             release: "nvidia-device-plugin".to_owned(),
@@ -79,6 +108,7 @@ impl HelmRelease {
             note: "NVIDIA device plugin: advertises nvidia.com/gpu on GPU nodes.".to_owned(),
             set_from_outputs: Vec::new(),
             wait: true,
+            tags_value: None,
         }
     }
 
@@ -101,12 +131,14 @@ impl HelmRelease {
             note: "EFA device plugin: advertises vpc.amazonaws.com/efa on GPU nodes.".to_owned(),
             set_from_outputs: Vec::new(),
             wait: true,
+            tags_value: None,
         }
     }
 
     /// The AWS Load Balancer Controller for cluster `cluster_name`, its service account bound to
     /// an IAM role by EKS Pod Identity (`LoadBalancerController`), its VPC id read from the
-    /// network stage's output.
+    /// network stage's output; the stack's tags go to `defaultTags`, which the controller puts
+    /// on the load balancers, target groups and security groups it creates.
     pub fn aws_load_balancer_controller(
         cluster_name: &str,
         region: &str,
@@ -133,6 +165,7 @@ impl HelmRelease {
             note: "AWS Load Balancer Controller: provisions the Network Load Balancer of the model Service. Its IAM role is bound to the service account by EKS Pod Identity; vpcId comes from the foundation stage's output.".to_owned(),
             set_from_outputs: vec![("vpcId".to_owned(), vpc.id())],
             wait: true,
+            tags_value: Some("defaultTags".to_owned()),
         }
     }
 
@@ -160,6 +193,7 @@ impl HelmRelease {
             note: "Karpenter: launches GPU nodes into the Capacity Block selected by the EC2NodeClass. Its IAM role is bound to the service account by EKS Pod Identity.".to_owned(),
             set_from_outputs: Vec::new(),
             wait: true,
+            tags_value: None,
         }
     }
 
@@ -216,6 +250,7 @@ impl HelmRelease {
             note: "AWS for Fluent Bit: ships container logs from every node to the log groups of the LogShipping construct (workloads, and kube-system with the inference operator's namespace to the system group). Its IAM role is bound to the service account by EKS Pod Identity; it creates no log group.".to_owned(),
             set_from_outputs: Vec::new(),
             wait: true,
+            tags_value: None,
         }
     }
 
@@ -248,6 +283,7 @@ impl HelmRelease {
             note: "KEDA: scales the vLLM Deployments on their Prometheus queries (Amazon Managed Service for Prometheus, SigV4). The operator's IAM role is bound to its service account keda/keda-operator by EKS Pod Identity.".to_owned(),
             set_from_outputs: Vec::new(),
             wait: true,
+            tags_value: None,
         }
     }
 
@@ -300,6 +336,7 @@ impl HelmRelease {
             note: "NVIDIA DCGM exporter: GPU metrics (utilization, memory, XID errors) on port 9400 of every GPU node (EKS GPU nodes and HyperPod GPU instances), scraped by the managed Prometheus collector.".to_owned(),
             set_from_outputs: Vec::new(),
             wait: true,
+            tags_value: None,
         }
     }
 
@@ -338,6 +375,7 @@ impl HelmRelease {
             note: "kube-state-metrics: the state of the cluster's objects (container restarts among them) on port 8080, scraped by the managed Prometheus collector.".to_owned(),
             set_from_outputs: Vec::new(),
             wait: true,
+            tags_value: None,
         }
     }
 

@@ -6,7 +6,7 @@
 use super::nodes::{GPU_PRESENT_LABEL, GPU_TAINT};
 use super::{CapacityClaim, CapacitySource, Construct, Context, Facts, Launcher, PodStorage};
 use crate::app::text::Text;
-use crate::app::{kind, AttrRef, Ref};
+use crate::app::{is_reserved_tag_key, kind, AttrRef, Ref, Tags};
 use crate::catalog;
 use crate::diagnostics::{Code, Diagnostics};
 use crate::resources::iam::{pod_identity_trust, service_trust};
@@ -265,8 +265,16 @@ impl KarpenterNodePool {
     }
 
     /// The EC2NodeClass. Subnets are found by the GPU subnet's tags, security groups by the
-    /// cluster security group's `Name` tag and EKS's own cluster tag.
-    pub fn ec2_node_class(&self, stack: &str) -> EC2NodeClass {
+    /// cluster security group's `Name` tag and EKS's own cluster tag. `tags` (the stack's
+    /// effective tags) go to `spec.tags`, which Karpenter puts on the instances, volumes,
+    /// network interfaces and launch templates it creates, beside its own; the keys it sets
+    /// itself, which its CRD refuses there, are left to it.
+    pub fn ec2_node_class(&self, stack: &str, tags: &Tags) -> EC2NodeClass {
+        let spec_tags: BTreeMap<String, String> = tags
+            .iter()
+            .filter(|(k, _)| !k.is_empty() && !is_reserved_tag_key(k))
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect();
         let tags = |pairs: &[(&str, &str)]| {
             Some(
                 pairs
@@ -309,6 +317,7 @@ impl KarpenterNodePool {
                 ],
                 capacity_reservation_selector_terms: Some(vec![reservation]),
                 instance_store_policy: Some("RAID0".to_owned()),
+                tags: (!spec_tags.is_empty()).then_some(spec_tags),
                 metadata_options: Some(EC2NodeClassMetadataOptions {
                     http_endpoint: Some("enabled".to_owned()),
                     http_tokens: Some("required".to_owned()),
@@ -477,7 +486,8 @@ impl Construct for KarpenterNodePool {
     /// The EC2NodeClass and the NodePool, each a child named after its kind.
     fn expand(&self, scope: &mut Scope<'_>) {
         let stack = scope.stack().name().to_owned();
-        scope.add_object(KubeObject::new(&self.ec2_node_class(&stack)));
+        let class = self.ec2_node_class(&stack, scope.tags());
+        scope.add_object(KubeObject::new(&class));
         scope.add_object(KubeObject::new(&self.node_pool(&stack)));
     }
 

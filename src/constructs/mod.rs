@@ -99,7 +99,7 @@ pub use vllm::{
 };
 pub use weights::{ModelStore, ModelStoreHandle, WeightsStaging, WeightsStagingHandle};
 
-use crate::app::{AnyConstruct, AttrRef, Node, Stack, StageId};
+use crate::app::{AnyConstruct, AttrRef, Node, Stack, StageId, Tags};
 use crate::diagnostics::Diagnostics;
 use crate::resources::{ResourceGraph, Scope};
 use std::any::Any;
@@ -258,14 +258,15 @@ pub(crate) fn known_gpu_types_help(ml: bool) -> String {
     format!("use a GPU type the catalog knows: {}", names.join(", "))
 }
 
-/// Expands every construct of `stack` into the resource layer, once.
-pub fn expand(stack: &Stack) -> ResourceGraph {
+/// Expands every construct of `stack` into the resource layer, once; `tags` are the stack's
+/// effective tags ([`Stack::effective_tags`]).
+pub fn expand(stack: &Stack, tags: &Tags) -> ResourceGraph {
     let mut graph = ResourceGraph::default();
     for node in stack.nodes() {
         let Some(construct) = ConstructRef::of(node.construct.as_ref()) else {
             continue;
         };
-        graph.expand_node(stack, node, |scope| construct.expand(scope));
+        graph.expand_node(stack, tags, node, |scope| construct.expand(scope));
     }
     graph.order_after_nodes();
     graph

@@ -83,6 +83,26 @@ impl CapacityBlockPurchase {
 }
 
 /// Where a node group's instances come from.
+///
+/// # Examples
+///
+/// ```
+/// use hyperforge::constructs::{CapacityBlockPurchase, NodeCapacity};
+///
+/// // A block you hold: its reservation id, its zone id and (for the checks) its size.
+/// let held = NodeCapacity::capacity_block_of("cr-0123456789abcdef0", "usw2-az2", 1);
+/// let NodeCapacity::CapacityBlock(block) = &held else { unreachable!() };
+/// assert_eq!(block.instance_count, Some(1));
+/// // A block the Terraform module buys from an offering: charged in full, never refunded,
+/// // so refused unless acknowledged.
+/// let bought = NodeCapacity::buy_capacity_block(
+///     CapacityBlockPurchase::new("cb-0123456789abcdef0").non_refundable(),
+///     "usw2-az2",
+///     1,
+/// );
+/// assert_ne!(bought, held);
+/// assert_eq!(NodeCapacity::default(), NodeCapacity::OnDemand);
+/// ```
 #[derive(Clone, Debug, PartialEq, Eq, Default)]
 pub enum NodeCapacity {
     /// On-demand instances.
@@ -242,6 +262,32 @@ impl ManagedNodeGroup {
 
     /// A GPU group of `instance_type` (EC2 name): NVIDIA AMI, the GPU label and taint, local
     /// NVMe as RAID 0 for container images and model caches, one node, on-demand.
+    ///
+    /// # Examples
+    ///
+    /// One p6-b300 from a Capacity Block, in the block's zone (the network's GPU subnet). The
+    /// group is created at size 0 and named, so the runbook can scale it once the block is
+    /// active:
+    ///
+    /// ```
+    /// use hyperforge::app::Stack;
+    /// use hyperforge::constructs::*;
+    ///
+    /// let mut stack = Stack::new("demo", "us-west-2");
+    /// let foundation = stack.cloudformation_stage("foundation");
+    /// let network = stack.add(foundation, Network::new("Network").gpu_subnet("usw2-az2"));
+    /// let eks = stack.add(
+    ///     foundation,
+    ///     EksCluster::new("Eks", "demo").subnets(&network.private_subnets).vpc(&network.vpc),
+    /// );
+    /// let group = ManagedNodeGroup::gpu("GpuNodes", &eks.cluster, "p6-b300.48xlarge", network.gpu_subnet.iter())
+    ///     .capacity(NodeCapacity::capacity_block_of("cr-0123456789abcdef0", "usw2-az2", 1));
+    /// assert_eq!(group.ami(), AmiType::Al2023Nvidia);
+    /// assert_eq!(group.node_group_name("demo"), "demo-gpunodes");
+    /// let nodes = stack.cloudformation_stage("nodes");
+    /// let handle = stack.add(nodes, group);
+    /// assert_eq!(handle.instance_type, "p6-b300.48xlarge");
+    /// ```
     pub fn gpu<'a>(
         id: impl Into<String>,
         cluster: &Ref<kind::EksCluster>,
@@ -741,11 +787,10 @@ impl Construct for ManagedNodeGroup {
                 user_data: self
                     .local_nvme_raid0()
                     .then(|| RAID0_NODE_CONFIG.to_owned()),
-                tagged: vec!["instance".to_owned(), "volume".to_owned()],
-                tags: vec![
-                    ("Name".to_owned(), name_tag),
-                    ("hyperforge:stack".to_owned(), stack_name),
-                ],
+                tagged: ["instance", "volume", "network-interface"]
+                    .map(str::to_owned)
+                    .to_vec(),
+                tags: vec![("Name".to_owned(), name_tag)],
             },
         );
         let block = matches!(self.capacity, NodeCapacity::CapacityBlock(_));

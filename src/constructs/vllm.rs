@@ -1865,6 +1865,33 @@ pub struct Client {
 
 /// A vLLM server deployed as a Kubernetes Deployment behind a Service on port 8000, on nodes of
 /// one instance type (the EKS path).
+///
+/// # Examples
+///
+/// Kimi K3 at tensor parallel 8 on a p6-b300, behind an internal Network Load Balancer in the
+/// private subnets; the objects are named after the served model, in a namespace of the same
+/// name (the crate root shows the whole stack around it):
+///
+/// ```
+/// use hyperforge::app::Stack;
+/// use hyperforge::constructs::*;
+///
+/// let mut stack = Stack::new("demo", "us-west-2");
+/// let foundation = stack.cloudformation_stage("foundation");
+/// let network = stack.add(foundation, Network::new("Network"));
+/// let server = VllmServer::new("moonshotai/Kimi-K3", "vllm/vllm-openai:kimi-k3")
+///     .trust_remote_code(true)
+///     .revision("0123456789abcdef0123456789abcdef01234567")
+///     .tensor_parallel_size(8)
+///     .api_key_secret("kimi-k3-api-key", "api-key");
+/// let workload = stack.kubernetes_stage("workload");
+/// let handle = stack.add(
+///     workload,
+///     VllmDeployment::new("KimiK3", server, "p6-b300.48xlarge")
+///         .load_balancer_subnets(&network.private_subnets),
+/// );
+/// assert_eq!((handle.name.as_str(), handle.namespace.as_str()), ("kimi-k3", "kimi-k3"));
+/// ```
 #[derive(Clone, Debug)]
 pub struct VllmDeployment {
     id: String,

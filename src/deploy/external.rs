@@ -132,8 +132,14 @@ pub fn deploy_commands(
                 },
             ),
         ),
-        StageManifest::Kubernetes { jobs, .. } => {
-            let mut commands = vec![ExternalCommand::new("kubectl", &["apply", "-f", &p(&file)])];
+        StageManifest::Kubernetes { jobs, secrets, .. } => {
+            // The Secrets no artifact creates: a missing required one stops here, naming it,
+            // rather than leaving pods that cannot start.
+            let mut commands: Vec<ExternalCommand> = secrets
+                .iter()
+                .map(|s| ExternalCommand::new("sh", &["-c", &s.check_script()]))
+                .collect();
+            commands.push(ExternalCommand::new("kubectl", &["apply", "-f", &p(&file)]));
             // A stage's Jobs (weights staging) finish before the next stage starts.
             for job in jobs {
                 commands.push(ExternalCommand::new("sh", &["-c", &job.wait_script()]));
@@ -376,6 +382,7 @@ mod tests {
         let k = StageManifest::Kubernetes {
             jobs: Vec::new(),
             values_from_outputs: Vec::new(),
+            secrets: Vec::new(),
             name: "inference".into(),
             artifacts: vec![Artifact::new(
                 ArtifactFormat::Kubernetes,
@@ -414,10 +421,46 @@ mod tests {
         let without_file = StageManifest::Kubernetes {
             jobs: Vec::new(),
             values_from_outputs: Vec::new(),
+            secrets: Vec::new(),
             name: "inference".into(),
             artifacts: Vec::new(),
         };
         assert!(deploy_commands(&without_file, Path::new("out"), Path::new("c")).is_empty());
+    }
+
+    /// The Secrets a stage reads are checked before it is applied: a missing required one
+    /// stops the stage with its name, an optional one is a note.
+    #[test]
+    fn secrets_are_checked_before_the_stage_is_applied() {
+        let secret = |name: &str, required| crate::assembly::manifest::SecretUse {
+            name: name.into(),
+            namespace: "kimi-k3".into(),
+            keys: vec!["token".into()],
+            required,
+            used_by: vec!["Deployment/kimi-k3".into()],
+        };
+        let k = StageManifest::Kubernetes {
+            jobs: Vec::new(),
+            values_from_outputs: Vec::new(),
+            secrets: vec![secret("hf-token", true), secret("extra", false)],
+            name: "workload".into(),
+            artifacts: vec![Artifact::new(ArtifactFormat::Kubernetes, "s/05-w.yaml")],
+        };
+        let commands = deploy_commands(&k, Path::new("out"), Path::new("c"));
+        assert_eq!(commands.len(), 3);
+        assert_eq!(commands[0].program, "sh");
+        let check = &commands[0].args[1];
+        assert!(
+            check.starts_with("kubectl get secret hf-token -n kimi-k3 -o name"),
+            "{check}"
+        );
+        assert!(
+            check.contains("Secret hf-token (key token) in namespace kimi-k3, read by Deployment/kimi-k3, does not exist")
+                && check.ends_with("exit 1; }"),
+            "{check}"
+        );
+        assert!(!commands[1].args[1].contains("exit 1"));
+        assert_eq!(commands[2].to_string(), "kubectl apply -f out/s/05-w.yaml");
     }
 
     #[test]

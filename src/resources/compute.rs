@@ -7,6 +7,7 @@ use super::StackInput;
 use crate::app::text::Text;
 use crate::app::AttrRef;
 use crate::app::Kind;
+use crate::app::Tags;
 use std::collections::BTreeMap;
 
 /// A Kubernetes taint on a group's nodes, with the effect spelled as the service wants it
@@ -107,11 +108,25 @@ pub struct LaunchTemplate {
     pub network_interfaces: Vec<NetworkInterface>,
     /// User data (plain text; base64-encoded by each format).
     pub user_data: Option<String>,
-    /// Resource types created with the instance that receive [`LaunchTemplate::tags`]
-    /// (`instance`, `volume`).
+    /// Resource types created with the instance that receive [`LaunchTemplate::tags_with`]
+    /// (`instance`, `volume`, `network-interface`).
     pub tagged: Vec<String>,
-    /// Tags of those resources, in this order.
+    /// Tags of those resources beyond the stack's effective tags, which every format adds to
+    /// them ([`LaunchTemplate::tags_with`]); a key here wins.
     pub tags: Vec<(String, String)>,
+}
+
+impl LaunchTemplate {
+    /// The tags of every [`LaunchTemplate::tagged`] resource type: the stack's effective tags
+    /// (`stack_tags`), then this template's own, sorted by key. EC2 copies them onto what it
+    /// launches from the template, the only place where the instances, their volumes and their
+    /// network interfaces of an EKS node group get their tags: neither the node group's nor
+    /// the template's own tags reach them.
+    pub fn tags_with(&self, stack_tags: &Tags) -> Tags {
+        let mut out = stack_tags.clone();
+        out.extend(self.tags.iter().cloned());
+        out
+    }
 }
 
 /// The Capacity Block reservation a launch template targets.

@@ -29,7 +29,7 @@ pub use kubernetes::KubeObject;
 pub use network::*;
 pub use operations::*;
 
-use crate::app::{logical_id, AttrRef, Node, Stack, StageId};
+use crate::app::{logical_id, AttrRef, Node, Stack, StageId, Tags};
 use crate::diagnostics::{Code, Diagnostics};
 use std::collections::BTreeMap;
 
@@ -50,10 +50,11 @@ pub struct Resource {
 }
 
 /// The expander a construct writes its resources through: paths below the construct's id,
-/// the stage, the stack for lookups.
+/// the stage, the stack for lookups and its effective tags.
 #[derive(Debug)]
 pub struct Scope<'a> {
     stack: &'a Stack,
+    tags: &'a Tags,
     stage: StageId,
     prefix: String,
     resources: &'a mut Vec<Resource>,
@@ -63,6 +64,13 @@ impl<'a> Scope<'a> {
     /// The stack being expanded.
     pub fn stack(&self) -> &'a Stack {
         self.stack
+    }
+
+    /// The stack's effective tags ([`Stack::effective_tags`]: the app's, the stack's,
+    /// `hyperforge:stack`), for what a construct writes that no backend tags on its own: tags
+    /// that services apply to what they launch (Karpenter's `EC2NodeClass`).
+    pub fn tags(&self) -> &'a Tags {
+        self.tags
     }
 
     /// The path of child `id` (`Network/Vpc`).
@@ -161,10 +169,18 @@ pub struct ResourceGraph {
 }
 
 impl ResourceGraph {
-    /// Expands `node` of `stack` with `expand`, below the construct's id and in its stage.
-    pub fn expand_node(&mut self, stack: &Stack, node: &Node, expand: impl FnOnce(&mut Scope<'_>)) {
+    /// Expands `node` of `stack` with `expand`, below the construct's id and in its stage;
+    /// `tags` are the stack's effective tags.
+    pub fn expand_node(
+        &mut self,
+        stack: &Stack,
+        tags: &Tags,
+        node: &Node,
+        expand: impl FnOnce(&mut Scope<'_>),
+    ) {
         let mut scope = Scope {
             stack,
+            tags,
             stage: node.stage,
             prefix: node.id.clone(),
             resources: &mut self.resources,

@@ -401,6 +401,10 @@ pub struct EndpointData {
     pub image_tag: String,
     /// The digest the image is pinned to, or empty.
     pub image_digest: String,
+    /// The Secret the server reads the Hugging Face token from, or empty.
+    pub hf_token_secret: String,
+    /// The key inside that Secret.
+    pub hf_token_key: String,
     /// The Secret holding the API key, or empty when the endpoint takes none.
     pub api_key_secret: String,
     /// The key inside that Secret.
@@ -824,6 +828,21 @@ pub fn data(stack: &Stack, manifest: &StackManifest) -> RunbookData {
                     }
                     _ => Vec::new(),
                 };
+                // A server's Hub token is created only where an object reads it (the
+                // inference operator reads none for weights staged in S3).
+                let secrets = match entry {
+                    StageManifest::Kubernetes { secrets, .. } => secrets.as_slice(),
+                    _ => &[],
+                };
+                for ep in &mut stage_endpoints {
+                    let read = secrets
+                        .iter()
+                        .any(|s| s.name == ep.hf_token_secret && s.namespace == ep.namespace);
+                    if !read {
+                        ep.hf_token_secret.clear();
+                        ep.hf_token_key.clear();
+                    }
+                }
                 data.kubernetes.push(KubernetesStage {
                     manifest: first_path,
                     endpoints: stage_endpoints,
@@ -1187,6 +1206,11 @@ fn endpoint(served: &ServedModel<'_>) -> EndpointData {
             server.image().to_owned()
         },
         image_digest: server.pinned_digest().unwrap_or_default().to_owned(),
+        hf_token_secret: server
+            .hf_token()
+            .map(|k| k.name.clone())
+            .unwrap_or_default(),
+        hf_token_key: server.hf_token().map(|k| k.key.clone()).unwrap_or_default(),
         api_key_secret: server.api_key().map(|k| k.name.clone()).unwrap_or_default(),
         api_key_key: server.api_key().map(|k| k.key.clone()).unwrap_or_default(),
         api_key_jsonpath: server

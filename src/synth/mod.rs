@@ -379,7 +379,7 @@ fn synthesize_stack(
     ds: &mut Diagnostics,
 ) -> Result<StackManifest, Diagnostics> {
     let tags = stack.effective_tags(app.tags());
-    let graph = crate::constructs::expand(stack);
+    let graph = crate::constructs::expand(stack, &tags);
     let mut problems = Diagnostics::new();
     graph.check_references(stack, &mut problems);
     graph.check_stages(stack, &mut problems);

@@ -32,9 +32,22 @@ impl Backend for StagePayloads {
                     for line in release.note.lines() {
                         text.push_str(&format!("# {line}\n"));
                     }
-                    text.push_str(
-                        &serde_yaml::to_string(&release.values).map_err(yaml_error(stack))?,
-                    );
+                    let mut values = release.values.clone();
+                    if let (Some(key), serde_json::Value::Object(map)) =
+                        (&release.tags_value, &mut values)
+                    {
+                        // The stack's tags, then any the release states (which win).
+                        let mut tags: serde_json::Map<String, serde_json::Value> = input
+                            .tags
+                            .iter()
+                            .map(|(k, v)| (k.clone(), serde_json::Value::String(v.clone())))
+                            .collect();
+                        if let Some(serde_json::Value::Object(own)) = map.get(key) {
+                            tags.extend(own.clone());
+                        }
+                        map.insert(key.clone(), serde_json::Value::Object(tags));
+                    }
+                    text.push_str(&serde_yaml::to_string(&values).map_err(yaml_error(stack))?);
                     out.files.push((path.clone(), text.into_bytes()));
                     let chart = match &release.chart {
                         ChartSource::Repository {

@@ -389,7 +389,7 @@ fn karpenter_pins_the_ami_and_never_replaces_a_drifted_capacity_block_node() {
         ReservationSelector::Id(CAPACITY_BLOCK_RESERVATION_ID.to_owned()),
     )
     .ami_version("v20990101");
-    let class = pool.ec2_node_class("s");
+    let class = pool.ec2_node_class("s", &Default::default());
     assert_eq!(
         class.spec.ami_selector_terms[0].alias.as_deref(),
         Some("al2023@v20990101")

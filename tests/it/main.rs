@@ -38,6 +38,7 @@ mod runbook;
 mod runbook_script;
 mod snapshots;
 mod stackfile;
+mod tags;
 mod terraform_schema;
 mod topology;
 mod validation;

@@ -296,6 +296,141 @@ fn stages_come_in_the_manifests_order() {
     }
 }
 
+/// Problems with the Secrets the stages read (the manifest's `secrets`): each must be created
+/// (`kubectl create secret generic <name> -n <namespace>`) before the command applying its
+/// stage, and a required one outside any `if` (a step the reader cannot skip).
+fn secret_problems(text: &str, stack: &StackManifest) -> Vec<String> {
+    let mut problems = Vec::new();
+    for (i, stage) in stack.stages.iter().enumerate() {
+        let StageManifest::Kubernetes { secrets, .. } = stage else {
+            continue;
+        };
+        let heading = format!("### Stage {}: {} (kubernetes)", i + 1, stage.name());
+        let Some(start) = text.find(&heading) else {
+            problems.push(format!("no heading `{heading}`"));
+            continue;
+        };
+        let path = &stage.artifacts()[0].path;
+        let apply = [
+            format!("kubectl apply -f {path}"),
+            format!("{path} | kubectl apply -f -"),
+        ]
+        .iter()
+        .filter_map(|a| text[start..].find(a.as_str()).map(|at| start + at))
+        .min();
+        let Some(apply) = apply else {
+            problems.push(format!("stage {} is never applied", stage.name()));
+            continue;
+        };
+        for secret in secrets {
+            let create = format!(
+                "kubectl create secret generic {} -n {}",
+                secret.name, secret.namespace
+            );
+            match text[..apply].rfind(&create) {
+                None => problems.push(format!(
+                    "Secret {} in {} (stage {}) is not created before the stage is applied",
+                    secret.name,
+                    secret.namespace,
+                    stage.name()
+                )),
+                Some(at) if secret.required => {
+                    let line_start = text[..at].rfind('\n').map_or(0, |n| n + 1);
+                    if text[line_start..at].starts_with("  ")
+                        && !text[line_start..at].trim().starts_with("||")
+                    {
+                        problems.push(format!(
+                            "required Secret {} is created only conditionally",
+                            secret.name
+                        ));
+                    }
+                }
+                Some(_) => {}
+            }
+        }
+    }
+    problems
+}
+
+#[test]
+fn every_secret_a_stage_reads_is_created_before_it() {
+    let mut seen = 0;
+    for (text, stack, _, _) in runbooks() {
+        for stage in &stack.stages {
+            if let StageManifest::Kubernetes { secrets, .. } = stage {
+                seen += secrets.len();
+            }
+        }
+        let problems = secret_problems(&text, &stack);
+        assert!(
+            problems.is_empty(),
+            "{}:\n{}",
+            stack.name,
+            problems.join("\n")
+        );
+    }
+    // Each reference: the staging Job's Hub token and the server's API key.
+    assert_eq!(seen, 6);
+}
+
+/// A reference stack file whose server also reads the Hub token from a Secret.
+fn with_server_hub_token(file: &str) -> (String, StackManifest) {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("stacks")
+        .join(file);
+    let text = std::fs::read_to_string(path).unwrap();
+    let text = text.replacen(
+        "          api_key_secret:",
+        "          hf_token_secret:\n            name: hf-token\n            key: token\n          api_key_secret:",
+        1,
+    );
+    let app = hyperforge::stackfile::load_str(file, &text).unwrap_or_else(|d| panic!("{d}"));
+    let assembly = app.synth().unwrap_or_else(|d| panic!("{d}"));
+    let stack = assembly.manifest().stacks[0].clone();
+    let runbook = assembly
+        .text(&format!("{}/RUNBOOK.md", stack.name))
+        .unwrap()
+        .to_owned();
+    (runbook, stack)
+}
+
+/// A server reading the Hub token: on EKS the Deployment needs the Secret (not optional), so
+/// the runbook creates it from `HF_TOKEN` in the server's namespace before the workload, and
+/// `hyperforge deploy` checks it; on HyperPod the operator reads the token only to download
+/// from the Hub, and the reference serves its staged copy, so nothing reads it there.
+#[test]
+fn a_servers_hub_token_secret_is_created_before_its_stage() {
+    let (text, stack) = with_server_hub_token("kimi-k3-eks.yaml");
+    let workload = stack
+        .stages
+        .iter()
+        .find(|s| s.name() == "workload")
+        .unwrap();
+    let StageManifest::Kubernetes { secrets, .. } = workload else {
+        panic!("workload is a Kubernetes stage");
+    };
+    let hub = secrets.iter().find(|s| s.name == "hf-token").unwrap();
+    assert_eq!(hub.namespace, "kimi-k3");
+    assert!(hub.required);
+    assert_eq!(hub.used_by, ["Deployment/kimi-k3"]);
+    assert!(text.contains(
+        "kubectl create secret generic hf-token -n kimi-k3 \\\n  --from-literal=token=\"$HF_TOKEN\" --dry-run=client -o yaml | kubectl apply -f -"
+    ));
+    assert!(text.contains(": \"${HF_TOKEN:?"));
+    let problems: Vec<String> = secret_problems(&text, &stack)
+        .into_iter()
+        .chain(sh_blocks(&text).iter().flat_map(|b| script_problems(b)))
+        .collect();
+    assert!(problems.is_empty(), "{}", problems.join("\n\n"));
+    // The check catches a Secret left out.
+    let without = text.replace("kubectl create secret generic hf-token -n kimi-k3", "true");
+    assert_eq!(secret_problems(&without, &stack).len(), 1);
+
+    let (text, stack) = with_server_hub_token("kimi-k3-hyperpod.yaml");
+    assert!(!text.contains("generic hf-token -n default"), "{text}");
+    assert!(secret_problems(&text, &stack).is_empty());
+}
+
 // --- Negative controls: each check catches what it is for. --------------------------------
 
 #[test]

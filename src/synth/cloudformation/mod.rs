@@ -45,7 +45,7 @@ pub fn templates_reporting(
     tags: &Tags,
     ds: &mut Diagnostics,
 ) -> Result<BTreeMap<StageId, Value>, Diagnostics> {
-    let mut cx = template::StackTemplates::new(stack);
+    let mut cx = template::StackTemplates::new(stack, tags);
     cx.existing = graph.existing();
     let stage_of: BTreeMap<&str, StageId> = graph
         .resources
@@ -71,7 +71,7 @@ pub fn templates_reporting(
             cx.plain_output(&d.value);
         }
     }
-    cx.finish(tags, shapes(), ds)
+    cx.finish(shapes(), ds)
 }
 
 /// The CloudFormation backend: one template per CloudFormation stage.

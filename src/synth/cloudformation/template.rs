@@ -56,6 +56,9 @@ pub(crate) struct StageTemplate {
 /// The templates of one stack under construction.
 pub(crate) struct StackTemplates<'a> {
     pub stack: &'a Stack,
+    /// The stack's effective tags, on every taggable resource and in what launch templates
+    /// tag.
+    pub tags: &'a Tags,
     pub templates: BTreeMap<StageId, StageTemplate>,
     ids: BTreeMap<String, String>,
     /// Resources that exist outside the description: references read their given values.
@@ -64,7 +67,7 @@ pub(crate) struct StackTemplates<'a> {
 }
 
 impl<'a> StackTemplates<'a> {
-    pub fn new(stack: &'a Stack) -> Self {
+    pub fn new(stack: &'a Stack, tags: &'a Tags) -> Self {
         let templates = stack
             .stages()
             .iter()
@@ -74,6 +77,7 @@ impl<'a> StackTemplates<'a> {
             .collect();
         StackTemplates {
             stack,
+            tags,
             templates,
             ids: BTreeMap::new(),
             existing: BTreeMap::new(),
@@ -348,10 +352,10 @@ impl<'a> StackTemplates<'a> {
     /// validated properties warn into `warnings`.
     pub fn finish(
         mut self,
-        tags: &Tags,
         shapes: &[TypeShapes],
         warnings: &mut Diagnostics,
     ) -> Result<BTreeMap<StageId, Value>, Diagnostics> {
+        let tags = self.tags;
         for t in self.templates.values_mut() {
             for r in &mut t.resources {
                 apply_tags(r, tags);

@@ -12,7 +12,9 @@ use super::{yaml_error, Backend, BackendInput, BackendOutput};
 use crate::app::ObjectPatch;
 use crate::app::Stack;
 use crate::app::{StageId, StageKind};
-use crate::assembly::manifest::{Artifact, ArtifactFormat, JobWait, SetFromOutput, StageManifest};
+use crate::assembly::manifest::{
+    Artifact, ArtifactFormat, JobWait, SecretUse, SetFromOutput, StageManifest,
+};
 use crate::diagnostics::{suggest, Code, Diagnostics};
 use crate::resources::{Resource, ResourceGraph, ResourceKind};
 use serde_json::Value;
@@ -223,6 +225,80 @@ fn jobs_patched(
         .collect()
 }
 
+/// The Secrets the objects of Kubernetes stage `stage` read (`secretKeyRef` in a container's
+/// environment, the inference operator's `tokenSecretRef`), merged by name and namespace, in
+/// the order the objects name them: no artifact creates them, so they must exist before the
+/// stage is applied. A Secret is required when any reference to it is not `optional`.
+pub fn secrets(graph: &ResourceGraph, stage: StageId) -> Vec<SecretUse> {
+    let mut out: Vec<SecretUse> = Vec::new();
+    for r in graph.resources.iter().filter(|r| r.stage == stage) {
+        let ResourceKind::KubeObject(o) = &r.kind else {
+            continue;
+        };
+        let namespace = o.namespace().unwrap_or("default");
+        let reader = format!("{}/{}", o.kind(), o.name());
+        let mut refs = Vec::new();
+        secret_refs(o.object(), &mut refs);
+        for (name, key, optional) in refs {
+            let found = out
+                .iter()
+                .position(|s| s.name == name && s.namespace == namespace);
+            let use_ = match found {
+                Some(i) => &mut out[i],
+                None => {
+                    out.push(SecretUse {
+                        name,
+                        namespace: namespace.to_owned(),
+                        keys: Vec::new(),
+                        required: false,
+                        used_by: Vec::new(),
+                    });
+                    let last = out.len() - 1;
+                    &mut out[last]
+                }
+            };
+            if !use_.keys.contains(&key) {
+                use_.keys.push(key);
+            }
+            use_.required |= !optional;
+            if !use_.used_by.contains(&reader) {
+                use_.used_by.push(reader.clone());
+            }
+        }
+    }
+    out
+}
+
+/// Every `secretKeyRef` and `tokenSecretRef` below `value`: (name, key, optional).
+fn secret_refs(value: &serde_json::Value, out: &mut Vec<(String, String, bool)>) {
+    match value {
+        serde_json::Value::Object(map) => {
+            for (k, v) in map {
+                if k == "secretKeyRef" || k == "tokenSecretRef" {
+                    if let (Some(name), Some(key)) = (
+                        v.get("name").and_then(serde_json::Value::as_str),
+                        v.get("key").and_then(serde_json::Value::as_str),
+                    ) {
+                        let optional = v
+                            .get("optional")
+                            .and_then(serde_json::Value::as_bool)
+                            .unwrap_or(false);
+                        out.push((name.to_owned(), key.to_owned(), optional));
+                        continue;
+                    }
+                }
+                secret_refs(v, out);
+            }
+        }
+        serde_json::Value::Array(items) => {
+            for v in items {
+                secret_refs(v, out);
+            }
+        }
+        _ => {}
+    }
+}
+
 /// The Kubernetes object a resource is, if any (AWS resources are deployed by the
 /// CloudFormation stages and the Terraform module).
 fn object(r: &Resource) -> Option<&serde_json::Value> {
@@ -295,6 +371,7 @@ impl Backend for Kubernetes {
                 StageManifest::Kubernetes {
                     name: stage.name.clone(),
                     jobs: jobs_patched(input.graph, id, &patched),
+                    secrets: secrets(input.graph, id),
                     values_from_outputs: deploy_values(input.stack, input.graph, id),
                     artifacts: vec![Artifact::new(ArtifactFormat::Kubernetes, path)],
                 },
@@ -320,7 +397,7 @@ mod tests {
         let foundation = stack.cloudformation_stage("foundation");
         stack.add(foundation, LifecycleScripts::new("Lifecycle"));
         let workload = stack.kubernetes_stage("workload");
-        let mut graph = crate::constructs::expand(&stack);
+        let mut graph = crate::constructs::expand(&stack, &Tags::new());
         let bucket: Ref<kind::Bucket> = Ref::new("s", "Lifecycle/Bucket");
         graph.resources.push(Resource {
             path: "Lifecycle/BucketValue".to_owned(),

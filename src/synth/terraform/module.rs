@@ -615,7 +615,12 @@ impl<'a> RootModule<'a> {
                     }),
                 );
         }
-        let tags = self.tags;
+        // Tag keys and values are literals, never templates.
+        let escaped: Map<String, Value> = self
+            .tags
+            .iter()
+            .map(|(k, v)| (escape_template(k), json!(escape_template(v))))
+            .collect();
         let awscc = self.resources.keys().any(|t| t.starts_with("awscc_"));
         let aws = self.resources.keys().any(|t| t.starts_with("aws_"))
             || self.data.keys().any(|t| t.starts_with("aws_"));
@@ -644,7 +649,7 @@ impl<'a> RootModule<'a> {
         if aws {
             provider.insert(
                 "aws".into(),
-                json!({"region": region, "default_tags": {"tags": tags}}),
+                json!({"region": region, "default_tags": {"tags": escaped}}),
             );
         }
         if awscc {

@@ -138,11 +138,11 @@ pub(super) fn launch_template(cx: Cx, r: &Resource, t: &LaunchTemplate) {
         .iter()
         .map(|a| e(cx.attr(r.stage, a)))
         .collect();
+    let tags = t.tags_with(cx.tags);
     let tag_spec = |resource: &String| ec2_launch_template::TagSpecification {
         resource_type: Some(s(resource)),
         tags: Some(
-            t.tags
-                .iter()
+            tags.iter()
                 .map(|(k, v)| ec2_launch_template::Tag {
                     key: s(k),
                     value: s(v),
@@ -194,6 +194,11 @@ pub(super) fn launch_template(cx: Cx, r: &Resource, t: &LaunchTemplate) {
                 tag_specifications: Some(t.tagged.iter().map(tag_spec).collect()),
                 ..Default::default()
             },
+            // The template itself, which has no `Tags` property.
+            tag_specifications: Some(vec![ec2_launch_template::LaunchTemplateTagSpecification {
+                resource_type: Some(s("launch-template")),
+                tags: tag_spec(&"launch-template".to_owned()).tags,
+            }]),
             ..Default::default()
         },
     );
@@ -305,6 +310,9 @@ pub(super) fn instance(cx: Cx, r: &Resource, i: &Instance) {
                 key: s("Name"),
                 value: s(&i.name_tag),
             }]),
+            // The instance's tags (the stack's are merged in with every resource's) go to its
+            // volumes when they are created.
+            propagate_tags_to_volume_on_creation: Some(true.into()),
             ..Default::default()
         },
     );

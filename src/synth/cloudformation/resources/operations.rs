@@ -261,16 +261,13 @@ mod tests {
         let stage = stack.cloudformation_stage("operations");
         let resources =
             crate::resources::operations::sample_dashboard_and_percentile_alarm(stage, 99.0);
-        let mut cx = StackTemplates::new(&stack);
+        let tags = Tags::new();
+        let mut cx = StackTemplates::new(&stack, &tags);
         for r in &resources {
             super::super::lower(&mut cx, r, &Default::default());
         }
         let templates = cx
-            .finish(
-                &Tags::new(),
-                &[],
-                &mut crate::diagnostics::Diagnostics::new(),
-            )
+            .finish(&[], &mut crate::diagnostics::Diagnostics::new())
             .unwrap();
         let t = &templates[&stage];
         let board = &t["Resources"]["OpsBoard"]["Properties"];

@@ -188,7 +188,9 @@ pub(super) fn launch_template(cx: Cx, r: &Resource, t: &LaunchTemplate) {
             json!(format!("${{base64encode({})}}", hcl_string(text))),
         );
     }
-    let tags: Map<String, Value> = t.tags.iter().map(|(k, v)| (k.clone(), json!(v))).collect();
+    // Provider default tags reach neither the template's tag specifications nor what EC2
+    // launches from it: the stack's tags are written here.
+    let tags = escaped_tags(&t.tags_with(cx.tags()));
     let specs: Vec<Value> = t
         .tagged
         .iter()
@@ -269,6 +271,8 @@ pub(super) fn instance(cx: Cx, r: &Resource, i: &Instance) {
     let groups: Vec<Value> = i.security_groups.iter().map(|a| cx.attr(a)).collect();
     let m = &i.metadata;
     let v = &i.root_volume;
+    let mut volume_tags = cx.tags().clone();
+    volume_tags.insert("Name".to_owned(), i.name_tag.clone());
     cx.add(
         "aws_instance",
         &r.path,
@@ -293,6 +297,17 @@ pub(super) fn instance(cx: Cx, r: &Resource, i: &Instance) {
                 "delete_on_termination": v.delete_on_termination,
             },
             "tags": {"Name": i.name_tag},
+            // Default tags reach the instance, not its volumes: set when they are created.
+            "volume_tags": escaped_tags(&volume_tags),
         }),
     );
+}
+
+/// Tags as a Terraform map, `${` and `%{` in keys and values taken literally.
+fn escaped_tags(tags: &crate::app::Tags) -> Value {
+    Value::Object(
+        tags.iter()
+            .map(|(k, v)| (escape_template(k), json!(escape_template(v))))
+            .collect(),
+    )
 }
