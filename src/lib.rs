@@ -86,7 +86,9 @@ pub mod diagnostics;
 pub mod policy;
 pub mod reference;
 pub mod resources;
+#[cfg(feature = "runbook")]
 pub mod runbook;
+#[cfg(feature = "stackfile")]
 pub mod stackfile;
 pub mod synth;
 pub mod validate;
