@@ -2,7 +2,10 @@
 //! types generated from vendored CRDs ([`crd`]).
 
 // Generated from the vendored CRDs; items without a schema description carry no doc comment.
+// Documented as `crate::generated::kubernetes`, so the generated types stay out of this
+// module's page.
 #[allow(missing_docs)]
+#[doc(hidden)]
 pub mod crd;
 
 use super::ResourceFacts;

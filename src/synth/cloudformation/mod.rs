@@ -2,8 +2,10 @@
 //! lowering of a stack's resource graph, one template per CloudFormation stage.
 
 pub mod expr;
-// Generated from schemas; items without a schema description carry no doc comment.
+// Generated from schemas; items without a schema description carry no doc comment. Documented
+// as `crate::generated::cloudformation`, so the generated types stay out of this module's page.
 #[allow(missing_docs)]
+#[doc(hidden)]
 pub mod l1;
 pub mod l1_support;
 mod lower;
