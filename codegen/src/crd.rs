@@ -88,7 +88,11 @@ pub fn generate(schema_path: &str, text: &str, version: &str) -> Result<CrdModul
         src,
         "\n//! `{kind}` (`{group}/{version}`), generated from its vendored CRD.\n"
     );
-    let spec_doc = gen.structs.first().and_then(Option::as_ref).and_then(|s| s.doc.clone());
+    let spec_doc = gen
+        .structs
+        .first()
+        .and_then(Option::as_ref)
+        .and_then(|s| s.doc.clone());
     root_object(
         &mut src,
         &Root {

@@ -911,7 +911,10 @@ mod tests {
         let typed = serde_yaml::to_string(object).unwrap();
         let kube_object = KubeObject::new(object);
         assert_eq!(serde_yaml::to_string(kube_object.object()).unwrap(), typed);
-        assert_eq!(kube_object.name(), object.metadata().name.as_deref().unwrap());
+        assert_eq!(
+            kube_object.name(),
+            object.metadata().name.as_deref().unwrap()
+        );
     }
 
     #[test]
