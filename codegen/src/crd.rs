@@ -1,4 +1,7 @@
-//! Kubernetes custom resource types (kube derive) from CustomResourceDefinition manifests.
+//! Kubernetes custom resource types from CustomResourceDefinition manifests: plain serde
+//! structs for the spec, and a root object (`metadata` and `spec`) implementing k8s-openapi's
+//! `Resource` and `Metadata` traits, serialized with its `apiVersion` and `kind` first, as
+//! k8s-openapi serializes its own types.
 
 use crate::model::{FieldDef, StructDef};
 use crate::names::{doc, field_ident, pascal, serde_camel, snake};
@@ -50,6 +53,7 @@ pub fn generate(schema_path: &str, text: &str, version: &str) -> Result<CrdModul
     };
     let group = get_str("/spec/group")?;
     let kind = get_str("/spec/names/kind")?;
+    let plural = get_str("/spec/names/plural")?;
     let namespaced = get_str("/spec/scope")? == "Namespaced";
     let versions = doc_value
         .pointer("/spec/versions")
@@ -84,29 +88,118 @@ pub fn generate(schema_path: &str, text: &str, version: &str) -> Result<CrdModul
         src,
         "\n//! `{kind}` (`{group}/{version}`), generated from its vendored CRD.\n"
     );
+    let spec_doc = gen
+        .structs
+        .first()
+        .and_then(Option::as_ref)
+        .and_then(|s| s.doc.clone());
+    root_object(
+        &mut src,
+        &Root {
+            group: &group,
+            version,
+            kind: &kind,
+            plural: &plural,
+            namespaced,
+            spec_doc: spec_doc.as_deref(),
+        },
+    );
     let derives =
         "#[derive(Clone, Debug, Default, PartialEq, serde::Serialize, serde::Deserialize)]";
-    for (i, s) in gen.structs.iter().flatten().enumerate() {
-        let mut attrs = Vec::new();
-        if i == 0 {
-            attrs.push(
-                "#[derive(kube::CustomResource, Clone, Debug, Default, PartialEq, serde::Serialize, serde::Deserialize)]"
-                    .to_string(),
-            );
-            attrs.push(format!(
-                "#[kube(group = {group:?}, version = {version:?}, kind = {kind:?}{}, schema = \"disabled\")]",
-                if namespaced { ", namespaced" } else { "" }
-            ));
-        } else {
-            attrs.push(derives.to_string());
-        }
-        attrs.push("#[serde(rename_all = \"camelCase\")]".to_string());
+    for s in gen.structs.iter().flatten() {
+        let attrs = [
+            derives.to_string(),
+            "#[serde(rename_all = \"camelCase\")]".to_string(),
+        ];
         s.render(&attrs, &mut src);
     }
     Ok(CrdModule {
         module,
         source: src,
     })
+}
+
+/// What the root object of a custom resource is generated from.
+struct Root<'a> {
+    group: &'a str,
+    version: &'a str,
+    kind: &'a str,
+    plural: &'a str,
+    namespaced: bool,
+    spec_doc: Option<&'a str>,
+}
+
+/// The root object `{kind}`: its metadata and spec, a constructor, k8s-openapi's `Resource`
+/// and `Metadata` traits, and a `Serialize` that writes `apiVersion`, `kind`, `metadata` and
+/// `spec` in that order (deserializing ignores `apiVersion` and `kind`).
+fn root_object(src: &mut String, root: &Root<'_>) {
+    let Root {
+        group,
+        version,
+        kind,
+        plural,
+        namespaced,
+        spec_doc,
+    } = *root;
+    const META: &str = "k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta";
+    let scope = if namespaced {
+        "NamespaceResourceScope"
+    } else {
+        "ClusterResourceScope"
+    };
+    let _ = writeln!(
+        src,
+        "/// A `{kind}` object (`{group}/{version}`): its metadata and spec.\n\
+         #[derive(Clone, Debug, Default, PartialEq, serde::Deserialize)]\n\
+         pub struct {kind} {{\n\
+         /// Standard object metadata.\n\
+         pub metadata: {META},"
+    );
+    if let Some(doc) = spec_doc {
+        let _ = writeln!(src, "/// {doc}");
+    }
+    let _ = writeln!(
+        src,
+        "pub spec: {kind}Spec,\n\
+         }}\n\
+         \n\
+         impl {kind} {{\n\
+         /// A `{kind}` named `name` with `spec`.\n\
+         pub fn new(name: &str, spec: {kind}Spec) -> Self {{\n\
+         {kind} {{\n\
+         metadata: {META} {{ name: Some(name.to_owned()), ..Default::default() }},\n\
+         spec,\n\
+         }}\n\
+         }}\n\
+         }}\n\
+         \n\
+         impl k8s_openapi::Resource for {kind} {{\n\
+         const API_VERSION: &'static str = \"{group}/{version}\";\n\
+         const GROUP: &'static str = {group:?};\n\
+         const KIND: &'static str = {kind:?};\n\
+         const VERSION: &'static str = {version:?};\n\
+         const URL_PATH_SEGMENT: &'static str = {plural:?};\n\
+         type Scope = k8s_openapi::{scope};\n\
+         }}\n\
+         \n\
+         impl k8s_openapi::Metadata for {kind} {{\n\
+         type Ty = {META};\n\
+         fn metadata(&self) -> &Self::Ty {{ &self.metadata }}\n\
+         fn metadata_mut(&mut self) -> &mut Self::Ty {{ &mut self.metadata }}\n\
+         }}\n\
+         \n\
+         impl serde::Serialize for {kind} {{\n\
+         fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {{\n\
+         use serde::ser::SerializeStruct as _;\n\
+         let mut object = serializer.serialize_struct({kind:?}, 4)?;\n\
+         object.serialize_field(\"apiVersion\", <Self as k8s_openapi::Resource>::API_VERSION)?;\n\
+         object.serialize_field(\"kind\", <Self as k8s_openapi::Resource>::KIND)?;\n\
+         object.serialize_field(\"metadata\", &self.metadata)?;\n\
+         object.serialize_field(\"spec\", &self.spec)?;\n\
+         object.end()\n\
+         }}\n\
+         }}\n"
+    );
 }
 
 struct Gen<'a> {

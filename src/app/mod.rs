@@ -530,7 +530,7 @@ impl Stack {
 
     /// Drops the source locations of the constructs (for a stack built by a loader, whose
     /// diagnostics point into the file it read).
-    pub(crate) fn forget_locations(&mut self) {
+    pub fn forget_locations(&mut self) {
         for node in &mut self.nodes {
             node.location = None;
         }

@@ -2,11 +2,15 @@
 //! types generated from vendored CRDs ([`crd`]).
 
 // Generated from the vendored CRDs; items without a schema description carry no doc comment.
+// Documented as `crate::generated::kubernetes`, so the generated types stay out of this
+// module's page.
 #[allow(missing_docs)]
+#[doc(hidden)]
 pub mod crd;
 
 use super::ResourceFacts;
 use super::{Resource, Scope};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use serde::Serialize;
 use serde_json::Value;
 
@@ -25,15 +29,16 @@ pub struct KubeObject {
 
 impl KubeObject {
     /// The object `object`, with its `apiVersion`, `kind`, name and namespace read from its
-    /// type and metadata.
+    /// type and metadata: any k8s-openapi type or generated [`crd`] type (both implement
+    /// k8s-openapi's `Resource` and `Metadata` traits).
     pub fn new<K>(object: &K) -> Self
     where
-        K: kube::Resource<DynamicType = ()> + Serialize,
+        K: k8s_openapi::Metadata<Ty = ObjectMeta> + Serialize,
     {
-        let meta = object.meta();
+        let meta = object.metadata();
         KubeObject {
-            api_version: K::api_version(&()).into_owned(),
-            kind: K::kind(&()).into_owned(),
+            api_version: K::API_VERSION.to_owned(),
+            kind: K::KIND.to_owned(),
             name: meta.name.clone().unwrap_or_default(),
             namespace: meta.namespace.clone(),
             // Serializing to a `Value` fails only for maps with non-string keys, which

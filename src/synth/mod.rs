@@ -149,7 +149,8 @@ pub enum Format {
     Terraform,
     /// Kubernetes manifests.
     Kubernetes,
-    /// One `RUNBOOK.md` per stack.
+    /// One `RUNBOOK.md` per stack. Written only when hyperforge is built with the `runbook`
+    /// feature (a default one); without it no runbook is written and the manifest lists none.
     Runbook,
 }
 
@@ -438,21 +439,24 @@ fn synthesize_stack(
             artifacts: stack_artifacts,
         });
     }
-    let runbook = crate::runbook::render(stack, &manifest).map_err(|e| {
-        let mut ds = Diagnostics::new();
-        ds.report(
-            Code::RenderFailed,
-            stack.name(),
-            e.to_string(),
-            "this is a bug in hyperforge; please report it with the stack description",
-        );
-        ds
-    })?;
-    let path = format!("{}/RUNBOOK.md", stack.name());
-    files.insert(path.clone(), runbook.into_bytes());
-    manifest.runbook = Some(ArtifactList {
-        artifacts: vec![Artifact::new(ArtifactFormat::Runbook, path)],
-    });
+    #[cfg(feature = "runbook")]
+    {
+        let runbook = crate::runbook::render(stack, &manifest).map_err(|e| {
+            let mut ds = Diagnostics::new();
+            ds.report(
+                Code::RenderFailed,
+                stack.name(),
+                e.to_string(),
+                "this is a bug in hyperforge; please report it with the stack description",
+            );
+            ds
+        })?;
+        let path = format!("{}/RUNBOOK.md", stack.name());
+        files.insert(path.clone(), runbook.into_bytes());
+        manifest.runbook = Some(ArtifactList {
+            artifacts: vec![Artifact::new(ArtifactFormat::Runbook, path)],
+        });
+    }
     Ok(manifest)
 }
 

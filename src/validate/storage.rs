@@ -6,7 +6,7 @@
 //! capacity claim states ([`PodStorage`]): the local NVMe, a HyperPod group's EBS volume or a
 //! node's root volume. Every claim that can run the model (same instance type, same launcher:
 //! HyperPod for operator endpoints, EC2 otherwise) must hold
-//! [`pod_storage_needed`](crate::catalog::memory::pod_storage_needed) of the weights.
+//! [`pod_storage_needed`] of the weights.
 
 use crate::catalog::memory::{gib, pod_storage_needed};
 use crate::constructs::{CapacityClaim, Launcher, PodStorage, ServedModel};

@@ -906,12 +906,15 @@ mod tests {
     /// of the typed object, key order included.
     fn same_yaml<K>(object: &K)
     where
-        K: kube::Resource<DynamicType = ()> + serde::Serialize,
+        K: k8s_openapi::Metadata<Ty = ObjectMeta> + serde::Serialize,
     {
         let typed = serde_yaml::to_string(object).unwrap();
         let kube_object = KubeObject::new(object);
         assert_eq!(serde_yaml::to_string(kube_object.object()).unwrap(), typed);
-        assert_eq!(kube_object.name(), object.meta().name.as_deref().unwrap());
+        assert_eq!(
+            kube_object.name(),
+            object.metadata().name.as_deref().unwrap()
+        );
     }
 
     #[test]

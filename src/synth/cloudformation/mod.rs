@@ -2,8 +2,10 @@
 //! lowering of a stack's resource graph, one template per CloudFormation stage.
 
 pub mod expr;
-// Generated from schemas; items without a schema description carry no doc comment.
+// Generated from schemas; items without a schema description carry no doc comment. Documented
+// as `crate::generated::cloudformation`, so the generated types stay out of this module's page.
 #[allow(missing_docs)]
+#[doc(hidden)]
 pub mod l1;
 pub mod l1_support;
 mod lower;
@@ -179,8 +181,9 @@ mod tests {
             .chain(crate::reference::variants())
         {
             for stack in app.stacks() {
-                let graph = crate::constructs::expand(stack);
-                let templates = templates(stack, &graph, app.tags()).unwrap();
+                let tags = stack.effective_tags(app.tags());
+                let graph = crate::constructs::expand(stack, &tags);
+                let templates = templates(stack, &graph, &tags).unwrap();
                 for t in templates.values() {
                     for (id, r) in t["Resources"].as_object().unwrap() {
                         let ty = r["Type"].as_str().unwrap();

@@ -4,6 +4,7 @@
 
 /// The generated custom resource types, now part of the resource layer
 /// ([`crate::resources::kubernetes::crd`]).
+#[doc(hidden)]
 pub use crate::resources::kubernetes::crd;
 
 mod patch;

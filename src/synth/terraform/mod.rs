@@ -7,7 +7,7 @@
 //!
 //! Resources are named after construct paths (`Network/Vpc` -> `aws_vpc.network_vpc`), so the
 //! two formats correspond one to one where they agree. References are `${type.name.attr}`
-//! interpolations of typed [`AttrRef`](crate::app::AttrRef)s; IAM documents are locals encoded
+//! interpolations of typed [`AttrRef`]s; IAM documents are locals encoded
 //! with `jsonencode`; pseudo values come from the `aws_partition`, `aws_region` and
 //! `aws_caller_identity` data sources. The HyperPod cluster is `awscc_sagemaker_cluster`
 //! (hashicorp/aws has none); the HyperPod dependencies chart is a `helm_release` of a local
@@ -447,8 +447,9 @@ mod tests {
             .chain(crate::reference::variants())
         {
             for stack in app.stacks() {
-                let graph = crate::constructs::expand(stack);
-                let modules = root_modules(stack, &graph, app.tags(), |_| String::new()).unwrap();
+                let tags = stack.effective_tags(app.tags());
+                let graph = crate::constructs::expand(stack, &tags);
+                let modules = root_modules(stack, &graph, &tags, |_| String::new()).unwrap();
                 for (_, files) in modules {
                     for (_, doc) in files {
                         let Some(resources) = doc.get("resource").and_then(Value::as_object) else {
