@@ -9,7 +9,7 @@
 use super::{Construct, Context};
 use crate::app::AttrRef;
 use crate::diagnostics::{Code, Diagnostics};
-use crate::resources::{KubeObject, RawResource as RawKind, RawValue, Rule, Scope};
+use crate::resources::{KubeObject, RawResource as RawKind, RawTags, RawValue, Rule, Scope};
 use serde_json::Value;
 
 /// Bounds on what a raw value may hold, so a hostile description cannot make synthesis walk
@@ -44,6 +44,7 @@ pub struct RawResource {
     id: String,
     cloudformation: Option<(String, RawValue)>,
     terraform: Option<(String, RawValue)>,
+    cloudformation_tags: RawTags,
     acknowledged: Vec<(Rule, String)>,
 }
 
@@ -55,8 +56,18 @@ impl RawResource {
             id: id.into(),
             cloudformation: None,
             terraform: None,
+            cloudformation_tags: RawTags::None,
             acknowledged: Vec::new(),
         }
+    }
+
+    /// Tags the CloudFormation form with the stack's tags (app and stack tags, as every
+    /// taggable resource gets), in the form its type takes them: `RawTags::KeyValueList` for
+    /// most types, `RawTags::Map` for those whose `Tags` is an object. Tags the resource sets
+    /// itself win. The Terraform form is tagged by the provider's `default_tags` either way.
+    pub fn cloudformation_tags(mut self, form: RawTags) -> Self {
+        self.cloudformation_tags = form;
+        self
     }
 
     /// Acknowledges a scanner rule that does not apply to this resource, with the reason
@@ -271,6 +282,7 @@ impl RawResource {
         RawKind {
             cloudformation: self.cloudformation.clone(),
             terraform: self.terraform.clone(),
+            cloudformation_tags: self.cloudformation_tags,
         }
     }
 }

@@ -152,6 +152,22 @@ pub struct RawResource {
     pub cloudformation: Option<(String, RawValue)>,
     /// `aws_sqs_queue` and its body.
     pub terraform: Option<(String, RawValue)>,
+    /// How the CloudFormation type takes tags, for the stack's tags to reach it (the
+    /// Terraform form is tagged by the provider's `default_tags`).
+    pub cloudformation_tags: RawTags,
+}
+
+/// How a raw resource's CloudFormation type takes its `Tags` property.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum RawTags {
+    /// The type takes no tags (or the resource is left untagged).
+    #[default]
+    None,
+    /// A list of `{"Key": ..., "Value": ...}` objects (most types).
+    KeyValueList,
+    /// An object of keys to values (`AWS::SSM::Parameter`, ...).
+    Map,
 }
 
 impl ResourceFacts for RawResource {

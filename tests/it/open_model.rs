@@ -148,6 +148,7 @@ impl Construct for BatchPool {
                     "aws_sqs_queue".to_owned(),
                     RawValue::from(json!({"sqs_managed_sse_enabled": true})),
                 )),
+                cloudformation_tags: hyperforge::resources::RawTags::KeyValueList,
             },
         );
     }
@@ -168,6 +169,10 @@ fn a_user_construct_expands_reports_facts_and_is_located() {
     let assembly = app.synth().unwrap_or_else(|e| panic!("{e}"));
     let t = template(&assembly, "user/01-batch.template.json");
     assert_eq!(t["Resources"]["BatchQueue"]["Type"], "AWS::SQS::Queue");
+    assert_eq!(
+        t["Resources"]["BatchQueue"]["Properties"]["Tags"],
+        json!([{"Key": "hyperforge:stack", "Value": "user"}])
+    );
     let cost = hyperforge::cost::estimate(&app);
     let line = &cost.stacks[0].lines[0];
     assert_eq!((line.path.as_str(), line.count), ("user/Batch", 3));

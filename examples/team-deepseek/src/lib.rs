@@ -8,7 +8,7 @@
 use hyperforge::app::Stack;
 use hyperforge::constructs::*;
 use hyperforge::diagnostics::{Code, Diagnostics};
-use hyperforge::resources::{KubeObject, RawValue, Rule, Scope};
+use hyperforge::resources::{KubeObject, RawTags, RawValue, Rule, Scope};
 use hyperforge::serde_json::json;
 use hyperforge::{App, ObjectPatch};
 
@@ -137,6 +137,8 @@ pub fn stack() -> Stack {
                     ),
                 ]),
             )
+            // The parameter type takes its tags as an object: the stack's cost tags reach it.
+            .cloudformation_tags(RawTags::Map)
             .acknowledge(
                 Rule::checkov(&["CKV2_AWS_34"]),
                 "the parameter holds the alarm topic's ARN, which is not a secret, and CloudFormation cannot create SecureString parameters",

@@ -6,13 +6,14 @@ mod eks;
 
 use super::expr::{Expr, Val};
 use super::l1::*;
+use super::l1_support::TagStyle;
 use super::lower::{bucket, managed_policy, name_tag};
 use super::template::StackTemplates;
 use crate::app::{logical_id, StageId};
 use crate::resources::{
     Bucket, DataRepositoryAssociation, Direction, EcrPullThroughCacheRule, KmsKey,
-    LustreFileSystem, Peer, PodIdentityAssociation, RawResource, RawValue, Resource, ResourceKind,
-    Role, RolePolicy, SecurityGroup, SecurityGroupRule, StackOutput,
+    LustreFileSystem, Peer, PodIdentityAssociation, RawResource, RawTags, RawValue, Resource,
+    ResourceKind, Role, RolePolicy, SecurityGroup, SecurityGroupRule, StackOutput,
 };
 use std::collections::BTreeMap;
 
@@ -174,7 +175,12 @@ fn lower_kind(cx: Cx, r: &Resource) {
 fn raw_resource(cx: Cx, r: &Resource, raw: &RawResource) {
     if let Some((type_name, properties)) = &raw.cloudformation {
         let properties = raw_value(cx, r.stage, properties);
-        cx.add_raw(r.stage, &r.path, type_name, properties);
+        let tags = match raw.cloudformation_tags {
+            RawTags::KeyValueList => TagStyle::KeyValueList,
+            RawTags::Map => TagStyle::Map,
+            RawTags::None => TagStyle::NotTaggable,
+        };
+        cx.add_raw(r.stage, &r.path, type_name, tags, properties);
     }
 }
 

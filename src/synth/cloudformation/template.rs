@@ -92,9 +92,16 @@ impl<'a> StackTemplates<'a> {
     }
 
     /// Adds a resource of a type hyperforge has no L1 type for (a raw resource): `type_name`
-    /// and its `Properties` as given; tags are the resource's own business.
-    pub fn add_raw(&mut self, stage: StageId, path: &str, type_name: &str, properties: Value) {
-        self.push(stage, path, type_name, TagStyle::NotTaggable, properties);
+    /// and its `Properties` as given, tagged in the style its description states.
+    pub fn add_raw(
+        &mut self,
+        stage: StageId,
+        path: &str,
+        type_name: &str,
+        tags: TagStyle,
+        properties: Value,
+    ) {
+        self.push(stage, path, type_name, tags, properties);
     }
 
     fn push(
