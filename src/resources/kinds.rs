@@ -119,6 +119,108 @@ resource_kinds! {
     RawResource,
 }
 
+/// A property of a resource that hyperforge's rules checked: the format-neutral fact behind
+/// the warning an override of it gets (`HF0022`); each backend spells it in its own names.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Checked {
+    /// A node group's capacity type, against its claim (Capacity Block, reservation).
+    CapacityType,
+    /// A node group's instance types, against the catalog and the region.
+    InstanceTypes,
+    /// A node group's subnets, against its reservation's zone.
+    NodeSubnets,
+    /// A node group's scaling, against the reservation and the autoscaling bound.
+    Scaling,
+    /// A launch template's market options (capacity-block).
+    MarketOptions,
+    /// A launch template's capacity reservation.
+    CapacityReservation,
+    /// A launch template's instance type.
+    InstanceType,
+    /// A HyperPod instance group's instance type.
+    GroupInstanceType,
+    /// A HyperPod instance group's instance count, against the training plan.
+    GroupInstanceCount,
+    /// A HyperPod instance group's training plan.
+    GroupTrainingPlan,
+    /// A HyperPod cluster's subnets, against the plan's zone.
+    ClusterSubnets,
+    /// A subnet's zone id.
+    ZoneId,
+    /// A subnet's zone name.
+    Zone,
+    /// A VPC's or subnet's block.
+    CidrBlock,
+    /// An EKS cluster's name, which other stages name.
+    ClusterName,
+    /// An EKS cluster's Kubernetes version.
+    ClusterVersion,
+    /// An access entry's principal.
+    PrincipalArn,
+    /// A log group's retention, one CloudWatch accepts.
+    Retention,
+}
+
+impl ResourceKind {
+    /// The properties of this resource that hyperforge's rules checked.
+    pub fn checked(&self) -> &'static [Checked] {
+        use Checked::*;
+        match self {
+            ResourceKind::NodeGroup(_) => &[CapacityType, InstanceTypes, NodeSubnets, Scaling],
+            ResourceKind::LaunchTemplate(_) => &[MarketOptions, CapacityReservation, InstanceType],
+            ResourceKind::HyperPodCluster(_) => &[
+                GroupInstanceType,
+                GroupInstanceCount,
+                GroupTrainingPlan,
+                ClusterSubnets,
+            ],
+            ResourceKind::Subnet(_) => &[ZoneId, Zone, CidrBlock],
+            ResourceKind::Vpc(_) | ResourceKind::VpcCidrBlock(_) => &[CidrBlock],
+            ResourceKind::EksCluster(_) => &[ClusterName, ClusterVersion],
+            ResourceKind::AccessEntry(_) => &[PrincipalArn],
+            ResourceKind::LogGroup(_) => &[Retention],
+            ResourceKind::SecurityGroup(_)
+            | ResourceKind::SecurityGroupRule(_)
+            | ResourceKind::Bucket(_)
+            | ResourceKind::StackOutput(_)
+            | ResourceKind::Role(_)
+            | ResourceKind::KmsKey(_)
+            | ResourceKind::PodIdentityAssociation(_)
+            | ResourceKind::DefaultSecurityGroup(_)
+            | ResourceKind::InternetGateway(_)
+            | ResourceKind::Eip(_)
+            | ResourceKind::NatGateway(_)
+            | ResourceKind::RouteTable(_)
+            | ResourceKind::Route(_)
+            | ResourceKind::SubnetRouteTableAssociation(_)
+            | ResourceKind::GatewayEndpoint(_)
+            | ResourceKind::FlowLog(_)
+            | ResourceKind::KubeObject(_)
+            | ResourceKind::DeployValue(_)
+            | ResourceKind::OidcProvider(_)
+            | ResourceKind::EksAddon(_)
+            | ResourceKind::CapacityBlockPurchase(_)
+            | ResourceKind::InstanceProfile(_)
+            | ResourceKind::Instance(_)
+            | ResourceKind::LustreFileSystem(_)
+            | ResourceKind::DataRepositoryAssociation(_)
+            | ResourceKind::EcrPullThroughCacheRule(_)
+            | ResourceKind::RolePolicy(_)
+            | ResourceKind::SnsTopic(_)
+            | ResourceKind::SnsTopicPolicy(_)
+            | ResourceKind::PrometheusWorkspace(_)
+            | ResourceKind::PrometheusRuleGroups(_)
+            | ResourceKind::PrometheusScraper(_)
+            | ResourceKind::MetricAlarm(_)
+            | ResourceKind::Dashboard(_)
+            | ResourceKind::EventRule(_)
+            | ResourceKind::Existing(_)
+            | ResourceKind::RawResource(_) => &[],
+        }
+    }
+}
+
 /// A resource that exists outside the description (a VPC, a cluster, a bucket the account
 /// already has): nothing is created for it, and every reference to it reads the value given
 /// for the attribute (`vpc-0abc...`), the same in every format.

@@ -11,7 +11,7 @@ use super::lower::{bucket, managed_policy, name_tag};
 use super::template::StackTemplates;
 use crate::app::{logical_id, StageId};
 use crate::resources::{
-    Bucket, DataRepositoryAssociation, Direction, EcrPullThroughCacheRule, KmsKey,
+    Bucket, Checked, DataRepositoryAssociation, Direction, EcrPullThroughCacheRule, KmsKey,
     LustreFileSystem, Peer, PodIdentityAssociation, RawResource, RawTags, RawValue, Resource,
     ResourceKind, Role, RolePolicy, SecurityGroup, SecurityGroupRule, StackOutput,
 };
@@ -38,7 +38,12 @@ fn e<T>(expr: Expr) -> Val<T> {
 pub(crate) fn lower(cx: Cx, r: &Resource, stage_of: &BTreeMap<&str, StageId>) {
     lower_kind(cx, r);
     meta(cx, r, stage_of);
-    let checked = validated(&r.kind);
+    let checked: Vec<&'static str> = r
+        .kind
+        .checked()
+        .iter()
+        .map(|c| checked_property(*c))
+        .collect();
     if !checked.is_empty() {
         if let Some(t) = cx.resource_at(r.stage, &r.path) {
             t.validated = checked;
@@ -46,72 +51,28 @@ pub(crate) fn lower(cx: Cx, r: &Resource, stage_of: &BTreeMap<&str, StageId>) {
     }
 }
 
-/// The CloudFormation properties of each kind that hyperforge's rules checked (dotted below
-/// `Properties`, `*` for any list item): overriding one of them warns (`HF0022`), as the value
-/// written bypasses the check. One list per kind, the Terraform backend's twin in its
-/// attribute names.
-pub(crate) fn validated(kind: &ResourceKind) -> &'static [&'static str] {
-    match kind {
-        // Capacity type against the claim (Capacity Block, reservation), instance types
-        // against the catalog and the region, subnets against the reservation's zone,
-        // scaling against the autoscaling bound.
-        ResourceKind::NodeGroup(_) => {
-            &["CapacityType", "InstanceTypes", "Subnets", "ScalingConfig"]
-        }
-        ResourceKind::LaunchTemplate(_) => &[
-            "LaunchTemplateData.InstanceMarketOptions",
-            "LaunchTemplateData.CapacityReservationSpecification",
-            "LaunchTemplateData.InstanceType",
-        ],
-        ResourceKind::HyperPodCluster(_) => &[
-            "InstanceGroups.*.InstanceType",
-            "InstanceGroups.*.InstanceCount",
-            "InstanceGroups.*.TrainingPlanArn",
-            "VpcConfig.Subnets",
-        ],
-        ResourceKind::Subnet(_) => &["AvailabilityZoneId", "AvailabilityZone", "CidrBlock"],
-        ResourceKind::Vpc(_) => &["CidrBlock"],
-        ResourceKind::VpcCidrBlock(_) => &["CidrBlock"],
-        ResourceKind::EksCluster(_) => &["Name", "Version"],
-        ResourceKind::AccessEntry(_) => &["PrincipalArn"],
-        ResourceKind::LogGroup(_) => &["RetentionInDays"],
-        ResourceKind::SecurityGroup(_)
-        | ResourceKind::SecurityGroupRule(_)
-        | ResourceKind::Bucket(_)
-        | ResourceKind::StackOutput(_)
-        | ResourceKind::Role(_)
-        | ResourceKind::KmsKey(_)
-        | ResourceKind::PodIdentityAssociation(_)
-        | ResourceKind::DefaultSecurityGroup(_)
-        | ResourceKind::InternetGateway(_)
-        | ResourceKind::Eip(_)
-        | ResourceKind::NatGateway(_)
-        | ResourceKind::RouteTable(_)
-        | ResourceKind::Route(_)
-        | ResourceKind::SubnetRouteTableAssociation(_)
-        | ResourceKind::GatewayEndpoint(_)
-        | ResourceKind::FlowLog(_)
-        | ResourceKind::Existing(_)
-        | ResourceKind::RawResource(_)
-        | ResourceKind::KubeObject(_)
-        | ResourceKind::DeployValue(_)
-        | ResourceKind::OidcProvider(_)
-        | ResourceKind::EksAddon(_)
-        | ResourceKind::CapacityBlockPurchase(_)
-        | ResourceKind::InstanceProfile(_)
-        | ResourceKind::Instance(_)
-        | ResourceKind::LustreFileSystem(_)
-        | ResourceKind::DataRepositoryAssociation(_)
-        | ResourceKind::EcrPullThroughCacheRule(_)
-        | ResourceKind::RolePolicy(_)
-        | ResourceKind::SnsTopic(_)
-        | ResourceKind::SnsTopicPolicy(_)
-        | ResourceKind::PrometheusWorkspace(_)
-        | ResourceKind::PrometheusRuleGroups(_)
-        | ResourceKind::PrometheusScraper(_)
-        | ResourceKind::MetricAlarm(_)
-        | ResourceKind::Dashboard(_)
-        | ResourceKind::EventRule(_) => &[],
+/// A checked property as CloudFormation names it (dotted below `Properties`, `*` for any
+/// list item).
+pub(crate) fn checked_property(c: Checked) -> &'static str {
+    match c {
+        Checked::CapacityType => "CapacityType",
+        Checked::InstanceTypes => "InstanceTypes",
+        Checked::NodeSubnets => "Subnets",
+        Checked::Scaling => "ScalingConfig",
+        Checked::MarketOptions => "LaunchTemplateData.InstanceMarketOptions",
+        Checked::CapacityReservation => "LaunchTemplateData.CapacityReservationSpecification",
+        Checked::InstanceType => "LaunchTemplateData.InstanceType",
+        Checked::GroupInstanceType => "InstanceGroups.*.InstanceType",
+        Checked::GroupInstanceCount => "InstanceGroups.*.InstanceCount",
+        Checked::GroupTrainingPlan => "InstanceGroups.*.TrainingPlanArn",
+        Checked::ClusterSubnets => "VpcConfig.Subnets",
+        Checked::ZoneId => "AvailabilityZoneId",
+        Checked::Zone => "AvailabilityZone",
+        Checked::CidrBlock => "CidrBlock",
+        Checked::ClusterName => "Name",
+        Checked::ClusterVersion => "Version",
+        Checked::PrincipalArn => "PrincipalArn",
+        Checked::Retention => "RetentionInDays",
     }
 }
 

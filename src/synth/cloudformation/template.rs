@@ -25,7 +25,7 @@ pub(crate) struct Resource {
     pub depends_on: Vec<String>,
     pub acknowledgements: Vec<Acknowledgement>,
     /// Properties rules validated (dotted, `*` for any list item): overriding one warns.
-    pub validated: &'static [&'static str],
+    pub validated: Vec<&'static str>,
 }
 
 /// A template parameter.
@@ -132,7 +132,7 @@ impl<'a> StackTemplates<'a> {
                 properties,
                 depends_on: Vec::new(),
                 acknowledgements: Vec::new(),
-                validated: &[],
+                validated: Vec::new(),
             });
         }
         id

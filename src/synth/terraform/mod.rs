@@ -163,7 +163,10 @@ fn apply_overrides(
             .resources
             .iter()
             .find(|r| r.path == o.path)
-            .map_or(&[][..], |r| resources::validated(&r.kind));
+            .map_or(&[][..], |r| r.kind.checked())
+            .iter()
+            .map(|c| resources::checked_attribute(*c))
+            .collect::<Vec<_>>();
         if let Some(v) = checked.iter().find(|v| touches(&o.attribute, v)) {
             ds.report(
                 Code::OverrideOfValidatedProperty,

@@ -7,6 +7,7 @@ mod eks;
 use super::lower::{bucket, managed_policy, name_tag};
 use super::module::{snake, RootModule};
 use crate::app::logical_id;
+use crate::resources::Checked;
 use crate::resources::{
     Bucket, DataRepositoryAssociation, Direction, EcrPullThroughCacheRule, KmsKey,
     LustreFileSystem, Peer, PodIdentityAssociation, Resource, ResourceKind, Role, RolePolicy,
@@ -20,72 +21,28 @@ mod operations;
 
 type Cx<'a, 'b> = &'a mut RootModule<'b>;
 
-/// Lowers one resource into the root module.
-/// The Terraform attributes of each kind that hyperforge's rules checked (dotted in the
-/// resource's block, `*` for any list item or block): overriding one of them warns (`HF0022`).
-/// The twin of the CloudFormation backend's list, in Terraform's names.
-pub(crate) fn validated(kind: &ResourceKind) -> &'static [&'static str] {
-    match kind {
-        ResourceKind::NodeGroup(_) => &[
-            "capacity_type",
-            "instance_types",
-            "subnet_ids",
-            "scaling_config",
-        ],
-        ResourceKind::LaunchTemplate(_) => &[
-            "instance_market_options",
-            "capacity_reservation_specification",
-            "instance_type",
-        ],
-        ResourceKind::HyperPodCluster(_) => &[
-            "instance_groups.*.instance_type",
-            "instance_groups.*.instance_count",
-            "instance_groups.*.training_plan_arn",
-            "vpc_config.subnets",
-        ],
-        ResourceKind::Subnet(_) => &["availability_zone_id", "availability_zone", "cidr_block"],
-        ResourceKind::Vpc(_) => &["cidr_block"],
-        ResourceKind::VpcCidrBlock(_) => &["cidr_block"],
-        ResourceKind::EksCluster(_) => &["name", "version"],
-        ResourceKind::AccessEntry(_) => &["principal_arn"],
-        ResourceKind::LogGroup(_) => &["retention_in_days"],
-        ResourceKind::SecurityGroup(_)
-        | ResourceKind::SecurityGroupRule(_)
-        | ResourceKind::Bucket(_)
-        | ResourceKind::StackOutput(_)
-        | ResourceKind::Role(_)
-        | ResourceKind::KmsKey(_)
-        | ResourceKind::PodIdentityAssociation(_)
-        | ResourceKind::DefaultSecurityGroup(_)
-        | ResourceKind::InternetGateway(_)
-        | ResourceKind::Eip(_)
-        | ResourceKind::NatGateway(_)
-        | ResourceKind::RouteTable(_)
-        | ResourceKind::Route(_)
-        | ResourceKind::SubnetRouteTableAssociation(_)
-        | ResourceKind::GatewayEndpoint(_)
-        | ResourceKind::FlowLog(_)
-        | ResourceKind::Existing(_)
-        | ResourceKind::RawResource(_)
-        | ResourceKind::KubeObject(_)
-        | ResourceKind::DeployValue(_)
-        | ResourceKind::OidcProvider(_)
-        | ResourceKind::EksAddon(_)
-        | ResourceKind::CapacityBlockPurchase(_)
-        | ResourceKind::InstanceProfile(_)
-        | ResourceKind::Instance(_)
-        | ResourceKind::LustreFileSystem(_)
-        | ResourceKind::DataRepositoryAssociation(_)
-        | ResourceKind::EcrPullThroughCacheRule(_)
-        | ResourceKind::RolePolicy(_)
-        | ResourceKind::SnsTopic(_)
-        | ResourceKind::SnsTopicPolicy(_)
-        | ResourceKind::PrometheusWorkspace(_)
-        | ResourceKind::PrometheusRuleGroups(_)
-        | ResourceKind::PrometheusScraper(_)
-        | ResourceKind::MetricAlarm(_)
-        | ResourceKind::Dashboard(_)
-        | ResourceKind::EventRule(_) => &[],
+/// A checked property as the Terraform provider names it (dotted in the resource's block, `*`
+/// for any list item or block).
+pub(crate) fn checked_attribute(c: Checked) -> &'static str {
+    match c {
+        Checked::CapacityType => "capacity_type",
+        Checked::InstanceTypes => "instance_types",
+        Checked::NodeSubnets => "subnet_ids",
+        Checked::Scaling => "scaling_config",
+        Checked::MarketOptions => "instance_market_options",
+        Checked::CapacityReservation => "capacity_reservation_specification",
+        Checked::InstanceType => "instance_type",
+        Checked::GroupInstanceType => "instance_groups.*.instance_type",
+        Checked::GroupInstanceCount => "instance_groups.*.instance_count",
+        Checked::GroupTrainingPlan => "instance_groups.*.training_plan_arn",
+        Checked::ClusterSubnets => "vpc_config.subnets",
+        Checked::ZoneId => "availability_zone_id",
+        Checked::Zone => "availability_zone",
+        Checked::CidrBlock => "cidr_block",
+        Checked::ClusterName => "name",
+        Checked::ClusterVersion => "version",
+        Checked::PrincipalArn => "principal_arn",
+        Checked::Retention => "retention_in_days",
     }
 }
 
