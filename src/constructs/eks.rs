@@ -146,6 +146,17 @@ pub struct EksClusterHandle {
     pub name: String,
 }
 
+/// Whether `name` is an EKS cluster name: 1-100 characters, a letter or digit, then letters,
+/// digits, `-` and `_`.
+pub(crate) fn is_cluster_name(name: &str) -> bool {
+    !name.is_empty()
+        && name.len() <= 100
+        && name.starts_with(|c: char| c.is_ascii_alphanumeric())
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
+}
+
 /// The VPC CNI add-on.
 const VPC_CNI: &str = "vpc-cni";
 
@@ -316,14 +327,7 @@ impl EksCluster {
     }
 
     pub(crate) fn validate(&self, path: &str, ds: &mut Diagnostics) {
-        let name_ok = !self.name.is_empty()
-            && self.name.len() <= 100
-            && self.name.starts_with(|c: char| c.is_ascii_alphanumeric())
-            && self
-                .name
-                .chars()
-                .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_');
-        if !name_ok {
+        if !is_cluster_name(&self.name) {
             ds.report_field(
                 Code::InvalidName,
                 path,

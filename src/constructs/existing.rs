@@ -8,8 +8,7 @@
 use super::network::SubnetFacts;
 use super::{Construct, Context, EksClusterFacts, EksClusterHandle, Facts, NetworkHandle};
 use crate::app::text::{Pseudo, Text};
-use crate::app::{kind, Attr, Kind, Ref, Stack};
-use crate::catalog::regions::AzId;
+use crate::app::{kind, Attr, Kind, Ref};
 use crate::constructs::cidr::Ipv4Cidr;
 use crate::diagnostics::{Code, Diagnostics};
 use crate::resources::{Existing, Scope};
@@ -70,60 +69,56 @@ impl ExistingNetwork {
         }
     }
 
-    fn subnet(mut self, id: String, az_id: String, cidr: String, role: SubnetRole) -> Self {
+    /// A subnet `subnet_id` in zone `az_id` with block `cidr`, playing `role` (the methods
+    /// below name the role).
+    pub fn subnet(
+        mut self,
+        role: SubnetRole,
+        subnet_id: impl Into<String>,
+        az_id: impl Into<String>,
+        cidr: impl Into<String>,
+    ) -> Self {
         self.subnets.push(ExistingSubnet {
-            id,
-            az_id,
-            cidr,
+            id: subnet_id.into(),
+            az_id: az_id.into(),
+            cidr: cidr.into(),
             role,
         });
         self
     }
+}
 
+/// The per-role shorthands of [`ExistingNetwork::subnet`].
+macro_rules! subnet_roles {
+    ($($(#[$doc:meta])* $method:ident => $role:ident),* $(,)?) => {
+        impl ExistingNetwork {
+            $(
+                $(#[$doc])*
+                pub fn $method(
+                    self,
+                    subnet_id: impl Into<String>,
+                    az_id: impl Into<String>,
+                    cidr: impl Into<String>,
+                ) -> Self {
+                    self.subnet(SubnetRole::$role, subnet_id, az_id, cidr)
+                }
+            )*
+        }
+    };
+}
+
+subnet_roles! {
     /// A private subnet (one per zone; EKS wants two zones at least).
-    pub fn private_subnet(
-        self,
-        subnet_id: impl Into<String>,
-        az_id: impl Into<String>,
-        cidr: impl Into<String>,
-    ) -> Self {
-        let (id, az, cidr) = (subnet_id.into(), az_id.into(), cidr.into());
-        self.subnet(id, az, cidr, SubnetRole::Private)
-    }
-
+    private_subnet => Private,
     /// A public subnet.
-    pub fn public_subnet(
-        self,
-        subnet_id: impl Into<String>,
-        az_id: impl Into<String>,
-        cidr: impl Into<String>,
-    ) -> Self {
-        let (id, az, cidr) = (subnet_id.into(), az_id.into(), cidr.into());
-        self.subnet(id, az, cidr, SubnetRole::Public)
-    }
-
+    public_subnet => Public,
     /// The GPU nodes' private subnet, in the zone of their Capacity Block.
-    pub fn gpu_subnet(
-        self,
-        subnet_id: impl Into<String>,
-        az_id: impl Into<String>,
-        cidr: impl Into<String>,
-    ) -> Self {
-        let (id, az, cidr) = (subnet_id.into(), az_id.into(), cidr.into());
-        self.subnet(id, az, cidr, SubnetRole::Gpu)
-    }
-
+    gpu_subnet => Gpu,
     /// The HyperPod nodes' private subnet, in the zone of their training plan.
-    pub fn hyperpod_subnet(
-        self,
-        subnet_id: impl Into<String>,
-        az_id: impl Into<String>,
-        cidr: impl Into<String>,
-    ) -> Self {
-        let (id, az, cidr) = (subnet_id.into(), az_id.into(), cidr.into());
-        self.subnet(id, az, cidr, SubnetRole::HyperPod)
-    }
+    hyperpod_subnet => HyperPod,
+}
 
+impl ExistingNetwork {
     /// The imported subnets, in the order given.
     pub fn subnets(&self) -> &[ExistingSubnet] {
         &self.subnets
@@ -181,28 +176,6 @@ fn is_ec2_id(id: &str, prefix: &str) -> bool {
                     .bytes()
                     .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
         })
-}
-
-fn check_zone(az_id: &str, stack: &Stack, path: &str, ds: &mut Diagnostics) {
-    match AzId::parse(az_id) {
-        None => ds.report(
-            Code::InvalidAvailabilityZoneId,
-            path,
-            format!("`{az_id}` is not an availability zone id"),
-            "zone ids look like `usw2-az2`; `aws ec2 describe-subnets` lists them (AvailabilityZoneId)",
-        ),
-        Some(az) if !az.is_in_region(stack.region()) => ds.report(
-            Code::AvailabilityZoneIdWrongRegion,
-            path,
-            format!("zone `{az}` is not in the stack's region {}", stack.region()),
-            format!(
-                "zones of {} start with `{}-az`",
-                stack.region(),
-                crate::catalog::regions::zone_id_prefix(stack.region()).unwrap_or_default()
-            ),
-        ),
-        Some(_) => {}
-    }
 }
 
 impl Construct for ExistingNetwork {
@@ -279,7 +252,7 @@ impl Construct for ExistingNetwork {
                     "give the subnet's CidrBlock as `aws ec2 describe-subnets` shows it, e.g. 10.0.32.0/19",
                 );
             }
-            check_zone(&s.az_id, cx.stack, &at, ds);
+            super::network::check_zone_id(&s.az_id, cx.stack.region(), &at, ds);
         }
         for role in [SubnetRole::Gpu, SubnetRole::HyperPod] {
             if self.subnets.iter().filter(|s| s.role == role).count() > 1 {
@@ -438,14 +411,7 @@ impl Construct for ExistingEksCluster {
 
     fn validate(&self, cx: &Context<'_>, ds: &mut Diagnostics) {
         let path = cx.path;
-        let name_ok = !self.name.is_empty()
-            && self.name.len() <= 100
-            && self.name.starts_with(|c: char| c.is_ascii_alphanumeric())
-            && self
-                .name
-                .chars()
-                .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_');
-        if !name_ok {
+        if !super::eks::is_cluster_name(&self.name) {
             ds.report_field(
                 Code::InvalidExistingResource,
                 path,

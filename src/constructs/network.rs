@@ -98,6 +98,28 @@ pub fn subnet_facts(stack: &Stack, subnet: &Ref<kind::Subnet>) -> Option<SubnetF
     })
 }
 
+/// Reports `az_id` when it is not a zone id, or one of another region than `region`.
+pub(crate) fn check_zone_id(az_id: &str, region: &str, path: &str, ds: &mut Diagnostics) {
+    match AzId::parse(az_id) {
+        None => ds.report(
+            Code::InvalidAvailabilityZoneId,
+            path,
+            format!("`{az_id}` is not an availability zone id"),
+            "zone ids look like `usw2-az2`; `aws ec2 describe-availability-zones` lists them (ZoneId)",
+        ),
+        Some(az) if !az.is_in_region(region) => ds.report(
+            Code::AvailabilityZoneIdWrongRegion,
+            path,
+            format!("zone `{az}` is not in the stack's region {region}"),
+            format!(
+                "zones of {region} start with `{}-az`",
+                crate::catalog::regions::zone_id_prefix(region).unwrap_or_default()
+            ),
+        ),
+        Some(_) => {}
+    }
+}
+
 /// The `Name` tag of the public subnet in zone index `az_index`.
 fn public_subnet_name(stack: &str, az_index: u32) -> String {
     format!("{stack}-public-{}", az_index + 1)
@@ -450,25 +472,7 @@ impl Network {
                     blocks.push(block);
                 }
             }
-            match AzId::parse(&h.az_id) {
-                None => ds.report(
-                    Code::InvalidAvailabilityZoneId,
-                    &sub_path,
-                    format!("`{}` is not an availability zone id", h.az_id),
-                    "zone ids look like `usw2-az2`; `aws ec2 describe-availability-zones` lists them (ZoneId)",
-                ),
-                Some(az) if !az.is_in_region(stack.region()) => ds.report(
-                    Code::AvailabilityZoneIdWrongRegion,
-                    &sub_path,
-                    format!("zone `{az}` is not in the stack's region {}", stack.region()),
-                    format!(
-                        "zones of {} start with `{}-az`",
-                        stack.region(),
-                        crate::catalog::regions::zone_id_prefix(stack.region()).unwrap_or_default()
-                    ),
-                ),
-                Some(_) => {}
-            }
+            check_zone_id(&h.az_id, stack.region(), &sub_path, ds);
         }
         if !LOG_RETENTION_DAYS.contains(&self.flow_log_retention_days) {
             ds.report_field(

@@ -286,12 +286,7 @@ fn a_kubernetes_manifest_takes_deployed_values() {
 fn network_with(subnets: &[(&str, &str, &str, SubnetRole)]) -> ExistingNetwork {
     subnets.iter().fold(
         ExistingNetwork::new("Network", "vpc-0a1b2c3d4e5f60718"),
-        |n, (id, az, cidr, role)| match role {
-            SubnetRole::Public => n.public_subnet(*id, *az, *cidr),
-            SubnetRole::Gpu => n.gpu_subnet(*id, *az, *cidr),
-            SubnetRole::HyperPod => n.hyperpod_subnet(*id, *az, *cidr),
-            _ => n.private_subnet(*id, *az, *cidr),
-        },
+        |n, (id, az, cidr, role)| n.subnet(*role, *id, *az, *cidr),
     )
 }
 
