@@ -528,11 +528,14 @@ impl Stack {
         self.nodes.iter().find(|n| n.id == id)?.location
     }
 
-    /// Drops the source locations of the constructs (for a stack built by a loader, whose
-    /// diagnostics point into the file it read).
+    /// Drops the source locations of the constructs and acknowledgements (for a stack built by
+    /// a loader, whose diagnostics point into the file it read).
     pub fn forget_locations(&mut self) {
         for node in &mut self.nodes {
             node.location = None;
+        }
+        for ack in &mut self.acknowledged {
+            ack.location = None;
         }
     }
 

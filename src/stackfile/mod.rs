@@ -910,6 +910,34 @@ impl Builder {
         {
             self.stage(&mut stack, stage, &format!("stages[{i}]"));
         }
+        for (i, ack) in root
+            .get("acknowledge")
+            .map(items)
+            .unwrap_or_default()
+            .iter()
+            .enumerate()
+        {
+            let (Some(path), Some(code), Some(reason)) =
+                (text(ack, "path"), text(ack, "code"), text(ack, "reason"))
+            else {
+                continue;
+            };
+            match Code::from_id(&code) {
+                Some(code) => {
+                    stack.acknowledge(path, code, reason);
+                }
+                None => {
+                    let pos = ack.get("code").map_or(ack.pos, |n| n.pos);
+                    self.cx.report(
+                        Code::StackFileInvalidValue,
+                        pos,
+                        &format!("acknowledge[{i}].code"),
+                        format!("`{code}` is not a diagnostic code"),
+                        "codes are `HF` and four digits, as diagnostics print them; docs/diagnostics.md lists them",
+                    );
+                }
+            }
+        }
         // The constructs were added by this loader: their places are the file's, not Rust's.
         stack.forget_locations();
         Some(app.stack(stack))

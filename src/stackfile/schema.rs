@@ -65,6 +65,26 @@ pub static FILE: Shape = Shape {
             "App-level tags (shared by every stack of the app; a stack tag of the same key wins).",
         ),
         &req("stages", Ty::Stages, "The deployment stages, in order."),
+        &opt(
+            "acknowledge",
+            Ty::List(&ACKNOWLEDGEMENT),
+            "Warnings (or notes) accepted at a construct path, each with its reason: left out of the report and listed in the manifest.",
+        ),
+    ],
+};
+
+/// A warning accepted at a construct path (`Stack::acknowledge`).
+pub static ACKNOWLEDGEMENT: Shape = Shape {
+    name: "Acknowledgement",
+    doc: "A warning or note a reviewer accepted at one construct path (and below), with the reason.",
+    fields: &[
+        &req(
+            "path",
+            Ty::Str,
+            "The construct path inside the stack (`GpuNodes`, `Workload/Deployment`); empty for the whole stack.",
+        ),
+        &req("code", Ty::Str, "The diagnostic code, e.g. `HF0506`."),
+        &req("reason", Ty::Str, "Why it is acceptable here."),
     ],
 };
 

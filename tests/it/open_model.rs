@@ -565,3 +565,29 @@ fn an_imported_cluster_is_not_held_to_the_nodes_the_description_shows() {
         assert_eq!(found.with_code(code).count(), 0, "{code:?}: {found}");
     }
 }
+
+#[test]
+fn stack_files_acknowledge_warnings_too() {
+    let file = |code: &str| {
+        format!(
+            "stack: sf\nregion: us-west-2\nstages:\n  - name: infra\n    kind: cloudformation\n    constructs:\n      - alarm_topic: Alarms\nacknowledge:\n  - path: Alarms\n    code: {code}\n    reason: nothing reports it here, on purpose\n"
+        )
+    };
+    // A code that reports nothing at the path: the stale acknowledgement warns, located in
+    // the file rather than in hyperforge's source.
+    let app = hyperforge::stackfile::load_str("sf.yaml", &file("HF0601"))
+        .unwrap_or_else(|e| panic!("{e}"));
+    let assembly = app.synth().unwrap_or_else(|e| panic!("{e}"));
+    let stale: Vec<_> = assembly
+        .warnings()
+        .with_code(Code::UnusedAcknowledgement)
+        .collect();
+    assert_eq!(stale.len(), 1, "{}", assembly.warnings());
+    assert_eq!(stale[0].location, None);
+    // A code that is not one.
+    let errors = hyperforge::stackfile::load_str("sf.yaml", &file("HF9")).unwrap_err();
+    assert!(
+        errors.contains(Code::StackFileInvalidValue, "sf.yaml:10:11"),
+        "{errors}"
+    );
+}
