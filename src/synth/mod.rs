@@ -53,15 +53,12 @@ type Covered<'a> = Vec<(&'a Acknowledged, usize)>;
 /// takes out the warnings and notes a stack acknowledged (returned, per stack, with how many
 /// each covered); an acknowledgement that covered nothing warns (`HF0018`).
 fn settle<'a>(app: &'a App, ds: &mut Diagnostics) -> BTreeMap<&'a str, Covered<'a>> {
-    let stack_of = |path: &str| {
-        app.stacks().iter().find(|s| {
-            path.strip_prefix(s.name())
-                .is_some_and(|rest| rest.is_empty() || rest.starts_with('/'))
-        })
-    };
+    // A display path starts with its stack's name, which holds no `/`.
+    let stacks: BTreeMap<&str, &Stack> = app.stacks().iter().map(|s| (s.name(), s)).collect();
     for d in ds.iter_mut() {
         if d.location.is_none() {
-            d.location = stack_of(&d.path)
+            let stack = d.path.split('/').next().and_then(|name| stacks.get(name));
+            d.location = stack
                 .and_then(|s| s.location_of(&d.path))
                 .map(|l| l.to_string());
         }
