@@ -163,42 +163,7 @@ fn root_object(src: &mut String, root: &Root<'_>) {
         "pub spec: {kind}Spec,\n\
          }}\n\
          \n\
-         impl {kind} {{\n\
-         /// A `{kind}` named `name` with `spec`.\n\
-         pub fn new(name: &str, spec: {kind}Spec) -> Self {{\n\
-         {kind} {{\n\
-         metadata: {META} {{ name: Some(name.to_owned()), ..Default::default() }},\n\
-         spec,\n\
-         }}\n\
-         }}\n\
-         }}\n\
-         \n\
-         impl k8s_openapi::Resource for {kind} {{\n\
-         const API_VERSION: &'static str = \"{group}/{version}\";\n\
-         const GROUP: &'static str = {group:?};\n\
-         const KIND: &'static str = {kind:?};\n\
-         const VERSION: &'static str = {version:?};\n\
-         const URL_PATH_SEGMENT: &'static str = {plural:?};\n\
-         type Scope = k8s_openapi::{scope};\n\
-         }}\n\
-         \n\
-         impl k8s_openapi::Metadata for {kind} {{\n\
-         type Ty = {META};\n\
-         fn metadata(&self) -> &Self::Ty {{ &self.metadata }}\n\
-         fn metadata_mut(&mut self) -> &mut Self::Ty {{ &mut self.metadata }}\n\
-         }}\n\
-         \n\
-         impl serde::Serialize for {kind} {{\n\
-         fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {{\n\
-         use serde::ser::SerializeStruct as _;\n\
-         let mut object = serializer.serialize_struct({kind:?}, 4)?;\n\
-         object.serialize_field(\"apiVersion\", <Self as k8s_openapi::Resource>::API_VERSION)?;\n\
-         object.serialize_field(\"kind\", <Self as k8s_openapi::Resource>::KIND)?;\n\
-         object.serialize_field(\"metadata\", &self.metadata)?;\n\
-         object.serialize_field(\"spec\", &self.spec)?;\n\
-         object.end()\n\
-         }}\n\
-         }}\n"
+         crd_object!({kind}, {kind}Spec, {group:?}, {version:?}, {plural:?}, {scope});"
     );
 }
 

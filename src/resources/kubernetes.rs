@@ -1,6 +1,58 @@
 //! Kubernetes objects: [`KubeObject`], one object of a Kubernetes stage, and the custom resource
 //! types generated from vendored CRDs ([`crd`]).
 
+/// What every generated custom resource type has beside its struct: a constructor by name,
+/// k8s-openapi's `Resource` and `Metadata` (so `KubeObject::new` takes it like a built-in
+/// type), and serialization as `apiVersion`, `kind`, `metadata`, `spec`, in that order.
+macro_rules! crd_object {
+    ($kind:ident, $spec:ident, $group:literal, $version:literal, $plural:literal, $scope:ident) => {
+        impl $kind {
+            #[doc = concat!("A `", stringify!($kind), "` named `name` with `spec`.")]
+            pub fn new(name: &str, spec: $spec) -> Self {
+                $kind {
+                    metadata: k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta {
+                        name: Some(name.to_owned()),
+                        ..Default::default()
+                    },
+                    spec,
+                }
+            }
+        }
+
+        impl k8s_openapi::Resource for $kind {
+            const API_VERSION: &'static str = concat!($group, "/", $version);
+            const GROUP: &'static str = $group;
+            const KIND: &'static str = stringify!($kind);
+            const VERSION: &'static str = $version;
+            const URL_PATH_SEGMENT: &'static str = $plural;
+            type Scope = k8s_openapi::$scope;
+        }
+
+        impl k8s_openapi::Metadata for $kind {
+            type Ty = k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+            fn metadata(&self) -> &Self::Ty {
+                &self.metadata
+            }
+            fn metadata_mut(&mut self) -> &mut Self::Ty {
+                &mut self.metadata
+            }
+        }
+
+        impl serde::Serialize for $kind {
+            fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+                use serde::ser::SerializeStruct as _;
+                let mut object = serializer.serialize_struct(stringify!($kind), 4)?;
+                object
+                    .serialize_field("apiVersion", <Self as k8s_openapi::Resource>::API_VERSION)?;
+                object.serialize_field("kind", <Self as k8s_openapi::Resource>::KIND)?;
+                object.serialize_field("metadata", &self.metadata)?;
+                object.serialize_field("spec", &self.spec)?;
+                object.end()
+            }
+        }
+    };
+}
+
 // Generated from the vendored CRDs; items without a schema description carry no doc comment.
 // Documented as `crate::generated::kubernetes`, so the generated types stay out of this
 // module's page.

@@ -11,50 +11,14 @@ pub struct EC2NodeClass {
     pub spec: EC2NodeClassSpec,
 }
 
-impl EC2NodeClass {
-    /// A `EC2NodeClass` named `name` with `spec`.
-    pub fn new(name: &str, spec: EC2NodeClassSpec) -> Self {
-        EC2NodeClass {
-            metadata: k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta {
-                name: Some(name.to_owned()),
-                ..Default::default()
-            },
-            spec,
-        }
-    }
-}
-
-impl k8s_openapi::Resource for EC2NodeClass {
-    const API_VERSION: &'static str = "karpenter.k8s.aws/v1";
-    const GROUP: &'static str = "karpenter.k8s.aws";
-    const KIND: &'static str = "EC2NodeClass";
-    const VERSION: &'static str = "v1";
-    const URL_PATH_SEGMENT: &'static str = "ec2nodeclasses";
-    type Scope = k8s_openapi::ClusterResourceScope;
-}
-
-impl k8s_openapi::Metadata for EC2NodeClass {
-    type Ty = k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
-    fn metadata(&self) -> &Self::Ty {
-        &self.metadata
-    }
-    fn metadata_mut(&mut self) -> &mut Self::Ty {
-        &mut self.metadata
-    }
-}
-
-impl serde::Serialize for EC2NodeClass {
-    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        use serde::ser::SerializeStruct as _;
-        let mut object = serializer.serialize_struct("EC2NodeClass", 4)?;
-        object.serialize_field("apiVersion", <Self as k8s_openapi::Resource>::API_VERSION)?;
-        object.serialize_field("kind", <Self as k8s_openapi::Resource>::KIND)?;
-        object.serialize_field("metadata", &self.metadata)?;
-        object.serialize_field("spec", &self.spec)?;
-        object.end()
-    }
-}
-
+crd_object!(
+    EC2NodeClass,
+    EC2NodeClassSpec,
+    "karpenter.k8s.aws",
+    "v1",
+    "ec2nodeclasses",
+    ClusterResourceScope
+);
 /// EC2NodeClassSpec is the top level specification for the AWS Karpenter Provider.
 #[derive(Clone, Debug, Default, PartialEq, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "camelCase")]

@@ -11,50 +11,14 @@ pub struct InferenceEndpointConfig {
     pub spec: InferenceEndpointConfigSpec,
 }
 
-impl InferenceEndpointConfig {
-    /// A `InferenceEndpointConfig` named `name` with `spec`.
-    pub fn new(name: &str, spec: InferenceEndpointConfigSpec) -> Self {
-        InferenceEndpointConfig {
-            metadata: k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta {
-                name: Some(name.to_owned()),
-                ..Default::default()
-            },
-            spec,
-        }
-    }
-}
-
-impl k8s_openapi::Resource for InferenceEndpointConfig {
-    const API_VERSION: &'static str = "inference.sagemaker.aws.amazon.com/v1";
-    const GROUP: &'static str = "inference.sagemaker.aws.amazon.com";
-    const KIND: &'static str = "InferenceEndpointConfig";
-    const VERSION: &'static str = "v1";
-    const URL_PATH_SEGMENT: &'static str = "inferenceendpointconfigs";
-    type Scope = k8s_openapi::NamespaceResourceScope;
-}
-
-impl k8s_openapi::Metadata for InferenceEndpointConfig {
-    type Ty = k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
-    fn metadata(&self) -> &Self::Ty {
-        &self.metadata
-    }
-    fn metadata_mut(&mut self) -> &mut Self::Ty {
-        &mut self.metadata
-    }
-}
-
-impl serde::Serialize for InferenceEndpointConfig {
-    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        use serde::ser::SerializeStruct as _;
-        let mut object = serializer.serialize_struct("InferenceEndpointConfig", 4)?;
-        object.serialize_field("apiVersion", <Self as k8s_openapi::Resource>::API_VERSION)?;
-        object.serialize_field("kind", <Self as k8s_openapi::Resource>::KIND)?;
-        object.serialize_field("metadata", &self.metadata)?;
-        object.serialize_field("spec", &self.spec)?;
-        object.end()
-    }
-}
-
+crd_object!(
+    InferenceEndpointConfig,
+    InferenceEndpointConfigSpec,
+    "inference.sagemaker.aws.amazon.com",
+    "v1",
+    "inferenceendpointconfigs",
+    NamespaceResourceScope
+);
 /// InferenceEndpointConfigSpec defines the desired state of InferenceEndpointConfig.
 #[derive(Clone, Debug, Default, PartialEq, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "camelCase")]

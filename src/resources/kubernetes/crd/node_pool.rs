@@ -11,50 +11,14 @@ pub struct NodePool {
     pub spec: NodePoolSpec,
 }
 
-impl NodePool {
-    /// A `NodePool` named `name` with `spec`.
-    pub fn new(name: &str, spec: NodePoolSpec) -> Self {
-        NodePool {
-            metadata: k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta {
-                name: Some(name.to_owned()),
-                ..Default::default()
-            },
-            spec,
-        }
-    }
-}
-
-impl k8s_openapi::Resource for NodePool {
-    const API_VERSION: &'static str = "karpenter.sh/v1";
-    const GROUP: &'static str = "karpenter.sh";
-    const KIND: &'static str = "NodePool";
-    const VERSION: &'static str = "v1";
-    const URL_PATH_SEGMENT: &'static str = "nodepools";
-    type Scope = k8s_openapi::ClusterResourceScope;
-}
-
-impl k8s_openapi::Metadata for NodePool {
-    type Ty = k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
-    fn metadata(&self) -> &Self::Ty {
-        &self.metadata
-    }
-    fn metadata_mut(&mut self) -> &mut Self::Ty {
-        &mut self.metadata
-    }
-}
-
-impl serde::Serialize for NodePool {
-    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        use serde::ser::SerializeStruct as _;
-        let mut object = serializer.serialize_struct("NodePool", 4)?;
-        object.serialize_field("apiVersion", <Self as k8s_openapi::Resource>::API_VERSION)?;
-        object.serialize_field("kind", <Self as k8s_openapi::Resource>::KIND)?;
-        object.serialize_field("metadata", &self.metadata)?;
-        object.serialize_field("spec", &self.spec)?;
-        object.end()
-    }
-}
-
+crd_object!(
+    NodePool,
+    NodePoolSpec,
+    "karpenter.sh",
+    "v1",
+    "nodepools",
+    ClusterResourceScope
+);
 /// NodePoolSpec is the top level nodepool specification.
 #[derive(Clone, Debug, Default, PartialEq, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "camelCase")]

@@ -11,50 +11,14 @@ pub struct ScaledObject {
     pub spec: ScaledObjectSpec,
 }
 
-impl ScaledObject {
-    /// A `ScaledObject` named `name` with `spec`.
-    pub fn new(name: &str, spec: ScaledObjectSpec) -> Self {
-        ScaledObject {
-            metadata: k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta {
-                name: Some(name.to_owned()),
-                ..Default::default()
-            },
-            spec,
-        }
-    }
-}
-
-impl k8s_openapi::Resource for ScaledObject {
-    const API_VERSION: &'static str = "keda.sh/v1alpha1";
-    const GROUP: &'static str = "keda.sh";
-    const KIND: &'static str = "ScaledObject";
-    const VERSION: &'static str = "v1alpha1";
-    const URL_PATH_SEGMENT: &'static str = "scaledobjects";
-    type Scope = k8s_openapi::NamespaceResourceScope;
-}
-
-impl k8s_openapi::Metadata for ScaledObject {
-    type Ty = k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
-    fn metadata(&self) -> &Self::Ty {
-        &self.metadata
-    }
-    fn metadata_mut(&mut self) -> &mut Self::Ty {
-        &mut self.metadata
-    }
-}
-
-impl serde::Serialize for ScaledObject {
-    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        use serde::ser::SerializeStruct as _;
-        let mut object = serializer.serialize_struct("ScaledObject", 4)?;
-        object.serialize_field("apiVersion", <Self as k8s_openapi::Resource>::API_VERSION)?;
-        object.serialize_field("kind", <Self as k8s_openapi::Resource>::KIND)?;
-        object.serialize_field("metadata", &self.metadata)?;
-        object.serialize_field("spec", &self.spec)?;
-        object.end()
-    }
-}
-
+crd_object!(
+    ScaledObject,
+    ScaledObjectSpec,
+    "keda.sh",
+    "v1alpha1",
+    "scaledobjects",
+    NamespaceResourceScope
+);
 /// ScaledObjectSpec is the spec for a ScaledObject resource
 #[derive(Clone, Debug, Default, PartialEq, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "camelCase")]

@@ -11,50 +11,14 @@ pub struct TriggerAuthentication {
     pub spec: TriggerAuthenticationSpec,
 }
 
-impl TriggerAuthentication {
-    /// A `TriggerAuthentication` named `name` with `spec`.
-    pub fn new(name: &str, spec: TriggerAuthenticationSpec) -> Self {
-        TriggerAuthentication {
-            metadata: k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta {
-                name: Some(name.to_owned()),
-                ..Default::default()
-            },
-            spec,
-        }
-    }
-}
-
-impl k8s_openapi::Resource for TriggerAuthentication {
-    const API_VERSION: &'static str = "keda.sh/v1alpha1";
-    const GROUP: &'static str = "keda.sh";
-    const KIND: &'static str = "TriggerAuthentication";
-    const VERSION: &'static str = "v1alpha1";
-    const URL_PATH_SEGMENT: &'static str = "triggerauthentications";
-    type Scope = k8s_openapi::NamespaceResourceScope;
-}
-
-impl k8s_openapi::Metadata for TriggerAuthentication {
-    type Ty = k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
-    fn metadata(&self) -> &Self::Ty {
-        &self.metadata
-    }
-    fn metadata_mut(&mut self) -> &mut Self::Ty {
-        &mut self.metadata
-    }
-}
-
-impl serde::Serialize for TriggerAuthentication {
-    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        use serde::ser::SerializeStruct as _;
-        let mut object = serializer.serialize_struct("TriggerAuthentication", 4)?;
-        object.serialize_field("apiVersion", <Self as k8s_openapi::Resource>::API_VERSION)?;
-        object.serialize_field("kind", <Self as k8s_openapi::Resource>::KIND)?;
-        object.serialize_field("metadata", &self.metadata)?;
-        object.serialize_field("spec", &self.spec)?;
-        object.end()
-    }
-}
-
+crd_object!(
+    TriggerAuthentication,
+    TriggerAuthenticationSpec,
+    "keda.sh",
+    "v1alpha1",
+    "triggerauthentications",
+    NamespaceResourceScope
+);
 /// TriggerAuthenticationSpec defines the various ways to authenticate
 #[derive(Clone, Debug, Default, PartialEq, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "camelCase")]
