@@ -259,6 +259,14 @@ pub struct Acknowledged {
     pub location: Option<&'static std::panic::Location<'static>>,
 }
 
+impl Acknowledged {
+    /// Whether it can take effect: a warning or note, with a reason (`HF0017` otherwise).
+    pub fn is_usable(&self) -> bool {
+        self.code.severity() != crate::diagnostics::Severity::Error
+            && !self.reason.trim().is_empty()
+    }
+}
+
 impl Stack {
     /// A stack named `name` (it prefixes the CloudFormation stack names of its stages) in
     /// `region`.
@@ -583,18 +591,18 @@ impl Stack {
     pub(crate) fn validate_structure(&self, app_tags: &Tags, ds: &mut Diagnostics) {
         let stack_path = self.display_path("");
         for ack in &self.acknowledged {
-            let problem = if ack.code.severity() == crate::diagnostics::Severity::Error {
+            let problem = if ack.is_usable() {
+                None
+            } else if ack.code.severity() == crate::diagnostics::Severity::Error {
                 Some((
                     format!("`{}` is an error and cannot be acknowledged", ack.code),
                     "fix what it reports; only warnings and notes can be acknowledged",
                 ))
-            } else if ack.reason.trim().is_empty() {
+            } else {
                 Some((
                     format!("the acknowledgement of `{}` gives no reason", ack.code),
                     "say why the warning is acceptable here: the reason is written into the manifest for reviewers",
                 ))
-            } else {
-                None
             };
             if let Some((message, help)) = problem {
                 let mut d = crate::diagnostics::Diagnostic::new(

@@ -254,12 +254,12 @@ impl Construct for ExistingNetwork {
             }
             super::network::check_zone_id(&s.az_id, cx.stack.region(), &at, ds);
         }
-        for role in [SubnetRole::Gpu, SubnetRole::HyperPod] {
+        for (role, what) in [(SubnetRole::Gpu, "GPU"), (SubnetRole::HyperPod, "HyperPod")] {
             if self.subnets.iter().filter(|s| s.role == role).count() > 1 {
                 ds.report(
                     Code::ExistingResourceIncomplete,
                     path,
-                    format!("more than one {role:?} subnet is imported"),
+                    format!("more than one {what} subnet is imported"),
                     "import one: the nodes of a reservation live in its one zone",
                 );
             }
@@ -305,9 +305,13 @@ impl Construct for ExistingNetwork {
 
 /// An existing EKS cluster, as `aws eks describe-cluster` shows it. The handle is an
 /// [`EksClusterHandle`], so node groups, controllers, the inference operator and workloads take
-/// it as they take a created cluster's. The cluster must authenticate with access entries
-/// (`API` or `API_AND_CONFIG_MAP`), as node groups and controllers are admitted through them,
-/// and its API must be reachable from where the runbook's kubectl and helm steps run.
+/// it as they take a created cluster's. What hyperforge's own clusters have, an imported one
+/// must have too: authentication with access entries (`API` or `API_AND_CONFIG_MAP`), as node
+/// groups and controllers are admitted through them; the `eks-pod-identity-agent` add-on, as
+/// the controllers', Fluent Bit's and the model servers' roles reach their pods through EKS
+/// Pod Identity; an IAM OIDC provider for its issuer when a construct uses roles for service
+/// accounts (the inference operator); and an API reachable from where the runbook's kubectl
+/// and helm steps run.
 ///
 /// ```
 /// use hyperforge::constructs::ExistingEksCluster;
@@ -568,7 +572,7 @@ impl Construct for ExistingBucket {
     }
 
     fn validate(&self, cx: &Context<'_>, ds: &mut Diagnostics) {
-        if !super::weights::is_bucket_name(&self.name) {
+        if !super::weights::is_existing_bucket_name(&self.name) {
             ds.report_field(
                 Code::InvalidExistingResource,
                 cx.path,

@@ -209,7 +209,7 @@ impl Construct for InferenceOperator {
 
     fn validate(&self, cx: &Context<'_>, ds: &mut Diagnostics) {
         for name in &self.model_buckets {
-            if !is_bucket_name(name) {
+            if !super::weights::is_existing_bucket_name(name) {
                 ds.report_field(
                     Code::InvalidModelBucketName,
                     cx.path,
@@ -478,23 +478,9 @@ impl super::stack_file::StackFileConstruct for InferenceOperator {
     }
 }
 
-/// An S3 general-purpose bucket name: 3-63 lowercase letters, digits, `.` and `-`, starting and
-/// ending with a letter or digit, no `..`, not shaped like an IPv4 address.
-pub fn is_bucket_name(name: &str) -> bool {
-    let edge = |c: Option<char>| c.is_some_and(|c| c.is_ascii_lowercase() || c.is_ascii_digit());
-    (3..=63).contains(&name.len())
-        && name
-            .chars()
-            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '.' || c == '-')
-        && edge(name.chars().next())
-        && edge(name.chars().last())
-        && !name.contains("..")
-        && name.parse::<std::net::Ipv4Addr>().is_err()
-}
-
 #[cfg(test)]
 mod bucket_name_tests {
-    use super::is_bucket_name;
+    use crate::constructs::weights::is_existing_bucket_name as is_bucket_name;
 
     #[test]
     fn bucket_names_only() {

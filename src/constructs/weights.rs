@@ -146,10 +146,10 @@ impl ModelStore {
     }
 }
 
-/// An S3 general purpose bucket name: 3-63 lowercase letters, digits, `.` and `-`, starting
-/// and ending with a letter or digit, no `..`, not an IP address, none of the reserved
-/// prefixes and suffixes.
-pub fn is_bucket_name(name: &str) -> bool {
+/// Whether `name` names a bucket that may exist: 3-63 lowercase letters, digits, `.` and
+/// `-`, a letter or digit at each end, no `..`, not an IP address (S3's rules for every
+/// bucket; an import or a bucket named by the operator's configuration is checked with these).
+pub fn is_existing_bucket_name(name: &str) -> bool {
     let edge = |c: Option<char>| c.is_some_and(|c| c.is_ascii_lowercase() || c.is_ascii_digit());
     (3..=63).contains(&name.len())
         && name
@@ -158,9 +158,15 @@ pub fn is_bucket_name(name: &str) -> bool {
         && edge(name.chars().next())
         && edge(name.chars().last())
         && !name.contains("..")
+        && name.parse::<std::net::Ipv4Addr>().is_err()
+}
+
+/// Whether `name` may name a bucket created now: [`is_existing_bucket_name`], plus the rules
+/// S3 added since (no `.-` or `-.`, none of its reserved prefixes and suffixes).
+pub fn is_bucket_name(name: &str) -> bool {
+    is_existing_bucket_name(name)
         && !name.contains(".-")
         && !name.contains("-.")
-        && name.parse::<std::net::Ipv4Addr>().is_err()
         && !["xn--", "sthree-", "amzn-s3-demo-"]
             .iter()
             .any(|p| name.starts_with(p))

@@ -67,7 +67,7 @@ fn settle<'a>(app: &'a App, ds: &mut Diagnostics) -> BTreeMap<&'a str, Covered<'
     for stack in app.stacks() {
         let mut counts: Covered<'a> = Vec::new();
         for ack in stack.acknowledgements() {
-            if ack.code.severity() == Severity::Error || ack.reason.trim().is_empty() {
+            if !ack.is_usable() {
                 continue;
             }
             let at = stack.display_path(&ack.path);

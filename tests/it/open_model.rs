@@ -15,7 +15,7 @@ use crate::external_validators::{
 use hyperforge::app::Stack;
 use hyperforge::constructs::*;
 use hyperforge::diagnostics::Diagnostics;
-use hyperforge::resources::{Existing, RawValue, Scope};
+use hyperforge::resources::{RawValue, Scope};
 use hyperforge::serde_json::{json, Value};
 use hyperforge::{App, Code, SynthOptions};
 
@@ -467,10 +467,6 @@ fn reading_a_value_an_import_does_not_give_is_an_error() {
         t["Resources"]["ProviderResource"]["Properties"]["Value"],
         json!({"Fn::Sub": "arn:${AWS::Partition}:iam::${AWS::AccountId}:oidc-provider/oidc.eks.us-west-2.amazonaws.com/id/0123456789ABCDEF0123456789ABCDEF"})
     );
-    let _ = Existing {
-        kind: hyperforge::app::Kind::Vpc,
-        values: Vec::new(),
-    };
 }
 
 #[test]
