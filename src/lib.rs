@@ -169,6 +169,7 @@ pub mod cost;
 #[cfg(feature = "deploy")]
 pub mod deploy;
 pub mod diagnostics;
+pub mod fleet;
 #[cfg(feature = "policy")]
 pub mod policy;
 pub mod reference;

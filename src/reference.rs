@@ -14,6 +14,7 @@ use crate::constructs::{
     ServingDashboard, VllmDeployment, VllmServer, WeightsStaging,
 };
 use crate::constructs::{EksClusterHandle, ModelStoreHandle, NetworkHandle};
+use crate::fleet::{Fleet, FleetMember, FleetRegion};
 
 /// The region of the reference stacks (p6-b300 is offered for HyperPod in us-east-1 and
 /// us-west-2).
@@ -67,7 +68,12 @@ pub const ACCOUNT_ID: &str = "111122223333";
 
 /// The model store's bucket name of stack `stack`: `<stack>-weights-<account>-<region>`.
 pub fn weights_bucket(stack: &str) -> String {
-    format!("{stack}-weights-{ACCOUNT_ID}-{REGION}")
+    weights_bucket_in(stack, REGION)
+}
+
+/// The model store's bucket name of stack `stack` in `region`.
+pub fn weights_bucket_in(stack: &str, region: &str) -> String {
+    format!("{stack}-weights-{ACCOUNT_ID}-{region}")
 }
 
 /// The system nodes of the EKS references (`ManagedNodeGroup::system`), for the releases that
@@ -250,16 +256,44 @@ pub fn kimi_k3_eks() -> App {
         .stack(kimi_k3_eks_stack("kimi-k3-eks"))
 }
 
-/// The EKS reference stack under another name (fleets, tests).
+/// The EKS reference stack under another name (tests, benchmarks).
 pub fn kimi_k3_eks_stack(name: &str) -> Stack {
-    let mut stack = Stack::new(name, REGION)
+    kimi_k3_eks_stack_at(
+        name,
+        &Placement {
+            region: REGION.to_owned(),
+            cluster_name: "kimi-k3-eks".to_owned(),
+            reservation_id: CAPACITY_BLOCK_RESERVATION_ID.to_owned(),
+            zone_id: CAPACITY_BLOCK_AZ_ID.to_owned(),
+        },
+    )
+}
+
+/// Where an EKS reference stack is deployed: its region, its cluster's name, and the Capacity
+/// Block its GPU node comes from.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Placement {
+    /// The region.
+    pub region: String,
+    /// The EKS cluster's name.
+    pub cluster_name: String,
+    /// The Capacity Block's reservation id.
+    pub reservation_id: String,
+    /// The Capacity Block's zone id.
+    pub zone_id: String,
+}
+
+/// The EKS reference stack named `name` at `at`.
+pub fn kimi_k3_eks_stack_at(name: &str, at: &Placement) -> Stack {
+    let region = at.region.as_str();
+    let mut stack = Stack::new(name, region)
         .description("Kimi K3 on EKS (p6-b300 from an EC2 Capacity Block, vLLM).")
         .tag("workload", "kimi-k3");
 
     let foundation = stack.cloudformation_stage("foundation");
     let network = stack.add(
         foundation,
-        Network::new("Network").gpu_subnet(CAPACITY_BLOCK_AZ_ID),
+        Network::new("Network").gpu_subnet(at.zone_id.as_str()),
     );
     let sg = stack.add(
         foundation,
@@ -267,7 +301,7 @@ pub fn kimi_k3_eks_stack(name: &str) -> Stack {
     );
     let eks = stack.add(
         foundation,
-        EksCluster::new("Eks", "kimi-k3-eks")
+        EksCluster::new("Eks", at.cluster_name.as_str())
             .subnets(&network.private_subnets)
             .vpc(&network.vpc)
             .security_group(&sg.group),
@@ -278,7 +312,7 @@ pub fn kimi_k3_eks_stack(name: &str) -> Stack {
     );
     let store = stack.add(
         foundation,
-        ModelStore::new("Weights", weights_bucket(name), &eks),
+        ModelStore::new("Weights", weights_bucket_in(name, region), &eks),
     );
 
     let nodes = stack.cloudformation_stage("nodes");
@@ -295,8 +329,8 @@ pub fn kimi_k3_eks_stack(name: &str) -> Stack {
             network.gpu_subnet.iter(),
         )
         .capacity(NodeCapacity::capacity_block_of(
-            CAPACITY_BLOCK_RESERVATION_ID,
-            CAPACITY_BLOCK_AZ_ID,
+            at.reservation_id.as_str(),
+            at.zone_id.as_str(),
             1,
         ))
         .security_group(&sg.group),
@@ -305,10 +339,10 @@ pub fn kimi_k3_eks_stack(name: &str) -> Stack {
     stack.helm_stage("nvidia-device-plugin", HelmRelease::nvidia_device_plugin());
     stack.helm_stage(
         "aws-load-balancer-controller",
-        HelmRelease::aws_load_balancer_controller(&eks.name, REGION, &network.vpc),
+        HelmRelease::aws_load_balancer_controller(&eks.name, region, &network.vpc),
     );
 
-    eks_operations_and_workload(&mut stack, &eks, &network, &store);
+    eks_operations_and_workload(&mut stack, &eks, &network, &store, at);
     stack
 }
 
@@ -368,7 +402,13 @@ pub fn kimi_k3_eks_karpenter() -> App {
             ReservationSelector::Id(CAPACITY_BLOCK_RESERVATION_ID.to_owned()),
         ),
     );
-    eks_operations_and_workload(&mut stack, &eks, &network, &store);
+    let at = Placement {
+        region: REGION.to_owned(),
+        cluster_name: name.to_owned(),
+        reservation_id: CAPACITY_BLOCK_RESERVATION_ID.to_owned(),
+        zone_id: CAPACITY_BLOCK_AZ_ID.to_owned(),
+    };
+    eks_operations_and_workload(&mut stack, &eks, &network, &store, &at);
     App::new().tag("managed-by", "hyperforge").stack(stack)
 }
 
@@ -381,6 +421,7 @@ fn eks_operations_and_workload(
     eks: &EksClusterHandle,
     network: &NetworkHandle,
     store: &ModelStoreHandle,
+    at: &Placement,
 ) {
     // Notifications: the encrypted topic operators subscribe to, and warnings before the
     // Capacity Block ends.
@@ -391,7 +432,7 @@ fn eks_operations_and_workload(
         CapacityEndWarning::capacity_block(
             "CapacityBlockEnd",
             &alarms,
-            CAPACITY_BLOCK_RESERVATION_ID,
+            at.reservation_id.as_str(),
             CAPACITY_BLOCK_END,
         ),
     );
@@ -410,7 +451,7 @@ fn eks_operations_and_workload(
     stack.add(operations, LogShipping::new("Logs", eks));
     stack.helm_stage(
         "aws-for-fluent-bit",
-        HelmRelease::aws_for_fluent_bit(&eks.name, REGION),
+        HelmRelease::aws_for_fluent_bit(&eks.name, at.region.as_str()),
     );
     stack.helm_stage("dcgm-exporter", HelmRelease::dcgm_exporter());
     stack.helm_stage(
@@ -447,6 +488,31 @@ fn eks_operations_and_workload(
         ServingDashboard::new("Dashboard", format!("serving-{}", stack.name())),
     );
 }
+
+/// The reference fleet: the EKS reference stack in three regions where EC2 offers p6-b300
+/// (us-west-2, us-east-1, eu-west-2), each member on its own region's Capacity Block, deployed
+/// to one account through self-managed StackSets. Each member's cluster is named as the member.
+/// The reservation ids are placeholders, as the reference stack's is.
+pub fn kimi_k3_eks_fleet() -> Fleet {
+    Fleet::from_apps(FLEET_NAME, |member: &FleetMember| {
+        let at = Placement {
+            region: member.region.clone(),
+            cluster_name: member.name.clone(),
+            reservation_id: member.value("capacity_id").unwrap_or_default().to_owned(),
+            zone_id: member.value("zone_id").unwrap_or_default().to_owned(),
+        };
+        Ok(App::new()
+            .tag("managed-by", "hyperforge")
+            .stack(kimi_k3_eks_stack_at(&member.name, &at)))
+    })
+    .account(ACCOUNT_ID)
+    .region(FleetRegion::new("us-west-2").capacity_block(CAPACITY_BLOCK_RESERVATION_ID, CAPACITY_BLOCK_AZ_ID))
+    .region(FleetRegion::new("us-east-1").capacity_block("cr-0a1b2c3d4e5f60718", "use1-az4"))
+    .region(FleetRegion::new("eu-west-2").capacity_block("cr-0fedcba9876543210", "euw2-az2"))
+}
+
+/// The reference fleet's name.
+pub const FLEET_NAME: &str = "kimi-k3-eks-fleet";
 
 /// Every reference app: the two reference deployments.
 pub fn all() -> Vec<App> {

@@ -3,6 +3,7 @@
 //! so a failed or interrupted run leaves the previous output as it was. The manifest's types are
 //! in [`manifest`].
 
+pub mod fleet;
 pub mod manifest;
 
 use crate::diagnostics::Diagnostics;
@@ -53,7 +54,8 @@ pub enum AssemblyError {
 const MANIFEST_PROBE_BYTES: u64 = 4 << 20;
 
 /// Whether `dir` may be replaced by an assembly: it does not exist, or it is a directory (not a
-/// symbolic link) that is empty or holds a `manifest.json` whose `generator` is hyperforge.
+/// symbolic link) that is empty or holds a `manifest.json` (an assembly) or `fleet.json` (a
+/// fleet's output) whose `generator` is hyperforge.
 pub fn replaceable(dir: &Path) -> bool {
     let Ok(meta) = fs::symlink_metadata(dir) else {
         return !dir.exists();
@@ -66,14 +68,16 @@ pub fn replaceable(dir: &Path) -> bool {
         return true;
     }
     let manifest = dir.join("manifest.json");
-    let small = fs::symlink_metadata(&manifest)
-        .is_ok_and(|m| m.is_file() && m.len() <= MANIFEST_PROBE_BYTES);
-    small
-        && fs::read(&manifest)
-            .ok()
-            .and_then(|bytes| serde_json::from_slice::<serde_json::Value>(&bytes).ok())
-            .and_then(|v| v.get("generator")?.as_str().map(str::to_owned))
-            .is_some_and(|g| g == "hyperforge" || g.starts_with("hyperforge "))
+    let ours = |file: &Path| {
+        fs::symlink_metadata(file).is_ok_and(|m| m.is_file() && m.len() <= MANIFEST_PROBE_BYTES)
+            && fs::read(file)
+                .ok()
+                .and_then(|bytes| serde_json::from_slice::<serde_json::Value>(&bytes).ok())
+                .and_then(|v| v.get("generator")?.as_str().map(str::to_owned))
+                .is_some_and(|g| g == "hyperforge" || g.starts_with("hyperforge "))
+    };
+    // An assembly has manifest.json; a fleet's output, fleet.json.
+    ours(&manifest) || ours(&dir.join("fleet.json"))
 }
 
 /// Whether `rel` names a file inside the output directory: relative, made of normal segments
@@ -166,6 +170,29 @@ impl Assembly {
         if let Some(rel) = self.files.keys().find(|rel| !is_contained(rel)) {
             return Err(AssemblyError::OutsideOutput { path: rel.clone() });
         }
+        let staged = StagedDir::begin(dir)?;
+        for (rel, bytes) in &self.files {
+            staged.write(rel, bytes)?;
+        }
+        staged.commit()
+    }
+}
+
+/// An output directory being written: files go to a staging directory beside it, which
+/// replaces it only on [`StagedDir::commit`]; dropped uncommitted, the staging directory is
+/// removed and the previous output is as it was. Files may be written from several threads.
+#[derive(Debug)]
+pub struct StagedDir {
+    dir: PathBuf,
+    staging: PathBuf,
+    previous: PathBuf,
+    committed: bool,
+}
+
+impl StagedDir {
+    /// Starts writing `dir` (which is replaced whatever it holds; check [`replaceable`]
+    /// first when that is not what was asked for).
+    pub fn begin(dir: &Path) -> Result<StagedDir, AssemblyError> {
         let parent = match dir.parent() {
             Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
             _ => PathBuf::from("."),
@@ -181,32 +208,53 @@ impl Assembly {
         if staging.exists() {
             fs::remove_dir_all(&staging).map_err(io("remove", &staging))?;
         }
-        let result = self
-            .write_files(&staging)
-            .and_then(|()| swap_in(&staging, dir, &previous));
-        if result.is_err() && staging.exists() {
-            // Best effort: the staging directory is ours; the previous output is untouched.
-            let _ = fs::remove_dir_all(&staging);
-        }
-        result
+        fs::create_dir_all(&staging).map_err(io("create", &staging))?;
+        Ok(StagedDir {
+            dir: dir.to_path_buf(),
+            staging,
+            previous,
+            committed: false,
+        })
     }
 
-    fn write_files(&self, root: &Path) -> Result<(), AssemblyError> {
-        fs::create_dir_all(root).map_err(io("create", root))?;
-        for (rel, bytes) in &self.files {
-            let path = root.join(rel);
-            if let Some(p) = path.parent() {
+    /// Writes one file at `rel` (refused unless it stays inside the directory); scripts
+    /// (`.sh`) are made executable.
+    pub fn write(&self, rel: &str, bytes: &[u8]) -> Result<(), AssemblyError> {
+        if !is_contained(rel) {
+            return Err(AssemblyError::OutsideOutput {
+                path: rel.to_owned(),
+            });
+        }
+        let path = self.staging.join(rel);
+        if let Some(p) = path.parent() {
+            if !p.is_dir() {
                 fs::create_dir_all(p).map_err(io("create", p))?;
             }
-            fs::write(&path, bytes).map_err(io("write", &path))?;
-            #[cfg(unix)]
-            if rel.ends_with(".sh") {
-                use std::os::unix::fs::PermissionsExt;
-                fs::set_permissions(&path, fs::Permissions::from_mode(0o755))
-                    .map_err(io("set permissions of", &path))?;
-            }
+        }
+        fs::write(&path, bytes).map_err(io("write", &path))?;
+        #[cfg(unix)]
+        if rel.ends_with(".sh") {
+            use std::os::unix::fs::PermissionsExt;
+            fs::set_permissions(&path, fs::Permissions::from_mode(0o755))
+                .map_err(io("set permissions of", &path))?;
         }
         Ok(())
+    }
+
+    /// Puts the written directory in place of the previous one.
+    pub fn commit(mut self) -> Result<(), AssemblyError> {
+        let result = swap_in(&self.staging, &self.dir, &self.previous);
+        self.committed = result.is_ok();
+        result
+    }
+}
+
+impl Drop for StagedDir {
+    fn drop(&mut self) {
+        if !self.committed && self.staging.exists() {
+            // Best effort: the staging directory is ours; the previous output is untouched.
+            let _ = fs::remove_dir_all(&self.staging);
+        }
     }
 }
 

@@ -20,6 +20,7 @@ use crate::constructs::Placements;
 use crate::diagnostics::{Code, Diagnostics, Severity};
 use crate::resources::ResourceGraph;
 use std::collections::{BTreeMap, BTreeSet};
+use std::time::{Duration, Instant};
 
 impl App {
     /// Every diagnostic of the app, without synthesizing.
@@ -238,22 +239,84 @@ pub fn synthesize(app: &App) -> Result<Assembly, Diagnostics> {
 
 /// [`synthesize`] with `options`.
 pub fn synthesize_with(app: &App, options: &SynthOptions) -> Result<Assembly, Diagnostics> {
+    synthesize_timed(app, options).map(|(assembly, _)| assembly)
+}
+
+/// Time spent in each phase of synthesis.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct SynthTimings {
+    /// Structural checks, every construct's rules, the cross-construct rules, locating
+    /// diagnostics.
+    pub validation: Duration,
+    /// Expanding constructs into resources and checking their references.
+    pub expansion: Duration,
+    /// Lowering resources into each format's documents (backends, less serialization).
+    pub lowering: Duration,
+    /// Rendering documents to text: JSON and YAML.
+    pub serialization: Duration,
+    /// Building and rendering the runbook.
+    pub runbook: Duration,
+    /// The stacks synthesized.
+    pub stacks: u64,
+}
+
+impl SynthTimings {
+    /// Adds `other`'s times and stacks to these.
+    pub fn add(&mut self, other: &SynthTimings) {
+        self.validation += other.validation;
+        self.expansion += other.expansion;
+        self.lowering += other.lowering;
+        self.serialization += other.serialization;
+        self.runbook += other.runbook;
+        self.stacks += other.stacks;
+    }
+
+    /// The sum of the phases.
+    pub fn total(&self) -> Duration {
+        self.validation + self.expansion + self.lowering + self.serialization + self.runbook
+    }
+}
+
+thread_local! {
+    /// Serialization time on this thread, read around each backend.
+    static SERIALIZING: std::cell::Cell<Duration> = const { std::cell::Cell::new(Duration::ZERO) };
+}
+
+/// Runs `render` (turning a document into text), counting its time as serialization.
+pub(crate) fn serializing<T>(render: impl FnOnce() -> T) -> T {
+    let start = Instant::now();
+    let out = render();
+    let spent = start.elapsed();
+    SERIALIZING.with(|s| s.set(s.get() + spent));
+    out
+}
+
+/// [`synthesize_with`], also returning the time spent in each phase.
+pub fn synthesize_timed(
+    app: &App,
+    options: &SynthOptions,
+) -> Result<(Assembly, SynthTimings), Diagnostics> {
+    let mut timings = SynthTimings::default();
+    let start = Instant::now();
     let mut ds = check(app);
     if ds.has_errors() {
         settle(app, &mut ds);
         return Err(ds);
     }
+    timings.validation += start.elapsed();
     let mut files = BTreeMap::new();
     let mut stacks = Vec::new();
     let mut errors = Diagnostics::new();
     for stack in app.stacks() {
-        match synthesize_stack(app, stack, options.formats, &mut files, &mut ds) {
+        match synthesize_stack(app, stack, options.formats, &mut files, &mut ds, &mut timings) {
             Ok(manifest) => stacks.push(manifest),
             Err(e) => errors.extend(e),
         }
     }
     ds.extend(errors);
+    let start = Instant::now();
     let covered = settle(app, &mut ds);
+    timings.validation += start.elapsed();
     if ds.has_errors() || (options.deny_warnings && ds.has_warnings()) {
         return Err(ds);
     }
@@ -273,7 +336,10 @@ pub fn synthesize_with(app: &App, options: &SynthOptions) -> Result<Assembly, Di
     if options.formats != Formats::all() {
         filter_formats(&mut files, &mut stacks, options.formats);
     }
-    Ok(Assembly::new(files, Manifest::new(stacks), ds))
+    let start = Instant::now();
+    let assembly = Assembly::new(files, Manifest::new(stacks), ds);
+    timings.serialization += start.elapsed();
+    Ok((assembly, timings))
 }
 
 /// Drops the artifacts of formats not in `formats` from `files` and from the manifest's
@@ -375,15 +441,21 @@ fn synthesize_stack(
     formats: Formats,
     files: &mut BTreeMap<String, Vec<u8>>,
     ds: &mut Diagnostics,
+    timings: &mut SynthTimings,
 ) -> Result<StackManifest, Diagnostics> {
+    timings.stacks += 1;
+    let start = Instant::now();
     let tags = stack.effective_tags(app.tags());
     let graph = crate::constructs::expand(stack, &tags);
     let mut problems = Diagnostics::new();
     graph.check_references(stack, &mut problems);
     graph.check_stages(stack, &mut problems);
+    timings.expansion += start.elapsed();
     if problems.has_errors() {
         return Err(problems);
     }
+    let start = Instant::now();
+    let serialized_before = SERIALIZING.with(std::cell::Cell::get);
     let input = BackendInput {
         stack,
         graph: &graph,
@@ -405,6 +477,9 @@ fn synthesize_stack(
             Err(e) => failed.extend(e),
         }
     }
+    let serialized = SERIALIZING.with(std::cell::Cell::get).saturating_sub(serialized_before);
+    timings.serialization += serialized;
+    timings.lowering += start.elapsed().saturating_sub(serialized);
     if failed.has_errors() {
         return Err(failed);
     }
@@ -438,6 +513,7 @@ fn synthesize_stack(
     }
     #[cfg(feature = "runbook")]
     {
+        let start = Instant::now();
         let runbook = crate::runbook::render(stack, &manifest).map_err(|e| {
             let mut ds = Diagnostics::new();
             ds.report(
@@ -453,6 +529,7 @@ fn synthesize_stack(
         manifest.runbook = Some(ArtifactList {
             artifacts: vec![Artifact::new(ArtifactFormat::Runbook, path)],
         });
+        timings.runbook += start.elapsed();
     }
     Ok(manifest)
 }

@@ -17,6 +17,7 @@ const LAYERS: &[&str] = &[
     "policy",
     "runbook",
     "synth",
+    "fleet",
     "reference",
     "stackfile",
     "deploy",

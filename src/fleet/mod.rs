@@ -1,0 +1,1511 @@
+//! Fleets: one stack description expanded over a matrix of regions, deployment targets
+//! (accounts or organizational units) and models into named member stacks, each validated and
+//! synthesized on its own, and the CloudFormation stages that are the same for every member
+//! turned into StackSets.
+//!
+//! [`Fleet`] holds the matrix and a function from a [`FleetMember`] to the member's
+//! description. Synthesis ([`Fleet::write_to`], [`Fleet::synth`]) builds, checks and lowers
+//! one member at a time on every core, writes each member's assembly (`members/<member>/`) as
+//! soon as it is done and keeps only what the fleet's manifest needs, so memory stays flat
+//! whatever the fleet's size. For each CloudFormation stage, [`stackset`] rewrites every
+//! member's template with the member's own values as parameters; when all members agree, the
+//! stage is one StackSet template (`stacksets/`), and `fleet.json` lists each member's stack
+//! instance with its parameter values. Terraform stays one root module per member (in its
+//! assembly): a member is a stack of its own, with its own state.
+
+pub mod stackset;
+mod write;
+
+use crate::app::{is_valid_stack_name, App, Stack};
+use crate::assembly::fleet::{
+    Amount, FleetManifest, FleetMemberManifest, OperationPreferences, PerMemberStage,
+    PermissionModel, RegionConcurrency, StackInstanceManifest, StackSetManifest,
+    StackSetParameter, Target,
+};
+use crate::assembly::manifest::StageManifest;
+use crate::catalog::regions::{is_known_region, AzId};
+use crate::diagnostics::{Code, Diagnostic, Diagnostics};
+use crate::synth::{SynthOptions, SynthTimings};
+use serde_json::Value;
+use stackset::{first_difference, generalize, Token};
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+
+pub use write::FleetWriteError;
+
+/// The most regions a fleet lists.
+pub const MAX_REGIONS: usize = 64;
+/// The most deployment targets a fleet lists.
+pub const MAX_TARGETS: usize = 1_000;
+/// The most models a fleet varies.
+pub const MAX_MODELS: usize = 32;
+/// The most members a fleet expands into.
+pub const MAX_MEMBERS: usize = 10_000;
+/// The most failed members whose diagnostics are shown; the rest are counted.
+const SHOWN_FAILED_MEMBERS: usize = 20;
+/// The most different templates of one stage kept to compare and report.
+const KEPT_FORMS: usize = 4;
+
+type Describe = dyn Fn(&FleetMember) -> Result<App, Diagnostics> + Send + Sync;
+
+/// One stack description over a matrix of regions, targets and models.
+#[derive(Clone)]
+pub struct Fleet {
+    name: String,
+    describe: Arc<Describe>,
+    regions: Vec<FleetRegion>,
+    targets: Vec<Target>,
+    models: Vec<String>,
+    permission_model: PermissionModel,
+    preferences: OperationPreferences,
+}
+
+impl std::fmt::Debug for Fleet {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Fleet")
+            .field("name", &self.name)
+            .field("regions", &self.regions)
+            .field("targets", &self.targets)
+            .field("models", &self.models)
+            .field("permission_model", &self.permission_model)
+            .field("preferences", &self.preferences)
+            .finish_non_exhaustive()
+    }
+}
+
+/// One region of a fleet, with the capacity its members use there.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FleetRegion {
+    region: String,
+    capacity: Option<MemberCapacity>,
+    targets: Vec<Target>,
+    values: BTreeMap<String, String>,
+}
+
+/// The reserved capacity a member's GPU nodes come from.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum MemberCapacity {
+    /// An EC2 Capacity Block (or capacity reservation): its id and zone id.
+    CapacityBlock {
+        /// `cr-...`.
+        reservation_id: String,
+        /// The reservation's zone id (`usw2-az2`).
+        zone_id: String,
+    },
+    /// A SageMaker training plan: its ARN and zone id.
+    TrainingPlan {
+        /// `arn:aws:sagemaker:<region>:<account>:training-plan/<name>`.
+        arn: String,
+        /// The plan's zone id.
+        zone_id: String,
+    },
+}
+
+impl FleetRegion {
+    /// A region (`us-west-2`).
+    pub fn new(region: impl Into<String>) -> Self {
+        FleetRegion {
+            region: region.into(),
+            capacity: None,
+            targets: Vec::new(),
+            values: BTreeMap::new(),
+        }
+    }
+
+    /// The members here use this Capacity Block.
+    pub fn capacity_block(mut self, reservation_id: impl Into<String>, zone_id: impl Into<String>) -> Self {
+        self.capacity = Some(MemberCapacity::CapacityBlock {
+            reservation_id: reservation_id.into(),
+            zone_id: zone_id.into(),
+        });
+        self
+    }
+
+    /// The members here use this training plan.
+    pub fn training_plan(mut self, arn: impl Into<String>, zone_id: impl Into<String>) -> Self {
+        self.capacity = Some(MemberCapacity::TrainingPlan {
+            arn: arn.into(),
+            zone_id: zone_id.into(),
+        });
+        self
+    }
+
+    /// Deploy this region to these targets instead of the fleet's (a Capacity Block belongs
+    /// to one account).
+    pub fn targets(mut self, targets: impl IntoIterator<Item = Target>) -> Self {
+        self.targets = targets.into_iter().collect();
+        self
+    }
+
+    /// A value of the members here, read by the description as `FleetMember::value(key)`.
+    pub fn value(mut self, key: impl Into<String>, value: impl Into<String>) -> Self {
+        self.values.insert(key.into(), value.into());
+        self
+    }
+
+    /// The region code.
+    pub fn region(&self) -> &str {
+        &self.region
+    }
+}
+
+/// One member of a fleet: what its description is built from.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FleetMember {
+    /// The member's stack name.
+    pub name: String,
+    /// Its place in the fleet's order.
+    pub index: usize,
+    /// Its region.
+    pub region: String,
+    /// Its deployment target.
+    pub target: Target,
+    /// The model it serves, when the fleet varies models.
+    pub model: Option<String>,
+    /// Its capacity, when its region has one.
+    pub capacity: Option<MemberCapacity>,
+    values: BTreeMap<String, String>,
+}
+
+impl FleetMember {
+    /// A value by name: `member`, `region`, `account` or `organizational_unit`, `model`,
+    /// `capacity_id`, `zone_id`, or one its region declared.
+    pub fn value(&self, key: &str) -> Option<&str> {
+        self.values.get(key).map(String::as_str)
+    }
+
+    /// Every value by name.
+    pub fn values(&self) -> &BTreeMap<String, String> {
+        &self.values
+    }
+
+    /// The account id, when the target is an account.
+    pub fn account(&self) -> Option<&str> {
+        match &self.target {
+            Target::Account(id) => Some(id),
+            Target::OrganizationalUnit(_) => None,
+        }
+    }
+}
+
+/// The names member values are known by, with the StackSet parameter each becomes; the
+/// region and the account become pseudo parameters.
+const KNOWN_VALUES: &[(&str, &str, &str)] = &[
+    ("member", "FleetMember", "The member's name: it names the member's resources and exports."),
+    ("region", "AWS::Region", ""),
+    ("account", "AWS::AccountId", ""),
+    ("capacity_id", "FleetCapacityId", "The member's Capacity Block id or training plan ARN."),
+    ("zone_id", "FleetZoneId", "The zone id of the member's capacity."),
+    ("model", "FleetModel", "The model the member serves."),
+    ("organizational_unit", "FleetOrganizationalUnit", "The member's organizational unit."),
+];
+
+impl Fleet {
+    /// A fleet named `name` (it names the StackSets) whose members are described by
+    /// `describe`: given a member, the member's stack, named `member.name` in `member.region`.
+    pub fn new(
+        name: impl Into<String>,
+        describe: impl Fn(&FleetMember) -> Stack + Send + Sync + 'static,
+    ) -> Self {
+        Fleet::from_apps(name, move |m| Ok(App::new().stack(describe(m))))
+    }
+
+    /// A fleet whose members are described by a function giving an app of one stack (its app
+    /// tags included), or the diagnostics of why it cannot (a stack file's, say).
+    pub fn from_apps(
+        name: impl Into<String>,
+        describe: impl Fn(&FleetMember) -> Result<App, Diagnostics> + Send + Sync + 'static,
+    ) -> Self {
+        Fleet {
+            name: name.into(),
+            describe: Arc::new(describe),
+            regions: Vec::new(),
+            targets: Vec::new(),
+            models: Vec::new(),
+            permission_model: PermissionModel::SelfManaged {
+                administration_role_arn: None,
+                execution_role_name: None,
+            },
+            preferences: OperationPreferences {
+                region_concurrency: RegionConcurrency::Sequential,
+                max_concurrent: Amount::Count(1),
+                failure_tolerance: Amount::Count(0),
+                region_order: Vec::new(),
+            },
+        }
+    }
+
+    /// Adds a region.
+    pub fn region(mut self, region: FleetRegion) -> Self {
+        self.regions.push(region);
+        self
+    }
+
+    /// Adds an account as a target (self-managed permissions).
+    pub fn account(mut self, id: impl Into<String>) -> Self {
+        self.targets.push(Target::Account(id.into()));
+        self
+    }
+
+    /// Adds an organizational unit as a target (service-managed permissions).
+    pub fn organizational_unit(mut self, id: impl Into<String>) -> Self {
+        self.targets.push(Target::OrganizationalUnit(id.into()));
+        self
+    }
+
+    /// Adds a model: members multiply by models, each told its model.
+    pub fn model(mut self, id: impl Into<String>) -> Self {
+        self.models.push(id.into());
+        self
+    }
+
+    /// Sets the StackSets' permission model (self-managed by default).
+    pub fn permission_model(mut self, model: PermissionModel) -> Self {
+        self.permission_model = model;
+        self
+    }
+
+    /// Sets how operations roll out (by default one region after another, one account at a
+    /// time, stopping at the first failure).
+    pub fn preferences(mut self, preferences: OperationPreferences) -> Self {
+        self.preferences = preferences;
+        self
+    }
+
+    /// The fleet's name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// The number of members, or `None` when the matrix is over [`MAX_MEMBERS`] (or overflows).
+    pub fn member_count(&self) -> Option<usize> {
+        let models = self.models.len().max(1);
+        let mut total = 0usize;
+        for region in &self.regions {
+            let targets = if region.targets.is_empty() {
+                self.targets.len()
+            } else {
+                region.targets.len()
+            };
+            total = total.checked_add(targets.checked_mul(models)?)?;
+        }
+        (total <= MAX_MEMBERS).then_some(total)
+    }
+
+    /// Every diagnostic of the fleet itself (its name, matrix and preferences), before any
+    /// member is built.
+    pub fn validate_matrix(&self) -> Diagnostics {
+        let mut ds = Diagnostics::new();
+        let at = format!("fleet/{}", self.name);
+        let mut bad = |code: Code, message: String, help: &str| {
+            ds.push(Diagnostic::new(code, at.clone(), message, help));
+        };
+        if !is_valid_stack_name(&self.name) {
+            bad(
+                Code::InvalidFleet,
+                format!("`{}` is not a valid fleet name", self.name),
+                "a letter, then letters, digits and hyphens, at most 100 characters",
+            );
+        }
+        if self.regions.len() > MAX_REGIONS
+            || self.targets.len() > MAX_TARGETS
+            || self.models.len() > MAX_MODELS
+            || self.regions.iter().any(|r| r.targets.len() > MAX_TARGETS)
+        {
+            bad(
+                Code::FleetTooLarge,
+                format!(
+                    "the fleet lists {} regions, {} targets and {} models; at most {MAX_REGIONS}, {MAX_TARGETS} and {MAX_MODELS}",
+                    self.regions.len(),
+                    self.targets.len(),
+                    self.models.len()
+                ),
+                "split the fleet, or target organizational units instead of accounts",
+            );
+            return ds;
+        }
+        match self.member_count() {
+            None => bad(
+                Code::FleetTooLarge,
+                format!("the fleet expands into more than {MAX_MEMBERS} members"),
+                "split the fleet, or target organizational units instead of accounts",
+            ),
+            Some(0) => bad(
+                Code::InvalidFleet,
+                "the fleet has no members".to_owned(),
+                "add at least one region and one target (an account or an organizational unit)",
+            ),
+            Some(_) => {}
+        }
+        let mut seen = BTreeSet::new();
+        for region in &self.regions {
+            if !is_known_region(&region.region) {
+                bad(
+                    Code::InvalidFleet,
+                    format!("`{}` is not an AWS region hyperforge knows", region.region),
+                    "use a region code such as `us-west-2`",
+                );
+            }
+            if !seen.insert(region.region.as_str()) {
+                bad(
+                    Code::InvalidFleet,
+                    format!("region `{}` is listed twice", region.region),
+                    "list each region once; give a region its own targets with `targets`",
+                );
+            }
+            if let Some(capacity) = &region.capacity {
+                let (id, zone) = match capacity {
+                    MemberCapacity::CapacityBlock {
+                        reservation_id,
+                        zone_id,
+                    } => (reservation_id, zone_id),
+                    MemberCapacity::TrainingPlan { arn, zone_id } => (arn, zone_id),
+                };
+                let id_ok = match capacity {
+                    MemberCapacity::CapacityBlock { .. } => is_reservation_id(id),
+                    MemberCapacity::TrainingPlan { .. } => is_training_plan_arn(id, &region.region),
+                };
+                if !id_ok {
+                    bad(
+                        Code::InvalidFleetMember,
+                        format!("`{id}` (region {}) is not a valid capacity id", region.region),
+                        "a Capacity Block id is `cr-` and 8 or 17 hexadecimal digits; a training plan ARN is `arn:aws:sagemaker:<region>:<account>:training-plan/<name>` in the member's region",
+                    );
+                }
+                match AzId::parse(zone) {
+                    Some(z) if z.is_in_region(&region.region) => {}
+                    _ => bad(
+                        Code::InvalidFleetMember,
+                        format!("zone id `{zone}` is not a zone of {}", region.region),
+                        "use the capacity's zone id (aws ec2 describe-capacity-reservations), such as `usw2-az2` in us-west-2",
+                    ),
+                }
+            }
+            for key in region.values.keys() {
+                let ok = !key.is_empty()
+                    && key.len() <= 64
+                    && key
+                        .chars()
+                        .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_')
+                    && !KNOWN_VALUES.iter().any(|(k, _, _)| k == key);
+                if !ok {
+                    bad(
+                        Code::InvalidFleetMember,
+                        format!("`{key}` cannot name a member value"),
+                        "lower-case letters, digits and underscores, at most 64, and not one of member, region, account, organizational_unit, model, capacity_id, zone_id",
+                    );
+                }
+            }
+            for value in region.values.values() {
+                if value.len() > 1024 || value.chars().any(char::is_control) {
+                    bad(
+                        Code::InvalidFleetMember,
+                        format!("a value of region {} is too long or holds control characters", region.region),
+                        "member values are short text: at most 1,024 characters",
+                    );
+                }
+            }
+        }
+        let all_targets = self.targets.iter().chain(self.regions.iter().flat_map(|r| &r.targets));
+        let (mut accounts, mut units) = (0, 0);
+        for target in all_targets {
+            match target {
+                Target::Account(id) => {
+                    accounts += 1;
+                    if !(id.len() == 12 && id.chars().all(|c| c.is_ascii_digit())) {
+                        bad(
+                            Code::InvalidFleet,
+                            format!("`{id}` is not an AWS account id"),
+                            "an account id is 12 digits",
+                        );
+                    }
+                }
+                Target::OrganizationalUnit(id) => {
+                    units += 1;
+                    if !is_organizational_unit_id(id) {
+                        bad(
+                            Code::InvalidFleet,
+                            format!("`{id}` is not an organizational unit id"),
+                            "an organizational unit id is `ou-` then 4 to 32 and 8 to 32 lower-case letters or digits (`ou-ab12-cd34ef56`), or a root id `r-ab12`",
+                        );
+                    }
+                }
+            }
+        }
+        match (&self.permission_model, accounts, units) {
+            (PermissionModel::SelfManaged { .. }, _, 1..) => bad(
+                Code::InvalidFleet,
+                "a self-managed fleet targets organizational units".to_owned(),
+                "target accounts, or use service-managed permissions (AWS Organizations) for organizational units",
+            ),
+            (PermissionModel::ServiceManaged { .. }, 1.., _) => bad(
+                Code::InvalidFleet,
+                "a service-managed fleet targets accounts".to_owned(),
+                "target organizational units, or use self-managed permissions for accounts",
+            ),
+            _ => {}
+        }
+        if let PermissionModel::SelfManaged {
+            administration_role_arn,
+            execution_role_name,
+        } = &self.permission_model
+        {
+            if administration_role_arn
+                .as_deref()
+                .is_some_and(|a| !(a.starts_with("arn:aws") && a.contains(":iam::") && a.contains(":role/")))
+            {
+                bad(
+                    Code::InvalidFleet,
+                    "the administration role is not an IAM role ARN".to_owned(),
+                    "give `arn:aws:iam::<account>:role/<name>`",
+                );
+            }
+            if execution_role_name.as_deref().is_some_and(|n| {
+                n.is_empty()
+                    || n.len() > 64
+                    || !n.chars().all(|c| c.is_ascii_alphanumeric() || "+=,.@_-".contains(c))
+            }) {
+                bad(
+                    Code::InvalidFleet,
+                    "the execution role name is not an IAM role name".to_owned(),
+                    "1 to 64 letters, digits and `+=,.@_-`",
+                );
+            }
+        }
+        for model in &self.models {
+            let ok = !model.is_empty()
+                && model.len() <= 40
+                && model.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-');
+            if !ok {
+                bad(
+                    Code::InvalidFleetMember,
+                    format!("model `{model}` cannot be part of a member's name"),
+                    "name models by their catalog id: lower-case letters, digits and hyphens, at most 40",
+                );
+            }
+        }
+        let p = &self.preferences;
+        for (what, amount) in [("maximum concurrency", p.max_concurrent), ("failure tolerance", p.failure_tolerance)] {
+            if let Amount::Percentage(n) = amount {
+                if n > 100 {
+                    bad(
+                        Code::InvalidFleet,
+                        format!("the {what} is {n} percent"),
+                        "a percentage is 0 to 100",
+                    );
+                }
+            }
+        }
+        if matches!(p.max_concurrent, Amount::Count(0) | Amount::Percentage(0)) {
+            bad(
+                Code::InvalidFleet,
+                "the maximum concurrency is zero: no account would ever be deployed".to_owned(),
+                "deploy at least one account at a time",
+            );
+        }
+        let mut ordered = BTreeSet::new();
+        for region in &p.region_order {
+            if !self.regions.iter().any(|r| &r.region == region) || !ordered.insert(region) {
+                bad(
+                    Code::InvalidFleet,
+                    format!("the region order names `{region}`, which the fleet lists not at all or twice"),
+                    "order only the fleet's regions, each once",
+                );
+            }
+        }
+        ds
+    }
+
+    /// The members, in order: regions as listed, then targets, then models. Empty when the
+    /// matrix is over its bounds ([`Fleet::validate_matrix`] says so).
+    pub fn members(&self) -> Vec<FleetMember> {
+        if self.member_count().is_none() {
+            return Vec::new();
+        }
+        let several_targets = self.regions.iter().any(|r| self.targets_of(r).len() > 1);
+        let models: Vec<Option<&String>> = if self.models.is_empty() {
+            vec![None]
+        } else {
+            self.models.iter().map(Some).collect()
+        };
+        let mut out = Vec::new();
+        for region in &self.regions {
+            for target in self.targets_of(region) {
+                for model in &models {
+                    let mut name = format!("{}-{}", self.name, region.region);
+                    if several_targets {
+                        name.push('-');
+                        name.push_str(target.id());
+                    }
+                    if self.models.len() > 1 {
+                        if let Some(m) = model {
+                            name.push('-');
+                            name.push_str(m);
+                        }
+                    }
+                    let mut values = region.values.clone();
+                    values.insert("member".into(), name.clone());
+                    values.insert("region".into(), region.region.clone());
+                    match target {
+                        Target::Account(id) => values.insert("account".into(), id.clone()),
+                        Target::OrganizationalUnit(id) => {
+                            values.insert("organizational_unit".into(), id.clone())
+                        }
+                    };
+                    if let Some(m) = model {
+                        values.insert("model".into(), (*m).clone());
+                    }
+                    match &region.capacity {
+                        Some(MemberCapacity::CapacityBlock {
+                            reservation_id,
+                            zone_id,
+                        }) => {
+                            values.insert("capacity_id".into(), reservation_id.clone());
+                            values.insert("zone_id".into(), zone_id.clone());
+                        }
+                        Some(MemberCapacity::TrainingPlan { arn, zone_id }) => {
+                            values.insert("capacity_id".into(), arn.clone());
+                            values.insert("zone_id".into(), zone_id.clone());
+                        }
+                        None => {}
+                    }
+                    out.push(FleetMember {
+                        name,
+                        index: out.len(),
+                        region: region.region.clone(),
+                        target: target.clone(),
+                        model: model.cloned(),
+                        capacity: region.capacity.clone(),
+                        values,
+                    });
+                }
+            }
+        }
+        out
+    }
+
+    fn targets_of<'a>(&'a self, region: &'a FleetRegion) -> &'a [Target] {
+        if region.targets.is_empty() {
+            &self.targets
+        } else {
+            &region.targets
+        }
+    }
+
+    /// Builds one member's description and checks that it describes that member.
+    pub fn describe(&self, member: &FleetMember) -> Result<App, Diagnostics> {
+        let app = (self.describe)(member)?;
+        let mut ds = Diagnostics::new();
+        match app.stacks() {
+            [stack] if stack.name() == member.name && stack.region() == member.region => {}
+            stacks => ds.push(Diagnostic::new(
+                Code::FleetMemberMismatch,
+                member.name.clone(),
+                format!(
+                    "member `{}` ({}) was described as {}",
+                    member.name,
+                    member.region,
+                    match stacks {
+                        [] => "no stack".to_owned(),
+                        [s] => format!("stack `{}` in {}", s.name(), s.region()),
+                        _ => format!("{} stacks", stacks.len()),
+                    }
+                ),
+                "describe exactly one stack per member, named `member.name` in `member.region`",
+            )),
+        }
+        if ds.is_empty() {
+            Ok(app)
+        } else {
+            Err(ds)
+        }
+    }
+}
+
+fn is_reservation_id(id: &str) -> bool {
+    id.strip_prefix("cr-").is_some_and(|hex| {
+        (hex.len() == 8 || hex.len() == 17) && hex.chars().all(|c| c.is_ascii_digit() || ('a'..='f').contains(&c))
+    })
+}
+
+fn is_training_plan_arn(arn: &str, region: &str) -> bool {
+    let parts: Vec<&str> = arn.splitn(6, ':').collect();
+    matches!(parts.as_slice(), ["arn", partition, "sagemaker", r, account, resource]
+        if partition.starts_with("aws") && *r == region
+            && account.len() == 12 && account.chars().all(|c| c.is_ascii_digit())
+            && resource.strip_prefix("training-plan/").is_some_and(|n| !n.is_empty() && n.len() <= 63
+                && n.chars().all(|c| c.is_ascii_alphanumeric() || c == '-')))
+}
+
+fn is_organizational_unit_id(id: &str) -> bool {
+    let lower = |s: &str, min: usize, max: usize| {
+        (min..=max).contains(&s.len()) && s.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit())
+    };
+    if let Some(rest) = id.strip_prefix("ou-") {
+        return rest
+            .split_once('-')
+            .is_some_and(|(a, b)| lower(a, 4, 32) && lower(b, 8, 32));
+    }
+    id.strip_prefix("r-").is_some_and(|r| lower(r, 4, 32))
+}
+
+/// How a fleet is synthesized.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct FleetOptions {
+    /// Every member's synthesis options.
+    pub synth: SynthOptions,
+    /// Worker threads; 0 for one per core.
+    pub threads: usize,
+}
+
+/// Where fleet synthesis puts files as they are done.
+pub trait FleetSink: Sync {
+    /// Stores one file at `path` (relative to the fleet's output root, checked to stay inside
+    /// it before this is called).
+    fn file(&self, path: &str, bytes: &[u8]) -> Result<(), String>;
+}
+
+/// What a fleet's synthesis gives besides its files.
+#[derive(Clone, Debug)]
+pub struct FleetOutput {
+    /// `fleet.json`.
+    pub manifest: FleetManifest,
+    /// Warnings and notes of all members and of the fleet.
+    pub warnings: Diagnostics,
+    /// Time spent in each phase, summed over members (all threads).
+    pub timings: SynthTimings,
+    /// The number of files written.
+    pub files: usize,
+    /// The bytes written.
+    pub bytes: u64,
+}
+
+/// What a finished member leaves for the fleet's manifest.
+struct MemberDone {
+    manifest: FleetMemberManifest,
+    /// Per CloudFormation stage index: the member's parameter values.
+    overrides: BTreeMap<usize, BTreeMap<String, String>>,
+}
+
+/// One CloudFormation stage's templates across members.
+#[derive(Default)]
+struct StageForms {
+    name: String,
+    /// Distinct generalized templates: bytes, the lowest member index giving them.
+    forms: Vec<(Vec<u8>, usize)>,
+    /// More distinct templates than kept.
+    overflow: bool,
+    capabilities: Vec<String>,
+    outputs: Vec<String>,
+    /// Members whose stage at this place has another name.
+    conflict: Option<String>,
+    /// Members that had it.
+    count: usize,
+}
+
+#[derive(Default)]
+struct Shared {
+    done: Vec<Option<MemberDone>>,
+    stages: BTreeMap<usize, StageForms>,
+    failed: Vec<(usize, Diagnostics)>,
+    failed_count: usize,
+    warnings: Vec<(usize, Diagnostics)>,
+    timings: SynthTimings,
+    files: usize,
+    bytes: u64,
+    sink_error: Option<String>,
+}
+
+impl Fleet {
+    /// Synthesizes every member into `sink` and returns the fleet's manifest (also given to
+    /// `sink` as `fleet.json`, last). On any error, returns every diagnostic (those of the
+    /// first failed members, the rest counted).
+    pub fn synth_into(
+        &self,
+        options: &FleetOptions,
+        sink: &dyn FleetSink,
+    ) -> Result<FleetOutput, Diagnostics> {
+        let ds = self.validate_matrix();
+        if ds.has_errors() {
+            return Err(ds);
+        }
+        let members = self.members();
+        let tokens = self.tokens(&members);
+        let threads = match options.threads {
+            0 => std::thread::available_parallelism().map_or(1, |n| n.get()),
+            n => n,
+        }
+        .clamp(1, members.len().max(1));
+        let next = AtomicUsize::new(0);
+        let shared = Mutex::new(Shared {
+            done: (0..members.len()).map(|_| None).collect(),
+            ..Shared::default()
+        });
+        std::thread::scope(|scope| {
+            for _ in 0..threads {
+                scope.spawn(|| loop {
+                    let i = next.fetch_add(1, Ordering::Relaxed);
+                    let Some(member) = members.get(i) else { break };
+                    let result = self.synth_member(member, &tokens, options, sink);
+                    let mut s = shared.lock().unwrap_or_else(|e| e.into_inner());
+                    match result {
+                        Ok(done) => s.absorb(i, done),
+                        Err(MemberError::Diagnostics(ds)) => {
+                            s.failed_count += 1;
+                            s.failed.push((i, ds));
+                            s.failed.sort_by_key(|(i, _)| *i);
+                            s.failed.truncate(SHOWN_FAILED_MEMBERS);
+                        }
+                        Err(MemberError::Sink(e)) => {
+                            s.sink_error.get_or_insert(e);
+                        }
+                    }
+                    if s.sink_error.is_some() {
+                        next.store(members.len(), Ordering::Relaxed);
+                    }
+                });
+            }
+        });
+        let mut s = shared.into_inner().unwrap_or_else(|e| e.into_inner());
+        if let Some(e) = s.sink_error.take() {
+            let mut ds = Diagnostics::new();
+            ds.push(Diagnostic::new(
+                Code::RenderFailed,
+                format!("fleet/{}", self.name),
+                format!("could not write the fleet's output: {e}"),
+                "check the output directory: its disk, its permissions",
+            ));
+            return Err(ds);
+        }
+        if s.failed_count > 0 {
+            let mut ds = Diagnostics::new();
+            let shown = s.failed.len();
+            for (_, member_ds) in std::mem::take(&mut s.failed) {
+                ds.extend(member_ds);
+            }
+            if s.failed_count > shown {
+                ds.push(Diagnostic::new(
+                    Code::FleetTooManyProblems,
+                    format!("fleet/{}", self.name),
+                    format!(
+                        "{} members failed; the diagnostics of the first {shown} are shown",
+                        s.failed_count
+                    ),
+                    "fix these first: one mistake in the shared description usually fails every member",
+                ));
+            }
+            return Err(ds);
+        }
+        let mut warnings = Diagnostics::new();
+        s.warnings.sort_by_key(|(i, _)| *i);
+        for (_, w) in std::mem::take(&mut s.warnings) {
+            warnings.extend(w);
+        }
+        let manifest = self.manifest(&mut s, &members, &mut warnings, sink)?;
+        let text = manifest.to_json();
+        sink.file("fleet.json", text.as_bytes())
+            .map_err(|e| self.sink_failed(e))?;
+        s.files += 1;
+        s.bytes += text.len() as u64;
+        Ok(FleetOutput {
+            manifest,
+            warnings,
+            timings: s.timings,
+            files: s.files,
+            bytes: s.bytes,
+        })
+    }
+
+    fn sink_failed(&self, e: String) -> Diagnostics {
+        let mut ds = Diagnostics::new();
+        ds.push(Diagnostic::new(
+            Code::RenderFailed,
+            format!("fleet/{}", self.name),
+            format!("could not write the fleet's output: {e}"),
+            "check the output directory: its disk, its permissions",
+        ));
+        ds
+    }
+
+    /// The member values that differ across the fleet, as tokens per member (the member's
+    /// name always).
+    fn tokens(&self, members: &[FleetMember]) -> Vec<Vec<Token>> {
+        let mut varying: BTreeSet<&str> = BTreeSet::new();
+        varying.insert("member");
+        if let Some(first) = members.first() {
+            for m in members {
+                for (k, v) in &m.values {
+                    if first.values.get(k) != Some(v) {
+                        varying.insert(k);
+                    }
+                }
+                for k in first.values.keys() {
+                    if !m.values.contains_key(k) {
+                        varying.insert(k);
+                    }
+                }
+            }
+        }
+        members
+            .iter()
+            .map(|m| {
+                m.values
+                    .iter()
+                    .filter(|(k, _)| varying.contains(k.as_str()))
+                    .map(|(k, v)| {
+                        let known = KNOWN_VALUES.iter().find(|(name, _, _)| name == k);
+                        let (parameter, description) = match known {
+                            Some((_, p, d)) => ((*p).to_owned(), (*d).to_owned()),
+                            None => (
+                                format!("Fleet{}", crate::app::pascal_id(k)),
+                                format!("The member's `{k}` value."),
+                            ),
+                        };
+                        Token {
+                            value: v.clone(),
+                            pseudo: parameter.starts_with("AWS::"),
+                            in_text: k == "member",
+                            parameter,
+                            description,
+                        }
+                    })
+                    .collect()
+            })
+            .collect()
+    }
+
+    fn synth_member(
+        &self,
+        member: &FleetMember,
+        tokens: &[Vec<Token>],
+        options: &FleetOptions,
+        sink: &dyn FleetSink,
+    ) -> Result<MemberResult, MemberError> {
+        let app = self.describe(member).map_err(MemberError::Diagnostics)?;
+        let (assembly, timings) = crate::synth::synthesize_timed(&app, &options.synth)
+            .map_err(MemberError::Diagnostics)?;
+        let base = format!("members/{}", member.name);
+        let mut overrides = BTreeMap::new();
+        let mut forms = Vec::new();
+        let stages = assembly
+            .manifest()
+            .stacks
+            .first()
+            .map(|s| s.stages.as_slice())
+            .unwrap_or_default();
+        for (index, stage) in stages.iter().enumerate() {
+            let StageManifest::CloudFormation {
+                artifacts,
+                capabilities,
+                outputs,
+                ..
+            } = stage
+            else {
+                continue;
+            };
+            // Only a written template can be compared (`--format` may leave it out).
+            let Some(text) = artifacts.first().and_then(|a| assembly.file(&a.path)) else {
+                continue;
+            };
+            let Ok(template) = serde_json::from_slice::<Value>(text) else {
+                continue;
+            };
+            let g = generalize(&template, &tokens[member.index]);
+            let mut bytes = serde_json::to_vec_pretty(&g.template).unwrap_or_default();
+            bytes.push(b'\n');
+            overrides.insert(index, g.overrides);
+            forms.push(StageForm {
+                index,
+                name: stage.name().to_owned(),
+                bytes,
+                capabilities: capabilities.clone(),
+                outputs: outputs.clone(),
+            });
+        }
+        let (mut files, mut bytes) = (0usize, 0u64);
+        for (path, content) in assembly.files() {
+            sink.file(&format!("{base}/{path}"), content)
+                .map_err(MemberError::Sink)?;
+            files += 1;
+            bytes += content.len() as u64;
+        }
+        Ok(MemberResult {
+            done: MemberDone {
+                manifest: FleetMemberManifest {
+                    name: member.name.clone(),
+                    region: member.region.clone(),
+                    target: member.target.clone(),
+                    model: member.model.clone(),
+                    values: member.values.clone(),
+                    assembly: base,
+                },
+                overrides,
+            },
+            warnings: assembly.warnings().clone(),
+            timings,
+            files,
+            bytes,
+            forms,
+        })
+    }
+}
+
+/// One CloudFormation stage of one member, generalized.
+struct StageForm {
+    index: usize,
+    name: String,
+    bytes: Vec<u8>,
+    capabilities: Vec<String>,
+    outputs: Vec<String>,
+}
+
+/// A finished member.
+struct MemberResult {
+    done: MemberDone,
+    warnings: Diagnostics,
+    timings: SynthTimings,
+    files: usize,
+    bytes: u64,
+    forms: Vec<StageForm>,
+}
+
+enum MemberError {
+    Diagnostics(Diagnostics),
+    Sink(String),
+}
+
+impl Shared {
+    /// Takes in a finished member: its manifest entry, and its stages' templates compared
+    /// with the other members'.
+    fn absorb(&mut self, index: usize, result: MemberResult) {
+        self.timings.add(&result.timings);
+        self.files += result.files;
+        self.bytes += result.bytes;
+        if !result.warnings.is_empty() {
+            self.warnings.push((index, result.warnings));
+        }
+        for form in result.forms {
+            let stage = self.stages.entry(form.index).or_default();
+            stage.count += 1;
+            if stage.name.is_empty() {
+                stage.name = form.name.clone();
+                stage.capabilities = form.capabilities;
+                stage.outputs = form.outputs;
+            } else if stage.name != form.name {
+                stage.conflict.get_or_insert(format!(
+                    "the stage at this place is `{}` in one member and `{}` in member `{}`",
+                    stage.name, form.name, result.done.manifest.name
+                ));
+            }
+            let kept = stage.forms.len();
+            match stage.forms.iter_mut().find(|(bytes, _)| *bytes == form.bytes) {
+                Some((_, lowest)) => *lowest = (*lowest).min(index),
+                None if kept < KEPT_FORMS => stage.forms.push((form.bytes, index)),
+                None => stage.overflow = true,
+            }
+        }
+        self.done[index] = Some(result.done);
+    }
+}
+
+/// The StackSets template's own parameter: where the StackSet templates were uploaded.
+const TEMPLATE_BUCKET_PARAMETER: &str = "TemplateBucket";
+/// The key prefix of the uploaded StackSet templates.
+const TEMPLATE_PREFIX_PARAMETER: &str = "TemplatePrefix";
+
+impl Fleet {
+    /// `fleet.json` from the finished members; writes the StackSet templates, the StackSets
+    /// template and the runbook to `sink`.
+    fn manifest(
+        &self,
+        s: &mut Shared,
+        members: &[FleetMember],
+        warnings: &mut Diagnostics,
+        sink: &dyn FleetSink,
+    ) -> Result<FleetManifest, Diagnostics> {
+        let done: Vec<MemberDone> = std::mem::take(&mut s.done).into_iter().flatten().collect();
+        let mut stack_sets = Vec::new();
+        let mut per_member_stages = Vec::new();
+        let stages = std::mem::take(&mut s.stages);
+        for (index, stage) in stages {
+            let mut forms = stage.forms;
+            forms.sort_by_key(|(_, lowest)| *lowest);
+            let reason = if let Some(conflict) = stage.conflict {
+                Some(conflict)
+            } else if stage.count < members.len() {
+                Some(format!(
+                    "{} of {} members have it",
+                    stage.count,
+                    members.len()
+                ))
+            } else if stage.overflow {
+                Some(format!("its templates take more than {KEPT_FORMS} forms"))
+            } else if forms.len() > 1 {
+                let (a, b) = (&forms[0], &forms[1]);
+                let parse = |bytes: &[u8]| serde_json::from_slice::<Value>(bytes).unwrap_or_default();
+                Some(format!(
+                    "members `{}` and `{}` differ: {}",
+                    members[a.1].name,
+                    members[b.1].name,
+                    first_difference(&parse(&a.0), &parse(&b.0))
+                ))
+            } else {
+                None
+            };
+            if let Some(reason) = reason {
+                warnings.push(Diagnostic::new(
+                    Code::FleetStageNotUniform,
+                    format!("fleet/{}/{}", self.name, stage.name),
+                    format!("stage `{}` is deployed per member: {reason}", stage.name),
+                    "make the members' descriptions differ only by their values (name, region, account, capacity, zone, model)",
+                ));
+                per_member_stages.push(PerMemberStage {
+                    stage: stage.name,
+                    reason,
+                });
+                continue;
+            }
+            let Some((bytes, _)) = forms.into_iter().next() else {
+                continue;
+            };
+            let template: Value = serde_json::from_slice(&bytes).unwrap_or_default();
+            let path = format!("stacksets/{:02}-{}.template.json", index + 1, stage.name);
+            let instances: Vec<StackInstanceManifest> = done
+                .iter()
+                .map(|d| StackInstanceManifest {
+                    member: d.manifest.name.clone(),
+                    region: d.manifest.region.clone(),
+                    target: d.manifest.target.clone(),
+                    parameter_overrides: d.overrides.get(&index).cloned().unwrap_or_default(),
+                })
+                .collect();
+            let varying: BTreeSet<&String> = instances
+                .iter()
+                .flat_map(|i| i.parameter_overrides.keys())
+                .collect();
+            let parameters = template
+                .get("Parameters")
+                .and_then(Value::as_object)
+                .into_iter()
+                .flatten()
+                .filter(|(name, _)| varying.contains(name))
+                .map(|(name, p)| StackSetParameter {
+                    name: name.clone(),
+                    description: p
+                        .get("Description")
+                        .and_then(Value::as_str)
+                        .unwrap_or_default()
+                        .to_owned(),
+                })
+                .collect();
+            sink.file(&path, &bytes).map_err(|e| self.sink_failed(e))?;
+            s.files += 1;
+            s.bytes += bytes.len() as u64;
+            stack_sets.push(StackSetManifest {
+                name: format!("{}-{}", self.name, stage.name),
+                stage: stage.name,
+                template: path,
+                deploy_from_s3: bytes.len() > 51_200,
+                capabilities: stage.capabilities,
+                parameters,
+                outputs: stage.outputs,
+                instances,
+            });
+        }
+        let mut manifest = FleetManifest {
+            version: FleetManifest::VERSION,
+            generator: concat!("hyperforge ", env!("CARGO_PKG_VERSION")).to_owned(),
+            name: self.name.clone(),
+            permission_model: self.permission_model.clone(),
+            preferences: self.preferences.clone(),
+            members: done.into_iter().map(|d| d.manifest).collect(),
+            stack_sets,
+            per_member_stages,
+            stack_sets_template: None,
+            runbook: "FLEET.md".to_owned(),
+        };
+        if !manifest.stack_sets.is_empty() {
+            let template = stack_sets_template(&manifest);
+            let mut text = serde_json::to_vec_pretty(&template).unwrap_or_default();
+            text.push(b'\n');
+            let path = format!("stacksets/{}.stacksets.template.json", self.name);
+            if text.len() <= 1_000_000 {
+                sink.file(&path, &text).map_err(|e| self.sink_failed(e))?;
+                s.files += 1;
+                s.bytes += text.len() as u64;
+                manifest.stack_sets_template = Some(path);
+            } else {
+                warnings.push(Diagnostic::new(
+                    Code::TemplateTooLarge,
+                    format!("fleet/{}", self.name),
+                    format!(
+                        "the StackSets template would be {} bytes, over CloudFormation's 1,000,000; it is not written",
+                        text.len()
+                    ),
+                    "deploy the fleet with `hyperforge deploy --fleet`, which creates the StackSets and their instances through the API",
+                ));
+            }
+        }
+        let runbook = runbook(&manifest);
+        sink.file("FLEET.md", runbook.as_bytes())
+            .map_err(|e| self.sink_failed(e))?;
+        s.files += 1;
+        s.bytes += runbook.len() as u64;
+        Ok(manifest)
+    }
+}
+
+/// The `OperationPreferences` object of the API and of `AWS::CloudFormation::StackSet`.
+pub fn operation_preferences(p: &OperationPreferences) -> Value {
+    let mut out = serde_json::Map::new();
+    out.insert(
+        "RegionConcurrencyType".into(),
+        p.region_concurrency.api_name().into(),
+    );
+    match p.max_concurrent {
+        Amount::Count(n) => out.insert("MaxConcurrentCount".into(), n.into()),
+        Amount::Percentage(n) => out.insert("MaxConcurrentPercentage".into(), n.into()),
+    };
+    match p.failure_tolerance {
+        Amount::Count(n) => out.insert("FailureToleranceCount".into(), n.into()),
+        Amount::Percentage(n) => out.insert("FailureTolerancePercentage".into(), n.into()),
+    };
+    if !p.region_order.is_empty() {
+        out.insert("RegionOrder".into(), p.region_order.clone().into());
+    }
+    Value::Object(out)
+}
+
+/// The template of `AWS::CloudFormation::StackSet` resources: one per StackSet, in order, each
+/// with one instance group per member (its region, target and parameter values).
+fn stack_sets_template(manifest: &FleetManifest) -> Value {
+    let mut resources = serde_json::Map::new();
+    let mut previous: Option<String> = None;
+    for set in &manifest.stack_sets {
+        let logical = crate::app::pascal_id(&set.stage);
+        let groups: Vec<Value> = set
+            .instances
+            .iter()
+            .map(|i| {
+                let targets = match &i.target {
+                    Target::Account(id) => serde_json::json!({ "Accounts": [id] }),
+                    Target::OrganizationalUnit(id) => {
+                        serde_json::json!({ "OrganizationalUnitIds": [id] })
+                    }
+                };
+                let mut group = serde_json::json!({
+                    "DeploymentTargets": targets,
+                    "Regions": [i.region],
+                });
+                if !i.parameter_overrides.is_empty() {
+                    group["ParameterOverrides"] = i
+                        .parameter_overrides
+                        .iter()
+                        .map(|(k, v)| serde_json::json!({"ParameterKey": k, "ParameterValue": v}))
+                        .collect();
+                }
+                group
+            })
+            .collect();
+        let file = set.template.rsplit('/').next().unwrap_or_default();
+        let mut properties = serde_json::json!({
+            "StackSetName": set.name,
+            "Description": format!("Fleet {}: stage {} of every member (generated by hyperforge).", manifest.name, set.stage),
+            "PermissionModel": manifest.permission_model.api_name(),
+            "TemplateURL": {"Fn::Sub": format!("https://${{{TEMPLATE_BUCKET_PARAMETER}}}.s3.${{AWS::Region}}.${{AWS::URLSuffix}}/${{{TEMPLATE_PREFIX_PARAMETER}}}{file}")},
+            "OperationPreferences": operation_preferences(&manifest.preferences),
+            "StackInstancesGroup": groups,
+        });
+        if !set.capabilities.is_empty() {
+            properties["Capabilities"] = set.capabilities.clone().into();
+        }
+        match &manifest.permission_model {
+            PermissionModel::SelfManaged {
+                administration_role_arn,
+                execution_role_name,
+            } => {
+                if let Some(arn) = administration_role_arn {
+                    properties["AdministrationRoleARN"] = arn.clone().into();
+                }
+                if let Some(name) = execution_role_name {
+                    properties["ExecutionRoleName"] = name.clone().into();
+                }
+            }
+            PermissionModel::ServiceManaged { .. } => {
+                properties["CallAs"] = manifest.permission_model.call_as().into();
+                properties["AutoDeployment"] =
+                    serde_json::json!({"Enabled": true, "RetainStacksOnAccountRemoval": false});
+            }
+        }
+        let mut resource = serde_json::json!({
+            "Type": "AWS::CloudFormation::StackSet",
+            "Properties": properties,
+        });
+        if let Some(p) = &previous {
+            // A later stage imports the earlier one's exports in each member.
+            resource["DependsOn"] = p.clone().into();
+        }
+        resources.insert(logical.clone(), resource);
+        previous = Some(logical);
+    }
+    serde_json::json!({
+        "AWSTemplateFormatVersion": "2010-09-09",
+        "Description": format!("Fleet {}: its StackSets, one instance per member (generated by hyperforge).", manifest.name),
+        "Parameters": {
+            TEMPLATE_BUCKET_PARAMETER: {
+                "Type": "String",
+                "Description": "The bucket the StackSet templates (stacksets/*.template.json) were uploaded to, in this stack's region.",
+                "AllowedPattern": "^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$"
+            },
+            TEMPLATE_PREFIX_PARAMETER: {
+                "Type": "String",
+                "Description": "The key prefix they were uploaded under, ending in / (or empty).",
+                "Default": "",
+                "AllowedPattern": "^([A-Za-z0-9!_.*'()-]+/)*$"
+            }
+        },
+        "Resources": resources,
+    })
+}
+
+/// The most members whose commands `FLEET.md` spells out; the rest follow `fleet.json`.
+const RUNBOOK_MEMBERS: usize = 20;
+
+/// `FLEET.md`: how to deploy the fleet, with the AWS CLI or `hyperforge deploy --fleet`.
+fn runbook(m: &FleetManifest) -> String {
+    use std::fmt::Write as _;
+    let mut out = String::new();
+    let call_as = match &m.permission_model {
+        PermissionModel::ServiceManaged {
+            delegated_admin: true,
+        } => " --call-as DELEGATED_ADMIN",
+        _ => "",
+    };
+    let _ = writeln!(out, "# Fleet {}\n", m.name);
+    let _ = writeln!(
+        out,
+        "{} members, each a stack of its own with its assembly under `members/<member>/` (its \
+         templates, Terraform root module, Kubernetes manifests and RUNBOOK.md). {} of their \
+         CloudFormation stages are deployed through StackSets, one stack instance per member; \
+         `fleet.json` lists every instance with its parameter values.\n",
+        m.members.len(),
+        m.stack_sets.len()
+    );
+    let _ = writeln!(out, "| member | region | target |\n|---|---|---|");
+    for member in m.members.iter().take(RUNBOOK_MEMBERS) {
+        let _ = writeln!(
+            out,
+            "| {} | {} | {} |",
+            member.name,
+            member.region,
+            member.target.id()
+        );
+    }
+    if m.members.len() > RUNBOOK_MEMBERS {
+        let _ = writeln!(
+            out,
+            "| ... {} more in `fleet.json` | | |",
+            m.members.len() - RUNBOOK_MEMBERS
+        );
+    }
+    out.push('\n');
+    if !m.per_member_stages.is_empty() {
+        let _ = writeln!(
+            out,
+            "Stages deployed by each member as its own stacks (their templates differ across \
+             members), with the members' RUNBOOK.md:\n"
+        );
+        for stage in &m.per_member_stages {
+            let _ = writeln!(out, "- `{}`: {}", stage.stage, stage.reason);
+        }
+        out.push('\n');
+    }
+    let _ = writeln!(out, "## 1. Permissions\n");
+    match &m.permission_model {
+        PermissionModel::SelfManaged {
+            administration_role_arn,
+            execution_role_name,
+        } => {
+            let _ = writeln!(
+                out,
+                "Self-managed permissions: this (administrator) account's StackSet administration \
+                 role assumes an execution role in every target account. Once per account, with \
+                 AWS's own templates:\n"
+            );
+            let _ = writeln!(
+                out,
+                "```sh\n# In the administrator account:\naws cloudformation create-stack \
+                 --stack-name stackset-administration-role \\\n  --template-url \
+                 https://s3.amazonaws.com/cloudformation-stackset-sample-templates-us-east-1/AWSCloudFormationStackSetAdministrationRole.yml \\\n  \
+                 --capabilities CAPABILITY_NAMED_IAM\n# In each target account (credentials of that account):\n\
+                 aws cloudformation create-stack --stack-name stackset-execution-role \\\n  \
+                 --template-url https://s3.amazonaws.com/cloudformation-stackset-sample-templates-us-east-1/AWSCloudFormationStackSetExecutionRole.yml \\\n  \
+                 --parameters ParameterKey=AdministratorAccountId,ParameterValue=$(aws sts get-caller-identity --profile <administrator> --query Account --output text) \\\n  \
+                 --capabilities CAPABILITY_NAMED_IAM\n```\n"
+            );
+            if administration_role_arn.is_some() || execution_role_name.is_some() {
+                let _ = writeln!(
+                    out,
+                    "This fleet names its own roles ({}{}): create those instead.\n",
+                    administration_role_arn.as_deref().unwrap_or("the default administration role"),
+                    execution_role_name
+                        .as_deref()
+                        .map(|n| format!(", execution role `{n}`"))
+                        .unwrap_or_default()
+                );
+            }
+        }
+        PermissionModel::ServiceManaged { delegated_admin } => {
+            let _ = writeln!(
+                out,
+                "Service-managed permissions: StackSets act through AWS Organizations. Once, from \
+                 the management account:\n\n```sh\naws cloudformation activate-organizations-access\n```\n"
+            );
+            if *delegated_admin {
+                let _ = writeln!(
+                    out,
+                    "This fleet is deployed from a delegated administrator account; register it \
+                     from the management account:\n\n```sh\naws organizations register-delegated-administrator \
+                     --service-principal member.org.stacksets.cloudformation.amazonaws.com \
+                     --account-id <delegated-admin-account>\n```\n"
+                );
+            }
+        }
+    }
+    let _ = writeln!(
+        out,
+        "## 2. Upload the StackSet templates\n\nStackSets read templates over 51,200 bytes from \
+         S3. A bucket of the administrator account, in the region you run these commands in:\n\n\
+         ```sh\nBUCKET=<bucket>\nPREFIX={}/\naws s3 cp stacksets/ \"s3://$BUCKET/$PREFIX\" --recursive \
+         --exclude '*' --include '[0-9]*.template.json'\n```\n",
+        m.name
+    );
+    let _ = writeln!(
+        out,
+        "## 3. Deploy\n\nEither with hyperforge, which creates or updates each StackSet and its \
+         instances, streams every instance's status and stops at a failed operation:\n\n\
+         ```sh\nhyperforge deploy --fleet --out <this directory> --template-bucket \"$BUCKET\" \
+         --template-prefix \"$PREFIX\"\n```\n"
+    );
+    if let Some(template) = &m.stack_sets_template {
+        let _ = writeln!(
+            out,
+            "or through CloudFormation itself, with the StackSets template (every StackSet \
+             with every member's instance):\n\n```sh\naws cloudformation deploy --stack-name \
+             {}-stacksets --template-file {template} \\\n  --parameter-overrides \
+             TemplateBucket=\"$BUCKET\" TemplatePrefix=\"$PREFIX\"\n```\n",
+            m.name
+        );
+    }
+    let _ = writeln!(
+        out,
+        "or StackSet by StackSet with the AWS CLI, in order (a later stage imports the earlier \
+         one's exports in each member's account and region; wait for each operation with \
+         `aws cloudformation describe-stack-set-operation`):\n"
+    );
+    let prefs = operation_preferences(&m.preferences);
+    let prefs_cli = prefs
+        .as_object()
+        .into_iter()
+        .flatten()
+        .map(|(k, v)| match v {
+            Value::Array(items) => format!(
+                "{k}={}",
+                items
+                    .iter()
+                    .filter_map(Value::as_str)
+                    .collect::<Vec<_>>()
+                    .join(",")
+            ),
+            Value::String(s) => format!("{k}={s}"),
+            other => format!("{k}={other}"),
+        })
+        .collect::<Vec<_>>()
+        .join(",");
+    for set in &m.stack_sets {
+        let file = set.template.rsplit('/').next().unwrap_or_default();
+        let _ = writeln!(out, "### StackSet `{}` (stage `{}`)\n\n```sh", set.name, set.stage);
+        let roles = match &m.permission_model {
+            PermissionModel::SelfManaged {
+                administration_role_arn,
+                execution_role_name,
+            } => format!(
+                "{}{}",
+                administration_role_arn
+                    .as_deref()
+                    .map(|a| format!(" --administration-role-arn {a}"))
+                    .unwrap_or_default(),
+                execution_role_name
+                    .as_deref()
+                    .map(|n| format!(" --execution-role-name {n}"))
+                    .unwrap_or_default()
+            ),
+            PermissionModel::ServiceManaged { .. } => {
+                " --auto-deployment Enabled=true,RetainStacksOnAccountRemoval=false".to_owned()
+            }
+        };
+        let _ = writeln!(
+            out,
+            "aws cloudformation create-stack-set --stack-set-name {} --permission-model {}{roles}{call_as} \\\n  \
+             --template-url \"https://$BUCKET.s3.amazonaws.com/$PREFIX{file}\"{}",
+            set.name,
+            m.permission_model.api_name(),
+            if set.capabilities.is_empty() {
+                String::new()
+            } else {
+                format!(" \\\n  --capabilities {}", set.capabilities.join(" "))
+            }
+        );
+        for instance in set.instances.iter().take(RUNBOOK_MEMBERS) {
+            let targets = match &instance.target {
+                Target::Account(id) => format!("--accounts {id}"),
+                Target::OrganizationalUnit(id) => {
+                    format!("--deployment-targets OrganizationalUnitIds={id}")
+                }
+            };
+            let overrides = if instance.parameter_overrides.is_empty() {
+                String::new()
+            } else {
+                format!(
+                    " \\\n  --parameter-overrides {}",
+                    instance
+                        .parameter_overrides
+                        .iter()
+                        .map(|(k, v)| format!("ParameterKey={k},ParameterValue={v}"))
+                        .collect::<Vec<_>>()
+                        .join(" ")
+                )
+            };
+            let _ = writeln!(
+                out,
+                "# {}\naws cloudformation create-stack-instances --stack-set-name {}{call_as} {targets} --regions {}{overrides} \\\n  \
+                 --operation-preferences {prefs_cli}",
+                instance.member, set.name, instance.region
+            );
+        }
+        if set.instances.len() > RUNBOOK_MEMBERS {
+            let _ = writeln!(
+                out,
+                "# ... and one for each of the other {} members, with its parameter_overrides from fleet.json",
+                set.instances.len() - RUNBOOK_MEMBERS
+            );
+        }
+        let _ = writeln!(out, "```\n");
+    }
+    let _ = writeln!(
+        out,
+        "## 4. Each member's Helm and Kubernetes stages\n\nWith credentials of the member's \
+         account, follow `members/<member>/<member>/RUNBOOK.md` from its first stage that is not \
+         deployed by a StackSet above. Where it reads an output of the stack `<member>-<stage>`, \
+         read it from the member's stack instance instead:\n\n```sh\nSTACK=$(aws cloudformation \
+         list-stack-instances --stack-set-name <stack set> --stack-instance-region <region>{call_as} \\\n  \
+         --query 'Summaries[0].StackId' --output text)\naws cloudformation describe-stacks \
+         --stack-name \"$STACK\" --region <region> --query 'Stacks[0].Outputs'\n```\n"
+    );
+    let _ = writeln!(
+        out,
+        "`hyperforge deploy --fleet` does this for the members in the account it runs in.\n"
+    );
+    out
+}
