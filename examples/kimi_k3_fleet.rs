@@ -40,7 +40,12 @@ fn main() -> ExitCode {
                 out.display()
             );
             for set in &output.manifest.stack_sets {
-                println!("  StackSet {}: {} ({} instances)", set.name, set.template, set.instances.len());
+                println!(
+                    "  StackSet {}: {} ({} instances)",
+                    set.name,
+                    set.template,
+                    set.instances.len()
+                );
             }
             for stage in &output.manifest.per_member_stages {
                 println!("  stage {} per member: {}", stage.stage, stage.reason);

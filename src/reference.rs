@@ -265,6 +265,8 @@ pub fn kimi_k3_eks_stack(name: &str) -> Stack {
             cluster_name: "kimi-k3-eks".to_owned(),
             reservation_id: CAPACITY_BLOCK_RESERVATION_ID.to_owned(),
             zone_id: CAPACITY_BLOCK_AZ_ID.to_owned(),
+            bucket_name: weights_bucket(name),
+            dashboard: format!("serving-{name}"),
         },
     )
 }
@@ -281,6 +283,10 @@ pub struct Placement {
     pub reservation_id: String,
     /// The Capacity Block's zone id.
     pub zone_id: String,
+    /// The model store's bucket name (globally unique).
+    pub bucket_name: String,
+    /// The Grafana dashboard's name (at most 40 characters).
+    pub dashboard: String,
 }
 
 /// The EKS reference stack named `name` at `at`.
@@ -312,7 +318,7 @@ pub fn kimi_k3_eks_stack_at(name: &str, at: &Placement) -> Stack {
     );
     let store = stack.add(
         foundation,
-        ModelStore::new("Weights", weights_bucket_in(name, region), &eks),
+        ModelStore::new("Weights", at.bucket_name.as_str(), &eks),
     );
 
     let nodes = stack.cloudformation_stage("nodes");
@@ -407,6 +413,8 @@ pub fn kimi_k3_eks_karpenter() -> App {
         cluster_name: name.to_owned(),
         reservation_id: CAPACITY_BLOCK_RESERVATION_ID.to_owned(),
         zone_id: CAPACITY_BLOCK_AZ_ID.to_owned(),
+        bucket_name: weights_bucket(name),
+        dashboard: format!("serving-{name}"),
     };
     eks_operations_and_workload(&mut stack, &eks, &network, &store, &at);
     App::new().tag("managed-by", "hyperforge").stack(stack)
@@ -485,7 +493,7 @@ fn eks_operations_and_workload(
     // The dashboard an on-call engineer opens first, for Grafana.
     stack.add(
         workload,
-        ServingDashboard::new("Dashboard", format!("serving-{}", stack.name())),
+        ServingDashboard::new("Dashboard", at.dashboard.as_str()),
     );
 }
 
@@ -500,13 +508,18 @@ pub fn kimi_k3_eks_fleet() -> Fleet {
             cluster_name: member.name.clone(),
             reservation_id: member.value("capacity_id").unwrap_or_default().to_owned(),
             zone_id: member.value("zone_id").unwrap_or_default().to_owned(),
+            bucket_name: weights_bucket_in(&member.name, &member.region),
+            dashboard: format!("serving-{}", member.name),
         };
         Ok(App::new()
             .tag("managed-by", "hyperforge")
             .stack(kimi_k3_eks_stack_at(&member.name, &at)))
     })
     .account(ACCOUNT_ID)
-    .region(FleetRegion::new("us-west-2").capacity_block(CAPACITY_BLOCK_RESERVATION_ID, CAPACITY_BLOCK_AZ_ID))
+    .region(
+        FleetRegion::new("us-west-2")
+            .capacity_block(CAPACITY_BLOCK_RESERVATION_ID, CAPACITY_BLOCK_AZ_ID),
+    )
     .region(FleetRegion::new("us-east-1").capacity_block("cr-0a1b2c3d4e5f60718", "use1-az4"))
     .region(FleetRegion::new("eu-west-2").capacity_block("cr-0fedcba9876543210", "euw2-az2"))
 }

@@ -235,9 +235,26 @@ impl FleetManifest {
         serde_json::from_str(text)
     }
 
-    /// The JSON Schema of `fleet.json` (committed as `docs/fleet.schema.json`).
+    /// The JSON Schema (draft 2020-12) of `fleet.json`, as committed in
+    /// `docs/fleet.schema.json`.
     pub fn json_schema() -> serde_json::Value {
-        serde_json::to_value(schemars::schema_for!(FleetManifest)).unwrap_or_default()
+        use serde_json::Value;
+        let mut schema = serde_json::Map::new();
+        schema.insert(
+            "$schema".to_owned(),
+            Value::from("https://json-schema.org/draft/2020-12/schema"),
+        );
+        schema.insert(
+            "$id".to_owned(),
+            Value::from("https://hyperforge.dev/fleet.schema.json"),
+        );
+        schema.insert("title".to_owned(), Value::from("hyperforge fleet.json"));
+        if let Value::Object(generated) = schemars::schema_for!(FleetManifest).to_value() {
+            for (key, value) in generated {
+                schema.entry(key).or_insert(value);
+            }
+        }
+        Value::Object(schema)
     }
 
     /// A member by name.

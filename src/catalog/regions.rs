@@ -41,7 +41,8 @@ pub fn is_known_region(region: &str) -> bool {
 }
 
 /// The prefix availability zone ids use for a region (`us-west-2` -> `usw2`):
-/// the first letters of the area words, the first letter of the direction words, and the number.
+/// the area's letters, the first letter of each direction word (two for a compound direction:
+/// `ap-northeast-2` -> `apne2`), and the number.
 pub fn zone_id_prefix(region: &str) -> Option<String> {
     let parts: Vec<&str> = region.split('-').collect();
     let (number, words) = parts.split_last()?;
@@ -52,10 +53,15 @@ pub fn zone_id_prefix(region: &str) -> Option<String> {
     for (i, word) in words.iter().enumerate() {
         // The area keeps its letters (`us`, `eu`, `ap`, `sa`, `ca`, `me`, `af`, `il`), except
         // GovCloud (`us-gov-west-1` -> `usgw1`); directions contribute their first letter.
-        if i == 0 {
-            prefix.push_str(word);
-        } else {
-            prefix.push(word.chars().next()?);
+        // Compound directions keep two letters (`ap-northeast-2` -> `apne2`,
+        // `ap-southeast-1` -> `apse1`), as AWS spells them.
+        match (i, *word) {
+            (0, _) => prefix.push_str(word),
+            (_, "northeast" | "northwest" | "southeast" | "southwest") => {
+                prefix.push_str(&word[..1]);
+                prefix.push_str(&word[5..6]);
+            }
+            _ => prefix.push(word.chars().next()?),
         }
     }
     prefix.push_str(number);
@@ -110,7 +116,10 @@ mod tests {
     fn zone_id_prefixes() {
         assert_eq!(zone_id_prefix("us-west-2").as_deref(), Some("usw2"));
         assert_eq!(zone_id_prefix("us-east-1").as_deref(), Some("use1"));
-        assert_eq!(zone_id_prefix("ap-southeast-3").as_deref(), Some("aps3"));
+        assert_eq!(zone_id_prefix("ap-southeast-3").as_deref(), Some("apse3"));
+        assert_eq!(zone_id_prefix("ap-northeast-2").as_deref(), Some("apne2"));
+        assert_eq!(zone_id_prefix("ap-south-2").as_deref(), Some("aps2"));
+        assert_eq!(zone_id_prefix("eu-central-1").as_deref(), Some("euc1"));
         assert_eq!(zone_id_prefix("us-gov-west-1").as_deref(), Some("usgw1"));
         assert_eq!(zone_id_prefix("nowhere"), None);
     }

@@ -19,8 +19,8 @@ mod write;
 use crate::app::{is_valid_stack_name, App, Stack};
 use crate::assembly::fleet::{
     Amount, FleetManifest, FleetMemberManifest, OperationPreferences, PerMemberStage,
-    PermissionModel, RegionConcurrency, StackInstanceManifest, StackSetManifest,
-    StackSetParameter, Target,
+    PermissionModel, RegionConcurrency, StackInstanceManifest, StackSetManifest, StackSetParameter,
+    Target,
 };
 use crate::assembly::manifest::StageManifest;
 use crate::catalog::regions::{is_known_region, AzId};
@@ -37,7 +37,7 @@ pub use write::FleetWriteError;
 /// The most regions a fleet lists.
 pub const MAX_REGIONS: usize = 64;
 /// The most deployment targets a fleet lists.
-pub const MAX_TARGETS: usize = 1_000;
+pub const MAX_TARGETS: usize = 10_000;
 /// The most models a fleet varies.
 pub const MAX_MODELS: usize = 32;
 /// The most members a fleet expands into.
@@ -114,7 +114,11 @@ impl FleetRegion {
     }
 
     /// The members here use this Capacity Block.
-    pub fn capacity_block(mut self, reservation_id: impl Into<String>, zone_id: impl Into<String>) -> Self {
+    pub fn capacity_block(
+        mut self,
+        reservation_id: impl Into<String>,
+        zone_id: impl Into<String>,
+    ) -> Self {
         self.capacity = Some(MemberCapacity::CapacityBlock {
             reservation_id: reservation_id.into(),
             zone_id: zone_id.into(),
@@ -192,13 +196,29 @@ impl FleetMember {
 /// The names member values are known by, with the StackSet parameter each becomes; the
 /// region and the account become pseudo parameters.
 const KNOWN_VALUES: &[(&str, &str, &str)] = &[
-    ("member", "FleetMember", "The member's name: it names the member's resources and exports."),
+    (
+        "member",
+        "FleetMember",
+        "The member's name: it names the member's resources and exports.",
+    ),
     ("region", "AWS::Region", ""),
     ("account", "AWS::AccountId", ""),
-    ("capacity_id", "FleetCapacityId", "The member's Capacity Block id or training plan ARN."),
-    ("zone_id", "FleetZoneId", "The zone id of the member's capacity."),
+    (
+        "capacity_id",
+        "FleetCapacityId",
+        "The member's Capacity Block id or training plan ARN.",
+    ),
+    (
+        "zone_id",
+        "FleetZoneId",
+        "The zone id of the member's capacity.",
+    ),
     ("model", "FleetModel", "The model the member serves."),
-    ("organizational_unit", "FleetOrganizationalUnit", "The member's organizational unit."),
+    (
+        "organizational_unit",
+        "FleetOrganizationalUnit",
+        "The member's organizational unit.",
+    ),
 ];
 
 impl Fleet {
@@ -401,13 +421,19 @@ impl Fleet {
                 if value.len() > 1024 || value.chars().any(char::is_control) {
                     bad(
                         Code::InvalidFleetMember,
-                        format!("a value of region {} is too long or holds control characters", region.region),
+                        format!(
+                            "a value of region {} is too long or holds control characters",
+                            region.region
+                        ),
                         "member values are short text: at most 1,024 characters",
                     );
                 }
             }
         }
-        let all_targets = self.targets.iter().chain(self.regions.iter().flat_map(|r| &r.targets));
+        let all_targets = self
+            .targets
+            .iter()
+            .chain(self.regions.iter().flat_map(|r| &r.targets));
         let (mut accounts, mut units) = (0, 0);
         for target in all_targets {
             match target {
@@ -451,10 +477,9 @@ impl Fleet {
             execution_role_name,
         } = &self.permission_model
         {
-            if administration_role_arn
-                .as_deref()
-                .is_some_and(|a| !(a.starts_with("arn:aws") && a.contains(":iam::") && a.contains(":role/")))
-            {
+            if administration_role_arn.as_deref().is_some_and(|a| {
+                !(a.starts_with("arn:aws") && a.contains(":iam::") && a.contains(":role/"))
+            }) {
                 bad(
                     Code::InvalidFleet,
                     "the administration role is not an IAM role ARN".to_owned(),
@@ -464,7 +489,9 @@ impl Fleet {
             if execution_role_name.as_deref().is_some_and(|n| {
                 n.is_empty()
                     || n.len() > 64
-                    || !n.chars().all(|c| c.is_ascii_alphanumeric() || "+=,.@_-".contains(c))
+                    || !n
+                        .chars()
+                        .all(|c| c.is_ascii_alphanumeric() || "+=,.@_-".contains(c))
             }) {
                 bad(
                     Code::InvalidFleet,
@@ -476,7 +503,9 @@ impl Fleet {
         for model in &self.models {
             let ok = !model.is_empty()
                 && model.len() <= 40
-                && model.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-');
+                && model
+                    .chars()
+                    .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-');
             if !ok {
                 bad(
                     Code::InvalidFleetMember,
@@ -486,7 +515,10 @@ impl Fleet {
             }
         }
         let p = &self.preferences;
-        for (what, amount) in [("maximum concurrency", p.max_concurrent), ("failure tolerance", p.failure_tolerance)] {
+        for (what, amount) in [
+            ("maximum concurrency", p.max_concurrent),
+            ("failure tolerance", p.failure_tolerance),
+        ] {
             if let Amount::Percentage(n) = amount {
                 if n > 100 {
                     bad(
@@ -625,7 +657,10 @@ impl Fleet {
 
 fn is_reservation_id(id: &str) -> bool {
     id.strip_prefix("cr-").is_some_and(|hex| {
-        (hex.len() == 8 || hex.len() == 17) && hex.chars().all(|c| c.is_ascii_digit() || ('a'..='f').contains(&c))
+        (hex.len() == 8 || hex.len() == 17)
+            && hex
+                .chars()
+                .all(|c| c.is_ascii_digit() || ('a'..='f').contains(&c))
     })
 }
 
@@ -640,7 +675,9 @@ fn is_training_plan_arn(arn: &str, region: &str) -> bool {
 
 fn is_organizational_unit_id(id: &str) -> bool {
     let lower = |s: &str, min: usize, max: usize| {
-        (min..=max).contains(&s.len()) && s.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit())
+        (min..=max).contains(&s.len())
+            && s.chars()
+                .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit())
     };
     if let Some(rest) = id.strip_prefix("ou-") {
         return rest
@@ -999,7 +1036,11 @@ impl Shared {
                 ));
             }
             let kept = stage.forms.len();
-            match stage.forms.iter_mut().find(|(bytes, _)| *bytes == form.bytes) {
+            match stage
+                .forms
+                .iter_mut()
+                .find(|(bytes, _)| *bytes == form.bytes)
+            {
                 Some((_, lowest)) => *lowest = (*lowest).min(index),
                 None if kept < KEPT_FORMS => stage.forms.push((form.bytes, index)),
                 None => stage.overflow = true,
@@ -1043,7 +1084,8 @@ impl Fleet {
                 Some(format!("its templates take more than {KEPT_FORMS} forms"))
             } else if forms.len() > 1 {
                 let (a, b) = (&forms[0], &forms[1]);
-                let parse = |bytes: &[u8]| serde_json::from_slice::<Value>(bytes).unwrap_or_default();
+                let parse =
+                    |bytes: &[u8]| serde_json::from_slice::<Value>(bytes).unwrap_or_default();
                 Some(format!(
                     "members `{}` and `{}` differ: {}",
                     members[a.1].name,
@@ -1348,7 +1390,9 @@ fn runbook(m: &FleetManifest) -> String {
                 let _ = writeln!(
                     out,
                     "This fleet names its own roles ({}{}): create those instead.\n",
-                    administration_role_arn.as_deref().unwrap_or("the default administration role"),
+                    administration_role_arn
+                        .as_deref()
+                        .unwrap_or("the default administration role"),
                     execution_role_name
                         .as_deref()
                         .map(|n| format!(", execution role `{n}`"))
@@ -1400,9 +1444,16 @@ fn runbook(m: &FleetManifest) -> String {
     }
     let _ = writeln!(
         out,
-        "or StackSet by StackSet with the AWS CLI, in order (a later stage imports the earlier \
-         one's exports in each member's account and region; wait for each operation with \
-         `aws cloudformation describe-stack-set-operation`):\n"
+        "or StackSet by StackSet with the AWS CLI, in order: a later stage imports the earlier \
+         one's exports in each member's account and region, and a StackSet runs one operation \
+         at a time, so each command waits for its operation (`wait_op` below stops at a failed \
+         one and lists each instance's status and reason):\n\n```sh\nwait_op() {{  # <stack set> <operation id>\n  \
+         while :; do\n    status=$(aws cloudformation describe-stack-set-operation{call_as} --stack-set-name \"$1\" \
+         --operation-id \"$2\" --query StackSetOperation.Status --output text) || return 1\n    \
+         case \"$status\" in\n      SUCCEEDED) return 0 ;;\n      FAILED|STOPPED) aws cloudformation \
+         list-stack-set-operation-results{call_as} --stack-set-name \"$1\" --operation-id \"$2\" \\\n          \
+         --query 'Summaries[].[Account,Region,Status,StatusReason]' --output table; return 1 ;;\n    \
+         esac\n    sleep 15\n  done\n}}\n```\n"
     );
     let prefs = operation_preferences(&m.preferences);
     let prefs_cli = prefs
@@ -1425,7 +1476,11 @@ fn runbook(m: &FleetManifest) -> String {
         .join(",");
     for set in &m.stack_sets {
         let file = set.template.rsplit('/').next().unwrap_or_default();
-        let _ = writeln!(out, "### StackSet `{}` (stage `{}`)\n\n```sh", set.name, set.stage);
+        let _ = writeln!(
+            out,
+            "### StackSet `{}` (stage `{}`)\n\n```sh",
+            set.name, set.stage
+        );
         let roles = match &m.permission_model {
             PermissionModel::SelfManaged {
                 administration_role_arn,
@@ -1448,7 +1503,7 @@ fn runbook(m: &FleetManifest) -> String {
         let _ = writeln!(
             out,
             "aws cloudformation create-stack-set --stack-set-name {} --permission-model {}{roles}{call_as} \\\n  \
-             --template-url \"https://$BUCKET.s3.amazonaws.com/$PREFIX{file}\"{}",
+             --template-url \"https://${{BUCKET}}.s3.amazonaws.com/${{PREFIX}}{file}\"{}",
             set.name,
             m.permission_model.api_name(),
             if set.capabilities.is_empty() {
@@ -1479,9 +1534,9 @@ fn runbook(m: &FleetManifest) -> String {
             };
             let _ = writeln!(
                 out,
-                "# {}\naws cloudformation create-stack-instances --stack-set-name {}{call_as} {targets} --regions {}{overrides} \\\n  \
-                 --operation-preferences {prefs_cli}",
-                instance.member, set.name, instance.region
+                "# {}\nOP=$(aws cloudformation create-stack-instances --stack-set-name {}{call_as} {targets} --regions {}{overrides} \\\n  \
+                 --operation-preferences {prefs_cli} --query OperationId --output text) && wait_op {} \"$OP\"",
+                instance.member, set.name, instance.region, set.name
             );
         }
         if set.instances.len() > RUNBOOK_MEMBERS {

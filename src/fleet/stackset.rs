@@ -50,7 +50,12 @@ pub struct Generalized {
 pub fn generalize(template: &Value, tokens: &[Token]) -> Generalized {
     let mut tokens: Vec<&Token> = tokens.iter().filter(|t| !t.value.is_empty()).collect();
     // Longest first, so a member name holding the region is replaced whole.
-    tokens.sort_by(|a, b| b.value.len().cmp(&a.value.len()).then(a.parameter.cmp(&b.parameter)));
+    tokens.sort_by(|a, b| {
+        b.value
+            .len()
+            .cmp(&a.value.len())
+            .then(a.parameter.cmp(&b.parameter))
+    });
     let mut cx = Cx {
         tokens: &tokens,
         used: BTreeMap::new(),
@@ -61,8 +66,14 @@ pub fn generalize(template: &Value, tokens: &[Token]) -> Generalized {
         for (section, body) in root.iter_mut() {
             match section.as_str() {
                 "Resources" => {
-                    for resource in body.as_object_mut().into_iter().flat_map(|m| m.values_mut()) {
-                        let Some(resource) = resource.as_object_mut() else { continue };
+                    for resource in body
+                        .as_object_mut()
+                        .into_iter()
+                        .flat_map(|m| m.values_mut())
+                    {
+                        let Some(resource) = resource.as_object_mut() else {
+                            continue;
+                        };
                         for (key, value) in resource.iter_mut() {
                             if key == "Properties" {
                                 cx.evaluated(value);
@@ -73,8 +84,14 @@ pub fn generalize(template: &Value, tokens: &[Token]) -> Generalized {
                     }
                 }
                 "Outputs" => {
-                    for output in body.as_object_mut().into_iter().flat_map(|m| m.values_mut()) {
-                        let Some(output) = output.as_object_mut() else { continue };
+                    for output in body
+                        .as_object_mut()
+                        .into_iter()
+                        .flat_map(|m| m.values_mut())
+                    {
+                        let Some(output) = output.as_object_mut() else {
+                            continue;
+                        };
                         for (key, value) in output.iter_mut() {
                             match key.as_str() {
                                 "Value" => cx.evaluated(value),
@@ -94,7 +111,9 @@ pub fn generalize(template: &Value, tokens: &[Token]) -> Generalized {
                     for (name, parameter) in
                         body.as_object_mut().into_iter().flat_map(|m| m.iter_mut())
                     {
-                        let Some(parameter) = parameter.as_object_mut() else { continue };
+                        let Some(parameter) = parameter.as_object_mut() else {
+                            continue;
+                        };
                         let member_default = parameter
                             .get("Default")
                             .and_then(Value::as_str)
@@ -129,7 +148,8 @@ pub fn generalize(template: &Value, tokens: &[Token]) -> Generalized {
             }
         }
         // The parameters section goes before the resources, as CloudFormation documents it.
-        if root.keys().position(|k| k == "Parameters") > root.keys().position(|k| k == "Resources") {
+        if root.keys().position(|k| k == "Parameters") > root.keys().position(|k| k == "Resources")
+        {
             let entries = std::mem::take(root);
             let (parameters, rest): (Vec<_>, Vec<_>) =
                 entries.into_iter().partition(|(k, _)| k == "Parameters");
@@ -221,13 +241,10 @@ impl<'a> Cx<'a> {
     /// Text CloudFormation does not evaluate: values become `<Parameter>`.
     fn textual(&mut self, value: &mut Value) {
         match value {
-            Value::String(s) => {
-                if self.holds_token(s) {
-                    let tokens = self.tokens;
-                    for t in tokens.iter().filter(|t| t.in_text) {
-                        if s.contains(t.value.as_str()) {
-                            *s = s.replace(t.value.as_str(), &format!("<{}>", t.parameter));
-                        }
+            Value::String(s) if self.holds_token(s) => {
+                for t in self.tokens.iter().filter(|t| t.in_text) {
+                    if s.contains(t.value.as_str()) {
+                        *s = s.replace(t.value.as_str(), &format!("<{}>", t.parameter));
                     }
                 }
             }
@@ -374,7 +391,12 @@ mod tests {
             &template("kimi-usw2", "us-west-2", "cr-0bbbbbbbbbbbbbbbb"),
             &tokens("kimi-usw2", "us-west-2", "cr-0bbbbbbbbbbbbbbbb"),
         );
-        assert_eq!(a.template, b.template, "{}", first_difference(&a.template, &b.template));
+        assert_eq!(
+            a.template,
+            b.template,
+            "{}",
+            first_difference(&a.template, &b.template)
+        );
         let t = &a.template;
         assert_eq!(
             t["Resources"]["Bucket"]["Properties"]["BucketName"],
@@ -398,7 +420,10 @@ mod tests {
             json!("${NotAVariable}")
         );
         assert_eq!(t["Description"], json!("<FleetMember> nodes"));
-        assert_eq!(t["Resources"]["Bucket"]["Metadata"]["path"], json!("<FleetMember>/Bucket"));
+        assert_eq!(
+            t["Resources"]["Bucket"]["Metadata"]["path"],
+            json!("<FleetMember>/Bucket")
+        );
         assert_eq!(
             t["Outputs"]["Name"]["Export"]["Name"],
             json!({"Fn::Sub": "${FleetMember}-nodes:Bucket"})
@@ -415,7 +440,16 @@ mod tests {
             ])
         );
         let keys: Vec<&String> = t.as_object().unwrap().keys().collect();
-        assert_eq!(keys, ["AWSTemplateFormatVersion", "Description", "Parameters", "Resources", "Outputs"]);
+        assert_eq!(
+            keys,
+            [
+                "AWSTemplateFormatVersion",
+                "Description",
+                "Parameters",
+                "Resources",
+                "Outputs"
+            ]
+        );
     }
 
     #[test]
@@ -425,8 +459,14 @@ mod tests {
                 "Name": member, "Registry": "602401143452.dkr.ecr.us-east-1.amazonaws.com", "Region": region
             }}}})
         };
-        let a = generalize(&fixed("m-a", "us-east-1"), &tokens("m-a", "us-east-1", "cr-1"));
-        let b = generalize(&fixed("m-b", "us-west-2"), &tokens("m-b", "us-west-2", "cr-2"));
+        let a = generalize(
+            &fixed("m-a", "us-east-1"),
+            &tokens("m-a", "us-east-1", "cr-1"),
+        );
+        let b = generalize(
+            &fixed("m-b", "us-west-2"),
+            &tokens("m-b", "us-west-2", "cr-2"),
+        );
         assert_ne!(a.template, b.template);
         let why = first_difference(&a.template, &b.template);
         assert!(why.contains("/Resources/R/Properties/Registry"), "{why}");

@@ -59,7 +59,11 @@ impl Fleet {
     /// Synthesizes the fleet into `dir`, each member's files written as it finishes, replacing
     /// `dir` only when all are written. `dir` must be new, empty, or an earlier output of
     /// hyperforge's ([`replaceable`]); otherwise nothing is touched.
-    pub fn write_to(&self, dir: &Path, options: &FleetOptions) -> Result<FleetOutput, FleetWriteError> {
+    pub fn write_to(
+        &self,
+        dir: &Path,
+        options: &FleetOptions,
+    ) -> Result<FleetOutput, FleetWriteError> {
         if !replaceable(dir) {
             return Err(AssemblyError::NotAnAssembly {
                 path: dir.to_path_buf(),
@@ -94,6 +98,9 @@ impl Fleet {
             files: Mutex::new(BTreeMap::new()),
         };
         let output = self.synth_into(options, &sink)?;
-        Ok((sink.files.into_inner().unwrap_or_else(|p| p.into_inner()), output))
+        Ok((
+            sink.files.into_inner().unwrap_or_else(|p| p.into_inner()),
+            output,
+        ))
     }
 }

@@ -308,7 +308,14 @@ pub fn synthesize_timed(
     let mut stacks = Vec::new();
     let mut errors = Diagnostics::new();
     for stack in app.stacks() {
-        match synthesize_stack(app, stack, options.formats, &mut files, &mut ds, &mut timings) {
+        match synthesize_stack(
+            app,
+            stack,
+            options.formats,
+            &mut files,
+            &mut ds,
+            &mut timings,
+        ) {
             Ok(manifest) => stacks.push(manifest),
             Err(e) => errors.extend(e),
         }
@@ -477,7 +484,9 @@ fn synthesize_stack(
             Err(e) => failed.extend(e),
         }
     }
-    let serialized = SERIALIZING.with(std::cell::Cell::get).saturating_sub(serialized_before);
+    let serialized = SERIALIZING
+        .with(std::cell::Cell::get)
+        .saturating_sub(serialized_before);
     timings.serialization += serialized;
     timings.lowering += start.elapsed().saturating_sub(serialized);
     if failed.has_errors() {

@@ -94,6 +94,46 @@ fn schema_is_up_to_date() {
 }
 
 #[test]
+fn fleet_schema_is_up_to_date_and_accepts_the_reference_fleet() {
+    use hyperforge::assembly::fleet::FleetManifest;
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/fleet.schema.json");
+    let schema = FleetManifest::json_schema();
+    let expected = serde_json::to_string_pretty(&schema).unwrap() + "\n";
+    if std::env::var_os("HYPERFORGE_BLESS").is_some_and(|v| v == "1") {
+        std::fs::write(&path, &expected).expect("write docs/fleet.schema.json");
+    } else {
+        let actual = std::fs::read_to_string(&path).unwrap_or_default();
+        assert!(
+            actual == expected,
+            "docs/fleet.schema.json is stale: run `HYPERFORGE_BLESS=1 cargo test --test it manifest::`"
+        );
+    }
+    assert_eq!(
+        schema["required"],
+        serde_json::json!([
+            "version",
+            "generator",
+            "name",
+            "permission_model",
+            "preferences",
+            "members",
+            "stack_sets",
+            "runbook"
+        ])
+    );
+    let (_, output) = reference::kimi_k3_eks_fleet()
+        .synth(&hyperforge::fleet::FleetOptions::default())
+        .expect("the reference fleet synthesizes");
+    let value = serde_json::to_value(&output.manifest).unwrap();
+    for key in value.as_object().unwrap().keys() {
+        assert!(
+            schema["properties"].get(key).is_some(),
+            "{key} is not in the schema"
+        );
+    }
+}
+
+#[test]
 fn schema_names_every_stage_kind_and_artifact_format() {
     let schema = Manifest::json_schema();
     assert_eq!(

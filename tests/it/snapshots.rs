@@ -30,6 +30,24 @@ fn reference_artifacts_match_snapshots() {
             });
         }
     }
+    // The reference fleet's own files (its members are the EKS reference under other names,
+    // checked against their own synthesis in `fleet`).
+    let (files, _) = reference::kimi_k3_eks_fleet()
+        .synth(&hyperforge::fleet::FleetOptions::default())
+        .unwrap_or_else(|d| panic!("reference fleet fails:\n{d}"));
+    for (path, bytes) in files.iter().filter(|(p, _)| !p.starts_with("members/")) {
+        let text = String::from_utf8(bytes.clone()).expect("artifacts are UTF-8");
+        let name = format!("{}__{}", reference::FLEET_NAME, path.replace('/', "__"));
+        expected.insert(format!("{name}.snap"));
+        insta::with_settings!({
+            snapshot_path => "../../snapshots",
+            prepend_module_to_snapshot => false,
+            omit_expression => true,
+            description => format!("fleet artifact {path}"),
+        }, {
+            insta::assert_snapshot!(name, text);
+        });
+    }
     // No stale snapshot may linger after an artifact is renamed or removed.
     let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("snapshots");
     let on_disk: std::collections::BTreeSet<String> = std::fs::read_dir(&dir)

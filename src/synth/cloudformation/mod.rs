@@ -135,7 +135,9 @@ impl Backend for CloudFormation {
                         .and_then(Value::as_object)
                         .map(|o| o.keys().cloned().collect())
                         .unwrap_or_default();
-                    let mut text = crate::synth::serializing(|| serde_json::to_string_pretty(&template).unwrap_or_default());
+                    let mut text = crate::synth::serializing(|| {
+                        serde_json::to_string_pretty(&template).unwrap_or_default()
+                    });
                     text.push('\n');
                     crate::validate::limits::check_template(&template, text.len(), &path, ds);
                     let deploy_from_s3 =

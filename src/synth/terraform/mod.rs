@@ -425,7 +425,9 @@ impl Backend for Terraform {
         for (dir, files) in modules {
             for (name, content) in files {
                 let path = format!("{}/terraform/{dir}/{name}", stack.name());
-                let mut text = crate::synth::serializing(|| serde_json::to_string_pretty(&content).unwrap_or_default());
+                let mut text = crate::synth::serializing(|| {
+                    serde_json::to_string_pretty(&content).unwrap_or_default()
+                });
                 text.push('\n');
                 out.files.push((path.clone(), text.into_bytes()));
                 out.stack_artifacts
