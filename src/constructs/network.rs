@@ -701,7 +701,8 @@ impl Construct for Network {
                 description: zone_input_description(child).to_owned(),
                 default: Some(az_id.to_string()),
                 pattern: Some(AZ_ID_PATTERN.to_owned()),
-                expected: "an Availability Zone id such as usw2-az2".to_owned(),
+                expected: "an Availability Zone id: the region's zone prefix, -az and a number"
+                    .to_owned(),
             };
             let cidr_block = scope.path(&cidr_block);
             scope

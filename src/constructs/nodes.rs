@@ -735,7 +735,7 @@ impl Construct for ManagedNodeGroup {
                         default: (!block.reservation_id.is_empty())
                             .then(|| block.reservation_id.clone()),
                         pattern: Some(RESERVATION_ID_PATTERN.to_owned()),
-                        expected: "a capacity reservation id such as cr-0123456789abcdef0"
+                        expected: "a capacity reservation id: cr- and 8 or 17 hexadecimal digits"
                             .to_owned(),
                     },
                     purchase,

@@ -752,6 +752,9 @@ struct Shared {
     files: usize,
     bytes: u64,
     sink_error: Option<String>,
+    references: BTreeMap<usize, StageReference>,
+    /// The reference's generalized template of each stage.
+    reference_forms: BTreeMap<usize, Vec<u8>>,
 }
 
 impl Fleet {
@@ -774,33 +777,48 @@ impl Fleet {
             n => n,
         }
         .clamp(1, members.len().max(1));
-        let next = AtomicUsize::new(0);
         let shared = Mutex::new(Shared {
             done: (0..members.len()).map(|_| None).collect(),
             ..Shared::default()
         });
+        // The first member alone: its templates are the references the others are compared
+        // with, whichever thread finishes first.
+        let mut references = BTreeMap::new();
+        let next = AtomicUsize::new(0);
+        let run = |i: usize, references: Option<&BTreeMap<usize, StageReference>>| {
+            let member = &members[i];
+            let result = self.synth_member(member, &tokens, references, options, sink);
+            let mut s = shared.lock().unwrap_or_else(|e| e.into_inner());
+            match result {
+                Ok(done) => s.absorb(i, done),
+                Err(MemberError::Diagnostics(ds)) => {
+                    s.failed_count += 1;
+                    s.failed.push((i, ds));
+                    s.failed.sort_by_key(|(i, _)| *i);
+                    s.failed.truncate(SHOWN_FAILED_MEMBERS);
+                }
+                Err(MemberError::Sink(e)) => {
+                    s.sink_error.get_or_insert(e);
+                }
+            }
+            if s.sink_error.is_some() {
+                next.store(members.len(), Ordering::Relaxed);
+            }
+        };
+        if !members.is_empty() {
+            next.store(1, Ordering::Relaxed);
+            run(0, None);
+            let mut s = shared.lock().unwrap_or_else(|e| e.into_inner());
+            references = std::mem::take(&mut s.references);
+        }
         std::thread::scope(|scope| {
             for _ in 0..threads {
                 scope.spawn(|| loop {
                     let i = next.fetch_add(1, Ordering::Relaxed);
-                    let Some(member) = members.get(i) else { break };
-                    let result = self.synth_member(member, &tokens, options, sink);
-                    let mut s = shared.lock().unwrap_or_else(|e| e.into_inner());
-                    match result {
-                        Ok(done) => s.absorb(i, done),
-                        Err(MemberError::Diagnostics(ds)) => {
-                            s.failed_count += 1;
-                            s.failed.push((i, ds));
-                            s.failed.sort_by_key(|(i, _)| *i);
-                            s.failed.truncate(SHOWN_FAILED_MEMBERS);
-                        }
-                        Err(MemberError::Sink(e)) => {
-                            s.sink_error.get_or_insert(e);
-                        }
+                    if i >= members.len() {
+                        break;
                     }
-                    if s.sink_error.is_some() {
-                        next.store(members.len(), Ordering::Relaxed);
-                    }
+                    run(i, Some(&references));
                 });
             }
         });
@@ -916,6 +934,7 @@ impl Fleet {
         &self,
         member: &FleetMember,
         tokens: &[Vec<Token>],
+        references: Option<&BTreeMap<usize, StageReference>>,
         options: &FleetOptions,
         sink: &dyn FleetSink,
     ) -> Result<MemberResult, MemberError> {
@@ -925,6 +944,7 @@ impl Fleet {
         let base = format!("members/{}", member.name);
         let mut overrides = BTreeMap::new();
         let mut forms = Vec::new();
+        let mut new_references = BTreeMap::new();
         let stages = assembly
             .manifest()
             .stacks
@@ -945,17 +965,40 @@ impl Fleet {
             let Some(text) = artifacts.first().and_then(|a| assembly.file(&a.path)) else {
                 continue;
             };
+            let own = &tokens[member.index];
+            // Most members' templates are the first member's with their own values in its
+            // values' places: a comparison of the text, without parsing.
+            let reference = references
+                .and_then(|r| r.get(&index))
+                .filter(|r| r.name == stage.name());
+            if let Some(values) = reference.and_then(|r| r.instance_of(text, own)) {
+                overrides.insert(index, values);
+                forms.push(StageForm {
+                    index,
+                    name: stage.name().to_owned(),
+                    bytes: None,
+                    capabilities: capabilities.clone(),
+                    outputs: outputs.clone(),
+                });
+                continue;
+            }
             let Ok(template) = serde_json::from_slice::<Value>(text) else {
                 continue;
             };
-            let g = generalize(&template, &tokens[member.index]);
+            let g = generalize(&template, own);
             let mut bytes = serde_json::to_vec_pretty(&g.template).unwrap_or_default();
             bytes.push(b'\n');
+            if references.is_none() && g.textually_faithful {
+                new_references.insert(
+                    index,
+                    StageReference::new(stage.name(), text, own, &g.overrides, &bytes),
+                );
+            }
             overrides.insert(index, g.overrides);
             forms.push(StageForm {
                 index,
                 name: stage.name().to_owned(),
-                bytes,
+                bytes: Some(bytes),
                 capabilities: capabilities.clone(),
                 outputs: outputs.clone(),
             });
@@ -984,6 +1027,7 @@ impl Fleet {
             files,
             bytes,
             forms,
+            references: new_references,
         })
     }
 }
@@ -992,7 +1036,8 @@ impl Fleet {
 struct StageForm {
     index: usize,
     name: String,
-    bytes: Vec<u8>,
+    /// The generalized template; `None` when it is the reference's (the first member's).
+    bytes: Option<Vec<u8>>,
     capabilities: Vec<String>,
     outputs: Vec<String>,
 }
@@ -1005,6 +1050,8 @@ struct MemberResult {
     files: usize,
     bytes: u64,
     forms: Vec<StageForm>,
+    /// The first member's templates, as references for the others.
+    references: BTreeMap<usize, StageReference>,
 }
 
 enum MemberError {
@@ -1017,6 +1064,10 @@ impl Shared {
     /// with the other members'.
     fn absorb(&mut self, index: usize, result: MemberResult) {
         self.timings.add(&result.timings);
+        for (stage, reference) in &result.references {
+            self.reference_forms.insert(*stage, reference.form.clone());
+        }
+        self.references.extend(result.references);
         self.files += result.files;
         self.bytes += result.bytes;
         if !result.warnings.is_empty() {
@@ -1035,14 +1086,18 @@ impl Shared {
                     stage.name, form.name, result.done.manifest.name
                 ));
             }
+            let bytes = match form.bytes {
+                Some(bytes) => bytes,
+                None => self
+                    .reference_forms
+                    .get(&form.index)
+                    .cloned()
+                    .unwrap_or_default(),
+            };
             let kept = stage.forms.len();
-            match stage
-                .forms
-                .iter_mut()
-                .find(|(bytes, _)| *bytes == form.bytes)
-            {
+            match stage.forms.iter_mut().find(|(b, _)| *b == bytes) {
                 Some((_, lowest)) => *lowest = (*lowest).min(index),
-                None if kept < KEPT_FORMS => stage.forms.push((form.bytes, index)),
+                None if kept < KEPT_FORMS => stage.forms.push((bytes, index)),
                 None => stage.overflow = true,
             }
         }
@@ -1563,4 +1618,124 @@ fn runbook(m: &FleetManifest) -> String {
         "`hyperforge deploy --fleet` does this for the members in the account it runs in.\n"
     );
     out
+}
+
+/// The first member's template of a stage, cut at its values: the others' templates are
+/// compared with it, each with its own values in those places.
+struct StageReference {
+    name: String,
+    text: Vec<u8>,
+    segments: Vec<Segment>,
+    /// The parameter of each token, in the order the segments number them.
+    parameters: Vec<String>,
+    /// Its parameter values, cut at its token values in them.
+    overrides: Vec<(String, Vec<Segment>, String)>,
+    /// The generalized template.
+    form: Vec<u8>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Segment {
+    /// Bytes of the reference's text.
+    Literal(usize, usize),
+    /// The value of token `n`.
+    Value(usize),
+}
+
+/// `text` cut at the values of `tokens` (longest first where they overlap).
+fn segments(text: &[u8], tokens: &[&Token]) -> Vec<Segment> {
+    let mut out = Vec::new();
+    let (mut start, mut i) = (0, 0);
+    while i < text.len() {
+        let hit = tokens
+            .iter()
+            .position(|t| text[i..].starts_with(t.value.as_bytes()));
+        match hit {
+            Some(n) => {
+                if start < i {
+                    out.push(Segment::Literal(start, i));
+                }
+                out.push(Segment::Value(n));
+                i += tokens[n].value.len();
+                start = i;
+            }
+            None => i += 1,
+        }
+    }
+    if start < text.len() {
+        out.push(Segment::Literal(start, text.len()));
+    }
+    out
+}
+
+impl StageReference {
+    fn new(
+        name: &str,
+        text: &[u8],
+        tokens: &[Token],
+        overrides: &BTreeMap<String, String>,
+        form: &[u8],
+    ) -> StageReference {
+        let mut sorted: Vec<&Token> = tokens.iter().filter(|t| !t.value.is_empty()).collect();
+        sorted.sort_by(|a, b| {
+            b.value
+                .len()
+                .cmp(&a.value.len())
+                .then(a.parameter.cmp(&b.parameter))
+        });
+        let overrides = overrides
+            .iter()
+            .map(|(k, v)| (k.clone(), segments(v.as_bytes(), &sorted), v.clone()))
+            .collect();
+        StageReference {
+            name: name.to_owned(),
+            text: text.to_vec(),
+            segments: segments(text, &sorted),
+            parameters: sorted.iter().map(|t| t.parameter.clone()).collect(),
+            overrides,
+            form: form.to_vec(),
+        }
+    }
+
+    /// When `text` is this reference's text with `tokens`' values in its values' places, the
+    /// member's parameter values: the StackSet template then gives that member exactly its
+    /// own template.
+    fn instance_of(&self, text: &[u8], tokens: &[Token]) -> Option<BTreeMap<String, String>> {
+        let values: Vec<&str> = self
+            .parameters
+            .iter()
+            .map(|p| {
+                tokens
+                    .iter()
+                    .find(|t| &t.parameter == p)
+                    .map(|t| t.value.as_str())
+            })
+            .collect::<Option<_>>()?;
+        let mut at = 0;
+        for segment in &self.segments {
+            let want = match *segment {
+                Segment::Literal(a, b) => &self.text[a..b],
+                Segment::Value(n) => values[n].as_bytes(),
+            };
+            if !text.get(at..)?.starts_with(want) {
+                return None;
+            }
+            at += want.len();
+        }
+        if at != text.len() {
+            return None;
+        }
+        let mut out = BTreeMap::new();
+        for (key, segments, original) in &self.overrides {
+            let mut value = String::new();
+            for segment in segments {
+                match *segment {
+                    Segment::Literal(a, b) => value.push_str(original.get(a..b)?),
+                    Segment::Value(n) => value.push_str(values[n]),
+                }
+            }
+            out.insert(key.clone(), value);
+        }
+        Some(out)
+    }
 }

@@ -43,6 +43,12 @@ pub struct Generalized {
     pub template: Value,
     /// The member's value of every parameter the template declares for the fleet.
     pub overrides: BTreeMap<String, String>,
+    /// Whether every place the template holds a member value in is parameterized or
+    /// documentation (descriptions, metadata): only then is another member's template that is
+    /// this one's text with its own values in the same places an instance of this one's
+    /// generalization. A value in a condition, a mapping or a resource attribute such as
+    /// `DependsOn` stays literal, and members are compared by their generalized templates.
+    pub textually_faithful: bool,
 }
 
 /// Rewrites `template` (one member's) with `tokens` (its values, longest first is not
@@ -59,6 +65,7 @@ pub fn generalize(template: &Value, tokens: &[Token]) -> Generalized {
     let mut cx = Cx {
         tokens: &tokens,
         used: BTreeMap::new(),
+        kept_token: false,
     };
     let mut out = template.clone();
     let mut overrides = BTreeMap::new();
@@ -75,10 +82,10 @@ pub fn generalize(template: &Value, tokens: &[Token]) -> Generalized {
                             continue;
                         };
                         for (key, value) in resource.iter_mut() {
-                            if key == "Properties" {
-                                cx.evaluated(value);
-                            } else {
-                                cx.textual(value);
+                            match key.as_str() {
+                                "Properties" => cx.evaluated(value),
+                                "Metadata" => cx.textual(value),
+                                _ => cx.kept(value),
                             }
                         }
                     }
@@ -102,7 +109,8 @@ pub fn generalize(template: &Value, tokens: &[Token]) -> Generalized {
                                         cx.evaluated(name);
                                     }
                                 }
-                                _ => cx.textual(value),
+                                "Description" => cx.textual(value),
+                                _ => cx.kept(value),
                             }
                         }
                     }
@@ -123,12 +131,16 @@ pub fn generalize(template: &Value, tokens: &[Token]) -> Generalized {
                             parameter.remove("Default");
                             overrides.insert(name.clone(), default);
                         }
-                        for value in parameter.values_mut() {
-                            cx.textual(value);
+                        for (key, value) in parameter.iter_mut() {
+                            match key.as_str() {
+                                "Description" | "ConstraintDescription" => cx.textual(value),
+                                _ => cx.kept(value),
+                            }
                         }
                     }
                 }
-                _ => cx.textual(body),
+                "Description" | "Metadata" => cx.textual(body),
+                _ => cx.kept(body),
             }
         }
     }
@@ -164,6 +176,7 @@ pub fn generalize(template: &Value, tokens: &[Token]) -> Generalized {
     Generalized {
         template: out,
         overrides,
+        textually_faithful: !cx.kept_token,
     }
 }
 
@@ -171,6 +184,8 @@ struct Cx<'a> {
     tokens: &'a [&'a Token],
     /// The non-pseudo parameters used, by name.
     used: BTreeMap<String, &'a Token>,
+    /// A member value was found where it stays literal.
+    kept_token: bool,
 }
 
 impl<'a> Cx<'a> {
@@ -250,6 +265,17 @@ impl<'a> Cx<'a> {
             }
             Value::Array(items) => items.iter_mut().for_each(|v| self.textual(v)),
             Value::Object(map) => map.values_mut().for_each(|v| self.textual(v)),
+            _ => {}
+        }
+    }
+
+    /// A value CloudFormation reads as written (a condition, a mapping, a parameter's
+    /// allowed values): left as it is, noting whether it holds a member value.
+    fn kept(&mut self, value: &Value) {
+        match value {
+            Value::String(s) => self.kept_token |= self.holds_token(s),
+            Value::Array(items) => items.iter().for_each(|v| self.kept(v)),
+            Value::Object(map) => map.values().for_each(|v| self.kept(v)),
             _ => {}
         }
     }
@@ -450,6 +476,21 @@ mod tests {
                 "Outputs"
             ]
         );
+    }
+
+    #[test]
+    fn a_member_value_where_cloudformation_reads_text_as_written_is_noted() {
+        let t = tokens("m-a", "us-east-1", "cr-1");
+        let faithful = generalize(&template("m-a", "us-east-1", "cr-1"), &t);
+        assert!(faithful.textually_faithful);
+        let conditions = json!({
+            "Conditions": {"East": {"Fn::Equals": [{"Ref": "AWS::Region"}, "us-east-1"]}},
+            "Resources": {"R": {"Type": "T", "Properties": {"Name": "m-a"}}}
+        });
+        assert!(!generalize(&conditions, &t).textually_faithful);
+        let depends =
+            json!({"Resources": {"R": {"Type": "T", "DependsOn": "m-a", "Properties": {}}}});
+        assert!(!generalize(&depends, &t).textually_faithful);
     }
 
     #[test]
