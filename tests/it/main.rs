@@ -21,6 +21,7 @@ mod diagnostics_doc;
 mod eks_path;
 mod external_validators;
 mod field_ranges;
+mod fleet_file;
 mod fsx;
 mod fuzz;
 mod image_cache;
