@@ -45,7 +45,7 @@ fn summary(fleet: &Fleet, output: &FleetOutput, elapsed: Duration) -> String {
         elapsed.as_secs_f64()
     );
     text.push_str(&format!(
-        "\n  per member, summed over members: validation {} ms, expansion {} ms, lowering {} ms, serialization {} ms, runbook {} ms",
+        "\n  time summed over members: validation {} ms, expansion {} ms, lowering {} ms, serialization {} ms, runbook {} ms",
         t.validation.as_millis(),
         t.expansion.as_millis(),
         t.lowering.as_millis(),
@@ -100,7 +100,10 @@ pub fn synth(
         let on_disk = match output::read_tree(out) {
             Ok(t) => t,
             Err(e) => {
-                eprintln!("error: cannot read output directory `{}`: {e}", out.display());
+                eprintln!(
+                    "error: cannot read output directory `{}`: {e}",
+                    out.display()
+                );
                 return Exit::Usage;
             }
         };

@@ -221,13 +221,11 @@ impl<'a> Cx<'a> {
     /// Text CloudFormation does not evaluate: values become `<Parameter>`.
     fn textual(&mut self, value: &mut Value) {
         match value {
-            Value::String(s) => {
-                if self.holds_token(s) {
-                    let tokens = self.tokens;
-                    for t in tokens.iter().filter(|t| t.in_text) {
-                        if s.contains(t.value.as_str()) {
-                            *s = s.replace(t.value.as_str(), &format!("<{}>", t.parameter));
-                        }
+            Value::String(s) if self.holds_token(s) => {
+                let tokens = self.tokens;
+                for t in tokens.iter().filter(|t| t.in_text) {
+                    if s.contains(t.value.as_str()) {
+                        *s = s.replace(t.value.as_str(), &format!("<{}>", t.parameter));
                     }
                 }
             }

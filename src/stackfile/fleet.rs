@@ -369,7 +369,9 @@ fn configure(mut fleet: Fleet, root: &Node) -> Fleet {
             .unwrap_or(Amount::Count(0)),
         region_order: p.map(|p| str_list(p, "region_order")).unwrap_or_default(),
     };
-    fleet.permission_model(permission_model).preferences(preferences)
+    fleet
+        .permission_model(permission_model)
+        .preferences(preferences)
 }
 
 /// The bounds of the file's lists and the settings that exclude each other.
@@ -389,7 +391,13 @@ fn check_semantics(cx: &mut Cx, root: &Node) {
         }
     };
     bound(cx, root.get("regions"), MAX_REGIONS, "regions", "regions");
-    bound(cx, root.get("accounts"), MAX_TARGETS, "accounts", "accounts");
+    bound(
+        cx,
+        root.get("accounts"),
+        MAX_TARGETS,
+        "accounts",
+        "accounts",
+    );
     bound(
         cx,
         root.get("organizational_units"),
@@ -414,7 +422,14 @@ fn check_semantics(cx: &mut Cx, root: &Node) {
         }
     };
     const TARGETS_HELP: &str = "target accounts (self-managed permissions) or organizational units (service-managed), not both";
-    both(cx, root, "accounts", "organizational_units", "", TARGETS_HELP);
+    both(
+        cx,
+        root,
+        "accounts",
+        "organizational_units",
+        "",
+        TARGETS_HELP,
+    );
     for (i, r) in root
         .get("regions")
         .map(items)
@@ -424,7 +439,14 @@ fn check_semantics(cx: &mut Cx, root: &Node) {
         .take(MAX_REGIONS + 1)
     {
         let context = format!("regions[{i}]");
-        both(cx, r, "accounts", "organizational_units", &context, TARGETS_HELP);
+        both(
+            cx,
+            r,
+            "accounts",
+            "organizational_units",
+            &context,
+            TARGETS_HELP,
+        );
         both(
             cx,
             r,
@@ -474,7 +496,11 @@ fn check_semantics(cx: &mut Cx, root: &Node) {
                 "",
                 format!(
                     "`{key}` is a setting of {} permissions",
-                    if service { "self-managed" } else { "service-managed" }
+                    if service {
+                        "self-managed"
+                    } else {
+                        "service-managed"
+                    }
                 ),
                 if service {
                     "service-managed StackSets use the roles AWS Organizations creates: remove it"
@@ -487,7 +513,12 @@ fn check_semantics(cx: &mut Cx, root: &Node) {
 }
 
 /// The stack file's path: relative to the fleet file, inside its directory or one of `roots`.
-fn stack_file_path(cx: &mut Cx, root: &Node, fleet_path: &Path, roots: &[&Path]) -> Option<PathBuf> {
+fn stack_file_path(
+    cx: &mut Cx,
+    root: &Node,
+    fleet_path: &Path,
+    roots: &[&Path],
+) -> Option<PathBuf> {
     let node = root.get("stack_file")?;
     let rel = parse_text(node)?;
     let path = Path::new(rel);
@@ -541,7 +572,10 @@ fn stack_file_path(cx: &mut Cx, root: &Node, fleet_path: &Path, roots: &[&Path])
             Code::StackFileUnreadable,
             node.pos,
             "stack_file",
-            format!("stack file `{}` does not exist or is not a file", joined.display()),
+            format!(
+                "stack file `{}` does not exist or is not a file",
+                joined.display()
+            ),
             "the path is relative to the fleet file's directory",
         );
         return None;
@@ -604,7 +638,9 @@ fn scan(s: &str) -> Result<Vec<Piece<'_>>, Malformed> {
             return bad("a placeholder has no spaces: `${fleet.<name>}`".to_owned());
         }
         let Some(body) = after.strip_prefix("fleet.") else {
-            return bad("`${fleet` is followed by `.` and a value's name: `${fleet.<name>}`".to_owned());
+            return bad(
+                "`${fleet` is followed by `.` and a value's name: `${fleet.<name>}`".to_owned(),
+            );
         };
         let Some(end) = body.find('}') else {
             return bad("`${fleet.` is not closed by `}`".to_owned());
@@ -727,7 +763,11 @@ fn check_placeholders(cx: &mut Cx, used: &[Used], root: &Node, members: &[FleetM
                 Some(s) => format!("did you mean `${{fleet.{s}}}`?"),
                 None => format!(
                     "a member's values: {}",
-                    known.iter().map(|k| format!("`{k}`")).collect::<Vec<_>>().join(", ")
+                    known
+                        .iter()
+                        .map(|k| format!("`{k}`"))
+                        .collect::<Vec<_>>()
+                        .join(", ")
                 ),
             };
             cx.report(
@@ -749,8 +789,11 @@ fn check_placeholders(cx: &mut Cx, used: &[Used], root: &Node, members: &[FleetM
         if let Some(first) = lacking.first() {
             let help = match u.name.as_str() {
                 "model" => "list the fleet's `models`".to_owned(),
-                "account" => "target accounts (`accounts:`), or use `${fleet.organizational_unit}`".to_owned(),
-                "organizational_unit" => "target organizational units, or use `${fleet.account}`".to_owned(),
+                "account" => "target accounts (`accounts:`), or use `${fleet.organizational_unit}`"
+                    .to_owned(),
+                "organizational_unit" => {
+                    "target organizational units, or use `${fleet.account}`".to_owned()
+                }
                 "capacity_id" | "zone_id" => {
                     "give every region a `capacity_block` or a `training_plan`".to_owned()
                 }
@@ -890,13 +933,23 @@ mod tests {
 
     #[test]
     fn placeholders_are_found_and_others_left() {
-        assert_eq!(names("${fleet.member}-weights-${fleet.region}"), ["member", "region"]);
+        assert_eq!(
+            names("${fleet.member}-weights-${fleet.region}"),
+            ["member", "region"]
+        );
         assert!(names("echo ${HOME} $x {y}").is_empty());
-        for bad in ["${fleet.Region}", "${fleet.region", "${fleet}", "${ fleet.x}", "${fleet.}"] {
+        for bad in [
+            "${fleet.Region}",
+            "${fleet.region",
+            "${fleet}",
+            "${ fleet.x}",
+            "${fleet.}",
+        ] {
             assert!(scan(bad).is_err(), "{bad}");
         }
-        let values: BTreeMap<String, String> =
-            [("region".to_owned(), "us-east-1".to_owned())].into_iter().collect();
+        let values: BTreeMap<String, String> = [("region".to_owned(), "us-east-1".to_owned())]
+            .into_iter()
+            .collect();
         let node = Node {
             pos: Pos { line: 3, col: 9 },
             value: Value::Scalar("a-${fleet.region}-b ${X}".into(), true),
@@ -905,6 +958,9 @@ mod tests {
             substitute(&node, &values).value,
             Value::Scalar("a-us-east-1-b ${X}".into(), true)
         );
-        assert_eq!(pos_in(&node, "a-${fleet.region}", 2), Pos { line: 3, col: 11 });
+        assert_eq!(
+            pos_in(&node, "a-${fleet.region}", 2),
+            Pos { line: 3, col: 11 }
+        );
     }
 }

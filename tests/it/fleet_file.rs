@@ -83,15 +83,17 @@ fn members_get_their_values() {
         assert_eq!(stack.tags()["owner"], "team-111122223333");
     }
     assert_eq!(members[0].name, "demo-us-west-2");
-    let (files, output) = fleet.synth(&FleetOptions::default()).unwrap_or_else(|d| panic!("{d}"));
+    let (files, output) = fleet
+        .synth(&FleetOptions::default())
+        .unwrap_or_else(|d| panic!("{d}"));
     assert!(files.contains_key("fleet.json"));
     assert_eq!(output.manifest.members.len(), 2);
 }
 
 #[test]
 fn the_reference_fleet_file_matches_the_rust_reference_fleet() {
-    let from_file = load_file(&repo("stacks/fleets/kimi-k3-eks-fleet.yaml"))
-        .unwrap_or_else(|d| panic!("{d}"));
+    let from_file =
+        load_file(&repo("stacks/fleets/kimi-k3-eks-fleet.yaml")).unwrap_or_else(|d| panic!("{d}"));
     let options = FleetOptions::default();
     let (files, output) = from_file.synth(&options).unwrap_or_else(|d| panic!("{d}"));
     let (expected, _) = hyperforge::reference::kimi_k3_eks_fleet()
@@ -123,7 +125,10 @@ fn fleet_file_schema_is_up_to_date() {
         "docs/fleet-file.schema.json is stale: run `HYPERFORGE_BLESS=1 cargo test --test it fleet_file::fleet_file_schema_is_up_to_date`"
     );
     let schema = json_schema();
-    assert_eq!(schema["required"], serde_json::json!(["fleet", "stack_file", "regions"]));
+    assert_eq!(
+        schema["required"],
+        serde_json::json!(["fleet", "stack_file", "regions"])
+    );
     assert!(schema["$defs"]["FleetRegion"]["properties"]["capacity_block"].is_object());
 }
 
@@ -143,11 +148,15 @@ fn a_bad_region_and_a_bad_account_are_reported_at_their_values() {
     let found: Vec<_> = ds.iter().filter(|d| d.code == Code::InvalidFleet).collect();
     assert_eq!(found.len(), 2, "{ds}");
     assert!(
-        found.iter().any(|d| d.path.ends_with("fleet.yaml:3:12") && d.message.contains("`12345`")),
+        found
+            .iter()
+            .any(|d| d.path.ends_with("fleet.yaml:3:12") && d.message.contains("`12345`")),
         "{ds}"
     );
     assert!(
-        found.iter().any(|d| d.path.ends_with("fleet.yaml:7:13") && d.message.contains("us-east-9")),
+        found
+            .iter()
+            .any(|d| d.path.ends_with("fleet.yaml:7:13") && d.message.contains("us-east-9")),
         "{ds}"
     );
 }
@@ -170,7 +179,10 @@ regions:
     let ds = load_err(fleet, STACK);
     assert!(ds.len() >= 5, "{ds}");
     at(&ds, Code::StackFileUnknownField, "fleet.yaml", 11, 5);
-    let conflicts: Vec<_> = ds.iter().filter(|d| d.code == Code::FleetFileConflict).collect();
+    let conflicts: Vec<_> = ds
+        .iter()
+        .filter(|d| d.code == Code::FleetFileConflict)
+        .collect();
     // accounts/units, delegated_admin, count/percentage, an empty amount, block/plan.
     assert_eq!(conflicts.len(), 5, "{ds}");
     for d in ds.iter() {
@@ -210,7 +222,10 @@ fn placeholder_errors_are_reported_in_the_stack_file() {
     let text = at(&ds, Code::FleetPlaceholderUnknown, "stack.yaml", 4, 9);
     assert!(text.contains("did you mean `${fleet.tier}`?"), "{text}");
     // Malformed: not closed; a quoted scalar counts its quote.
-    let ds = load_err(FLEET, &STACK.replace("team-${fleet.account}", "\"team-${fleet.account\""));
+    let ds = load_err(
+        FLEET,
+        &STACK.replace("team-${fleet.account}", "\"team-${fleet.account\""),
+    );
     at(&ds, Code::FleetPlaceholderMalformed, "stack.yaml", 5, 16);
     // A value no member has: the fleet lists no models.
     let ds = load_err(FLEET, &STACK.replace("${fleet.tier}", "${fleet.model}"));
@@ -220,7 +235,10 @@ fn placeholder_errors_are_reported_in_the_stack_file() {
     let fleet = FLEET.replace("    values: { tier: silver }\n", "");
     let ds = load_err(&fleet, STACK);
     let text = at(&ds, Code::FleetPlaceholderNoValue, "stack.yaml", 4, 9);
-    assert!(text.contains("member `demo-us-east-1`") && text.contains("1 of 2"), "{text}");
+    assert!(
+        text.contains("member `demo-us-east-1`") && text.contains("1 of 2"),
+        "{text}"
+    );
 }
 
 #[test]
@@ -252,7 +270,9 @@ fn a_member_where_the_instance_type_is_not_offered_is_named() {
         .into_iter()
         .find(|m| m.region == "eu-central-1")
         .unwrap();
-    let ds = loaded.describe(&member).expect_err("p6-b300 is not offered in eu-central-1");
+    let ds = loaded
+        .describe(&member)
+        .expect_err("p6-b300 is not offered in eu-central-1");
     let d = ds
         .iter()
         .find(|d| d.message.contains("eu-central-1") && d.message.contains("p6-b300"))
@@ -335,12 +355,20 @@ fn cli_reports_a_broken_fleet_at_its_lines() {
     let dir = tmp.path();
     let file = dir.join("stacks/fleets/kimi-k3-eks-fleet.yaml");
     let original = std::fs::read_to_string(&file).unwrap();
-    std::fs::write(&file, original.replace("region: us-east-1", "region: us-east-9")).unwrap();
+    std::fs::write(
+        &file,
+        original.replace("region: us-east-1", "region: us-east-9"),
+    )
+    .unwrap();
     for command in ["validate", "synth"] {
-        let o = hyperforge(dir, &[command, "--fleet", "stacks/fleets/kimi-k3-eks-fleet.yaml"]);
+        let o = hyperforge(
+            dir,
+            &[command, "--fleet", "stacks/fleets/kimi-k3-eks-fleet.yaml"],
+        );
         assert_eq!(o.status.code(), Some(1), "{}", text(&o));
         assert!(
-            text(&o).contains("stacks/fleets/kimi-k3-eks-fleet.yaml:") && text(&o).contains("HF1101"),
+            text(&o).contains("stacks/fleets/kimi-k3-eks-fleet.yaml:")
+                && text(&o).contains("HF1101"),
             "{}",
             text(&o)
         );
@@ -350,4 +378,85 @@ fn cli_reports_a_broken_fleet_at_its_lines() {
     assert_eq!(o.status.code(), Some(2), "{}", text(&o));
     let o = hyperforge(dir, &["synth", "kimi-k3-eks", "--fleet", "x.yaml"]);
     assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+}
+
+/// Mutations of the reference fleet file (each line dropped, truncated, or given a hostile
+/// value) and of its stack file's placeholders load or fail with located diagnostics, never
+/// panic.
+#[test]
+fn mutated_fleet_files_never_panic() {
+    let fleet = std::fs::read_to_string(repo("stacks/fleets/kimi-k3-eks-fleet.yaml")).unwrap();
+    let stack = std::fs::read_to_string(repo("stacks/fleets/kimi-k3-eks.yaml")).unwrap();
+    let tmp = tempfile::tempdir().unwrap();
+    let path = tmp.path().join("kimi-k3-eks-fleet.yaml");
+    std::fs::write(tmp.path().join("kimi-k3-eks.yaml"), &stack).unwrap();
+    let lines: Vec<&str> = fleet.lines().collect();
+    let hostile = [
+        "",
+        "[",
+        "{",
+        "- x",
+        ": :",
+        "~",
+        "${fleet.",
+        "\"\u{0}\"",
+        "-1",
+        "99999999999999999999",
+        "../../x",
+        "/etc/passwd",
+        "[ou-ab12-cd34ef56]",
+        "{count: 0}",
+        "{percentage: 101}",
+    ];
+    let mut cases = 0;
+    for i in 0..lines.len() {
+        let mut variants = vec![
+            lines
+                .iter()
+                .enumerate()
+                .filter(|(j, _)| *j != i)
+                .map(|(_, l)| *l)
+                .collect::<Vec<_>>()
+                .join("\n"),
+            lines[..=i].join("\n")
+                + &lines[i]
+                    .chars()
+                    .take(lines[i].len() / 2)
+                    .collect::<String>(),
+        ];
+        if let Some((key, _)) = lines[i].split_once(": ") {
+            for h in hostile {
+                let mut changed = lines.clone();
+                let line = format!("{key}: {h}");
+                changed[i] = &line;
+                variants.push(changed.join("\n"));
+            }
+        }
+        for text in variants {
+            std::fs::write(&path, &text).unwrap();
+            cases += 1;
+            if let Err(ds) = load_file(&path) {
+                assert!(ds.has_errors(), "{text}");
+                for d in ds.iter() {
+                    assert!(d.path.contains(".yaml:"), "unlocated: {d}\n{text}");
+                }
+            }
+        }
+    }
+    assert!(cases > 200, "{cases}");
+    // The stack file's placeholders, each broken.
+    std::fs::write(&path, &fleet).unwrap();
+    for (i, _) in stack.match_indices("${fleet.") {
+        for cut in [2, 7, 8, 10] {
+            let mut text = stack.clone();
+            text.replace_range(i + cut..i + cut + 1, "}");
+            std::fs::write(tmp.path().join("kimi-k3-eks.yaml"), &text).unwrap();
+            if let Err(ds) = load_file(&path) {
+                assert!(
+                    ds.iter().all(|d| d.path.contains("kimi-k3-eks.yaml:")),
+                    "{ds}"
+                );
+            }
+        }
+    }
 }
