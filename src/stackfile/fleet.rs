@@ -16,7 +16,7 @@ use crate::assembly::fleet::{
     Amount, OperationPreferences, PermissionModel, RegionConcurrency, Target,
 };
 use crate::constructs::stack_file::Ints;
-use crate::diagnostics::{suggest, Code, Diagnostics};
+use crate::diagnostics::{suggest, Code, Diagnostic, Diagnostics};
 use crate::fleet::{Fleet, FleetMember, FleetRegion, MAX_MODELS, MAX_REGIONS, MAX_TARGETS};
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Component, Path, PathBuf};
@@ -267,15 +267,58 @@ pub fn load_file_in(path: &Path, roots: &[&Path]) -> Result<Fleet, Diagnostics> 
     if ds.has_errors() {
         return Err(ds);
     }
+    let at = |key: &str| stack_root.get(key).map_or(stack_root.pos, |n| n.pos);
+    let (stack_pos, region_pos) = (at("stack"), at("region"));
     let template = Arc::new(stack_root);
     let origin: Arc<str> = stack_origin.into();
     Ok(configure(
         Fleet::from_apps(name, move |member: &FleetMember| {
             let node = substitute(&template, member.values());
-            super::load_root(&origin, &node).map_err(|found| for_member(found, &member.name))
+            let app = super::load_root(&origin, &node)
+                .map_err(|found| for_member(found, &member.name))?;
+            check_member_stack(&app, member, &origin, stack_pos, region_pos)?;
+            Ok(app)
         }),
         &root,
     ))
+}
+
+/// A member's stack is named as the member and in its region (`stack: ${fleet.member}`,
+/// `region: ${fleet.region}`), reported at the stack file's lines (`Fleet::describe` would
+/// say so too, without them).
+fn check_member_stack(
+    app: &crate::app::App,
+    member: &FleetMember,
+    origin: &str,
+    stack_pos: Pos,
+    region_pos: Pos,
+) -> Result<(), Diagnostics> {
+    let Some(stack) = app.stacks().first() else {
+        return Ok(());
+    };
+    let mut ds = Diagnostics::new();
+    let mut wrong = |pos: Pos, key: &str, found: &str, want: &str, placeholder: &str| {
+        ds.push(Diagnostic::new(
+            Code::FleetMemberMismatch,
+            format!("{origin}:{}:{}", pos.line, pos.col),
+            format!(
+                "[member {}] the stack's {key} is `{found}`, not the member's `{want}`",
+                member.name
+            ),
+            format!("write `{key}: {placeholder}`: each member's stack is its own"),
+        ));
+    };
+    if stack.name() != member.name {
+        wrong(stack_pos, "stack", stack.name(), &member.name, "${fleet.member}");
+    }
+    if stack.region() != member.region {
+        wrong(region_pos, "region", stack.region(), &member.region, "${fleet.region}");
+    }
+    if ds.is_empty() {
+        Ok(())
+    } else {
+        Err(ds)
+    }
 }
 
 /// The list under `key`, as text.

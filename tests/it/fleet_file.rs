@@ -242,6 +242,46 @@ fn placeholder_errors_are_reported_in_the_stack_file() {
 }
 
 #[test]
+fn a_stack_not_named_as_its_member_is_reported_at_its_line() {
+    let (_tmp, path) = project(FLEET, &STACK.replace("stack: ${fleet.member}", "stack: demo"));
+    let fleet = load_file(&path).unwrap_or_else(|d| panic!("{d}"));
+    let member = &fleet.members()[1];
+    let ds = fleet.describe(member).expect_err("a stack named `demo`");
+    let text = at(&ds, Code::FleetMemberMismatch, "stack.yaml", 1, 8);
+    assert!(text.contains("demo-us-east-1") && text.contains("${fleet.member}"), "{text}");
+}
+
+/// A fleet of 10,000 members (10 regions x 1,000 accounts) loads, checks its placeholders
+/// once and builds any member from the one parsed stack file quickly.
+#[test]
+fn a_fleet_of_ten_thousand_members_loads_quickly() {
+    let accounts: Vec<String> = (0..1_000).map(|i| format!("\"{:012}\"", 100_000_000_000u64 + i)).collect();
+    let regions = [
+        "us-west-2", "us-east-1", "us-east-2", "us-west-1", "eu-west-1", "eu-west-2",
+        "eu-central-1", "ap-northeast-1", "ap-southeast-2", "ca-central-1",
+    ];
+    let mut fleet = format!(
+        "fleet: big\nstack_file: stack.yaml\naccounts: [{}]\nregions:\n",
+        accounts.join(", ")
+    );
+    for r in regions {
+        fleet.push_str(&format!("  - region: {r}\n    values: {{ tier: gold }}\n"));
+    }
+    let (_tmp, path) = project(&fleet, STACK);
+    let start = std::time::Instant::now();
+    let loaded = load_file(&path).unwrap_or_else(|d| panic!("{d}"));
+    let members = loaded.members();
+    assert_eq!(members.len(), 10_000);
+    for member in members.iter().step_by(500) {
+        let app = loaded.describe(member).unwrap_or_else(|d| panic!("{d}"));
+        assert_eq!(app.stacks()[0].name(), member.name);
+    }
+    let elapsed = start.elapsed();
+    // Generous for a debug build on a loaded machine.
+    assert!(elapsed < std::time::Duration::from_secs(20), "{elapsed:?}");
+}
+
+#[test]
 fn a_stack_file_with_placeholders_needs_a_fleet() {
     let ds = load_str("stacks/x.yaml", STACK).expect_err("placeholders without a fleet");
     let found: Vec<_> = ds
