@@ -282,6 +282,25 @@ fn a_fleet_of_ten_thousand_members_loads_quickly() {
 }
 
 #[test]
+fn a_service_managed_fleet_targets_organizational_units() {
+    let fleet = FLEET.replace(
+        "accounts: [\"111122223333\"]",
+        "organizational_units: [ou-ab12-cd34ef56, ou-ab12-cd34ef57]\npermission_model: service-managed\ndelegated_admin: true",
+    );
+    // `${fleet.account}` has no value for a unit.
+    let ds = load_err(&fleet, STACK);
+    let text = at(&ds, Code::FleetPlaceholderNoValue, "stack.yaml", 5, 15);
+    assert!(text.contains("member `demo-us-west-2-ou-ab12-cd34ef56`"), "{text}");
+    let stack = STACK.replace("${fleet.account}", "${fleet.organizational_unit}");
+    let (_tmp, path) = project(&fleet, &stack);
+    let loaded = load_file(&path).unwrap_or_else(|d| panic!("{d}"));
+    let members = loaded.members();
+    assert_eq!(members.len(), 4);
+    let app = loaded.describe(&members[3]).unwrap_or_else(|d| panic!("{d}"));
+    assert_eq!(app.stacks()[0].tags()["owner"], "team-ou-ab12-cd34ef57");
+}
+
+#[test]
 fn a_stack_file_with_placeholders_needs_a_fleet() {
     let ds = load_str("stacks/x.yaml", STACK).expect_err("placeholders without a fleet");
     let found: Vec<_> = ds
