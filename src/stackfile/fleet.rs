@@ -309,10 +309,22 @@ fn check_member_stack(
         ));
     };
     if stack.name() != member.name {
-        wrong(stack_pos, "stack", stack.name(), &member.name, "${fleet.member}");
+        wrong(
+            stack_pos,
+            "stack",
+            stack.name(),
+            &member.name,
+            "${fleet.member}",
+        );
     }
     if stack.region() != member.region {
-        wrong(region_pos, "region", stack.region(), &member.region, "${fleet.region}");
+        wrong(
+            region_pos,
+            "region",
+            stack.region(),
+            &member.region,
+            "${fleet.region}",
+        );
     }
     if ds.is_empty() {
         Ok(())

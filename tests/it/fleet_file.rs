@@ -243,22 +243,38 @@ fn placeholder_errors_are_reported_in_the_stack_file() {
 
 #[test]
 fn a_stack_not_named_as_its_member_is_reported_at_its_line() {
-    let (_tmp, path) = project(FLEET, &STACK.replace("stack: ${fleet.member}", "stack: demo"));
+    let (_tmp, path) = project(
+        FLEET,
+        &STACK.replace("stack: ${fleet.member}", "stack: demo"),
+    );
     let fleet = load_file(&path).unwrap_or_else(|d| panic!("{d}"));
     let member = &fleet.members()[1];
     let ds = fleet.describe(member).expect_err("a stack named `demo`");
     let text = at(&ds, Code::FleetMemberMismatch, "stack.yaml", 1, 8);
-    assert!(text.contains("demo-us-east-1") && text.contains("${fleet.member}"), "{text}");
+    assert!(
+        text.contains("demo-us-east-1") && text.contains("${fleet.member}"),
+        "{text}"
+    );
 }
 
 /// A fleet of 10,000 members (10 regions x 1,000 accounts) loads, checks its placeholders
 /// once and builds any member from the one parsed stack file quickly.
 #[test]
 fn a_fleet_of_ten_thousand_members_loads_quickly() {
-    let accounts: Vec<String> = (0..1_000).map(|i| format!("\"{:012}\"", 100_000_000_000u64 + i)).collect();
+    let accounts: Vec<String> = (0..1_000)
+        .map(|i| format!("\"{:012}\"", 100_000_000_000u64 + i))
+        .collect();
     let regions = [
-        "us-west-2", "us-east-1", "us-east-2", "us-west-1", "eu-west-1", "eu-west-2",
-        "eu-central-1", "ap-northeast-1", "ap-southeast-2", "ca-central-1",
+        "us-west-2",
+        "us-east-1",
+        "us-east-2",
+        "us-west-1",
+        "eu-west-1",
+        "eu-west-2",
+        "eu-central-1",
+        "ap-northeast-1",
+        "ap-southeast-2",
+        "ca-central-1",
     ];
     let mut fleet = format!(
         "fleet: big\nstack_file: stack.yaml\naccounts: [{}]\nregions:\n",
@@ -290,13 +306,18 @@ fn a_service_managed_fleet_targets_organizational_units() {
     // `${fleet.account}` has no value for a unit.
     let ds = load_err(&fleet, STACK);
     let text = at(&ds, Code::FleetPlaceholderNoValue, "stack.yaml", 5, 15);
-    assert!(text.contains("member `demo-us-west-2-ou-ab12-cd34ef56`"), "{text}");
+    assert!(
+        text.contains("member `demo-us-west-2-ou-ab12-cd34ef56`"),
+        "{text}"
+    );
     let stack = STACK.replace("${fleet.account}", "${fleet.organizational_unit}");
     let (_tmp, path) = project(&fleet, &stack);
     let loaded = load_file(&path).unwrap_or_else(|d| panic!("{d}"));
     let members = loaded.members();
     assert_eq!(members.len(), 4);
-    let app = loaded.describe(&members[3]).unwrap_or_else(|d| panic!("{d}"));
+    let app = loaded
+        .describe(&members[3])
+        .unwrap_or_else(|d| panic!("{d}"));
     assert_eq!(app.stacks()[0].tags()["owner"], "team-ou-ab12-cd34ef57");
 }
 
