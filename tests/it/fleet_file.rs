@@ -124,6 +124,18 @@ fn fleet_file_schema_is_up_to_date() {
         actual == expected,
         "docs/fleet-file.schema.json is stale: run `HYPERFORGE_BLESS=1 cargo test --test it fleet_file::fleet_file_schema_is_up_to_date`"
     );
+    for (file, schema) in [
+        ("stacks/fleets/kimi-k3-eks-fleet.yaml", "fleet-file"),
+        ("stacks/fleets/kimi-k3-eks.yaml", "stack-file"),
+    ] {
+        let text = std::fs::read_to_string(repo(file)).unwrap();
+        assert!(
+            text.starts_with(&format!(
+                "# yaml-language-server: $schema=../../docs/{schema}.schema.json\n"
+            )),
+            "{file}"
+        );
+    }
     let schema = json_schema();
     assert_eq!(
         schema["required"],
@@ -421,6 +433,10 @@ fn cli_synth_validate_and_check_a_fleet() {
     let o = hyperforge(dir, &["synth", "--fleet", file, "--check"]);
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
     assert!(text(&o).contains("is up to date"), "{}", text(&o));
+    let o = hyperforge(dir, &["validate", "--fleet", file, "--json"]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let json: serde_json::Value = serde_json::from_slice(&o.stdout).expect("a JSON array");
+    assert!(json.is_array(), "{json}");
     std::fs::write(dir.join("hyperforge.fleet/FLEET.md"), "stale\n").unwrap();
     let o = hyperforge(dir, &["synth", "--fleet", file, "--check"]);
     assert_eq!(o.status.code(), Some(1), "{}", text(&o));
