@@ -928,8 +928,13 @@ fn locate_matrix(root: &Node, found: Diagnostics, origin: &str) -> Diagnostics {
             Value::Seq(list) => todo.extend(list.iter().rev().map(|v| (prefix.clone(), v))),
             Value::Map(e) => {
                 for (k, v) in e.iter().rev() {
-                    let key = super::child(&prefix, k.as_str().unwrap_or_default());
+                    let name = k.as_str().unwrap_or_default();
+                    let key = super::child(&prefix, name);
                     values.push((key.clone(), String::new(), v.pos));
+                    // A key the fleet quotes (a region's value name).
+                    if prefix.ends_with("values") {
+                        values.push((key.clone(), name.to_owned(), k.pos));
+                    }
                     todo.push((key, v));
                 }
             }

@@ -174,6 +174,34 @@ fn a_bad_region_and_a_bad_account_are_reported_at_their_values() {
 }
 
 #[test]
+fn a_bad_value_name_and_a_bad_zone_are_reported_at_their_places() {
+    let fleet = FLEET
+        .replace("values: { tier: silver }", "values: { Tier: silver }")
+        .replace(
+            "  - region: us-west-2\n",
+            "  - region: us-west-2\n    capacity_block: { reservation_id: cr-0123456789abcdef0, zone_id: use1-az4 }\n",
+        );
+    let ds = load_err(&fleet, STACK);
+    let found: Vec<_> = ds
+        .iter()
+        .filter(|d| d.code == Code::InvalidFleetMember)
+        .collect();
+    assert_eq!(found.len(), 2, "{ds}");
+    assert!(
+        found
+            .iter()
+            .any(|d| d.path.ends_with("fleet.yaml:9:15") && d.message.contains("`Tier`")),
+        "{ds}"
+    );
+    assert!(
+        found
+            .iter()
+            .any(|d| d.path.ends_with("fleet.yaml:6:70") && d.message.contains("use1-az4")),
+        "{ds}"
+    );
+}
+
+#[test]
 fn every_problem_of_the_fleet_file_is_reported_at_once() {
     let fleet = "\
 fleet: demo
