@@ -11,6 +11,10 @@
 //! Loading checks the file's structure (unknown fields with a suggestion, wrong types, missing
 //! fields, references), reporting every problem at once, then builds the [`App`] and runs
 //! [`App::validate`]; builder diagnostics are mapped back to the line that set the value.
+//!
+//! A fleet file ([`fleet`]) names a stack file whose string values may read a fleet member's
+//! values as `${fleet.<name>}`; the stack file is parsed once and each member substitutes its
+//! values into the parsed tree before the same checks run, so diagnostics keep its lines.
 
 pub mod fleet;
 mod schema;
