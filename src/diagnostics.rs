@@ -383,6 +383,18 @@ codes! {
         "A fleet deploys a CloudFormation stage through one StackSet when all members' templates of the stage are the same once each member's values (name, region, account, capacity id, zone, model) are parameters. A stage whose templates differ otherwise (a member with more node groups, a region-specific value that is not the member's own) is deployed by each member as its own stacks; the note names the first difference. `fleet.json` lists such stages under `per_member_stages`.";
     FleetTooManyProblems = "HF1106", Error, "more fleet members failed than are shown",
         "When many members fail, the diagnostics of the first members are shown and the rest are counted: most often one mistake in the shared description fails every member in the same way.";
+    FleetPlaceholderMalformed = "HF1120", Error, "a `${fleet...}` placeholder is malformed",
+        "A stack file used by a fleet names a member's values as `${fleet.<name>}` inside any string: `${fleet.`, a name of lower-case letters, digits and underscores, and `}`, without spaces. The position is the placeholder's. Placeholders are replaced in values only, never in keys. Other `${...}` text (a shell variable in a script, say) is left as written.";
+    FleetPlaceholderUnknown = "HF1121", Error, "a `${fleet.<name>}` placeholder names no member value",
+        "The names a placeholder may use are the member's own values (`member`, `region`, `account`, `organizational_unit`, `model`, `capacity_id`, `zone_id`) and the names the fleet file's regions declare under `values:`. The help line suggests the closest name.";
+    FleetPlaceholderWithoutFleet = "HF1122", Error, "a stack file uses `${fleet.<name>}` but is not loaded by a fleet",
+        "Placeholders get their values from a fleet member, so a stack file that uses them describes members of a fleet, not a stack of its own: synthesize it through its fleet file (`hyperforge synth --fleet FILE`). Keep such stack files out of the stacks directory (`stacks/fleets/` is not read by `hyperforge synth`), or replace the placeholders with values.";
+    FleetPlaceholderNoValue = "HF1123", Error, "a fleet member has no value for a placeholder of its stack file",
+        "Every member must have a value for every placeholder its stack file uses: `model` exists only when the fleet lists `models`, `account` only for account targets (`organizational_unit` for units), `capacity_id` and `zone_id` only in regions with a `capacity_block` or `training_plan`, and a declared value only in the regions that declare it. The message names the first member without it; give it the value, or stop using the placeholder.";
+    FleetStackFilePath = "HF1124", Error, "a fleet file's stack file path is absolute or leaves the allowed directories",
+        "`stack_file` is a path relative to the fleet file. It must stay inside the fleet file's directory (or the stacks directory the command line reads): no absolute path, no `..` that climbs out, no symbolic link that leads out. A fleet file and its stack file are reviewed and moved together.";
+    FleetFileConflict = "HF1125", Error, "a fleet file combines settings that exclude each other",
+        "Some fleet file settings exclude each other: `accounts` and `organizational_units` (self-managed StackSets deploy to accounts, service-managed ones to organizational units), a region's `capacity_block` and `training_plan`, an amount's `count` and `percentage` (exactly one), and the role settings of one permission model with the other (`administration_role_arn`, `execution_role_name` are self-managed; `delegated_admin` is service-managed).";
 }
 
 impl Code {

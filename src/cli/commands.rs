@@ -129,10 +129,10 @@ fn run(result: Result<Exit, Exit>) -> Exit {
 
 /// Compares `assembly` with `--out`.
 fn compare(global: &Global, assembly: &Assembly, color: Color) -> Result<output::DirDiff, Exit> {
-    let on_disk = output::read_tree(&global.out).map_err(|e| {
+    let on_disk = output::read_tree(global.out()).map_err(|e| {
         eprintln!(
             "error: cannot read output directory `{}`: {e}",
-            global.out.display()
+            global.out().display()
         );
         Exit::Usage
     })?;
@@ -142,7 +142,6 @@ fn compare(global: &Global, assembly: &Assembly, color: Color) -> Result<output:
 /// `hyperforge synth`.
 pub fn synth(global: &Global, color: Color, args: &SynthArgs) -> Exit {
     run((|| {
-        let app = load(global, &args.select.names)?;
         let formats = if args.format.is_empty() {
             Formats::all()
         } else {
@@ -155,13 +154,24 @@ pub fn synth(global: &Global, color: Color, args: &SynthArgs) -> Exit {
             deny_warnings: args.deny_warnings,
             formats,
         };
+        if let Some(file) = &args.fleet {
+            return Ok(super::fleet::synth(
+                global,
+                color,
+                file,
+                options,
+                args.threads,
+                args.check,
+            ));
+        }
+        let app = load(global, &args.select.names)?;
         let assembly = synthesize(&app, &options)?;
         if args.check {
             let diff = compare(global, &assembly, color)?;
             if diff.is_empty() {
                 outln!(
                     "{} is up to date ({} files)",
-                    global.out.display(),
+                    global.out().display(),
                     assembly.files().len()
                 );
                 return Ok(Exit::Ok);
@@ -169,19 +179,19 @@ pub fn synth(global: &Global, color: Color, args: &SynthArgs) -> Exit {
             out!("{}", diff.text);
             eprintln!(
                 "error: `{}` differs from what `hyperforge synth` generates: {}; run `hyperforge synth` and commit the result",
-                global.out.display(),
+                global.out().display(),
                 diff.summary()
             );
             return Ok(Exit::Failed);
         }
-        assembly.write_to(&global.out).map_err(|e| {
+        assembly.write_to(global.out()).map_err(|e| {
             eprintln!("error: {e}");
             Exit::Io
         })?;
         outln!(
             "wrote {} files to {}",
             assembly.files().len(),
-            global.out.display()
+            global.out().display()
         );
         Ok(Exit::Ok)
     })())
@@ -189,6 +199,9 @@ pub fn synth(global: &Global, color: Color, args: &SynthArgs) -> Exit {
 
 /// `hyperforge validate`.
 pub fn validate(global: &Global, args: &ValidateArgs) -> Exit {
+    if let Some(file) = &args.fleet {
+        return super::fleet::validate(global, file, args.json, args.deny_warnings);
+    }
     run((|| {
         let packs = args
             .policy

@@ -42,7 +42,7 @@ pub fn run(global: &Global, args: &DeployArgs, mode: Mode) -> Exit {
         if let Some(file) = &args.parameters_file {
             options.parameters = params::read_parameters_file(file)?;
         }
-        let assembly = AssemblyDir::load(&global.out)?;
+        let assembly = AssemblyDir::load(global.out())?;
         let console = Console::stdout();
         let mut prompt = StdinPrompt;
         let rt = deploy::runtime()?;

@@ -19,6 +19,7 @@ macro_rules! outln {
 
 mod commands;
 mod deploy;
+mod fleet;
 mod output;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
@@ -56,6 +57,7 @@ impl From<Exit> for ExitCode {
         "  hyperforge synth                      # every stack in stacks/ to hyperforge.out/\n",
         "  hyperforge synth --check              # CI: fail with a diff when hyperforge.out/ is stale\n",
         "  hyperforge validate --json\n",
+        "  hyperforge synth --fleet stacks/fleets/kimi-k3-eks-fleet.yaml   # to hyperforge.fleet/\n",
         "  hyperforge explain HF0501\n\n",
         "Exit codes:\n",
         "  0  success\n",
@@ -79,17 +81,29 @@ pub struct Global {
     /// Directory of stack files: every `*.yaml` in it is one, in name order.
     #[arg(long, global = true, value_name = "DIR", default_value = "stacks")]
     pub stacks: PathBuf,
-    /// Output directory of the assembly.
-    #[arg(
-        long,
-        global = true,
-        value_name = "DIR",
-        default_value = "hyperforge.out"
-    )]
-    pub out: PathBuf,
+    /// Output directory of the assembly [default: hyperforge.out; with --fleet,
+    /// hyperforge.fleet].
+    #[arg(long, global = true, value_name = "DIR")]
+    pub out: Option<PathBuf>,
     /// When to color output (`auto`: only on a terminal, and never when NO_COLOR is set).
     #[arg(long, global = true, value_enum, default_value_t = ColorChoice::Auto)]
     pub color: ColorChoice,
+}
+
+impl Global {
+    /// The output directory: `--out`, or `hyperforge.out`.
+    pub fn out(&self) -> &std::path::Path {
+        self.out
+            .as_deref()
+            .unwrap_or(std::path::Path::new("hyperforge.out"))
+    }
+
+    /// A fleet's output directory: `--out`, or `hyperforge.fleet`.
+    pub fn fleet_out(&self) -> &std::path::Path {
+        self.out
+            .as_deref()
+            .unwrap_or(std::path::Path::new("hyperforge.fleet"))
+    }
 }
 
 /// `--color`.
@@ -111,10 +125,18 @@ Examples:
   hyperforge synth
   hyperforge synth kimi-k3-eks --format cloudformation,kubernetes --out build/
   hyperforge synth --check            # in CI, after committing hyperforge.out/
+  hyperforge synth --fleet stacks/fleets/kimi-k3-eks-fleet.yaml
+  hyperforge synth --fleet fleet.yaml --out build/fleet --threads 4 --check
 
 With --check nothing is written: the assembly is regenerated in memory and compared with the
 output directory (missing, extra and changed files); any difference is printed as a unified
-diff and the exit code is 1.")]
+diff and the exit code is 1.
+
+With --fleet FILE the fleet file's members are synthesized instead of the stacks directory:
+one assembly per member (members/<member>/), the StackSet templates of the CloudFormation
+stages every member shares (stacksets/), fleet.json and FLEET.md, to hyperforge.fleet/ unless
+--out says otherwise. A summary gives the members, StackSets, per-member stages, files and
+time.")]
     Synth(SynthArgs),
     /// Report every diagnostic of the selected stacks without writing anything
     #[command(after_help = "\
@@ -124,12 +146,16 @@ Examples:
   hyperforge validate --json | jq '.[].code'
   hyperforge validate --policy wa-security-pillar --policy eks-kms
   hyperforge validate --policy my-rules/          # every .guard file of a directory
+  hyperforge validate --fleet stacks/fleets/kimi-k3-eks-fleet.yaml
 
 --policy evaluates AWS CloudFormation Guard rules over every synthesized CloudFormation
 template, in-process: a vendored pack from the AWS Guard Rules Registry (wa-security-pillar,
 eks-kms; policy/README.md) or your own .guard file or directory. Each failed rule is an error
 (HF1001) at the construct path of the resource, with the rule's fix; a rule file Guard cannot
 parse is HF1002.
+
+--fleet FILE validates every member of the fleet file (the fleet file's own problems, then each
+member's diagnostics, at the stack file's lines) and writes nothing.
 
 Exit code 0 when clean, 1 on errors (or warnings with --deny-warnings).")]
     Validate(ValidateArgs),
@@ -285,8 +311,14 @@ pub struct SynthArgs {
     pub deny_warnings: bool,
     /// Also evaluate Guard policy rules: a vendored pack (`wa-security-pillar`, `eks-kms`)
     /// or a `.guard` file or directory of them. Repeatable.
-    #[arg(long, value_name = "NAME|FILE")]
+    #[arg(long, value_name = "NAME|FILE", conflicts_with = "fleet")]
     pub policy: Vec<String>,
+    /// Synthesize the members of this fleet file instead of the stacks directory.
+    #[arg(long, value_name = "FILE", conflicts_with = "stack_names")]
+    pub fleet: Option<PathBuf>,
+    /// With --fleet: members synthesized at once (default: one per core).
+    #[arg(long, value_name = "N", requires = "fleet")]
+    pub threads: Option<usize>,
 }
 
 /// `validate`.
@@ -302,8 +334,11 @@ pub struct ValidateArgs {
     pub deny_warnings: bool,
     /// Also evaluate Guard policy rules: a vendored pack (`wa-security-pillar`, `eks-kms`)
     /// or a `.guard` file or directory of them. Repeatable.
-    #[arg(long, value_name = "NAME|FILE")]
+    #[arg(long, value_name = "NAME|FILE", conflicts_with = "fleet")]
     pub policy: Vec<String>,
+    /// Validate every member of this fleet file instead of the stacks directory.
+    #[arg(long, value_name = "FILE", conflicts_with = "stack_names")]
+    pub fleet: Option<PathBuf>,
 }
 
 /// An output format on the command line.

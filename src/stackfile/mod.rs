@@ -11,7 +11,12 @@
 //! Loading checks the file's structure (unknown fields with a suggestion, wrong types, missing
 //! fields, references), reporting every problem at once, then builds the [`App`] and runs
 //! [`App::validate`]; builder diagnostics are mapped back to the line that set the value.
+//!
+//! A fleet file ([`fleet`]) names a stack file whose string values may read a fleet member's
+//! values as `${fleet.<name>}`; the stack file is parsed once and each member substitutes its
+//! values into the parsed tree before the same checks run, so diagnostics keep its lines.
 
+pub mod fleet;
 mod schema;
 mod yaml;
 
@@ -41,6 +46,13 @@ const MAX_FILE_BYTES: u64 = 1024 * 1024;
 /// Reads and loads the stack file at `path` (see [`load_str`]).
 pub fn load_file(path: &Path) -> Result<App, Diagnostics> {
     let origin = path.display().to_string();
+    let text = read_text(path, &origin)?;
+    load_str(&origin, &text)
+}
+
+/// The text of the file at `path` (`origin` in diagnostics), refused past [`MAX_FILE_BYTES`] or
+/// when it is not UTF-8.
+fn read_text(path: &Path, origin: &str) -> Result<String, Diagnostics> {
     let fail = |code: Code, message: String, help: &str| {
         let mut ds = Diagnostics::new();
         ds.push(Diagnostic::new(
@@ -62,7 +74,7 @@ pub fn load_file(path: &Path) -> Result<App, Diagnostics> {
         }
     };
     if size > MAX_FILE_BYTES {
-        return too_large(&origin, size);
+        return too_large(origin, size);
     }
     let mut bytes = Vec::new();
     let read = std::fs::File::open(path).and_then(|f| {
@@ -77,10 +89,10 @@ pub fn load_file(path: &Path) -> Result<App, Diagnostics> {
         );
     }
     if bytes.len() as u64 > MAX_FILE_BYTES {
-        return too_large(&origin, bytes.len() as u64);
+        return too_large(origin, bytes.len() as u64);
     }
     match String::from_utf8(bytes) {
-        Ok(text) => load_str(&origin, &text),
+        Ok(text) => Ok(text),
         Err(e) => {
             let offset = e.utf8_error().valid_up_to();
             let valid = std::str::from_utf8(&e.as_bytes()[..offset]).unwrap_or_default();
@@ -106,7 +118,7 @@ fn pos_at(text: &str, offset: usize) -> Pos {
     }
 }
 
-fn too_large(origin: &str, size: u64) -> Result<App, Diagnostics> {
+fn too_large<T>(origin: &str, size: u64) -> Result<T, Diagnostics> {
     let mut ds = Diagnostics::new();
     ds.push(Diagnostic::new(
         Code::StackFileTooLarge,
@@ -121,6 +133,19 @@ fn too_large(origin: &str, size: u64) -> Result<App, Diagnostics> {
 /// or every diagnostic (structural problems of the file, or the builders' errors mapped back
 /// to the file's lines). Warnings do not fail loading; synthesis reports them.
 pub fn load_str(origin: &str, text: &str) -> Result<App, Diagnostics> {
+    let root = parse_root(origin, text, "a stack description")?;
+    // Without a fleet, `${fleet.<name>}` has no value.
+    let mut cx = Cx::new(origin);
+    fleet::refuse_templates(&mut cx, &root);
+    if cx.diags.has_errors() {
+        return Err(cx.into_diags());
+    }
+    load_root(origin, &root)
+}
+
+/// Parses a stack or fleet file's text (`what` it should hold, for messages) into its tree:
+/// the root mapping, or the diagnostics of why it is not one.
+fn parse_root(origin: &str, text: &str, what: &str) -> Result<Node, Diagnostics> {
     let mut cx = Cx::new(origin);
     if text.len() as u64 > MAX_FILE_BYTES {
         return too_large(origin, text.len() as u64);
@@ -151,7 +176,7 @@ pub fn load_str(origin: &str, text: &str) -> Result<App, Diagnostics> {
                 Code::StackFileEmpty,
                 Pos { line: 1, col: 1 },
                 "",
-                format!("`{origin}` holds no stack description"),
+                format!("`{origin}` holds no {}", what.trim_start_matches("a ")),
                 "start with `stack: <name>`, `region: <region>` and `stages:`; see docs/stack-files.md",
             );
             return Err(cx.into_diags());
@@ -173,16 +198,22 @@ pub fn load_str(origin: &str, text: &str) -> Result<App, Diagnostics> {
             root.pos,
             "",
             format!(
-                "`{origin}` is {} where a stack description (a mapping) was expected",
+                "`{origin}` is {} where {what} (a mapping) was expected",
                 root.type_name()
             ),
-            "start with `stack: <name>`, `region: <region>` and `stages:`; see docs/stack-files.md",
+            "start with `stack: <name>`, `region: <region>` and `stages:` (a fleet file with `fleet: <name>`); see docs/stack-files.md",
         );
         return Err(cx.into_diags());
     }
-    cx.check_obj(&root, &schema::FILE, "");
-    let mut b = Builder::new(cx, &root);
-    let app = b.build(&root);
+    Ok(root)
+}
+
+/// Checks and builds a parsed stack file: its structure, references, the builders' rules.
+fn load_root(origin: &str, root: &Node) -> Result<App, Diagnostics> {
+    let mut cx = Cx::new(origin);
+    cx.check_obj(root, &schema::FILE, "");
+    let mut b = Builder::new(cx, root);
+    let app = b.build(root);
     let Builder { cx, index, .. } = b;
     if cx.diags.has_errors() {
         return Err(cx.into_diags());

@@ -7,7 +7,7 @@
 pub use crate::constructs::stack_file::{Field, Shape, Ty, Want};
 use serde_json::{json, Map, Value};
 
-const fn req(name: &'static str, ty: Ty, doc: &'static str) -> Field {
+pub(super) const fn req(name: &'static str, ty: Ty, doc: &'static str) -> Field {
     Field {
         name,
         ty,
@@ -16,7 +16,7 @@ const fn req(name: &'static str, ty: Ty, doc: &'static str) -> Field {
     }
 }
 
-const fn opt(name: &'static str, ty: Ty, doc: &'static str) -> Field {
+pub(super) const fn opt(name: &'static str, ty: Ty, doc: &'static str) -> Field {
     Field {
         name,
         ty,
@@ -305,6 +305,29 @@ pub fn json_schema() -> Value {
         *m = head;
     }
     top
+}
+
+/// The JSON Schema (draft 2020-12) of a document whose top level is `top`, every object shape
+/// it reaches in `$defs` (the fleet file's).
+pub(super) fn document_schema(top: &'static Shape, id: &str, title: &str) -> Value {
+    let mut shapes = Vec::new();
+    collect(top, &mut shapes);
+    let mut defs = Map::new();
+    for s in shapes.iter().skip(1) {
+        defs.insert(def_name(s), object_schema(s, None));
+    }
+    let mut head = Map::new();
+    head.insert(
+        "$schema".to_owned(),
+        json!("https://json-schema.org/draft/2020-12/schema"),
+    );
+    head.insert("$id".to_owned(), json!(id));
+    head.insert("title".to_owned(), json!(title));
+    if let Value::Object(m) = object_schema(top, None) {
+        head.extend(m);
+    }
+    head.insert("$defs".to_owned(), Value::Object(defs));
+    Value::Object(head)
 }
 
 #[cfg(test)]

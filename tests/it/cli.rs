@@ -25,7 +25,8 @@ fn stderr(o: &Output) -> String {
     String::from_utf8_lossy(&o.stderr).into_owned()
 }
 
-/// A temporary project with a copy of the repository's `stacks/`.
+/// A temporary project with a copy of the repository's stack files (`stacks/*.yaml`; the
+/// fleet directory is `fleet_file`'s).
 fn project() -> (tempfile::TempDir, PathBuf) {
     let tmp = tempfile::tempdir().expect("temp dir");
     let stacks = tmp.path().join("stacks");
@@ -33,6 +34,9 @@ fn project() -> (tempfile::TempDir, PathBuf) {
     let repo = Path::new(env!("CARGO_MANIFEST_DIR")).join("stacks");
     for entry in std::fs::read_dir(repo).unwrap() {
         let path = entry.unwrap().path();
+        if !path.is_file() {
+            continue;
+        }
         std::fs::copy(&path, stacks.join(path.file_name().unwrap())).unwrap();
     }
     let root = tmp.path().to_path_buf();

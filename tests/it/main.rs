@@ -22,6 +22,7 @@ mod eks_path;
 mod external_validators;
 mod field_ranges;
 mod fleet;
+mod fleet_file;
 mod fsx;
 mod fuzz;
 mod image_cache;
