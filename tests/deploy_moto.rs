@@ -30,6 +30,17 @@
 //! DependencyViolation; destroy is tested on a stage holding only the lifecycle bucket.
 //! `Fn::Cidr` is used below as the "invalid template" case, with retries limited to
 //! one attempt so the error surfaces at once).
+//!
+//! Fleets (`deploy --fleet`): moto 5.2 keeps StackSets and creates a real stack for each
+//! self-managed instance (in the instance's account and region; the tests target moto's own
+//! account so they can see them), but completes every operation at once as `SUCCEEDED`: the
+//! waiting, the streamed per-instance statuses of a running operation and a failed operation
+//! are not exercised here. It ignores `OperationPreferences` (region order, concurrency,
+//! failure tolerance) and `CallAs`, has no service-managed automatic deployment, updates only
+//! the recorded overrides on `UpdateStackInstances` (not the stacks), gives instances a
+//! `StackId` that names no stack, and cannot create the reference fleet's instances (no
+//! `AWS::EKS::Cluster` model: `CreateStackInstances` answers HTTP 500), so for the reference
+//! fleet only the StackSets and their uploaded templates are checked.
 
 #![cfg(feature = "deploy")]
 
@@ -821,7 +832,9 @@ fn test_fleet(revision: u32) -> Fleet {
     })
     .account(FLEET_ACCOUNT)
     .region(FleetRegion::new("us-east-1").value("team", "blue"))
-    .region(FleetRegion::new("us-west-2").value("team", if revision == 1 { "green" } else { "red" }))
+    .region(
+        FleetRegion::new("us-west-2").value("team", if revision == 1 { "green" } else { "red" }),
+    )
 }
 
 fn write_fleet(fleet: &Fleet) -> (tempfile::TempDir, FleetDir) {
@@ -920,12 +933,25 @@ fn fleet_stack_sets_and_instances_are_created_then_converge() {
         .iter()
         .map(|i| (i.region.as_str(), &i.parameter_overrides))
         .collect();
-    assert_eq!(wanted["us-west-2"].get("FleetTeam").map(String::as_str), Some("green"));
+    assert_eq!(
+        wanted["us-west-2"].get("FleetTeam").map(String::as_str),
+        Some("green")
+    );
     let defaults = FleetDeployOptions::default();
 
     // A dry run changes nothing.
-    let (report, text) = deploy_fleet(&rt, &fleet, &FleetDeployOptions { dry_run: true, ..Default::default() });
-    assert_eq!(report.stack_set(FLEET_SET).map(|s| s.stack_set), Some(Change::Create));
+    let (report, text) = deploy_fleet(
+        &rt,
+        &fleet,
+        &FleetDeployOptions {
+            dry_run: true,
+            ..Default::default()
+        },
+    );
+    assert_eq!(
+        report.stack_set(FLEET_SET).map(|s| s.stack_set),
+        Some(Change::Create)
+    );
     assert!(text.contains("would be created"), "{text}");
     assert!(rt
         .block_on(cfn.describe_stack_set().stack_set_name(FLEET_SET).send())
@@ -936,7 +962,11 @@ fn fleet_stack_sets_and_instances_are_created_then_converge() {
     let set_report = report.stack_set(FLEET_SET).expect("report");
     assert_eq!(set_report.stack_set, Change::Create);
     assert!(set_report.applied);
-    assert_eq!(set_report.operations.len(), 2, "one call per member: {set_report:#?}");
+    assert_eq!(
+        set_report.operations.len(),
+        2,
+        "one call per member: {set_report:#?}"
+    );
     assert_eq!(
         changes(&report),
         [
@@ -962,7 +992,10 @@ fn fleet_stack_sets_and_instances_are_created_then_converge() {
         .block_on(cfn.describe_stack_set().stack_set_name(FLEET_SET).send())
         .expect("describe stack set");
     let deployed = deployed.stack_set().expect("stack set");
-    assert_eq!(deployed.permission_model().map(|p| p.as_str()), Some("SELF_MANAGED"));
+    assert_eq!(
+        deployed.permission_model().map(|p| p.as_str()),
+        Some("SELF_MANAGED")
+    );
     let template = std::fs::read(fleet.root().join(&set.template)).expect("template");
     assert!(deploy::fleet::same_template(
         deployed.template_body().unwrap_or_default(),
@@ -976,7 +1009,10 @@ fn fleet_stack_sets_and_instances_are_created_then_converge() {
     // What remains: each member's upload stage, with the instance stack to read outputs from.
     assert_eq!(report.remaining.len(), 2);
     for r in &report.remaining {
-        assert_eq!(r.stages, [("lifecycle-scripts".to_owned(), "s3-upload".to_owned())]);
+        assert_eq!(
+            r.stages,
+            [("lifecycle-scripts".to_owned(), "s3-upload".to_owned())]
+        );
         assert!(
             matches!(r.instance_stacks.as_slice(), [(stage, name, id)]
                 if stage == "foundation" && name == &format!("{}-foundation", r.member) && id.starts_with("arn:aws:cloudformation:")),
@@ -984,19 +1020,31 @@ fn fleet_stack_sets_and_instances_are_created_then_converge() {
         );
     }
     assert!(text.contains("lifecycle-scripts (s3-upload)"), "{text}");
-    assert!(text.contains("RUNBOOK.md from stage `lifecycle-scripts`"), "{text}");
+    assert!(
+        text.contains("RUNBOOK.md from stage `lifecycle-scripts`"),
+        "{text}"
+    );
 
     // The same fleet again: nothing to do, no operation.
     let (report, text) = deploy_fleet(&rt, &fleet, &defaults);
     let set_report = report.stack_set(FLEET_SET).expect("report");
     assert_eq!(set_report.stack_set, Change::Unchanged);
     assert!(set_report.operations.is_empty(), "{set_report:#?}");
-    assert!(changes(&report).iter().all(|(_, c)| *c == Change::Unchanged));
+    assert!(changes(&report)
+        .iter()
+        .all(|(_, c)| *c == Change::Unchanged));
     assert!(text.contains("`lc-fleet-foundation`: no changes"), "{text}");
 
     // us-west-2's team changes: that instance's overrides are updated, nothing else.
     let (_dir2, changed) = write_fleet(&test_fleet(2));
-    let (report, text) = deploy_fleet(&rt, &changed, &FleetDeployOptions { dry_run: true, ..Default::default() });
+    let (report, text) = deploy_fleet(
+        &rt,
+        &changed,
+        &FleetDeployOptions {
+            dry_run: true,
+            ..Default::default()
+        },
+    );
     assert_eq!(
         changes(&report),
         [
@@ -1005,13 +1053,32 @@ fn fleet_stack_sets_and_instances_are_created_then_converge() {
         ]
     );
     assert!(text.contains("FleetTeam: green -> red"), "{text}");
-    assert_eq!(overrides_in(&rt, &cfn, "us-west-2").get("FleetTeam").map(String::as_str), Some("green"));
+    assert_eq!(
+        overrides_in(&rt, &cfn, "us-west-2")
+            .get("FleetTeam")
+            .map(String::as_str),
+        Some("green")
+    );
     let (report, _) = deploy_fleet(&rt, &changed, &defaults);
     let set_report = report.stack_set(FLEET_SET).expect("report");
-    assert_eq!(set_report.stack_set, Change::Unchanged, "the template is the same");
+    assert_eq!(
+        set_report.stack_set,
+        Change::Unchanged,
+        "the template is the same"
+    );
     assert_eq!(set_report.operations.len(), 1, "{set_report:#?}");
-    assert_eq!(overrides_in(&rt, &cfn, "us-west-2").get("FleetTeam").map(String::as_str), Some("red"));
-    assert_eq!(overrides_in(&rt, &cfn, "us-east-1").get("FleetTeam").map(String::as_str), Some("blue"));
+    assert_eq!(
+        overrides_in(&rt, &cfn, "us-west-2")
+            .get("FleetTeam")
+            .map(String::as_str),
+        Some("red")
+    );
+    assert_eq!(
+        overrides_in(&rt, &cfn, "us-east-1")
+            .get("FleetTeam")
+            .map(String::as_str),
+        Some("blue")
+    );
 
     // A new fixed tag changes the template: the StackSet is updated, the instances are not.
     let (_dir3, retagged) = write_fleet(&test_fleet(3));
@@ -1019,18 +1086,25 @@ fn fleet_stack_sets_and_instances_are_created_then_converge() {
     let set_report = report.stack_set(FLEET_SET).expect("report");
     assert_eq!(set_report.stack_set, Change::Update);
     assert_eq!(set_report.operations.len(), 1, "{set_report:#?}");
-    assert!(changes(&report).iter().all(|(_, c)| *c == Change::Unchanged));
+    assert!(changes(&report)
+        .iter()
+        .all(|(_, c)| *c == Change::Unchanged));
     assert!(text.contains("its template differs"), "{text}");
     let deployed = rt
         .block_on(cfn.describe_stack_set().stack_set_name(FLEET_SET).send())
         .expect("describe stack set");
     let new_template = std::fs::read(retagged.root().join(&set.template)).expect("template");
     assert!(deploy::fleet::same_template(
-        deployed.stack_set().and_then(|s| s.template_body()).unwrap_or_default(),
+        deployed
+            .stack_set()
+            .and_then(|s| s.template_body())
+            .unwrap_or_default(),
         &new_template
     ));
     let (report, _) = deploy_fleet(&rt, &retagged, &defaults);
-    assert!(report.stack_set(FLEET_SET).is_some_and(|s| s.operations.is_empty()));
+    assert!(report
+        .stack_set(FLEET_SET)
+        .is_some_and(|s| s.operations.is_empty()));
 }
 
 /// The reference fleet through the binary: moto cannot create its instances' stacks (it has no
@@ -1067,14 +1141,21 @@ fn the_cli_creates_the_reference_fleets_stack_sets() {
     };
     let (code, text) = run(&["deploy", "--fleet", "--dry-run"]);
     assert_eq!(code, Some(0), "{text}");
-    assert_eq!(text.matches("instance would be created").count(), 9, "{text}");
+    assert_eq!(
+        text.matches("instance would be created").count(),
+        9,
+        "{text}"
+    );
     // The foundation template is over the inline limit: a bucket is needed.
     let (code, text) = run(&["deploy", "--fleet", "--yes"]);
     assert_eq!(code, Some(2), "{text}");
     assert!(text.contains("--template-bucket"), "{text}");
     let (code, text) = run(&["deploy", "--fleet", "--stack-set", "nope"]);
     assert_eq!(code, Some(2), "{text}");
-    assert!(text.contains("kimi-k3-eks-fleet-foundation, kimi-k3-eks-fleet-nodes"), "{text}");
+    assert!(
+        text.contains("kimi-k3-eks-fleet-foundation, kimi-k3-eks-fleet-nodes"),
+        "{text}"
+    );
     let (code, text) = run(&["destroy", "--fleet"]);
     assert_eq!(code, Some(2), "{text}");
 
@@ -1115,7 +1196,10 @@ fn the_cli_creates_the_reference_fleets_stack_sets() {
             .unwrap_or_else(|e| panic!("{}: {e:?}", set.name));
         let template = std::fs::read(out.join(&set.template)).expect("template");
         assert!(deploy::fleet::same_template(
-            deployed.stack_set().and_then(|s| s.template_body()).unwrap_or_default(),
+            deployed
+                .stack_set()
+                .and_then(|s| s.template_body())
+                .unwrap_or_default(),
             &template
         ));
         let file = set.template.rsplit('/').next().unwrap_or_default();

@@ -70,7 +70,11 @@ pub fn run(global: &Global, args: &DeployArgs, mode: Mode) -> Exit {
         }
         let assembly = AssemblyDir::load(&global.out)?;
         let rt = deploy::runtime()?;
-        let (a, s, o) = (&assembly, args.stack.as_deref().unwrap_or_default(), &options);
+        let (a, s, o) = (
+            &assembly,
+            args.stack.as_deref().unwrap_or_default(),
+            &options,
+        );
         match mode {
             Mode::Deploy => rt.block_on(deploy::deploy(a, s, o, &console, &mut prompt))?,
             Mode::Diff => rt.block_on(deploy::diff(a, s, o, &console, &mut prompt))?,

@@ -793,16 +793,18 @@ impl Clients {
                 .send()
                 .await
                 .map_err(|e| aws_error("ListStackInstances", name, e))?;
-            all.extend(out.summaries().iter().map(|s| DeployedInstance {
-                account: s.account().unwrap_or_default().to_owned(),
-                region: s.region().unwrap_or_default().to_owned(),
-                organizational_unit: s.organizational_unit_id().map(str::to_owned),
-                stack_id: s.stack_id().map(str::to_owned),
-                status: s
-                    .status()
-                    .map(|s| s.as_str().to_owned())
-                    .unwrap_or_default(),
-                status_reason: s.status_reason().map(str::to_owned),
+            all.extend(out.summaries().iter().map(|s| {
+                DeployedInstance {
+                    account: s.account().unwrap_or_default().to_owned(),
+                    region: s.region().unwrap_or_default().to_owned(),
+                    organizational_unit: s.organizational_unit_id().map(str::to_owned),
+                    stack_id: s.stack_id().map(str::to_owned),
+                    status: s
+                        .status()
+                        .map(|s| s.as_str().to_owned())
+                        .unwrap_or_default(),
+                    status_reason: s.status_reason().map(str::to_owned),
+                }
             }));
             match out.next_token() {
                 Some(t) if !t.is_empty() => token = Some(t.to_owned()),
@@ -829,14 +831,23 @@ impl Clients {
             .call_as(cfn::types::CallAs::from(call_as))
             .send()
             .await
-            .map_err(|e| aws_error("DescribeStackInstance", &format!("{name} {account} {region}"), e))?;
+            .map_err(|e| {
+                aws_error(
+                    "DescribeStackInstance",
+                    &format!("{name} {account} {region}"),
+                    e,
+                )
+            })?;
         Ok(out
             .stack_instance()
             .map(|i| {
                 i.parameter_overrides()
                     .iter()
                     .filter_map(|p| {
-                        Some((p.parameter_key()?.to_owned(), p.parameter_value()?.to_owned()))
+                        Some((
+                            p.parameter_key()?.to_owned(),
+                            p.parameter_value()?.to_owned(),
+                        ))
                     })
                     .collect()
             })
@@ -970,14 +981,16 @@ impl Clients {
                 .send()
                 .await
                 .map_err(|e| aws_error("ListStackSetOperationResults", name, e))?;
-            all.extend(out.summaries().iter().map(|s| OperationResult {
-                account: s.account().unwrap_or_default().to_owned(),
-                region: s.region().unwrap_or_default().to_owned(),
-                status: s
-                    .status()
-                    .map(|s| s.as_str().to_owned())
-                    .unwrap_or_default(),
-                reason: s.status_reason().map(str::to_owned),
+            all.extend(out.summaries().iter().map(|s| {
+                OperationResult {
+                    account: s.account().unwrap_or_default().to_owned(),
+                    region: s.region().unwrap_or_default().to_owned(),
+                    status: s
+                        .status()
+                        .map(|s| s.as_str().to_owned())
+                        .unwrap_or_default(),
+                    reason: s.status_reason().map(str::to_owned),
+                }
             }));
             match out.next_token() {
                 Some(t) if !t.is_empty() => token = Some(t.to_owned()),

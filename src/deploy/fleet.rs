@@ -84,7 +84,10 @@ impl FleetDir {
             if !names.insert(set.name.as_str()) {
                 return Err(format!("StackSet `{}` is listed twice", set.name));
             }
-            file_inside(&format!("the template of StackSet `{}`", set.name), &set.template)?;
+            file_inside(
+                &format!("the template of StackSet `{}`", set.name),
+                &set.template,
+            )?;
             for instance in &set.instances {
                 if !members.contains(instance.member.as_str()) {
                     return Err(format!(
@@ -134,7 +137,10 @@ impl FleetDir {
 }
 
 fn unsupported_version() -> String {
-    format!("unsupported `version` (expected {})", FleetManifest::VERSION)
+    format!(
+        "unsupported `version` (expected {})",
+        FleetManifest::VERSION
+    )
 }
 
 fn parse(text: &str) -> Result<FleetManifest, String> {
@@ -440,7 +446,10 @@ pub async fn deploy_fleet(
 
 fn has_changes(report: &StackSetReport) -> bool {
     report.stack_set != Change::Unchanged
-        || report.instances.iter().any(|i| i.change != Change::Unchanged)
+        || report
+            .instances
+            .iter()
+            .any(|i| i.change != Change::Unchanged)
 }
 
 fn operation_id() -> String {
@@ -538,8 +547,7 @@ impl FleetRun<'_> {
             stacks: stacks_of(set, &listed),
         };
         if !has_changes(&report) {
-            self.console
-                .line(&format!("`{}`: no changes", set.name));
+            self.console.line(&format!("`{}`: no changes", set.name));
             report.applied = true;
             return Ok(report);
         }
@@ -547,8 +555,7 @@ impl FleetRun<'_> {
             return Ok(report);
         }
         if !self.confirm(&format!("Apply these changes to StackSet `{}`?", set.name))? {
-            self.console
-                .line("Not deployed; nothing was changed.");
+            self.console.line("Not deployed; nothing was changed.");
             return Ok(report);
         }
         let description = format!(
@@ -617,8 +624,7 @@ impl FleetRun<'_> {
         report.stacks = stacks_of(set, &listed);
         report.applied = true;
         if report.failed.is_empty() {
-            self.console
-                .line(&format!("`{}` is deployed.", set.name));
+            self.console.line(&format!("`{}` is deployed.", set.name));
         } else {
             self.console.line(&format!(
                 "`{}` is deployed, except for these instances (within the failure tolerance):",
@@ -736,7 +742,11 @@ impl FleetRun<'_> {
 
     /// Waits for operations an earlier (interrupted) run left running.
     async fn wait_running(&self, name: &str) -> Result<(), DeployError> {
-        for id in self.clients.running_operations(name, self.call_as()).await? {
+        for id in self
+            .clients
+            .running_operations(name, self.call_as())
+            .await?
+        {
             self.console.line(&format!(
                 "`{name}`: operation {id} is still running; waiting for it first"
             ));
@@ -911,7 +921,10 @@ fn print_remaining(console: &Console, report: &FleetReport, dry_run: bool) {
     if dry_run {
         console.line("\nDry run: nothing was changed.");
     } else {
-        console.line(&format!("\nThe StackSets of fleet `{}` are deployed.", report.fleet));
+        console.line(&format!(
+            "\nThe StackSets of fleet `{}` are deployed.",
+            report.fleet
+        ));
     }
     if report.remaining.iter().all(|r| r.stages.is_empty()) {
         console.line("No member has stages beyond its StackSets.");
@@ -1002,7 +1015,10 @@ mod tests {
             find_instance(&instance("us-west-2", account.clone()), &listed),
             Some(&listed[0])
         );
-        assert_eq!(find_instance(&instance("us-east-1", account), &listed), None);
+        assert_eq!(
+            find_instance(&instance("us-east-1", account), &listed),
+            None
+        );
         assert_eq!(
             find_instance(&instance("us-east-1", unit.clone()), &listed),
             Some(&listed[1])
@@ -1015,16 +1031,21 @@ mod tests {
         let wanted = map(&[("A", "1"), ("B", "2")]);
         assert_eq!(instance_update(&wanted, &wanted, "CURRENT"), None);
         assert_eq!(
-            instance_update(&wanted, &map(&[("A", "1"), ("B", "3"), ("C", "x")]), "CURRENT")
-                .as_deref(),
+            instance_update(
+                &wanted,
+                &map(&[("A", "1"), ("B", "3"), ("C", "x")]),
+                "CURRENT"
+            )
+            .as_deref(),
             Some("B: 3 -> 2, C: x -> (none)")
         );
         assert_eq!(
             instance_update(&wanted, &map(&[("A", "1")]), "CURRENT").as_deref(),
             Some("B: (none) -> 2")
         );
-        assert!(instance_update(&wanted, &wanted, "OUTDATED")
-            .is_some_and(|w| w.contains("OUTDATED")));
+        assert!(
+            instance_update(&wanted, &wanted, "OUTDATED").is_some_and(|w| w.contains("OUTDATED"))
+        );
     }
 
     #[test]
@@ -1036,7 +1057,13 @@ mod tests {
             plan("m3", "us-west-2", a("333333333333"), Change::Create, "z1"),
             plan("m4", "us-east-1", a("111111111111"), Change::Create, "z1"),
             plan("m5", "us-west-2", a("444444444444"), Change::Create, "z2"),
-            plan("m6", "us-west-2", a("555555555555"), Change::Unchanged, "z1"),
+            plan(
+                "m6",
+                "us-west-2",
+                a("555555555555"),
+                Change::Unchanged,
+                "z1",
+            ),
             plan(
                 "m7",
                 "us-west-2",
@@ -1105,7 +1132,10 @@ mod tests {
             "unsupported `version` (expected 1)"
         );
         let escaping = check(&|m| m["stack_sets"][0]["template"] = "../x.json".into());
-        assert!(escaping.contains("not a relative path inside"), "{escaping}");
+        assert!(
+            escaping.contains("not a relative path inside"),
+            "{escaping}"
+        );
         let missing = check(&|m| m["stack_sets"][0]["template"] = "stacksets/02.json".into());
         assert!(missing.ends_with("does not exist"), "{missing}");
         let member = check(&|m| m["members"][0]["assembly"] = "members/other".into());
@@ -1118,8 +1148,14 @@ mod tests {
 
         let fleet = FleetDir::from_manifest(root, parse(&manifest.to_string()).expect("parse"))
             .expect("fleet");
-        assert_eq!(fleet.stack_sets(Some("f-base")).map(|s| s.len()).ok(), Some(1));
+        assert_eq!(
+            fleet.stack_sets(Some("f-base")).map(|s| s.len()).ok(),
+            Some(1)
+        );
         let err = fleet.stack_sets(Some("nope")).expect_err("unknown");
-        assert_eq!(err.to_string(), "the fleet has no StackSet `nope` (it has: f-base)");
+        assert_eq!(
+            err.to_string(),
+            "the fleet has no StackSet `nope` (it has: f-base)"
+        );
     }
 }
