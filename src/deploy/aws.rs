@@ -856,6 +856,7 @@ impl Clients {
 
     /// Creates (`update` false) or updates stack instances for `targets` in `regions`, all with
     /// `overrides`; returns the operation id.
+    #[allow(clippy::too_many_arguments)]
     pub async fn stack_instances(
         &self,
         name: &str,

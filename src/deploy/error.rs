@@ -168,22 +168,17 @@ pub enum DeployError {
     /// A StackSet operation ended without succeeding; later StackSets were not started (they
     /// import the earlier ones' exports).
     #[error(
-        "StackSet `{stack_set}`: operation {operation} ({action}) ended {status}{}{}",
-        reason.as_deref().map(|r| format!(": {r}")).unwrap_or_default(),
+        "StackSet `{stack_set}`: operation {operation} ended {outcome}{}",
         render_instance_failures(failures)
     )]
     StackSetOperationFailed {
         /// The StackSet.
         stack_set: String,
-        /// What the operation did (`create instances`).
-        action: String,
-        /// The operation id.
+        /// The operation: its id and what it did (`hyperforge-1 (create instances)`).
         operation: String,
-        /// Its final status (`FAILED`, `STOPPED`).
-        status: String,
-        /// CloudFormation's reason for the operation.
-        reason: Option<String>,
-        /// `account region: status: reason` of each instance that did not succeed.
+        /// Its final status and CloudFormation's reason (`FAILED: ...`).
+        outcome: String,
+        /// `member (account, region): status: reason` of each instance that did not succeed.
         failures: Vec<String>,
     },
     /// The confirmation answer could not be read.

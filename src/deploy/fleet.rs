@@ -831,10 +831,11 @@ impl FleetRun<'_> {
                 "FAILED" | "STOPPED" => {
                     return Err(DeployError::StackSetOperationFailed {
                         stack_set: set.name.clone(),
-                        action: action.to_owned(),
-                        operation: id.to_owned(),
-                        status,
-                        reason,
+                        operation: format!("{id} ({action})"),
+                        outcome: match reason.filter(|r| !r.is_empty()) {
+                            Some(r) => format!("{status}: {r}"),
+                            None => status,
+                        },
                         failures: not_succeeded()
                             .iter()
                             .map(|r| result_text(set, r))
