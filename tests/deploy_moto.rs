@@ -957,6 +957,31 @@ fn fleet_stack_sets_and_instances_are_created_then_converge() {
         .block_on(cfn.describe_stack_set().stack_set_name(FLEET_SET).send())
         .is_err());
 
+    // Declined: nothing is created and the deploy stops there.
+    let mut ask = options();
+    ask.yes = false;
+    ask.aws.region = Some(REGION.into());
+    let (console, out) = Console::capture();
+    let mut answers = Answers::new([false]);
+    let report = rt
+        .block_on(deploy::deploy_fleet(
+            &fleet,
+            &ask,
+            &defaults,
+            &console,
+            &mut answers,
+        ))
+        .unwrap_or_else(|e| panic!("{e}\n{}", out.text()));
+    assert!(report.declined, "{report:#?}");
+    assert!(report.remaining.is_empty());
+    assert_eq!(
+        answers.asked,
+        ["Apply these changes to StackSet `lc-fleet-foundation`?"]
+    );
+    assert!(rt
+        .block_on(cfn.describe_stack_set().stack_set_name(FLEET_SET).send())
+        .is_err());
+
     // Create: the StackSet, then one instance per member with its overrides.
     let (report, text) = deploy_fleet(&rt, &fleet, &defaults);
     let set_report = report.stack_set(FLEET_SET).expect("report");

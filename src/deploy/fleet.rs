@@ -1094,6 +1094,42 @@ mod tests {
     }
 
     #[test]
+    fn a_failed_operation_names_every_failed_instance() {
+        let set: StackSetManifest = serde_json::from_value(serde_json::json!({
+            "name": "f-base", "stage": "base", "template": "stacksets/01-base.template.json",
+            "capabilities": [], "parameters": [], "outputs": [],
+            "instances": [{"member": "f-us-west-2", "region": "us-west-2",
+                "target": {"account": "111122223333"}, "parameter_overrides": {}}]
+        }))
+        .expect("stack set");
+        let failed = OperationResult {
+            account: "111122223333".into(),
+            region: "us-west-2".into(),
+            status: "FAILED".into(),
+            reason: Some("ResourceLogicalId:Vpc, ResourceType:AWS::EC2::VPC, ResourceStatusReason:limit exceeded".into()),
+        };
+        let other = OperationResult {
+            account: "444455556666".into(),
+            region: "eu-west-2".into(),
+            status: "CANCELLED".into(),
+            reason: None,
+        };
+        let err = DeployError::StackSetOperationFailed {
+            stack_set: set.name.clone(),
+            operation: "hyperforge-1 (create instances)".into(),
+            outcome: "FAILED: the failure tolerance was exceeded".into(),
+            failures: vec![result_text(&set, &failed), result_text(&set, &other)],
+        };
+        assert_eq!(
+            err.to_string(),
+            "StackSet `f-base`: operation hyperforge-1 (create instances) ended FAILED: the failure tolerance was exceeded\n\
+             failed stack instances:\n  \
+             f-us-west-2 (account 111122223333, us-west-2): FAILED: ResourceLogicalId:Vpc, ResourceType:AWS::EC2::VPC, ResourceStatusReason:limit exceeded\n  \
+             (account 444455556666, eu-west-2): CANCELLED"
+        );
+    }
+
+    #[test]
     fn templates_compare_as_json() {
         assert!(same_template("{\"a\": [1, 2]}", b"{\n  \"a\": [1,2]\n}\n"));
         assert!(!same_template("{\"a\": [1, 2]}", b"{\"a\": [2, 1]}"));
