@@ -30,15 +30,30 @@
 //! DependencyViolation; destroy is tested on a stage holding only the lifecycle bucket.
 //! `Fn::Cidr` is used below as the "invalid template" case, with retries limited to
 //! one attempt so the error surfaces at once).
+//!
+//! Fleets (`deploy --fleet`): moto 5.2 keeps StackSets and creates a real stack for each
+//! self-managed instance (in the instance's account and region; the tests target moto's own
+//! account so they can see them), but completes every operation at once as `SUCCEEDED`: the
+//! waiting, the streamed per-instance statuses of a running operation and a failed operation
+//! are not exercised here. It ignores `OperationPreferences` (region order, concurrency,
+//! failure tolerance) and `CallAs`, has no service-managed automatic deployment, updates only
+//! the recorded overrides on `UpdateStackInstances` (not the stacks), gives instances a
+//! `StackId` that names no stack, and cannot create the reference fleet's instances (no
+//! `AWS::EKS::Cluster` model: `CreateStackInstances` answers HTTP 500), so for the reference
+//! fleet only the StackSets and their uploaded templates are checked.
 
 #![cfg(feature = "deploy")]
 
 use hyperforge::app::Stack;
 use hyperforge::constructs::{ClusterSecurityGroup, LifecycleScripts, Network};
+use hyperforge::deploy::fleet::Change;
 use hyperforge::deploy::{
-    self, Answers, AssemblyDir, AwsSettings, Console, DeployError, DeployOptions, StageOutcome,
+    self, Answers, AssemblyDir, AwsSettings, Console, DeployError, DeployOptions,
+    FleetDeployOptions, FleetDir, StageOutcome,
 };
+use hyperforge::fleet::{Fleet, FleetMember, FleetOptions, FleetRegion};
 use hyperforge::App;
+use std::collections::BTreeMap;
 use std::io::{Read, Write};
 use std::path::Path;
 use std::sync::{Mutex, MutexGuard};
@@ -791,4 +806,431 @@ fn the_cli_deploys_diffs_and_destroys_the_assembly_in_out() {
     let (code, text) = run(&["deploy", "no-such-stack", "--yes"]);
     assert_eq!(code, Some(2), "{text}");
     assert!(text.contains(STACK), "{text}");
+}
+
+// ---- fleets: StackSets and stack instances -------------------------------------------------
+
+/// moto's default account: the instance stacks moto creates for it are visible to the tests'
+/// credentials.
+const FLEET_ACCOUNT: &str = "123456789012";
+const FLEET_SET: &str = "lc-fleet-foundation";
+
+/// A fleet of [`bucket_only_stack`]'s shape in two regions: the lifecycle bucket carries a
+/// `team` tag from a region value (so `FleetTeam` is an instance parameter) and, from
+/// `revision` 3, a fixed `tier` tag (a template change). Revision 2 changes us-west-2's team.
+fn test_fleet(revision: u32) -> Fleet {
+    Fleet::new("lc-fleet", move |m: &FleetMember| {
+        let mut stack =
+            Stack::new(&m.name, &m.region).tag("team", m.value("team").unwrap_or_default());
+        if revision >= 3 {
+            stack = stack.tag("tier", "gold");
+        }
+        let foundation = stack.cloudformation_stage("foundation");
+        let scripts = stack.add(foundation, LifecycleScripts::new("Lifecycle"));
+        stack.upload_stage("lifecycle-scripts", scripts.upload());
+        stack
+    })
+    .account(FLEET_ACCOUNT)
+    .region(FleetRegion::new("us-east-1").value("team", "blue"))
+    .region(
+        FleetRegion::new("us-west-2").value("team", if revision == 1 { "green" } else { "red" }),
+    )
+}
+
+fn write_fleet(fleet: &Fleet) -> (tempfile::TempDir, FleetDir) {
+    let dir = tempfile::tempdir().expect("temporary directory");
+    let out = dir.path().join("fleet.out");
+    fleet
+        .write_to(&out, &FleetOptions::default())
+        .unwrap_or_else(|e| panic!("{e}"));
+    let loaded = FleetDir::load(&out).unwrap_or_else(|e| panic!("{e}"));
+    (dir, loaded)
+}
+
+fn sdk_in(rt: &tokio::runtime::Runtime, region: &str) -> aws_sdk_cloudformation::Client {
+    let conf = rt.block_on(
+        aws_config::defaults(aws_config::BehaviorVersion::latest())
+            .region(aws_config::Region::new(region.to_owned()))
+            .endpoint_url(endpoint())
+            .credentials_provider(aws_sdk_cloudformation::config::Credentials::new(
+                "testing", "testing", None, None, "test",
+            ))
+            .load(),
+    );
+    aws_sdk_cloudformation::Client::new(&conf)
+}
+
+/// `ParameterOverrides` of the instance in `region`, as the service describes it.
+fn overrides_in(
+    rt: &tokio::runtime::Runtime,
+    cfn: &aws_sdk_cloudformation::Client,
+    region: &str,
+) -> BTreeMap<String, String> {
+    let out = rt
+        .block_on(
+            cfn.describe_stack_instance()
+                .stack_set_name(FLEET_SET)
+                .stack_instance_account(FLEET_ACCOUNT)
+                .stack_instance_region(region)
+                .send(),
+        )
+        .unwrap_or_else(|e| panic!("DescribeStackInstance {region}: {e:?}"));
+    out.stack_instance()
+        .expect("instance")
+        .parameter_overrides()
+        .iter()
+        .map(|p| {
+            (
+                p.parameter_key().unwrap_or_default().to_owned(),
+                p.parameter_value().unwrap_or_default().to_owned(),
+            )
+        })
+        .collect()
+}
+
+fn deploy_fleet(
+    rt: &tokio::runtime::Runtime,
+    fleet: &FleetDir,
+    fleet_options: &FleetDeployOptions,
+) -> (deploy::FleetReport, String) {
+    let mut opts = options();
+    opts.aws.region = Some(REGION.into());
+    let (console, out) = Console::capture();
+    let report = rt
+        .block_on(deploy::deploy_fleet(
+            fleet,
+            &opts,
+            fleet_options,
+            &console,
+            &mut Answers::default(),
+        ))
+        .unwrap_or_else(|e| panic!("{e}\n{}", out.text()));
+    (report, out.text())
+}
+
+fn changes(report: &deploy::FleetReport) -> Vec<(String, Change)> {
+    report
+        .stack_set(FLEET_SET)
+        .unwrap_or_else(|| panic!("{report:#?}"))
+        .instances
+        .iter()
+        .map(|i| (i.member.clone(), i.change))
+        .collect()
+}
+
+#[test]
+fn fleet_stack_sets_and_instances_are_created_then_converge() {
+    let _server = exclusive();
+    let rt = rt();
+    let cfn = sdk_in(&rt, REGION);
+    let (_dir, fleet) = write_fleet(&test_fleet(1));
+    let m = fleet.manifest();
+    assert_eq!(m.stack_sets.len(), 1, "{:#?}", m.stack_sets);
+    let set = &m.stack_sets[0];
+    assert_eq!(set.name, FLEET_SET);
+    let wanted: BTreeMap<&str, &BTreeMap<String, String>> = set
+        .instances
+        .iter()
+        .map(|i| (i.region.as_str(), &i.parameter_overrides))
+        .collect();
+    assert_eq!(
+        wanted["us-west-2"].get("FleetTeam").map(String::as_str),
+        Some("green")
+    );
+    let defaults = FleetDeployOptions::default();
+
+    // A dry run changes nothing.
+    let (report, text) = deploy_fleet(
+        &rt,
+        &fleet,
+        &FleetDeployOptions {
+            dry_run: true,
+            ..Default::default()
+        },
+    );
+    assert_eq!(
+        report.stack_set(FLEET_SET).map(|s| s.stack_set),
+        Some(Change::Create)
+    );
+    assert!(text.contains("would be created"), "{text}");
+    assert!(rt
+        .block_on(cfn.describe_stack_set().stack_set_name(FLEET_SET).send())
+        .is_err());
+
+    // Declined: nothing is created and the deploy stops there.
+    let mut ask = options();
+    ask.yes = false;
+    ask.aws.region = Some(REGION.into());
+    let (console, out) = Console::capture();
+    let mut answers = Answers::new([false]);
+    let report = rt
+        .block_on(deploy::deploy_fleet(
+            &fleet,
+            &ask,
+            &defaults,
+            &console,
+            &mut answers,
+        ))
+        .unwrap_or_else(|e| panic!("{e}\n{}", out.text()));
+    assert!(report.declined, "{report:#?}");
+    assert!(report.remaining.is_empty());
+    assert_eq!(
+        answers.asked,
+        ["Apply these changes to StackSet `lc-fleet-foundation`?"]
+    );
+    assert!(rt
+        .block_on(cfn.describe_stack_set().stack_set_name(FLEET_SET).send())
+        .is_err());
+
+    // Create: the StackSet, then one instance per member with its overrides.
+    let (report, text) = deploy_fleet(&rt, &fleet, &defaults);
+    let set_report = report.stack_set(FLEET_SET).expect("report");
+    assert_eq!(set_report.stack_set, Change::Create);
+    assert!(set_report.applied);
+    assert_eq!(
+        set_report.operations.len(),
+        2,
+        "one call per member: {set_report:#?}"
+    );
+    assert_eq!(
+        changes(&report),
+        [
+            ("lc-fleet-us-east-1".to_owned(), Change::Create),
+            ("lc-fleet-us-west-2".to_owned(), Change::Create)
+        ]
+    );
+    for region in ["us-east-1", "us-west-2"] {
+        assert_eq!(&overrides_in(&rt, &cfn, region), wanted[region], "{region}");
+        // moto creates each self-managed instance's stack for real, in its region.
+        let stacks = rt
+            .block_on(sdk_in(&rt, region).describe_stacks().send())
+            .expect("describe stacks");
+        assert!(
+            stacks
+                .stacks()
+                .iter()
+                .any(|s| s.stack_status().map(|s| s.as_str()) == Some("CREATE_COMPLETE")),
+            "{region}: {stacks:?}"
+        );
+    }
+    let deployed = rt
+        .block_on(cfn.describe_stack_set().stack_set_name(FLEET_SET).send())
+        .expect("describe stack set");
+    let deployed = deployed.stack_set().expect("stack set");
+    assert_eq!(
+        deployed.permission_model().map(|p| p.as_str()),
+        Some("SELF_MANAGED")
+    );
+    let template = std::fs::read(fleet.root().join(&set.template)).expect("template");
+    assert!(deploy::fleet::same_template(
+        deployed.template_body().unwrap_or_default(),
+        &template
+    ));
+    assert!(text.contains("instance will be created"), "{text}");
+    assert!(
+        text.contains("lc-fleet-us-west-2 (account 123456789012, us-west-2): SUCCEEDED"),
+        "{text}"
+    );
+    // What remains: each member's upload stage, with the instance stack to read outputs from.
+    assert_eq!(report.remaining.len(), 2);
+    for r in &report.remaining {
+        assert_eq!(
+            r.stages,
+            [("lifecycle-scripts".to_owned(), "s3-upload".to_owned())]
+        );
+        assert!(
+            matches!(r.instance_stacks.as_slice(), [(stage, name, id)]
+                if stage == "foundation" && name == &format!("{}-foundation", r.member) && id.starts_with("arn:aws:cloudformation:")),
+            "{r:#?}"
+        );
+    }
+    assert!(text.contains("lifecycle-scripts (s3-upload)"), "{text}");
+    assert!(
+        text.contains("RUNBOOK.md from stage `lifecycle-scripts`"),
+        "{text}"
+    );
+
+    // The same fleet again: nothing to do, no operation.
+    let (report, text) = deploy_fleet(&rt, &fleet, &defaults);
+    let set_report = report.stack_set(FLEET_SET).expect("report");
+    assert_eq!(set_report.stack_set, Change::Unchanged);
+    assert!(set_report.operations.is_empty(), "{set_report:#?}");
+    assert!(changes(&report)
+        .iter()
+        .all(|(_, c)| *c == Change::Unchanged));
+    assert!(text.contains("`lc-fleet-foundation`: no changes"), "{text}");
+
+    // us-west-2's team changes: that instance's overrides are updated, nothing else.
+    let (_dir2, changed) = write_fleet(&test_fleet(2));
+    let (report, text) = deploy_fleet(
+        &rt,
+        &changed,
+        &FleetDeployOptions {
+            dry_run: true,
+            ..Default::default()
+        },
+    );
+    assert_eq!(
+        changes(&report),
+        [
+            ("lc-fleet-us-east-1".to_owned(), Change::Unchanged),
+            ("lc-fleet-us-west-2".to_owned(), Change::Update)
+        ]
+    );
+    assert!(text.contains("FleetTeam: green -> red"), "{text}");
+    assert_eq!(
+        overrides_in(&rt, &cfn, "us-west-2")
+            .get("FleetTeam")
+            .map(String::as_str),
+        Some("green")
+    );
+    let (report, _) = deploy_fleet(&rt, &changed, &defaults);
+    let set_report = report.stack_set(FLEET_SET).expect("report");
+    assert_eq!(
+        set_report.stack_set,
+        Change::Unchanged,
+        "the template is the same"
+    );
+    assert_eq!(set_report.operations.len(), 1, "{set_report:#?}");
+    assert_eq!(
+        overrides_in(&rt, &cfn, "us-west-2")
+            .get("FleetTeam")
+            .map(String::as_str),
+        Some("red")
+    );
+    assert_eq!(
+        overrides_in(&rt, &cfn, "us-east-1")
+            .get("FleetTeam")
+            .map(String::as_str),
+        Some("blue")
+    );
+
+    // A new fixed tag changes the template: the StackSet is updated, the instances are not.
+    let (_dir3, retagged) = write_fleet(&test_fleet(3));
+    let (report, text) = deploy_fleet(&rt, &retagged, &defaults);
+    let set_report = report.stack_set(FLEET_SET).expect("report");
+    assert_eq!(set_report.stack_set, Change::Update);
+    assert_eq!(set_report.operations.len(), 1, "{set_report:#?}");
+    assert!(changes(&report)
+        .iter()
+        .all(|(_, c)| *c == Change::Unchanged));
+    assert!(text.contains("its template differs"), "{text}");
+    let deployed = rt
+        .block_on(cfn.describe_stack_set().stack_set_name(FLEET_SET).send())
+        .expect("describe stack set");
+    let new_template = std::fs::read(retagged.root().join(&set.template)).expect("template");
+    assert!(deploy::fleet::same_template(
+        deployed
+            .stack_set()
+            .and_then(|s| s.template_body())
+            .unwrap_or_default(),
+        &new_template
+    ));
+    let (report, _) = deploy_fleet(&rt, &retagged, &defaults);
+    assert!(report
+        .stack_set(FLEET_SET)
+        .is_some_and(|s| s.operations.is_empty()));
+}
+
+/// The reference fleet through the binary: moto cannot create its instances' stacks (it has no
+/// CloudFormation model of `AWS::EKS::Cluster` and answers HTTP 500 for the outputs reading its
+/// attributes), so each StackSet is created and its first instance call fails clearly.
+#[test]
+fn the_cli_creates_the_reference_fleets_stack_sets() {
+    let _server = exclusive();
+    let rt = rt();
+    let dir = tempfile::tempdir().expect("temporary directory");
+    let out = dir.path().join("fleet.out");
+    hyperforge::reference::kimi_k3_eks_fleet()
+        .write_to(&out, &FleetOptions::default())
+        .unwrap_or_else(|e| panic!("{e}"));
+    let manifest = FleetDir::load(&out).unwrap_or_else(|e| panic!("{e}"));
+    let region = &manifest.manifest().members[0].region;
+    let run = |args: &[&str]| {
+        let output = std::process::Command::new(env!("CARGO_BIN_EXE_hyperforge"))
+            .arg("--out")
+            .arg(&out)
+            .args(args)
+            .args(["--endpoint-url", &endpoint()])
+            .env("AWS_ACCESS_KEY_ID", "testing")
+            .env("AWS_SECRET_ACCESS_KEY", "testing")
+            .stdin(std::process::Stdio::null())
+            .output()
+            .expect("run hyperforge");
+        let text = format!(
+            "{}{}",
+            String::from_utf8_lossy(&output.stdout),
+            String::from_utf8_lossy(&output.stderr)
+        );
+        (output.status.code(), text)
+    };
+    let (code, text) = run(&["deploy", "--fleet", "--dry-run"]);
+    assert_eq!(code, Some(0), "{text}");
+    assert_eq!(
+        text.matches("instance would be created").count(),
+        9,
+        "{text}"
+    );
+    // The foundation template is over the inline limit: a bucket is needed.
+    let (code, text) = run(&["deploy", "--fleet", "--yes"]);
+    assert_eq!(code, Some(2), "{text}");
+    assert!(text.contains("--template-bucket"), "{text}");
+    let (code, text) = run(&["deploy", "--fleet", "--stack-set", "nope"]);
+    assert_eq!(code, Some(2), "{text}");
+    assert!(
+        text.contains("kimi-k3-eks-fleet-foundation, kimi-k3-eks-fleet-nodes"),
+        "{text}"
+    );
+    let (code, text) = run(&["destroy", "--fleet"]);
+    assert_eq!(code, Some(2), "{text}");
+
+    let s3 = sdk(&rt).s3;
+    rt.block_on(
+        s3.create_bucket()
+            .bucket("fleet-templates")
+            .create_bucket_configuration(
+                aws_sdk_s3::types::CreateBucketConfiguration::builder()
+                    .location_constraint(aws_sdk_s3::types::BucketLocationConstraint::from(
+                        region.as_str(),
+                    ))
+                    .build(),
+            )
+            .send(),
+    )
+    .expect("create template bucket");
+    let cfn = sdk_in(&rt, region);
+    for set in &manifest.manifest().stack_sets {
+        let (code, text) = run(&[
+            "deploy",
+            "--fleet",
+            "--yes",
+            "--template-bucket",
+            "fleet-templates",
+            "--template-prefix",
+            "kimi/",
+            "--stack-set",
+            &set.name,
+        ]);
+        assert_eq!(code, Some(1), "{text}");
+        assert!(
+            text.contains(&format!("CreateStackInstances for `{}` failed", set.name)),
+            "{text}"
+        );
+        let deployed = rt
+            .block_on(cfn.describe_stack_set().stack_set_name(&set.name).send())
+            .unwrap_or_else(|e| panic!("{}: {e:?}", set.name));
+        let template = std::fs::read(out.join(&set.template)).expect("template");
+        assert!(deploy::fleet::same_template(
+            deployed
+                .stack_set()
+                .and_then(|s| s.template_body())
+                .unwrap_or_default(),
+            &template
+        ));
+        let file = set.template.rsplit('/').next().unwrap_or_default();
+        assert_eq!(
+            sdk(&rt).object(&rt, "fleet-templates", &format!("kimi/{file}")),
+            Some(template)
+        );
+    }
 }

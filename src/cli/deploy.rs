@@ -28,6 +28,13 @@ pub fn run(_global: &Global, _args: &DeployArgs, _mode: Mode) -> Exit {
 #[cfg(feature = "deploy")]
 pub fn run(global: &Global, args: &DeployArgs, mode: Mode) -> Exit {
     use hyperforge::deploy::{self, params, AssemblyDir, Console, DeployError, StdinPrompt};
+    if args.fleet && mode != Mode::Deploy {
+        eprintln!(
+            "error: only `deploy` takes --fleet\n  = help: delete a fleet's stack instances and \
+             StackSets with `aws cloudformation delete-stack-instances` and `delete-stack-set`"
+        );
+        return Exit::Usage;
+    }
     let result = (|| -> Result<(), DeployError> {
         let mut options = deploy::DeployOptions {
             yes: args.yes,
@@ -42,11 +49,32 @@ pub fn run(global: &Global, args: &DeployArgs, mode: Mode) -> Exit {
         if let Some(file) = &args.parameters_file {
             options.parameters = params::read_parameters_file(file)?;
         }
-        let assembly = AssemblyDir::load(global.out())?;
         let console = Console::stdout();
         let mut prompt = StdinPrompt;
+        if args.fleet {
+            let fleet = deploy::FleetDir::load(global.fleet_out())?;
+            let fleet_options = deploy::FleetDeployOptions {
+                template_prefix: args.template_prefix.clone(),
+                stack_set: args.stack_set.clone(),
+                dry_run: args.dry_run,
+            };
+            let rt = deploy::runtime()?;
+            rt.block_on(deploy::deploy_fleet(
+                &fleet,
+                &options,
+                &fleet_options,
+                &console,
+                &mut prompt,
+            ))?;
+            return Ok(());
+        }
+        let assembly = AssemblyDir::load(global.out())?;
         let rt = deploy::runtime()?;
-        let (a, s, o) = (&assembly, args.stack.as_str(), &options);
+        let (a, s, o) = (
+            &assembly,
+            args.stack.as_deref().unwrap_or_default(),
+            &options,
+        );
         match mode {
             Mode::Deploy => rt.block_on(deploy::deploy(a, s, o, &console, &mut prompt))?,
             Mode::Diff => rt.block_on(deploy::diff(a, s, o, &console, &mut prompt))?,
@@ -67,7 +95,9 @@ pub fn run(global: &Global, args: &DeployArgs, mode: Mode) -> Exit {
                 | DeployError::ParametersFile { .. }
                 | DeployError::UnknownParameter { .. }
                 | DeployError::MissingParameter { .. }
-                | DeployError::TemplateTooLarge { .. } => Exit::Usage,
+                | DeployError::TemplateTooLarge { .. }
+                | DeployError::FleetManifest { .. }
+                | DeployError::UnknownStackSet { .. } => Exit::Usage,
                 _ => Exit::Failed,
             }
         }

@@ -173,11 +173,21 @@ Examples:
   hyperforge synth && hyperforge deploy kimi-k3-eks
   hyperforge deploy kimi-k3-hyperpod --parameters-file params.json --template-bucket my-bucket
   hyperforge deploy kimi-k3-eks --from workload --run-external --yes
+  hyperforge deploy --fleet --out fleet.out --template-bucket my-bucket --template-prefix kimi/
+  hyperforge deploy --fleet --out fleet.out --stack-set kimi-k3-eks-fleet-nodes --dry-run
 
 Deploys the assembly in --out stage by stage: each CloudFormation stage is created, or updated
 through a change set shown for confirmation (replacements flagged); helm and kubectl stages are
 printed as commands, or run with --run-external. Credentials and region come from the AWS
-SDK's default chain; --endpoint-url (or HYPERFORGE_AWS_ENDPOINT_URL) points at an emulator.")]
+SDK's default chain; --endpoint-url (or HYPERFORGE_AWS_ENDPOINT_URL) points at an emulator.
+
+With --fleet, --out is a fleet's output (fleet.json): each StackSet, in order, is created or
+updated (when its template changed), then each member's stack instance is created or updated
+(when its parameter overrides changed), every operation followed to its end with each account
+and region's status; a failed operation stops the deploy. The StackSets live in --region (by
+default the first member's region); templates go to --template-bucket under --template-prefix
+(needed for templates over 51,200 bytes). The members' other stages are printed, member by
+member, with the instance stacks whose outputs they read.")]
     Deploy(DeployArgs),
     /// Delete a deployed stack's stages in reverse order (feature `deploy`)
     #[command(after_help = "\
@@ -252,8 +262,20 @@ pub struct DiffArgs {
 #[derive(Args, Debug)]
 pub struct DeployArgs {
     /// The stack to deploy (its stages are read from `--out`'s manifest.json).
-    #[arg(value_name = "STACK")]
-    pub stack: String,
+    #[arg(value_name = "STACK", required_unless_present = "fleet")]
+    pub stack: Option<String>,
+    /// Deploy the StackSets of the fleet in `--out` (its fleet.json) instead of one stack.
+    #[arg(long, conflicts_with_all = ["stack", "from", "run_external", "parameters_file"])]
+    pub fleet: bool,
+    /// (--fleet) Key prefix of the StackSet templates in --template-bucket.
+    #[arg(long, value_name = "PREFIX", requires = "fleet", default_value = "")]
+    pub template_prefix: String,
+    /// (--fleet) Deploy only this StackSet.
+    #[arg(long, value_name = "NAME", requires = "fleet")]
+    pub stack_set: Option<String>,
+    /// (--fleet) Print what would be created and updated; change nothing.
+    #[arg(long, requires = "fleet")]
+    pub dry_run: bool,
     /// Answer yes to every confirmation.
     #[arg(long, short = 'y')]
     pub yes: bool,
@@ -384,7 +406,11 @@ pub fn main() -> ExitCode {
         Command::Diff(args) if args.deployed => match args.select.names.as_slice() {
             [stack] => {
                 let deploy_args = DeployArgs {
-                    stack: stack.clone(),
+                    stack: Some(stack.clone()),
+                    fleet: false,
+                    template_prefix: String::new(),
+                    stack_set: None,
+                    dry_run: false,
                     yes: true,
                     run_external: false,
                     from: None,

@@ -527,3 +527,477 @@ fn parameters_of(parameters: &[(String, ParameterValue)]) -> Vec<Parameter> {
 fn aws_smithy_types_format() -> aws_sdk_cloudformation::primitives::DateTimeFormat {
     aws_sdk_cloudformation::primitives::DateTimeFormat::DateTime
 }
+
+/// A StackSet as deployed, as far as the fleet deploy needs it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct StackSetInfo {
+    /// `ACTIVE` (or `DELETED`).
+    pub status: String,
+    /// The template it holds now.
+    pub template_body: String,
+    /// `SELF_MANAGED` or `SERVICE_MANAGED`.
+    pub permission_model: String,
+}
+
+/// A stack instance, as `ListStackInstances` lists it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DeployedInstance {
+    /// Its account.
+    pub account: String,
+    /// Its region.
+    pub region: String,
+    /// The organizational unit it was deployed for (service-managed permissions).
+    pub organizational_unit: Option<String>,
+    /// The instance's stack (its outputs stand for the member's `<member>-<stage>` stack).
+    pub stack_id: Option<String>,
+    /// `CURRENT`, `OUTDATED` or `INOPERABLE`.
+    pub status: String,
+    /// Why, when not current.
+    pub status_reason: Option<String>,
+}
+
+/// One account and region's result in a StackSet operation.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct OperationResult {
+    /// The account.
+    pub account: String,
+    /// The region.
+    pub region: String,
+    /// `PENDING`, `RUNNING`, `SUCCEEDED`, `FAILED` or `CANCELLED`.
+    pub status: String,
+    /// Why (CloudFormation's reason for a failure).
+    pub reason: Option<String>,
+}
+
+/// Who the StackSet calls act as and how operations roll out: the arguments every mutating
+/// StackSet call shares.
+#[derive(Clone, Debug)]
+pub struct StackSetCall {
+    /// `CallAs` (`SELF`, `DELEGATED_ADMIN`).
+    pub call_as: String,
+    /// The operation preferences.
+    pub preferences: crate::assembly::fleet::OperationPreferences,
+}
+
+impl StackSetCall {
+    fn call_as(&self) -> cfn::types::CallAs {
+        cfn::types::CallAs::from(self.call_as.as_str())
+    }
+
+    fn preferences(&self) -> cfn::types::StackSetOperationPreferences {
+        use crate::assembly::fleet::Amount;
+        let p = &self.preferences;
+        let count = |n: u32| i32::try_from(n).unwrap_or(i32::MAX);
+        let mut b = cfn::types::StackSetOperationPreferences::builder().region_concurrency_type(
+            cfn::types::RegionConcurrencyType::from(p.region_concurrency.api_name()),
+        );
+        b = match p.max_concurrent {
+            Amount::Count(n) => b.max_concurrent_count(count(n)),
+            Amount::Percentage(n) => b.max_concurrent_percentage(count(n)),
+        };
+        b = match p.failure_tolerance {
+            Amount::Count(n) => b.failure_tolerance_count(count(n)),
+            Amount::Percentage(n) => b.failure_tolerance_percentage(count(n)),
+        };
+        b.set_region_order((!p.region_order.is_empty()).then(|| p.region_order.clone()))
+            .build()
+    }
+}
+
+/// The accounts or organizational units of one StackSet instance call.
+fn deployment_targets(
+    targets: &[crate::assembly::fleet::Target],
+) -> (Option<Vec<String>>, Option<cfn::types::DeploymentTargets>) {
+    use crate::assembly::fleet::Target;
+    let accounts: Vec<String> = targets
+        .iter()
+        .filter_map(|t| match t {
+            Target::Account(id) => Some(id.clone()),
+            Target::OrganizationalUnit(_) => None,
+        })
+        .collect();
+    let units: Vec<String> = targets
+        .iter()
+        .filter_map(|t| match t {
+            Target::OrganizationalUnit(id) => Some(id.clone()),
+            Target::Account(_) => None,
+        })
+        .collect();
+    let units = (!units.is_empty()).then(|| {
+        cfn::types::DeploymentTargets::builder()
+            .set_organizational_unit_ids(Some(units))
+            .build()
+    });
+    ((!accounts.is_empty()).then_some(accounts), units)
+}
+
+fn overrides_of(overrides: &BTreeMap<String, String>) -> Vec<Parameter> {
+    overrides
+        .iter()
+        .map(|(k, v)| {
+            Parameter::builder()
+                .parameter_key(k)
+                .parameter_value(v)
+                .build()
+        })
+        .collect()
+}
+
+/// What a `CreateStackSet` sets besides the template.
+#[derive(Clone, Debug)]
+pub struct NewStackSet<'a> {
+    /// The StackSet's name.
+    pub name: &'a str,
+    /// Its description.
+    pub description: &'a str,
+    /// The permission model.
+    pub permission_model: &'a crate::assembly::fleet::PermissionModel,
+    /// The capabilities to acknowledge.
+    pub capabilities: &'a [String],
+}
+
+impl Clients {
+    /// The StackSet, or `None` when there is none (or it was deleted).
+    pub async fn describe_stack_set(
+        &self,
+        name: &str,
+        call_as: &str,
+    ) -> Result<Option<StackSetInfo>, DeployError> {
+        let out = match self
+            .cfn
+            .describe_stack_set()
+            .stack_set_name(name)
+            .call_as(cfn::types::CallAs::from(call_as))
+            .send()
+            .await
+        {
+            Ok(out) => out,
+            Err(e) if e.code() == Some("StackSetNotFoundException") => return Ok(None),
+            Err(e) => return Err(aws_error("DescribeStackSet", name, e)),
+        };
+        let Some(set) = out.stack_set() else {
+            return Ok(None);
+        };
+        let status = set
+            .status()
+            .map(|s| s.as_str().to_owned())
+            .unwrap_or_default();
+        if status == "DELETED" {
+            return Ok(None);
+        }
+        Ok(Some(StackSetInfo {
+            status,
+            template_body: set.template_body().unwrap_or_default().to_owned(),
+            permission_model: set
+                .permission_model()
+                .map(|p| p.as_str().to_owned())
+                .unwrap_or_default(),
+        }))
+    }
+
+    /// Creates a StackSet (no instances yet).
+    pub async fn create_stack_set(
+        &self,
+        set: &NewStackSet<'_>,
+        template: &TemplateSource,
+        call: &StackSetCall,
+    ) -> Result<(), DeployError> {
+        use crate::assembly::fleet::PermissionModel;
+        let mut req = self
+            .cfn
+            .create_stack_set()
+            .stack_set_name(set.name)
+            .description(set.description)
+            .permission_model(cfn::types::PermissionModels::from(
+                set.permission_model.api_name(),
+            ))
+            .set_capabilities(Some(capabilities_of(set.capabilities)))
+            .call_as(call.call_as());
+        req = match set.permission_model {
+            PermissionModel::SelfManaged {
+                administration_role_arn,
+                execution_role_name,
+            } => req
+                .set_administration_role_arn(administration_role_arn.clone())
+                .set_execution_role_name(execution_role_name.clone()),
+            PermissionModel::ServiceManaged { .. } => req.auto_deployment(
+                cfn::types::AutoDeployment::builder()
+                    .enabled(true)
+                    .retain_stacks_on_account_removal(false)
+                    .build(),
+            ),
+        };
+        req = match template {
+            TemplateSource::Body(b) => req.template_body(b),
+            TemplateSource::Url(u) => req.template_url(u),
+        };
+        req.send()
+            .await
+            .map_err(|e| aws_error("CreateStackSet", set.name, e))?;
+        Ok(())
+    }
+
+    /// Updates a StackSet's template (and so every instance); returns the operation id.
+    pub async fn update_stack_set(
+        &self,
+        set: &NewStackSet<'_>,
+        template: &TemplateSource,
+        call: &StackSetCall,
+        operation_id: &str,
+    ) -> Result<String, DeployError> {
+        use crate::assembly::fleet::PermissionModel;
+        let mut req = self
+            .cfn
+            .update_stack_set()
+            .stack_set_name(set.name)
+            .description(set.description)
+            .set_capabilities(Some(capabilities_of(set.capabilities)))
+            .operation_preferences(call.preferences())
+            .operation_id(operation_id)
+            .call_as(call.call_as());
+        if let PermissionModel::SelfManaged {
+            administration_role_arn,
+            execution_role_name,
+        } = set.permission_model
+        {
+            req = req
+                .set_administration_role_arn(administration_role_arn.clone())
+                .set_execution_role_name(execution_role_name.clone());
+        }
+        req = match template {
+            TemplateSource::Body(b) => req.template_body(b),
+            TemplateSource::Url(u) => req.template_url(u),
+        };
+        let out = req
+            .send()
+            .await
+            .map_err(|e| aws_error("UpdateStackSet", set.name, e))?;
+        Ok(out.operation_id().unwrap_or(operation_id).to_owned())
+    }
+
+    /// Every stack instance of the StackSet (every page).
+    pub async fn list_stack_instances(
+        &self,
+        name: &str,
+        call_as: &str,
+    ) -> Result<Vec<DeployedInstance>, DeployError> {
+        let mut all = Vec::new();
+        let mut token: Option<String> = None;
+        loop {
+            let out = self
+                .cfn
+                .list_stack_instances()
+                .stack_set_name(name)
+                .call_as(cfn::types::CallAs::from(call_as))
+                .set_next_token(token.take())
+                .send()
+                .await
+                .map_err(|e| aws_error("ListStackInstances", name, e))?;
+            all.extend(out.summaries().iter().map(|s| {
+                DeployedInstance {
+                    account: s.account().unwrap_or_default().to_owned(),
+                    region: s.region().unwrap_or_default().to_owned(),
+                    organizational_unit: s.organizational_unit_id().map(str::to_owned),
+                    stack_id: s.stack_id().map(str::to_owned),
+                    status: s
+                        .status()
+                        .map(|s| s.as_str().to_owned())
+                        .unwrap_or_default(),
+                    status_reason: s.status_reason().map(str::to_owned),
+                }
+            }));
+            match out.next_token() {
+                Some(t) if !t.is_empty() => token = Some(t.to_owned()),
+                _ => break,
+            }
+        }
+        Ok(all)
+    }
+
+    /// The `ParameterOverrides` of one stack instance.
+    pub async fn instance_overrides(
+        &self,
+        name: &str,
+        account: &str,
+        region: &str,
+        call_as: &str,
+    ) -> Result<BTreeMap<String, String>, DeployError> {
+        let out = self
+            .cfn
+            .describe_stack_instance()
+            .stack_set_name(name)
+            .stack_instance_account(account)
+            .stack_instance_region(region)
+            .call_as(cfn::types::CallAs::from(call_as))
+            .send()
+            .await
+            .map_err(|e| {
+                aws_error(
+                    "DescribeStackInstance",
+                    &format!("{name} {account} {region}"),
+                    e,
+                )
+            })?;
+        Ok(out
+            .stack_instance()
+            .map(|i| {
+                i.parameter_overrides()
+                    .iter()
+                    .filter_map(|p| {
+                        Some((
+                            p.parameter_key()?.to_owned(),
+                            p.parameter_value()?.to_owned(),
+                        ))
+                    })
+                    .collect()
+            })
+            .unwrap_or_default())
+    }
+
+    /// Creates (`update` false) or updates stack instances for `targets` in `regions`, all with
+    /// `overrides`; returns the operation id.
+    #[allow(clippy::too_many_arguments)]
+    pub async fn stack_instances(
+        &self,
+        name: &str,
+        update: bool,
+        targets: &[crate::assembly::fleet::Target],
+        regions: &[String],
+        overrides: &BTreeMap<String, String>,
+        call: &StackSetCall,
+        operation_id: &str,
+    ) -> Result<String, DeployError> {
+        let (accounts, units) = deployment_targets(targets);
+        let overrides = Some(overrides_of(overrides));
+        let regions = Some(regions.to_vec());
+        let out = if update {
+            self.cfn
+                .update_stack_instances()
+                .stack_set_name(name)
+                .set_accounts(accounts)
+                .set_deployment_targets(units)
+                .set_regions(regions)
+                .set_parameter_overrides(overrides)
+                .operation_preferences(call.preferences())
+                .operation_id(operation_id)
+                .call_as(call.call_as())
+                .send()
+                .await
+                .map(|o| o.operation_id().map(str::to_owned))
+                .map_err(|e| aws_error("UpdateStackInstances", name, e))?
+        } else {
+            self.cfn
+                .create_stack_instances()
+                .stack_set_name(name)
+                .set_accounts(accounts)
+                .set_deployment_targets(units)
+                .set_regions(regions)
+                .set_parameter_overrides(overrides)
+                .operation_preferences(call.preferences())
+                .operation_id(operation_id)
+                .call_as(call.call_as())
+                .send()
+                .await
+                .map(|o| o.operation_id().map(str::to_owned))
+                .map_err(|e| aws_error("CreateStackInstances", name, e))?
+        };
+        Ok(out.unwrap_or_else(|| operation_id.to_owned()))
+    }
+
+    /// The status of a StackSet operation (`RUNNING`, `SUCCEEDED`, `FAILED`, ...) and its
+    /// reason.
+    pub async fn stack_set_operation(
+        &self,
+        name: &str,
+        operation_id: &str,
+        call_as: &str,
+    ) -> Result<(String, Option<String>), DeployError> {
+        let out = self
+            .cfn
+            .describe_stack_set_operation()
+            .stack_set_name(name)
+            .operation_id(operation_id)
+            .call_as(cfn::types::CallAs::from(call_as))
+            .send()
+            .await
+            .map_err(|e| aws_error("DescribeStackSetOperation", name, e))?;
+        let op = out.stack_set_operation();
+        Ok((
+            op.and_then(|o| o.status())
+                .map(|s| s.as_str().to_owned())
+                .unwrap_or_default(),
+            op.and_then(|o| o.status_reason()).map(str::to_owned),
+        ))
+    }
+
+    /// The ids of the StackSet's operations still running (or queued, or stopping).
+    pub async fn running_operations(
+        &self,
+        name: &str,
+        call_as: &str,
+    ) -> Result<Vec<String>, DeployError> {
+        let mut running = Vec::new();
+        let mut token: Option<String> = None;
+        loop {
+            let out = self
+                .cfn
+                .list_stack_set_operations()
+                .stack_set_name(name)
+                .call_as(cfn::types::CallAs::from(call_as))
+                .set_next_token(token.take())
+                .send()
+                .await
+                .map_err(|e| aws_error("ListStackSetOperations", name, e))?;
+            running.extend(out.summaries().iter().filter_map(|s| {
+                let status = s.status()?.as_str();
+                matches!(status, "RUNNING" | "QUEUED" | "STOPPING")
+                    .then(|| s.operation_id().map(str::to_owned))
+                    .flatten()
+            }));
+            match out.next_token() {
+                Some(t) if !t.is_empty() => token = Some(t.to_owned()),
+                _ => break,
+            }
+        }
+        Ok(running)
+    }
+
+    /// Each account and region's result of an operation (every page).
+    pub async fn operation_results(
+        &self,
+        name: &str,
+        operation_id: &str,
+        call_as: &str,
+    ) -> Result<Vec<OperationResult>, DeployError> {
+        let mut all = Vec::new();
+        let mut token: Option<String> = None;
+        loop {
+            let out = self
+                .cfn
+                .list_stack_set_operation_results()
+                .stack_set_name(name)
+                .operation_id(operation_id)
+                .call_as(cfn::types::CallAs::from(call_as))
+                .set_next_token(token.take())
+                .send()
+                .await
+                .map_err(|e| aws_error("ListStackSetOperationResults", name, e))?;
+            all.extend(out.summaries().iter().map(|s| {
+                OperationResult {
+                    account: s.account().unwrap_or_default().to_owned(),
+                    region: s.region().unwrap_or_default().to_owned(),
+                    status: s
+                        .status()
+                        .map(|s| s.as_str().to_owned())
+                        .unwrap_or_default(),
+                    reason: s.status_reason().map(str::to_owned),
+                }
+            }));
+            match out.next_token() {
+                Some(t) if !t.is_empty() => token = Some(t.to_owned()),
+                _ => break,
+            }
+        }
+        Ok(all)
+    }
+}

@@ -149,12 +149,56 @@ pub enum DeployError {
         /// What went wrong.
         problem: String,
     },
+    /// `fleet.json` is missing something the fleet deploy needs.
+    #[error("`{path}` is not a usable fleet manifest: {message}; synthesize the fleet again")]
+    FleetManifest {
+        /// The manifest's path.
+        path: PathBuf,
+        /// What is wrong.
+        message: String,
+    },
+    /// `--stack-set` names a StackSet the fleet does not have.
+    #[error("the fleet has no StackSet `{name}` (it has: {available})")]
+    UnknownStackSet {
+        /// The name asked for.
+        name: String,
+        /// The fleet's StackSets.
+        available: String,
+    },
+    /// A StackSet operation ended without succeeding; later StackSets were not started (they
+    /// import the earlier ones' exports).
+    #[error(
+        "StackSet `{stack_set}`: operation {operation} ended {outcome}{}",
+        render_instance_failures(failures)
+    )]
+    StackSetOperationFailed {
+        /// The StackSet.
+        stack_set: String,
+        /// The operation: its id and what it did (`hyperforge-1 (create instances)`).
+        operation: String,
+        /// Its final status and CloudFormation's reason (`FAILED: ...`).
+        outcome: String,
+        /// `member (account, region): status: reason` of each instance that did not succeed.
+        failures: Vec<String>,
+    },
     /// The confirmation answer could not be read.
     #[error("cannot read the answer to the confirmation question: {0}")]
     Prompt(std::io::Error),
     /// The async runtime could not be started.
     #[error("cannot start the async runtime: {0}")]
     Runtime(std::io::Error),
+}
+
+fn render_instance_failures(failures: &[String]) -> String {
+    if failures.is_empty() {
+        return String::new();
+    }
+    let mut s = String::from("\nfailed stack instances:");
+    for f in failures {
+        s.push_str("\n  ");
+        s.push_str(f);
+    }
+    s
 }
 
 fn render_failures(failures: &[String]) -> String {

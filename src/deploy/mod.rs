@@ -3,6 +3,9 @@
 //! Kubernetes stages as the exact commands to run, `diff` against what is deployed, and
 //! `destroy` in reverse order. Behind the `deploy` cargo feature.
 //!
+//! A fleet's StackSets are deployed by [`deploy_fleet`] from the fleet's output directory
+//! ([`FleetDir`], see [`fleet`]).
+//!
 //! The functions a command-line tool calls are [`deploy`], [`diff`] and [`destroy`]; each
 //! reads the assembly written by [`crate::Assembly::write_to`] (see [`AssemblyDir`]), talks to
 //! AWS through the SDK's default credential chain ([`AwsSettings`]), prints to a [`Console`]
@@ -29,6 +32,7 @@ pub mod console;
 pub mod error;
 pub mod events;
 pub mod external;
+pub mod fleet;
 pub mod manifest;
 pub mod params;
 pub mod plan;
@@ -40,6 +44,7 @@ pub use changeset::{ChangeSetSummary, ResourceChange};
 pub use console::{Answers, Captured, Console, Prompt, StdinPrompt};
 pub use error::DeployError;
 pub use external::ExternalCommand;
+pub use fleet::{deploy_fleet, FleetDeployOptions, FleetDir, FleetReport};
 pub use manifest::{AssemblyDir, StackPlan};
 pub use run::{
     deploy, destroy, diff, template_key, template_url, Report, StageOutcome, StageReport,

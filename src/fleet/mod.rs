@@ -1615,7 +1615,8 @@ fn runbook(m: &FleetManifest) -> String {
     );
     let _ = writeln!(
         out,
-        "`hyperforge deploy --fleet` does this for the members in the account it runs in.\n"
+        "`hyperforge deploy --fleet` deploys the StackSets only; it ends by printing, member by \
+         member, the stages that remain and the id of each StackSet stage's instance stack.\n"
     );
     out
 }
