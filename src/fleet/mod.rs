@@ -1438,7 +1438,7 @@ fn runbook(m: &FleetManifest) -> String {
                  --capabilities CAPABILITY_NAMED_IAM\n# In each target account (credentials of that account):\n\
                  aws cloudformation create-stack --stack-name stackset-execution-role \\\n  \
                  --template-url https://s3.amazonaws.com/cloudformation-stackset-sample-templates-us-east-1/AWSCloudFormationStackSetExecutionRole.yml \\\n  \
-                 --parameters ParameterKey=AdministratorAccountId,ParameterValue=$(aws sts get-caller-identity --profile <administrator> --query Account --output text) \\\n  \
+                 --parameters \"ParameterKey=AdministratorAccountId,ParameterValue=$(aws sts get-caller-identity --profile <administrator> --query Account --output text)\" \\\n  \
                  --capabilities CAPABILITY_NAMED_IAM\n```\n"
             );
             if administration_role_arn.is_some() || execution_role_name.is_some() {

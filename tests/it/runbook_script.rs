@@ -522,3 +522,25 @@ fn order_checks_catch_swapped_and_missing_stages() {
     let missing = text.replacen("### Stage 2: nodes\n", "", 1);
     assert!(!order_problems(&missing, &stack).is_empty());
 }
+
+/// The fleet's runbook: every block parses and is ShellCheck-clean, and every StackSet and
+/// template it names exists.
+#[test]
+fn the_fleet_runbook_is_a_script_too() {
+    let (files, output) = hyperforge::reference::kimi_k3_eks_fleet()
+        .synth(&hyperforge::fleet::FleetOptions::default())
+        .expect("the reference fleet synthesizes");
+    let text = String::from_utf8(files["FLEET.md"].clone()).unwrap();
+    let blocks = sh_blocks(&text);
+    assert!(blocks.len() >= 6, "only {} blocks", blocks.len());
+    // The StackSet blocks call `wait_op`, defined in the block before them.
+    let script = blocks.join("\n");
+    let problems = script_problems(&script);
+    assert!(problems.is_empty(), "FLEET.md: {}", problems.join("\n\n"));
+    for set in &output.manifest.stack_sets {
+        assert!(text.contains(&format!("--stack-set-name {}", set.name)), "{}", set.name);
+        assert!(files.contains_key(&set.template), "{}", set.template);
+        let file = set.template.rsplit('/').next().unwrap();
+        assert!(text.contains(file), "{file}");
+    }
+}
