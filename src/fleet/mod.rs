@@ -417,15 +417,19 @@ impl Fleet {
                     );
                 }
             }
-            for value in region.values.values() {
-                if value.len() > 1024 || value.chars().any(char::is_control) {
+            for (key, value) in &region.values {
+                // Values become template parameter values, CLI arguments in FLEET.md and
+                // `ParameterOverrides`: no spaces, commas, quotes or shell characters.
+                let ok = !value.is_empty()
+                    && value.len() <= 256
+                    && value
+                        .chars()
+                        .all(|c| c.is_ascii_alphanumeric() || "._:/@+=-".contains(c));
+                if !ok {
                     bad(
                         Code::InvalidFleetMember,
-                        format!(
-                            "a value of region {} is too long or holds control characters",
-                            region.region
-                        ),
-                        "member values are short text: at most 1,024 characters",
+                        format!("value `{key}` of region {} is not a plain value", region.region),
+                        "1 to 256 letters, digits and `._:/@+=-` (it becomes a parameter value and a command-line argument)",
                     );
                 }
             }

@@ -266,7 +266,11 @@ fn every_matrix_mistake_is_reported_at_once_before_any_member_is_built() {
     .organizational_unit("ou-ab12-cd34ef56")
     .region(FleetRegion::new("us-west-2").capacity_block("cr-xyz", "use1-az4"))
     .region(FleetRegion::new("us-west-2"))
-    .region(FleetRegion::new("mars-north-1").value("Bad Key", "v"))
+    .region(
+        FleetRegion::new("mars-north-1")
+            .value("Bad Key", "v")
+            .value("tier", "gold; rm -rf ~"),
+    )
     .model("Kimi/K3")
     .preferences(OperationPreferences {
         region_concurrency: RegionConcurrency::Parallel,
@@ -288,6 +292,7 @@ fn every_matrix_mistake_is_reported_at_once_before_any_member_is_built() {
         "region `us-west-2` is listed twice",
         "`mars-north-1` is not an AWS region",
         "`Bad Key` cannot name a member value",
+        "value `tier` of region mars-north-1 is not a plain value",
         "model `Kimi/K3` cannot be part of a member's name",
         "the maximum concurrency is 150 percent",
         "the region order names `eu-west-1`",

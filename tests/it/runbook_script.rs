@@ -538,7 +538,11 @@ fn the_fleet_runbook_is_a_script_too() {
     let problems = script_problems(&script);
     assert!(problems.is_empty(), "FLEET.md: {}", problems.join("\n\n"));
     for set in &output.manifest.stack_sets {
-        assert!(text.contains(&format!("--stack-set-name {}", set.name)), "{}", set.name);
+        assert!(
+            text.contains(&format!("--stack-set-name {}", set.name)),
+            "{}",
+            set.name
+        );
         assert!(files.contains_key(&set.template), "{}", set.template);
         let file = set.template.rsplit('/').next().unwrap();
         assert!(text.contains(file), "{file}");
