@@ -751,7 +751,9 @@ struct Shared {
     stages: BTreeMap<usize, StageForms>,
     failed: Vec<(usize, Diagnostics)>,
     failed_count: usize,
-    warnings: Vec<(usize, Diagnostics)>,
+    /// Warnings and notes by code, path and message with the member's name taken out: the
+    /// lowest member index reporting one, its diagnostic, how many others report it.
+    warnings: BTreeMap<(Code, String, String), (usize, Diagnostic, usize)>,
     timings: SynthTimings,
     files: usize,
     bytes: u64,
@@ -856,10 +858,19 @@ impl Fleet {
             }
             return Err(ds);
         }
+        // A warning every member reports alike is shown once, for the first of them.
         let mut warnings = Diagnostics::new();
-        s.warnings.sort_by_key(|(i, _)| *i);
-        for (_, w) in std::mem::take(&mut s.warnings) {
-            warnings.extend(w);
+        let mut folded: Vec<_> = std::mem::take(&mut s.warnings).into_values().collect();
+        folded.sort_by_key(|(index, _, _)| *index);
+        for (_, mut d, others) in folded {
+            if others > 0 {
+                d = d.note(format!(
+                    "{others} other member{} report{} the same",
+                    if others == 1 { "" } else { "s" },
+                    if others == 1 { "s" } else { "" }
+                ));
+            }
+            warnings.push(d);
         }
         let manifest = self.manifest(&mut s, &members, &mut warnings, sink)?;
         let text = manifest.to_json();
@@ -1074,8 +1085,25 @@ impl Shared {
         self.references.extend(result.references);
         self.files += result.files;
         self.bytes += result.bytes;
-        if !result.warnings.is_empty() {
-            self.warnings.push((index, result.warnings));
+        let member = result.done.manifest.name.as_str();
+        for d in result.warnings {
+            let key = (
+                d.code,
+                d.path.replace(member, "<member>"),
+                d.message.replace(member, "<member>"),
+            );
+            match self.warnings.get_mut(&key) {
+                Some((first, kept, others)) => {
+                    *others += 1;
+                    if index < *first {
+                        *first = index;
+                        *kept = d;
+                    }
+                }
+                None => {
+                    self.warnings.insert(key, (index, d, 0));
+                }
+            }
         }
         for form in result.forms {
             let stage = self.stages.entry(form.index).or_default();

@@ -132,6 +132,14 @@ fn the_reference_fleet_shares_every_cloudformation_stage_through_stacksets() {
         m
     );
     assert!(files.contains_key("FLEET.md"));
+    // A note every member reports alike is shown once, for the first member, with a count.
+    let large: Vec<_> = output
+        .warnings
+        .with_code(Code::TemplateNeedsS3Upload)
+        .collect();
+    assert_eq!(large.len(), 1, "{}", output.warnings);
+    assert!(large[0].path.starts_with("kimi-k3-eks-fleet-us-west-2/"));
+    assert_eq!(large[0].notes, ["2 other members report the same"]);
 }
 
 #[test]
