@@ -1137,6 +1137,9 @@ impl Shared {
     }
 }
 
+/// CloudFormation's limit on a template's size (from S3).
+const TEMPLATE_LIMIT: usize = 1_000_000;
+
 /// The StackSets template's own parameter: where the StackSet templates were uploaded.
 const TEMPLATE_BUCKET_PARAMETER: &str = "TemplateBucket";
 /// The key prefix of the uploaded StackSet templates.
@@ -1152,7 +1155,7 @@ impl Fleet {
         warnings: &mut Diagnostics,
         sink: &dyn FleetSink,
     ) -> Result<FleetManifest, Diagnostics> {
-        let done: Vec<MemberDone> = std::mem::take(&mut s.done).into_iter().flatten().collect();
+        let mut done: Vec<MemberDone> = std::mem::take(&mut s.done).into_iter().flatten().collect();
         let mut stack_sets = Vec::new();
         let mut per_member_stages = Vec::new();
         let stages = std::mem::take(&mut s.stages);
@@ -1201,12 +1204,12 @@ impl Fleet {
             let template: Value = serde_json::from_slice(&bytes).unwrap_or_default();
             let path = format!("stacksets/{:02}-{}.template.json", index + 1, stage.name);
             let instances: Vec<StackInstanceManifest> = done
-                .iter()
+                .iter_mut()
                 .map(|d| StackInstanceManifest {
                     member: d.manifest.name.clone(),
                     region: d.manifest.region.clone(),
                     target: d.manifest.target.clone(),
-                    parameter_overrides: d.overrides.get(&index).cloned().unwrap_or_default(),
+                    parameter_overrides: d.overrides.remove(&index).unwrap_or_default(),
                 })
                 .collect();
             let varying: BTreeSet<&String> = instances
@@ -1255,25 +1258,33 @@ impl Fleet {
             runbook: "FLEET.md".to_owned(),
         };
         if !manifest.stack_sets.is_empty() {
-            let template = stack_sets_template(&manifest);
-            let mut text = serde_json::to_vec_pretty(&template).unwrap_or_default();
-            text.push(b'\n');
+            // Every instance group takes well over 120 bytes: a fleet whose groups alone
+            // exceed CloudFormation's limit is not rendered at all (it would only be dropped).
+            let groups: usize = manifest.stack_sets.iter().map(|s| s.instances.len()).sum();
+            let at_least = groups.saturating_mul(120);
+            let text = (at_least <= TEMPLATE_LIMIT).then(|| {
+                let mut text =
+                    serde_json::to_vec_pretty(&stack_sets_template(&manifest)).unwrap_or_default();
+                text.push(b'\n');
+                text
+            });
             let path = format!("stacksets/{}.stacksets.template.json", self.name);
-            if text.len() <= 1_000_000 {
-                sink.file(&path, &text).map_err(|e| self.sink_failed(e))?;
-                s.files += 1;
-                s.bytes += text.len() as u64;
-                manifest.stack_sets_template = Some(path);
-            } else {
-                warnings.push(Diagnostic::new(
-                    Code::TemplateTooLarge,
+            match text {
+                Some(text) if text.len() <= TEMPLATE_LIMIT => {
+                    sink.file(&path, &text).map_err(|e| self.sink_failed(e))?;
+                    s.files += 1;
+                    s.bytes += text.len() as u64;
+                    manifest.stack_sets_template = Some(path);
+                }
+                text => warnings.push(Diagnostic::new(
+                    Code::FleetStackSetsTemplateOmitted,
                     format!("fleet/{}", self.name),
                     format!(
                         "the StackSets template would be {} bytes, over CloudFormation's 1,000,000; it is not written",
-                        text.len()
+                        text.map_or_else(|| format!("at least {at_least}"), |t| t.len().to_string())
                     ),
                     "deploy the fleet with `hyperforge deploy --fleet`, which creates the StackSets and their instances through the API",
-                ));
+                )),
             }
         }
         let runbook = runbook(&manifest);
