@@ -32,19 +32,32 @@ fn main() {
         }
         let mut times = Vec::with_capacity(iterations);
         let mut bytes = 0;
+        let mut split = hyperforge::synth::SynthTimings::default();
+        let options = hyperforge::SynthOptions::default();
         for _ in 0..iterations {
             let start = Instant::now();
-            let assembly = std::hint::black_box(app.synth().expect("reference app synthesizes"));
+            let (assembly, timings) = std::hint::black_box(
+                hyperforge::synth::synthesize_timed(&app, &options)
+                    .expect("reference app synthesizes"),
+            );
             times.push(start.elapsed());
+            split.add(&timings);
             bytes = assembly.files().values().map(Vec::len).sum::<usize>();
         }
         times.sort();
+        let per = |d: Duration| d / iterations as u32;
         println!(
-            "{name}: {} artifacts, {bytes} bytes; synthesis median {:?}, p90 {:?}, min {:?} ({iterations} runs)",
+            "{name}: {} artifacts, {bytes} bytes; synthesis median {:?}, p90 {:?}, min {:?} ({iterations} runs)\n  \
+             mean split: validation {:?}, expansion {:?}, lowering {:?}, serialization {:?}, runbook {:?}",
             app.synth().map(|a| a.files().len()).unwrap_or(0),
             percentile(&times, 0.5),
             percentile(&times, 0.9),
             times[0],
+            per(split.validation),
+            per(split.expansion),
+            per(split.lowering),
+            per(split.serialization),
+            per(split.runbook),
         );
     }
     // A fleet: both reference stacks N times under different names, in one app.
