@@ -1234,3 +1234,103 @@ fn the_cli_creates_the_reference_fleets_stack_sets() {
         );
     }
 }
+
+/// A fleet member's own stages after its StackSets: the StackSet stage is skipped (no stack of
+/// the member's name is created), its instance stack is found in the StackSets' region, and
+/// the member's next stage runs (here a Kubernetes stage, printed: no cluster in moto). Before
+/// the StackSets exist, the member deploy is refused with what to do first.
+#[test]
+fn a_fleet_member_deploys_its_own_stages_after_its_stack_sets() {
+    let _server = exclusive();
+    let rt = rt();
+    let fleet = Fleet::new("mb-fleet", |m: &FleetMember| {
+        let mut stack = Stack::new(&m.name, &m.region);
+        let foundation = stack.cloudformation_stage("foundation");
+        stack.add(foundation, LifecycleScripts::new("Lifecycle"));
+        let apps = stack.kubernetes_stage("apps");
+        stack.add(
+            apps,
+            hyperforge::constructs::KubernetesManifest::new(
+                "Settings",
+                serde_json::json!({
+                    "apiVersion": "v1",
+                    "kind": "ConfigMap",
+                    "metadata": {"name": "settings", "namespace": "default"},
+                    "data": {"member": m.name.clone()}
+                }),
+            ),
+        );
+        stack
+    })
+    .account(FLEET_ACCOUNT)
+    .region(FleetRegion::new("us-east-1"))
+    .region(FleetRegion::new("us-west-2"));
+    let (_dir, dir) = write_fleet(&fleet);
+    assert_eq!(dir.manifest().stack_sets.len(), 1);
+    let member = "mb-fleet-us-west-2";
+    let mut opts = options();
+    opts.aws.region = Some(REGION.into());
+
+    // Before the StackSets: refused, saying what to do first.
+    let (console, out) = Console::capture();
+    let err = rt
+        .block_on(deploy::deploy_fleet_member(
+            &dir,
+            member,
+            &opts,
+            &console,
+            &mut Answers::default(),
+        ))
+        .expect_err("no stack set yet");
+    assert!(
+        err.to_string().contains("mb-fleet-foundation"),
+        "{err}\n{}",
+        out.text()
+    );
+
+    let (report, _) = deploy_fleet(&rt, &dir, &FleetDeployOptions::default());
+    assert!(report.stack_sets.iter().all(|s| s.applied), "{report:#?}");
+    let (console, out) = Console::capture();
+    let member_report = rt
+        .block_on(deploy::deploy_fleet_member(
+            &dir,
+            member,
+            &opts,
+            &console,
+            &mut Answers::default(),
+        ))
+        .unwrap_or_else(|e| panic!("{e}\n{}", out.text()));
+    let text = out.text();
+    assert!(text.contains("deployed by its StackSet"), "{text}");
+    assert!(text.contains("kubectl"), "{text}");
+    let outcomes: Vec<String> = member_report
+        .stages
+        .iter()
+        .map(|s| format!("{} {:?}", s.stage, s.outcome))
+        .collect();
+    assert!(
+        outcomes[0].starts_with("foundation Skipped"),
+        "{outcomes:?}"
+    );
+    // Nothing was created under the member's own stack name in its region.
+    let cfn = sdk_in(&rt, "us-west-2");
+    assert!(rt
+        .block_on(
+            cfn.describe_stacks()
+                .stack_name(format!("{member}-foundation"))
+                .send()
+        )
+        .is_err());
+    // An unknown member is named with the ones there are.
+    let (console, _) = Console::capture();
+    let err = rt
+        .block_on(deploy::deploy_fleet_member(
+            &dir,
+            "nobody",
+            &opts,
+            &console,
+            &mut Answers::default(),
+        ))
+        .expect_err("unknown member");
+    assert!(err.to_string().contains("mb-fleet-us-east-1"), "{err}");
+}

@@ -28,6 +28,14 @@ pub fn run(_global: &Global, _args: &DeployArgs, _mode: Mode) -> Exit {
 #[cfg(feature = "deploy")]
 pub fn run(global: &Global, args: &DeployArgs, mode: Mode) -> Exit {
     use hyperforge::deploy::{self, params, AssemblyDir, Console, DeployError, StdinPrompt};
+    if args.fleet && args.member.is_none() && (args.from.is_some() || args.run_external) {
+        eprintln!(
+            "error: --from and --run-external take a stack, or a fleet member (--member)\n  = \
+             help: `hyperforge deploy --fleet` deploys the StackSets; `--fleet --member NAME` then \
+             deploys that member's other stages"
+        );
+        return Exit::Usage;
+    }
     if args.fleet && mode != Mode::Deploy {
         eprintln!(
             "error: only `deploy` takes --fleet\n  = help: delete a fleet's stack instances and \
@@ -51,6 +59,18 @@ pub fn run(global: &Global, args: &DeployArgs, mode: Mode) -> Exit {
         }
         let console = Console::stdout();
         let mut prompt = StdinPrompt;
+        if let (true, Some(member)) = (args.fleet, &args.member) {
+            let fleet = deploy::FleetDir::load(global.fleet_out())?;
+            let rt = deploy::runtime()?;
+            rt.block_on(deploy::deploy_fleet_member(
+                &fleet,
+                member,
+                &options,
+                &console,
+                &mut prompt,
+            ))?;
+            return Ok(());
+        }
         if args.fleet {
             let fleet = deploy::FleetDir::load(global.fleet_out())?;
             let fleet_options = deploy::FleetDeployOptions {

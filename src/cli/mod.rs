@@ -175,6 +175,7 @@ Examples:
   hyperforge deploy kimi-k3-eks --from workload --run-external --yes
   hyperforge deploy --fleet --out fleet.out --template-bucket my-bucket --template-prefix kimi/
   hyperforge deploy --fleet --out fleet.out --stack-set kimi-k3-eks-fleet-nodes --dry-run
+  hyperforge deploy --fleet --out fleet.out --member kimi-k3-eks-fleet-us-east-1 --run-external
 
 Deploys the assembly in --out stage by stage: each CloudFormation stage is created, or updated
 through a change set shown for confirmation (replacements flagged); helm and kubectl stages are
@@ -187,7 +188,9 @@ updated (when its template changed), then each member's stack instance is create
 and region's status; a failed operation stops the deploy. The StackSets live in --region (by
 default the first member's region); templates go to --template-bucket under --template-prefix
 (needed for templates over 51,200 bytes). The members' other stages are printed, member by
-member, with the instance stacks whose outputs they read.")]
+member, with the instance stacks whose outputs they read. With --member, that member's other
+stages are deployed as a stack's are (--from, --run-external), with credentials of its account:
+its StackSet stages are skipped and their outputs read from its stack instances.")]
     Deploy(DeployArgs),
     /// Delete a deployed stack's stages in reverse order (feature `deploy`)
     #[command(after_help = "\
@@ -265,8 +268,13 @@ pub struct DeployArgs {
     #[arg(value_name = "STACK", required_unless_present = "fleet")]
     pub stack: Option<String>,
     /// Deploy the StackSets of the fleet in `--out` (its fleet.json) instead of one stack.
-    #[arg(long, conflicts_with_all = ["stack", "from", "run_external", "parameters_file"])]
+    #[arg(long, conflicts_with_all = ["stack", "parameters_file"])]
     pub fleet: bool,
+    /// (--fleet) Deploy this member's stages that no StackSet deploys (Helm, Kubernetes,
+    /// per-member CloudFormation), with credentials of its account, after the StackSets; its
+    /// StackSet stages' outputs are read from its stack instances.
+    #[arg(long, value_name = "MEMBER", requires = "fleet", conflicts_with_all = ["stack_set", "dry_run"])]
+    pub member: Option<String>,
     /// (--fleet) Key prefix of the StackSet templates in --template-bucket.
     #[arg(long, value_name = "PREFIX", requires = "fleet", default_value = "")]
     pub template_prefix: String,
@@ -408,6 +416,7 @@ pub fn main() -> ExitCode {
                 let deploy_args = DeployArgs {
                     stack: Some(stack.clone()),
                     fleet: false,
+                    member: None,
                     template_prefix: String::new(),
                     stack_set: None,
                     dry_run: false,

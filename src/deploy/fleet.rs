@@ -883,6 +883,63 @@ fn stacks_of(set: &StackSetManifest, listed: &[DeployedInstance]) -> BTreeMap<St
         .collect()
 }
 
+/// Deploys one member's stages that no StackSet deploys (its Helm, Kubernetes and upload
+/// stages, and CloudFormation stages deployed per member) through the single-stack path,
+/// with credentials of the member's account: its StackSet stages are skipped, and a later
+/// stage reading one of their outputs reads it from the member's stack instance (found with
+/// `ListStackInstances` in the StackSets' region, `options.aws.region` or the first member's).
+/// Every StackSet the member belongs to must have its instance.
+pub async fn deploy_fleet_member(
+    fleet: &FleetDir,
+    member: &str,
+    options: &DeployOptions,
+    console: &Console,
+    prompt: &mut dyn Prompt,
+) -> Result<super::Report, DeployError> {
+    let m = fleet.manifest();
+    let Some(entry) = m.member(member) else {
+        return Err(DeployError::UnknownStack {
+            name: member.to_owned(),
+            available: m
+                .members
+                .iter()
+                .map(|m| m.name.as_str())
+                .collect::<Vec<_>>()
+                .join(", "),
+        });
+    };
+    let admin_region = m
+        .members
+        .first()
+        .map_or(entry.region.as_str(), |f| f.region.as_str());
+    let clients = Clients::connect(&options.aws, admin_region).await;
+    let call_as = m.permission_model.call_as();
+    let mut stage_stacks = BTreeMap::new();
+    for set in &m.stack_sets {
+        let Some(instance) = set.instances.iter().find(|i| i.member == entry.name) else {
+            continue;
+        };
+        let listed = clients.list_stack_instances(&set.name, call_as).await?;
+        let Some(stack) = find_instance(instance, &listed).and_then(|d| d.stack_id.clone()) else {
+            return Err(DeployError::FleetManifest {
+                path: fleet.root().join("fleet.json"),
+                message: format!(
+                    "member `{}` has no stack instance of StackSet `{}` yet: deploy the StackSets first (`hyperforge deploy --fleet`)",
+                    entry.name, set.name
+                ),
+            });
+        };
+        console.line(&format!("{}: stage `{}` is {stack}", set.name, set.stage));
+        stage_stacks.insert(set.stage.clone(), stack);
+    }
+    let assembly = AssemblyDir::load(&fleet.root().join(&entry.assembly))?;
+    let mut options = options.clone();
+    // The member's own stacks and tools work in its region, not the StackSets'.
+    options.aws.region = None;
+    options.stage_stacks = stage_stacks;
+    super::deploy(&assembly, &entry.name, &options, console, prompt).await
+}
+
 /// Each member's stages that no StackSet deploys, from its own assembly.
 fn remaining(fleet: &FleetDir, report: &FleetReport) -> Result<Vec<MemberRemaining>, DeployError> {
     let m = fleet.manifest();
@@ -951,8 +1008,8 @@ fn print_remaining(console: &Console, report: &FleetReport, dry_run: bool) {
                 .join(", ")
         ));
         console.line(&format!(
-            "  follow {}/{}/RUNBOOK.md from stage `{first}`, skipping the StackSet stages;",
-            r.assembly, r.member
+            "  `hyperforge deploy --fleet --member {} --run-external`, or follow {}/{}/RUNBOOK.md from stage `{first}`, skipping the StackSet stages;",
+            r.member, r.assembly, r.member
         ));
         if r.instance_stacks.is_empty() {
             console.line("  its StackSet stages' instance stacks do not exist yet.");

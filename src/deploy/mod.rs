@@ -44,7 +44,7 @@ pub use changeset::{ChangeSetSummary, ResourceChange};
 pub use console::{Answers, Captured, Console, Prompt, StdinPrompt};
 pub use error::DeployError;
 pub use external::ExternalCommand;
-pub use fleet::{deploy_fleet, FleetDeployOptions, FleetDir, FleetReport};
+pub use fleet::{deploy_fleet, deploy_fleet_member, FleetDeployOptions, FleetDir, FleetReport};
 pub use manifest::{AssemblyDir, StackPlan};
 pub use run::{
     deploy, destroy, diff, template_key, template_url, Report, StageOutcome, StageReport,
@@ -83,6 +83,9 @@ pub struct DeployOptions {
     pub timeout: Duration,
     /// Where git charts are checked out.
     pub chart_checkouts: PathBuf,
+    /// CloudFormation stages deployed elsewhere (a fleet's StackSet instances), by stage: the
+    /// stack (name or id) whose outputs later stages read. The stages themselves are skipped.
+    pub stage_stacks: BTreeMap<String, String>,
 }
 
 impl Default for DeployOptions {
@@ -98,6 +101,7 @@ impl Default for DeployOptions {
             poll_interval: Duration::from_secs(5),
             timeout: Duration::from_secs(3 * 3600),
             chart_checkouts: std::env::temp_dir().join("hyperforge-charts"),
+            stage_stacks: BTreeMap::new(),
         }
     }
 }

@@ -203,7 +203,14 @@ pub async fn deploy(
             stage.kind()
         ));
         let outcome = match stage {
-            StageManifest::CloudFormation { .. } => run.deploy_cloudformation(stage).await?,
+            StageManifest::CloudFormation { .. } => {
+                if let Some(stack) = options.stage_stacks.get(stage.name()) {
+                    console.line(&format!("deployed by its StackSet: outputs from {stack}"));
+                    StageOutcome::Skipped
+                } else {
+                    run.deploy_cloudformation(stage).await?
+                }
+            }
             StageManifest::S3Upload { .. } => run.upload(stage).await?,
             StageManifest::Helm { .. } | StageManifest::Kubernetes { .. } => {
                 let mut commands =
@@ -918,7 +925,13 @@ impl Run<'_> {
             stack_name: stack_name.to_owned(),
             problem,
         };
-        let Some(stack_name) = self.plan.cloudformation_stack_name(bucket_stage) else {
+        let stack_name = self
+            .options
+            .stage_stacks
+            .get(bucket_stage)
+            .map(String::as_str)
+            .or_else(|| self.plan.cloudformation_stack_name(bucket_stage));
+        let Some(stack_name) = stack_name else {
             return Err(missing(
                 bucket_stage,
                 format!("`{bucket_stage}` is not a CloudFormation stage of this stack"),

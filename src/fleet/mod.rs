@@ -1658,8 +1658,10 @@ fn runbook(m: &FleetManifest) -> String {
     );
     let _ = writeln!(
         out,
-        "`hyperforge deploy --fleet` deploys the StackSets only; it ends by printing, member by \
-         member, the stages that remain and the id of each StackSet stage's instance stack.\n"
+        "`hyperforge deploy --fleet` deploys the StackSets and ends by printing, member by \
+         member, the stages that remain and each StackSet stage's instance stack; \
+         `hyperforge deploy --fleet --member <member> --run-external`, with credentials of the \
+         member's account, deploys them, reading those outputs from the instance stacks.\n"
     );
     out
 }
