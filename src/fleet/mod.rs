@@ -830,14 +830,7 @@ impl Fleet {
         });
         let mut s = shared.into_inner().unwrap_or_else(|e| e.into_inner());
         if let Some(e) = s.sink_error.take() {
-            let mut ds = Diagnostics::new();
-            ds.push(Diagnostic::new(
-                Code::RenderFailed,
-                format!("fleet/{}", self.name),
-                format!("could not write the fleet's output: {e}"),
-                "check the output directory: its disk, its permissions",
-            ));
-            return Err(ds);
+            return Err(self.sink_failed(e));
         }
         if s.failed_count > 0 {
             let mut ds = Diagnostics::new();
