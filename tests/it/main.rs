@@ -45,3 +45,4 @@ mod validation;
 mod weights;
 mod weights_stager;
 mod workload;
+mod yaml;
