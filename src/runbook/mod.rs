@@ -478,100 +478,27 @@ pub struct TerraformModule {
 fn registry() -> Result<&'static Handlebars<'static>, RunbookError> {
     static REGISTRY: OnceLock<Result<Handlebars<'static>, String>> = OnceLock::new();
     REGISTRY
-        .get_or_init(|| compile(CHUNK_BYTES))
+        .get_or_init(|| {
+            let mut hb = Handlebars::new();
+            hb.set_strict_mode(true);
+            hb.register_escape_fn(handlebars::no_escape);
+            // The file holds the main template, then partials each introduced by a
+            // `{{!-- template: NAME --}}` line. Compiling pieces keeps start-up fast: the
+            // compiler's cost grows with the square of a template's length.
+            let mut pieces = TEMPLATE.split(PARTIAL_MARKER);
+            let main = pieces.next().unwrap_or_default();
+            hb.register_template_string("runbook", main)
+                .map_err(|e| e.to_string())?;
+            for piece in pieces {
+                let (name, body) = piece
+                    .split_once(" --}}\n")
+                    .ok_or_else(|| format!("malformed partial marker before `{piece:.40}`"))?;
+                hb.register_partial(name, body).map_err(|e| e.to_string())?;
+            }
+            Ok(hb)
+        })
         .as_ref()
         .map_err(|e| RunbookError(e.clone()))
-}
-
-/// The template compiled, its pieces in chunks of about `chunk_bytes`.
-fn compile(chunk_bytes: usize) -> Result<Handlebars<'static>, String> {
-    let mut hb = Handlebars::new();
-    hb.set_strict_mode(true);
-    hb.register_escape_fn(handlebars::no_escape);
-    // The file holds the main template, then partials each introduced by a
-    // `{{!-- template: NAME --}}` line. Compiling pieces keeps start-up fast: the
-    // compiler's cost grows with the square of a template's length.
-    let mut pieces = TEMPLATE.split(PARTIAL_MARKER);
-    let main = pieces.next().unwrap_or_default();
-    register_in_chunks(&mut hb, "runbook", main, true, chunk_bytes)?;
-    for piece in pieces {
-        let (name, body) = piece
-            .split_once(" --}}\n")
-            .ok_or_else(|| format!("malformed partial marker before `{piece:.40}`"))?;
-        register_in_chunks(&mut hb, name, body, false, chunk_bytes)?;
-    }
-    Ok(hb)
-}
-
-/// The length past which a template is compiled in chunks ([`chunks`]): the compiler finds
-/// the line and column of every token by counting from the start of its text, so its cost grows
-/// with the square of a template's length.
-const CHUNK_BYTES: usize = 1024;
-
-/// Registers `body` as template (`main`) or partial `name`, compiled in chunks of about
-/// `chunk_bytes` ([`CHUNK_BYTES`]): each chunk a partial `NAME__K`, and `name` the lines `{{> NAME__K}}`, each
-/// standalone, so the text rendered is the chunks' in order.
-fn register_in_chunks(
-    hb: &mut Handlebars<'static>,
-    name: &str,
-    body: &'static str,
-    main: bool,
-    chunk_bytes: usize,
-) -> Result<(), String> {
-    let chunks = chunks(body, chunk_bytes);
-    let mut composed = String::new();
-    let text = if chunks.len() <= 1 {
-        body
-    } else {
-        for (k, chunk) in chunks.iter().enumerate() {
-            let part = format!("{name}__{k}");
-            hb.register_partial(&part, *chunk)
-                .map_err(|e| e.to_string())?;
-            if k > 0 {
-                composed.push('\n');
-            }
-            composed.push_str(&format!("{{{{> {part}}}}}"));
-        }
-        &composed
-    };
-    if main {
-        hb.register_template_string(name, text)
-    } else {
-        hb.register_partial(name, text)
-    }
-    .map_err(|e| e.to_string())
-}
-
-/// `body` cut into pieces of at least `target` bytes, each ending at the end of a line outside
-/// every block (`{{#...}}` to `{{/...}}`) and comment.
-fn chunks(body: &str, target: usize) -> Vec<&str> {
-    let b = body.as_bytes();
-    let mut out = Vec::new();
-    let (mut start, mut depth, mut i) = (0, 0i32, 0);
-    while i < b.len() {
-        let rest = &b[i..];
-        if rest.starts_with(b"{{!--") {
-            i = body[i..].find("--}}").map_or(b.len(), |e| i + e + 4);
-        } else if rest.starts_with(b"{{!") {
-            i = body[i..].find("}}").map_or(b.len(), |e| i + e + 2);
-        } else if rest.starts_with(b"{{#") {
-            depth += 1;
-            i += 3;
-        } else if rest.starts_with(b"{{/") {
-            depth -= 1;
-            i += 3;
-        } else {
-            if b[i] == b'\n' && depth == 0 && i + 1 - start >= target {
-                out.push(&body[start..=i]);
-                start = i + 1;
-            }
-            i += 1;
-        }
-    }
-    if start < b.len() {
-        out.push(&body[start..]);
-    }
-    out
 }
 
 /// Renders the runbook of `stack` from its manifest entry.
@@ -1307,54 +1234,5 @@ fn endpoint(served: &ServedModel<'_>) -> EndpointData {
         load_balancer: !matches!(exposure, Exposure::ClusterIp),
         internal: matches!(exposure, Exposure::InternalLoadBalancer),
         request_body,
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::assembly::manifest::Manifest;
-
-    /// Compiling in chunks changes no byte: every reference stack's runbook is the same from
-    /// the pieces whole, cut at every top-level line, and cut as the registry cuts them.
-    #[test]
-    fn chunked_compilation_renders_the_same() {
-        let whole = compile(usize::MAX).unwrap();
-        let finest = compile(1).unwrap();
-        let mut rendered = 0;
-        for app in crate::reference::all()
-            .into_iter()
-            .chain(crate::reference::variants())
-        {
-            let assembly = app.synth().unwrap();
-            let manifest: Manifest =
-                serde_json::from_slice(&assembly.files()["manifest.json"]).unwrap();
-            for (stack, entry) in app.stacks().iter().zip(&manifest.stacks) {
-                let data = data(stack, entry);
-                let text = whole.render("runbook", &data).unwrap();
-                assert_eq!(finest.render("runbook", &data).unwrap(), text);
-                assert_eq!(render_data(&data).unwrap(), text);
-                let written = &assembly.files()[&format!("{}/RUNBOOK.md", stack.name())];
-                assert_eq!(written, text.as_bytes());
-                rendered += 1;
-            }
-        }
-        assert!(rendered >= 3);
-    }
-
-    #[test]
-    fn chunks_end_at_top_level_lines() {
-        let body = "a\n{{#if x}}\nb\n{{/if}}\n{{!-- c\nd --}}\ne\nf";
-        assert_eq!(
-            chunks(body, 1),
-            [
-                "a\n",
-                "{{#if x}}\nb\n{{/if}}\n",
-                "{{!-- c\nd --}}\n",
-                "e\n",
-                "f"
-            ]
-        );
-        assert_eq!(chunks(body, usize::MAX), [body]);
     }
 }
