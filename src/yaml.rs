@@ -3,8 +3,8 @@
 //!
 //! The text is byte for byte what `serde_norway::to_string` (libyaml's emitter, as
 //! serde_norway configures it: UTF-8, unicode allowed, no line width, two-space indentation)
-//! writes for the same value, over three times faster: the emitter walks the value itself rather
-//! than a stream of events, and decides each scalar's style with the same rules.
+//! writes for the same value, over three times faster: the emitter walks the value itself
+//! rather than a stream of events, and decides each scalar's style with the same rules.
 //!
 //! - A string is written plain unless it would read back as something else (null, `~`, a
 //!   boolean, an integer in any base, a float, or digits with a leading zero: single-quoted,
