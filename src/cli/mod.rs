@@ -406,6 +406,15 @@ pub enum CatalogKind {
 
 /// Runs the command line and returns the process exit code.
 pub fn main() -> ExitCode {
+    // `--version` (or `-V`) alone is answered before clap builds the whole command tree, with
+    // the line clap would print.
+    let mut args = std::env::args_os().skip(1);
+    if let (Some(only), None) = (args.next(), args.next()) {
+        if only == "--version" || only == "-V" {
+            println!("hyperforge {}", env!("CARGO_PKG_VERSION"));
+            return ExitCode::SUCCESS;
+        }
+    }
     let cli = Cli::parse();
     let color = output::Color::resolve(cli.global.color);
     let exit = match cli.command {

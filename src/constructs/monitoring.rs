@@ -453,11 +453,9 @@ impl PrometheusMonitoring {
     }
 }
 
-/// YAML text of a JSON value, keys in their order. A JSON value has string keys only, so YAML
-/// serialization does not fail; were it ever to, the JSON text is the same document in YAML's
-/// flow style, which Prometheus and AMP read alike.
+/// YAML text of a JSON value, keys in their order.
 fn yaml(value: &serde_json::Value) -> String {
-    serde_yaml::to_string(value).unwrap_or_else(|_| value.to_string())
+    crate::yaml::to_string(value)
 }
 
 impl Construct for PrometheusMonitoring {

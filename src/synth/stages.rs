@@ -2,7 +2,7 @@
 //! files, with their manifest entries. Both the CloudFormation path and the Terraform module
 //! deploy them.
 
-use super::{yaml_error, Backend, BackendInput, BackendOutput};
+use super::{Backend, BackendInput, BackendOutput};
 use crate::app::stage::ChartSource;
 use crate::app::{StageId, StageKind};
 use crate::assembly::manifest::{
@@ -47,7 +47,7 @@ impl Backend for StagePayloads {
                         }
                         map.insert(key.clone(), serde_json::Value::Object(tags));
                     }
-                    text.push_str(&serde_yaml::to_string(&values).map_err(yaml_error(stack))?);
+                    crate::yaml::push(&mut text, &values);
                     out.files.push((path.clone(), text.into_bytes()));
                     let chart = match &release.chart {
                         ChartSource::Repository {

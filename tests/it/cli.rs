@@ -369,6 +369,21 @@ fn list_catalog_explain_cost_completions() {
 }
 
 #[test]
+fn version_is_the_line_clap_prints() {
+    let (_tmp, root) = project();
+    let expected = format!("hyperforge {}\n", env!("CARGO_PKG_VERSION"));
+    for flag in ["--version", "-V"] {
+        let o = hyperforge(&root, &[flag]);
+        assert_eq!(code(&o), 0, "{flag}");
+        assert_eq!(stdout(&o), expected, "{flag}");
+    }
+    // With anything else on the line, clap answers (the same line for `--version`).
+    let o = hyperforge(&root, &["--color", "never", "--version"]);
+    assert_eq!(code(&o), 0);
+    assert_eq!(stdout(&o), expected);
+}
+
+#[test]
 fn help_shows_examples_and_exit_codes() {
     let (_tmp, root) = project();
     let o = hyperforge(&root, &["--help"]);

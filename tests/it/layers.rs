@@ -6,6 +6,7 @@ use std::path::{Path, PathBuf};
 
 /// Top-level modules from the bottom up. A module may use itself and anything listed before it.
 const LAYERS: &[&str] = &[
+    "yaml",
     "diagnostics",
     "catalog",
     "app",

@@ -47,3 +47,4 @@ mod validation;
 mod weights;
 mod weights_stager;
 mod workload;
+mod yaml;

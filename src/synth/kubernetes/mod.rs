@@ -22,7 +22,8 @@ use serde_json::Value;
 use std::collections::BTreeMap;
 
 /// The multi-document YAML of Kubernetes stage `stage`: its objects in the order their
-/// constructs were added (each construct's in the order it adds them).
+/// constructs were added (each construct's in the order it adds them), each written by
+/// [`crate::yaml`] (the text `serde_norway` writes; writing it does not fail).
 pub fn stage_yaml(graph: &ResourceGraph, stage: StageId) -> Result<String, serde_yaml::Error> {
     stage_yaml_patched(graph, stage, &BTreeMap::new())
 }
@@ -37,7 +38,7 @@ fn stage_yaml_patched(
     for r in graph.resources.iter().filter(|r| r.stage == stage) {
         if let Some(object) = patched.get(&r.path).or_else(|| object(r)) {
             out.push_str("---\n");
-            out.push_str(&serde_yaml::to_string(&acknowledged(object, r))?);
+            crate::yaml::push(&mut out, &acknowledged(object, r));
         }
     }
     Ok(out)
