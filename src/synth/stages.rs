@@ -47,7 +47,7 @@ impl Backend for StagePayloads {
                         }
                         map.insert(key.clone(), serde_json::Value::Object(tags));
                     }
-                    crate::yaml::push(&mut text, &values);
+                    crate::synth::serializing(|| crate::yaml::push(&mut text, &values));
                     out.files.push((path.clone(), text.into_bytes()));
                     let chart = match &release.chart {
                         ChartSource::Repository {

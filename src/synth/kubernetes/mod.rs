@@ -38,7 +38,8 @@ fn stage_yaml_patched(
     for r in graph.resources.iter().filter(|r| r.stage == stage) {
         if let Some(object) = patched.get(&r.path).or_else(|| object(r)) {
             out.push_str("---\n");
-            crate::yaml::push(&mut out, &acknowledged(object, r));
+            let object = acknowledged(object, r);
+            crate::synth::serializing(|| crate::yaml::push(&mut out, &object));
         }
     }
     Ok(out)
