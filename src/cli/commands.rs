@@ -141,6 +141,14 @@ fn compare(global: &Global, assembly: &Assembly, color: Color) -> Result<output:
 
 /// `hyperforge synth`.
 pub fn synth(global: &Global, color: Color, args: &SynthArgs) -> Exit {
+    if args.format.is_empty()
+        || args
+            .format
+            .iter()
+            .any(|f| hyperforge::Format::from(*f) == hyperforge::Format::Runbook)
+    {
+        hyperforge::runbook::prepare();
+    }
     run((|| {
         let formats = if args.format.is_empty() {
             Formats::all()

@@ -475,6 +475,17 @@ pub struct TerraformModule {
     pub kubernetes_api: bool,
 }
 
+/// Compiles the runbook template on another thread, so that the first runbook rendered later
+/// finds it ready (or waits only for the rest): a command that is about to load stack files and
+/// synthesize calls it first, and the compile runs beside that work.
+pub fn prepare() {
+    let _ = std::thread::Builder::new()
+        .name("runbook-template".to_owned())
+        .spawn(|| {
+            let _ = registry();
+        });
+}
+
 fn registry() -> Result<&'static Handlebars<'static>, RunbookError> {
     static REGISTRY: OnceLock<Result<Handlebars<'static>, String>> = OnceLock::new();
     REGISTRY
