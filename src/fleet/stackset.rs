@@ -145,8 +145,8 @@ pub fn generalize(template: &Value, tokens: &[Token]) -> Generalized {
         }
     }
     let used: Vec<&Token> = cx.used.into_values().collect();
-    if !used.is_empty() {
-        let root = out.as_object_mut().expect("a template is an object");
+    // Parameters are only used inside an object template's sections.
+    if let (false, Some(root)) = (used.is_empty(), out.as_object_mut()) {
         let parameters = root
             .entry("Parameters")
             .or_insert_with(|| Value::Object(Map::new()));
@@ -203,7 +203,9 @@ impl<'a> Cx<'a> {
             }
             Value::Array(items) => items.iter_mut().for_each(|v| self.evaluated(v)),
             Value::Object(map) if map.len() == 1 => {
-                let (key, arg) = map.iter_mut().next().expect("one entry");
+                let Some((key, arg)) = map.iter_mut().next() else {
+                    return;
+                };
                 match key.as_str() {
                     "Ref" | "Fn::GetAtt" | "Condition" | "Fn::FindInMap" => {}
                     "Fn::Sub" => match arg {
