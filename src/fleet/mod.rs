@@ -540,6 +540,21 @@ impl Fleet {
                 "deploy at least one account at a time",
             );
         }
+        // StackSets' default concurrency mode (strict failure tolerance) refuses more accounts
+        // at once than one more than may fail.
+        if let (Amount::Count(max), Amount::Count(tolerance)) =
+            (p.max_concurrent, p.failure_tolerance)
+        {
+            if u64::from(max) > u64::from(tolerance) + 1 {
+                bad(
+                    Code::InvalidFleet,
+                    format!(
+                        "the maximum concurrency is {max} accounts with a failure tolerance of {tolerance}; CloudFormation allows at most one more than the tolerance"
+                    ),
+                    "lower the maximum concurrency, raise the failure tolerance, or give percentages",
+                );
+            }
+        }
         let mut ordered = BTreeSet::new();
         for region in &p.region_order {
             if !self.regions.iter().any(|r| &r.region == region) || !ordered.insert(region) {

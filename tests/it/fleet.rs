@@ -310,6 +310,22 @@ fn every_matrix_mistake_is_reported_at_once_before_any_member_is_built() {
     }
     assert!(ds.iter().all(|d| d.path == "fleet/1bad name"));
     assert_eq!(built.load(Ordering::Relaxed), 0, "no member was built");
+    // Counts: at most one more account at once than may fail; 4 billion is refused.
+    let fleet = Fleet::new("demo", |m| small_stack(m, false))
+        .account("111122223333")
+        .region(FleetRegion::new("us-west-2"))
+        .preferences(OperationPreferences {
+            region_concurrency: RegionConcurrency::Parallel,
+            max_concurrent: Amount::Count(u32::MAX),
+            failure_tolerance: Amount::Count(2),
+            region_order: Vec::new(),
+        });
+    let ds = fleet.synth(&FleetOptions::default()).unwrap_err();
+    assert!(
+        ds.iter()
+            .any(|d| d.message.contains("at most one more than the tolerance")),
+        "{ds}"
+    );
 }
 
 #[test]
