@@ -781,20 +781,21 @@ impl Clients {
         name: &str,
         call_as: &str,
     ) -> Result<Vec<DeployedInstance>, DeployError> {
-        let mut all = Vec::new();
-        let mut token: Option<String> = None;
-        loop {
-            let out = self
-                .cfn
-                .list_stack_instances()
-                .stack_set_name(name)
-                .call_as(cfn::types::CallAs::from(call_as))
-                .set_next_token(token.take())
-                .send()
-                .await
-                .map_err(|e| aws_error("ListStackInstances", name, e))?;
-            all.extend(out.summaries().iter().map(|s| {
-                DeployedInstance {
+        let summaries = self
+            .cfn
+            .list_stack_instances()
+            .stack_set_name(name)
+            .call_as(cfn::types::CallAs::from(call_as))
+            .into_paginator()
+            .items()
+            .send()
+            .collect::<Vec<_>>()
+            .await;
+        summaries
+            .into_iter()
+            .map(|s| {
+                let s = s.map_err(|e| aws_error("ListStackInstances", name, e))?;
+                Ok(DeployedInstance {
                     account: s.account().unwrap_or_default().to_owned(),
                     region: s.region().unwrap_or_default().to_owned(),
                     organizational_unit: s.organizational_unit_id().map(str::to_owned),
@@ -804,14 +805,9 @@ impl Clients {
                         .map(|s| s.as_str().to_owned())
                         .unwrap_or_default(),
                     status_reason: s.status_reason().map(str::to_owned),
-                }
-            }));
-            match out.next_token() {
-                Some(t) if !t.is_empty() => token = Some(t.to_owned()),
-                _ => break,
-            }
-        }
-        Ok(all)
+                })
+            })
+            .collect()
     }
 
     /// The `ParameterOverrides` of one stack instance.
@@ -936,27 +932,24 @@ impl Clients {
         name: &str,
         call_as: &str,
     ) -> Result<Vec<String>, DeployError> {
+        let summaries = self
+            .cfn
+            .list_stack_set_operations()
+            .stack_set_name(name)
+            .call_as(cfn::types::CallAs::from(call_as))
+            .into_paginator()
+            .items()
+            .send()
+            .collect::<Vec<_>>()
+            .await;
         let mut running = Vec::new();
-        let mut token: Option<String> = None;
-        loop {
-            let out = self
-                .cfn
-                .list_stack_set_operations()
-                .stack_set_name(name)
-                .call_as(cfn::types::CallAs::from(call_as))
-                .set_next_token(token.take())
-                .send()
-                .await
-                .map_err(|e| aws_error("ListStackSetOperations", name, e))?;
-            running.extend(out.summaries().iter().filter_map(|s| {
-                let status = s.status()?.as_str();
-                matches!(status, "RUNNING" | "QUEUED" | "STOPPING")
-                    .then(|| s.operation_id().map(str::to_owned))
-                    .flatten()
-            }));
-            match out.next_token() {
-                Some(t) if !t.is_empty() => token = Some(t.to_owned()),
-                _ => break,
+        for s in summaries {
+            let s = s.map_err(|e| aws_error("ListStackSetOperations", name, e))?;
+            if matches!(
+                s.status().map(|s| s.as_str()),
+                Some("RUNNING" | "QUEUED" | "STOPPING")
+            ) {
+                running.extend(s.operation_id().map(str::to_owned));
             }
         }
         Ok(running)
@@ -969,21 +962,22 @@ impl Clients {
         operation_id: &str,
         call_as: &str,
     ) -> Result<Vec<OperationResult>, DeployError> {
-        let mut all = Vec::new();
-        let mut token: Option<String> = None;
-        loop {
-            let out = self
-                .cfn
-                .list_stack_set_operation_results()
-                .stack_set_name(name)
-                .operation_id(operation_id)
-                .call_as(cfn::types::CallAs::from(call_as))
-                .set_next_token(token.take())
-                .send()
-                .await
-                .map_err(|e| aws_error("ListStackSetOperationResults", name, e))?;
-            all.extend(out.summaries().iter().map(|s| {
-                OperationResult {
+        let summaries = self
+            .cfn
+            .list_stack_set_operation_results()
+            .stack_set_name(name)
+            .operation_id(operation_id)
+            .call_as(cfn::types::CallAs::from(call_as))
+            .into_paginator()
+            .items()
+            .send()
+            .collect::<Vec<_>>()
+            .await;
+        summaries
+            .into_iter()
+            .map(|s| {
+                let s = s.map_err(|e| aws_error("ListStackSetOperationResults", name, e))?;
+                Ok(OperationResult {
                     account: s.account().unwrap_or_default().to_owned(),
                     region: s.region().unwrap_or_default().to_owned(),
                     status: s
@@ -991,13 +985,8 @@ impl Clients {
                         .map(|s| s.as_str().to_owned())
                         .unwrap_or_default(),
                     reason: s.status_reason().map(str::to_owned),
-                }
-            }));
-            match out.next_token() {
-                Some(t) if !t.is_empty() => token = Some(t.to_owned()),
-                _ => break,
-            }
-        }
-        Ok(all)
+                })
+            })
+            .collect()
     }
 }

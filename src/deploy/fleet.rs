@@ -22,7 +22,7 @@ use super::aws::{
 };
 use super::console::{Console, Prompt};
 use super::error::DeployError;
-use super::manifest::AssemblyDir;
+use super::manifest::{read_versioned, unsupported_version, AssemblyDir};
 use super::run::template_url;
 use super::DeployOptions;
 use crate::assembly::fleet::{FleetManifest, StackInstanceManifest, StackSetManifest, Target};
@@ -43,12 +43,9 @@ impl FleetDir {
     /// Reads `<root>/fleet.json` and checks it: a supported version, every StackSet template
     /// and every member's `manifest.json` a file inside `root`, every instance a member's.
     pub fn load(root: &Path) -> Result<FleetDir, DeployError> {
-        let path = root.join("fleet.json");
-        let text = std::fs::read_to_string(&path).map_err(|source| DeployError::Io {
-            path: path.clone(),
-            source,
-        })?;
-        parse(&text)
+        let (path, parsed) =
+            read_versioned(root, "fleet.json", FleetManifest::VERSION, "fleet manifest")?;
+        parsed
             .and_then(|manifest| Self::from_manifest(root, manifest))
             .map_err(|message| DeployError::FleetManifest { path, message })
     }
@@ -56,7 +53,7 @@ impl FleetDir {
     /// Checks a fleet manifest whose paths are relative to `root`.
     pub fn from_manifest(root: &Path, manifest: FleetManifest) -> Result<FleetDir, String> {
         if manifest.version != FleetManifest::VERSION {
-            return Err(unsupported_version());
+            return Err(unsupported_version(FleetManifest::VERSION));
         }
         let file_inside = |what: &str, rel: &str| {
             if !is_contained(rel) {
@@ -134,22 +131,6 @@ impl FleetDir {
             },
         }
     }
-}
-
-fn unsupported_version() -> String {
-    format!(
-        "unsupported `version` (expected {})",
-        FleetManifest::VERSION
-    )
-}
-
-fn parse(text: &str) -> Result<FleetManifest, String> {
-    let value: Value = serde_json::from_str(text).map_err(|e| format!("not JSON ({e})"))?;
-    if value.get("version").and_then(Value::as_u64) != Some(u64::from(FleetManifest::VERSION)) {
-        return Err(unsupported_version());
-    }
-    FleetManifest::from_json(text)
-        .map_err(|e| format!("not in the format of fleet manifest version 1 ({e})"))
 }
 
 /// What a deploy does to a StackSet or a stack instance.

@@ -95,12 +95,8 @@ impl StackPlan {
 impl AssemblyDir {
     /// Reads `<root>/manifest.json` and checks that every artifact it lists exists.
     pub fn load(root: &Path) -> Result<AssemblyDir, DeployError> {
-        let path = root.join("manifest.json");
-        let text = std::fs::read_to_string(&path).map_err(|source| DeployError::Io {
-            path: path.clone(),
-            source,
-        })?;
-        parse(&text)
+        let (path, parsed) = read_versioned(root, "manifest.json", Manifest::VERSION, "manifest")?;
+        parsed
             .and_then(|manifest| Self::from_manifest(root, manifest))
             .map_err(|message| DeployError::Manifest { path, message })
     }
@@ -109,7 +105,7 @@ impl AssemblyDir {
     /// every stage's artifacts are files inside `root`.
     pub fn from_manifest(root: &Path, manifest: Manifest) -> Result<AssemblyDir, String> {
         if manifest.version != Manifest::VERSION {
-            return Err(unsupported_version());
+            return Err(unsupported_version(Manifest::VERSION));
         }
         let stacks = manifest
             .stacks
@@ -161,19 +157,36 @@ impl AssemblyDir {
     }
 }
 
-fn unsupported_version() -> String {
-    format!("unsupported `version` (expected {})", Manifest::VERSION)
+/// What a manifest of another version is told.
+pub(super) fn unsupported_version(expected: u32) -> String {
+    format!("unsupported `version` (expected {expected})")
 }
 
-/// The manifest in `text`. The version is checked first, so that a manifest of another
-/// version is reported as such rather than as a mismatch of its fields.
-fn parse(text: &str) -> Result<Manifest, String> {
-    let value: Value = serde_json::from_str(text).map_err(|e| format!("not JSON ({e})"))?;
-    if value.get("version").and_then(Value::as_u64) != Some(u64::from(Manifest::VERSION)) {
-        return Err(unsupported_version());
-    }
-    serde_json::from_str::<Manifest>(text)
-        .map_err(|e| format!("not in the format of manifest version 1 ({e})"))
+/// Reads `<root>/<file>`, a JSON manifest of format `version` (`what` names the format), and
+/// parses it as `T`: the file's path, and the manifest or what is wrong with it. The version
+/// is checked first, so that a manifest of another version is reported as such rather than as
+/// a mismatch of its fields. An unreadable file is an I/O error.
+pub(super) fn read_versioned<T: serde::de::DeserializeOwned>(
+    root: &Path,
+    file: &str,
+    version: u32,
+    what: &str,
+) -> Result<(PathBuf, Result<T, String>), DeployError> {
+    let path = root.join(file);
+    let text = std::fs::read_to_string(&path).map_err(|source| DeployError::Io {
+        path: path.clone(),
+        source,
+    })?;
+    let parsed = serde_json::from_str::<Value>(&text)
+        .map_err(|e| format!("not JSON ({e})"))
+        .and_then(|value| {
+            if value.get("version").and_then(Value::as_u64) != Some(u64::from(version)) {
+                return Err(unsupported_version(version));
+            }
+            serde_json::from_str::<T>(&text)
+                .map_err(|e| format!("not in the format of {what} version {version} ({e})"))
+        });
+    Ok((path, parsed))
 }
 
 fn check_stage(root: &Path, stage: &StageManifest) -> Result<(), String> {
