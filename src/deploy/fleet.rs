@@ -1007,6 +1007,10 @@ fn print_remaining(console: &Console, report: &FleetReport, dry_run: bool) {
 mod tests {
     use super::*;
 
+    fn parse(text: &str) -> Result<FleetManifest, String> {
+        super::super::manifest::parse_versioned(text, FleetManifest::VERSION, "fleet manifest")
+    }
+
     fn map(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
         pairs
             .iter()

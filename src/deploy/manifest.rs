@@ -177,16 +177,21 @@ pub(super) fn read_versioned<T: serde::de::DeserializeOwned>(
         path: path.clone(),
         source,
     })?;
-    let parsed = serde_json::from_str::<Value>(&text)
-        .map_err(|e| format!("not JSON ({e})"))
-        .and_then(|value| {
-            if value.get("version").and_then(Value::as_u64) != Some(u64::from(version)) {
-                return Err(unsupported_version(version));
-            }
-            serde_json::from_str::<T>(&text)
-                .map_err(|e| format!("not in the format of {what} version {version} ({e})"))
-        });
-    Ok((path, parsed))
+    Ok((path, parse_versioned(&text, version, what)))
+}
+
+/// The manifest in `text` (see [`read_versioned`]).
+pub(super) fn parse_versioned<T: serde::de::DeserializeOwned>(
+    text: &str,
+    version: u32,
+    what: &str,
+) -> Result<T, String> {
+    let value: Value = serde_json::from_str(text).map_err(|e| format!("not JSON ({e})"))?;
+    if value.get("version").and_then(Value::as_u64) != Some(u64::from(version)) {
+        return Err(unsupported_version(version));
+    }
+    serde_json::from_str::<T>(text)
+        .map_err(|e| format!("not in the format of {what} version {version} ({e})"))
 }
 
 fn check_stage(root: &Path, stage: &StageManifest) -> Result<(), String> {
@@ -301,6 +306,7 @@ mod tests {
     #[test]
     fn refuses_what_cannot_be_deployed() {
         let (dir, manifest) = written("refuses");
+        let parse = |text: &str| parse_versioned::<Manifest>(text, Manifest::VERSION, "manifest");
         let error = |text: &str| match parse(text).and_then(|m| AssemblyDir::from_manifest(&dir, m))
         {
             Ok(_) => String::new(),
