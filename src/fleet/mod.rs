@@ -1542,8 +1542,10 @@ fn runbook(m: &FleetManifest) -> String {
         let _ = writeln!(
             out,
             "or through CloudFormation itself, with the StackSets template (every StackSet \
-             with every member's instance):\n\n```sh\naws cloudformation deploy --stack-name \
-             {}-stacksets --template-file {template} \\\n  --parameter-overrides \
+             with every member's instance; the command uploads it to the bucket, as it may be over the \
+             51,200-byte inline limit):\n\n```sh\naws cloudformation deploy --stack-name \
+             {}-stacksets --template-file {template} \\\n  --s3-bucket \"$BUCKET\" \
+             --s3-prefix \"${{PREFIX}}stacksets\" --parameter-overrides \
              TemplateBucket=\"$BUCKET\" TemplatePrefix=\"$PREFIX\"\n```\n",
             m.name
         );
