@@ -629,7 +629,7 @@ fn large_template_goes_through_the_template_bucket() {
 /// A hand-written one-stage assembly around `template`.
 fn synthetic_assembly(dir: &Path, template: &serde_json::Value) -> AssemblyDir {
     let manifest = serde_json::json!({
-        "version": 1,
+        "version": 2,
         "generator": "hand-written",
         "stacks": [{
             "name": "synthetic",

@@ -10,11 +10,13 @@ use serde::ser::{SerializeStruct, Serializer};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+pub use super::plan::{SecretSource, Step, When};
+
 /// `manifest.json`: the stacks of an assembly, each with its stages in deployment order and
 /// the files each stage deploys.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct Manifest {
-    /// The format's version; this is version 1.
+    /// The format's version; this is version 2 (stages list their operational steps).
     pub version: u32,
     /// What wrote the manifest (`hyperforge 0.1.0`).
     pub generator: String,
@@ -106,6 +108,9 @@ pub enum StageManifest {
         /// deployed from S3 (`aws cloudformation deploy --s3-bucket`).
         #[serde(default, skip_serializing_if = "std::ops::Not::not")]
         deploy_from_s3: bool,
+        /// The operational steps around the stack, in order.
+        #[serde(default)]
+        steps: Vec<Step>,
         /// The template (format `cloudformation`).
         artifacts: Vec<Artifact>,
     },
@@ -128,6 +133,9 @@ pub enum StageManifest {
         /// they can schedule only on nodes a later stage creates.
         #[serde(default)]
         wait: bool,
+        /// The operational steps around the release, in order.
+        #[serde(default)]
+        steps: Vec<Step>,
         /// The values file (format `helm-values`).
         artifacts: Vec<Artifact>,
     },
@@ -140,6 +148,9 @@ pub enum StageManifest {
         bucket: StageOutput,
         /// The key prefix (`lifecycle/`); each file goes to the prefix plus its file name.
         prefix: String,
+        /// The operational steps around the upload, in order.
+        #[serde(default)]
+        steps: Vec<Step>,
         /// The files to upload (format `script`).
         artifacts: Vec<Artifact>,
     },
@@ -148,105 +159,20 @@ pub enum StageManifest {
     Kubernetes {
         /// The stage name, unique in its stack.
         name: String,
-        /// The Jobs the stage runs: applying the stage waits until each has completed (and
-        /// stops when one has failed) before the next stage; left out when there are none.
-        #[serde(default, skip_serializing_if = "Vec::is_empty")]
-        jobs: Vec<JobWait>,
         /// Values only a deployment knows, read from outputs of earlier CloudFormation stages
         /// (Terraform: the same names in snake case, outputs of the phase that creates them):
         /// the file carries each as its `key`, a placeholder to replace before applying; left
         /// out when there are none.
         #[serde(default, skip_serializing_if = "Vec::is_empty")]
         values_from_outputs: Vec<SetFromOutput>,
-        /// The Secrets the stage's objects read and no artifact creates (the Hub token, an
-        /// API key: their values never enter the assembly), which must exist before it is
-        /// applied; left out when there are none.
-        #[serde(default, skip_serializing_if = "Vec::is_empty")]
-        secrets: Vec<SecretUse>,
+        /// The operational steps around the apply, in order: the Secrets its objects read and
+        /// no artifact creates (their values never enter the assembly), checks of what they
+        /// pin, the Jobs to wait for.
+        #[serde(default)]
+        steps: Vec<Step>,
         /// The multi-document YAML file (format `kubernetes`).
         artifacts: Vec<Artifact>,
     },
-}
-
-/// A Kubernetes Secret that objects of a stage read, created by the operator (the runbook
-/// shows how) rather than by any artifact.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-pub struct SecretUse {
-    /// The Secret's name.
-    pub name: String,
-    /// Its namespace.
-    pub namespace: String,
-    /// The data keys read from it.
-    pub keys: Vec<String>,
-    /// Whether a reader cannot start without it (a reference not marked optional); an
-    /// optional one is read when present (the staging Job's Hub token).
-    pub required: bool,
-    /// The objects reading it (`Deployment/kimi-k3`).
-    pub used_by: Vec<String>,
-}
-
-impl SecretUse {
-    /// A POSIX shell script checking that the Secret exists: a missing required one stops
-    /// with a message naming it, its keys and its readers; a missing optional one is a note.
-    /// `hyperforge deploy` runs it before applying the stage (and prints it when it only
-    /// prints the commands).
-    pub fn check_script(&self) -> String {
-        let (name, ns) = (&self.name, &self.namespace);
-        let what = format!(
-            "Secret {name} (key {}) in namespace {ns}, read by {}",
-            self.keys.join(", "),
-            self.used_by.join(", ")
-        );
-        if self.required {
-            format!(
-                "kubectl get secret {name} -n {ns} -o name >/dev/null 2>&1 || {{ echo \"{what}, does not exist: create it before this stage (RUNBOOK.md shows how)\" >&2; exit 1; }}"
-            )
-        } else {
-            format!(
-                "kubectl get secret {name} -n {ns} -o name >/dev/null 2>&1 || echo \"note: {what}, does not exist; it is optional, and read if created before this stage (RUNBOOK.md shows how)\" >&2"
-            )
-        }
-    }
-}
-
-/// A Kubernetes Job a stage waits for.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-pub struct JobWait {
-    /// The Job's name.
-    pub name: String,
-    /// Its namespace.
-    pub namespace: String,
-    /// How long to wait, seconds: the Job's own deadline (`activeDeadlineSeconds`) and ten
-    /// minutes for scheduling and pulling its image.
-    pub timeout_seconds: u64,
-}
-
-impl JobWait {
-    /// A POSIX shell script waiting for the Job: it polls every 30 seconds until the Job has
-    /// succeeded, and fails (printing the Job's last log lines) when it has failed or the
-    /// timeout has passed. It runs in a subshell, so pasted into a terminal a failure does not
-    /// close it. The runbook shows it; `hyperforge deploy` runs it.
-    pub fn wait_script(&self) -> String {
-        let (job, ns, t) = (&self.name, &self.namespace, self.timeout_seconds);
-        format!(
-            r#"(
-  job={job} ns={ns} deadline=$(( $(date +%s) + {t} ))
-  until [ "$(kubectl get job "$job" -n "$ns" -o jsonpath='{{.status.succeeded}}')" = 1 ]; do
-    if [ "$(kubectl get job "$job" -n "$ns" -o jsonpath='{{.status.conditions[?(@.type=="Failed")].status}}')" = True ]; then
-      kubectl logs "job/$job" -n "$ns" --tail=40
-      echo "job $job failed" >&2
-      exit 1
-    fi
-    if [ "$(date +%s)" -ge "$deadline" ]; then
-      echo "job $job did not finish within {t} s" >&2
-      exit 1
-    fi
-    sleep 30
-  done
-  echo "job $job completed"
-)"#
-        )
-    }
 }
 
 /// A CloudFormation template parameter.
@@ -373,7 +299,7 @@ impl Artifact {
 
 impl Manifest {
     /// The format version this crate writes and reads.
-    pub const VERSION: u32 = 1;
+    pub const VERSION: u32 = 2;
 
     /// A manifest of `stacks`, at [`Manifest::VERSION`], generated by this crate.
     pub fn new(stacks: Vec<StackManifest>) -> Manifest {
@@ -482,6 +408,31 @@ impl StageManifest {
         }
     }
 
+    /// The stage's operational steps, in order.
+    pub fn steps(&self) -> &[Step] {
+        match self {
+            StageManifest::CloudFormation { steps, .. }
+            | StageManifest::Helm { steps, .. }
+            | StageManifest::S3Upload { steps, .. }
+            | StageManifest::Kubernetes { steps, .. } => steps,
+        }
+    }
+
+    /// The stage's operational steps, to change.
+    pub fn steps_mut(&mut self) -> &mut Vec<Step> {
+        match self {
+            StageManifest::CloudFormation { steps, .. }
+            | StageManifest::Helm { steps, .. }
+            | StageManifest::S3Upload { steps, .. }
+            | StageManifest::Kubernetes { steps, .. } => steps,
+        }
+    }
+
+    /// The steps that run at `when`, in order.
+    pub fn steps_at(&self, when: When) -> impl Iterator<Item = &Step> {
+        self.steps().iter().filter(move |s| s.when() == when)
+    }
+
     /// The CloudFormation stack name, for a CloudFormation stage.
     pub fn stack_name(&self) -> Option<&str> {
         match self {
@@ -500,17 +451,12 @@ impl Serialize for StageManifest {
             StageManifest::Helm { .. } => 5,
             StageManifest::S3Upload { .. } => 2,
             StageManifest::Kubernetes {
-                jobs,
                 values_from_outputs,
-                secrets,
                 ..
-            } => {
-                usize::from(!jobs.is_empty())
-                    + usize::from(!values_from_outputs.is_empty())
-                    + usize::from(!secrets.is_empty())
-            }
+            } => usize::from(!values_from_outputs.is_empty()),
         };
-        let mut s = serializer.serialize_struct("StageManifest", 3 + fields)?;
+        let steps = usize::from(!self.steps().is_empty());
+        let mut s = serializer.serialize_struct("StageManifest", 3 + fields + steps)?;
         s.serialize_field("name", self.name())?;
         s.serialize_field("kind", self.kind())?;
         match self {
@@ -555,21 +501,18 @@ impl Serialize for StageManifest {
                 s.serialize_field("prefix", prefix)?;
             }
             StageManifest::Kubernetes {
-                jobs,
                 values_from_outputs,
-                secrets,
                 ..
             } => {
-                if !jobs.is_empty() {
-                    s.serialize_field("jobs", jobs)?;
-                }
                 if !values_from_outputs.is_empty() {
                     s.serialize_field("values_from_outputs", values_from_outputs)?;
                 }
-                if !secrets.is_empty() {
-                    s.serialize_field("secrets", secrets)?;
-                }
             }
+        }
+        if self.steps().is_empty() {
+            s.skip_field("steps")?;
+        } else {
+            s.serialize_field("steps", self.steps())?;
         }
         s.serialize_field("artifacts", self.artifacts())?;
         s.end()
@@ -597,6 +540,13 @@ mod tests {
                         default: None,
                     }],
                     outputs: vec!["BucketName".into()],
+                    steps: vec![Step::EmptyVersionedBucket {
+                        bucket: StageOutput {
+                            stage: Some("foundation".into()),
+                            output: "BucketName".into(),
+                        },
+                        holds: "scripts".into(),
+                    }],
                     artifacts: vec![Artifact::new(
                         ArtifactFormat::CloudFormation,
                         "s/01-foundation.template.json",
@@ -609,6 +559,7 @@ mod tests {
                         output: "BucketName".into(),
                     },
                     prefix: "lifecycle/".into(),
+                    steps: Vec::new(),
                     artifacts: vec![Artifact::new(ArtifactFormat::Script, "s/02-scripts/a.sh")],
                 },
                 StageManifest::Helm {
@@ -626,6 +577,7 @@ mod tests {
                         stage: None,
                         output: "BucketName".into(),
                     }],
+                    steps: Vec::new(),
                     artifacts: Vec::new(),
                 },
                 StageManifest::Helm {
@@ -639,6 +591,7 @@ mod tests {
                         version: "1.0.0".into(),
                     },
                     set_from_outputs: Vec::new(),
+                    steps: Vec::new(),
                     artifacts: vec![Artifact::new(
                         ArtifactFormat::HelmValues,
                         "s/04-repo-chart.values.yaml",
@@ -646,23 +599,28 @@ mod tests {
                 },
                 StageManifest::Kubernetes {
                     name: "workload".into(),
-                    jobs: vec![JobWait {
-                        name: "stage-model-0123456789ab".into(),
-                        namespace: "model-weights".into(),
-                        timeout_seconds: 7800,
-                    }],
                     values_from_outputs: vec![SetFromOutput {
                         key: "ws-hyperforge-output-MetricsWorkspaceId".into(),
                         stage: Some("foundation".into()),
                         output: "MetricsWorkspaceId".into(),
                     }],
-                    secrets: vec![SecretUse {
-                        name: "hf-token".into(),
-                        namespace: "model-weights".into(),
-                        keys: vec!["token".into()],
-                        required: false,
-                        used_by: vec!["Job/stage-model-0123456789ab".into()],
-                    }],
+                    steps: vec![
+                        Step::Secret {
+                            name: "hf-token".into(),
+                            namespace: "model-weights".into(),
+                            keys: vec!["token".into()],
+                            required: false,
+                            used_by: vec!["Job/stage-model-0123456789ab".into()],
+                            source: SecretSource::Environment {
+                                variable: "HF_TOKEN".into(),
+                            },
+                        },
+                        Step::WaitJob {
+                            name: "stage-model-0123456789ab".into(),
+                            namespace: "model-weights".into(),
+                            timeout_seconds: 7800,
+                        },
+                    ],
                     artifacts: vec![Artifact::new(
                         ArtifactFormat::Kubernetes,
                         "s/05-workload.yaml",

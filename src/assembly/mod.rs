@@ -5,6 +5,7 @@
 
 pub mod fleet;
 pub mod manifest;
+pub mod plan;
 
 use crate::diagnostics::Diagnostics;
 use manifest::Manifest;

@@ -907,6 +907,7 @@ impl Construct for HyperPodCluster {
         Facts {
             hyperpod_cluster: Some(self.name().to_owned()),
             capacity,
+            node_security_groups: self.security_groups.iter().map(|g| g.id()).collect(),
             ..Facts::default()
         }
     }

@@ -6,13 +6,14 @@
 
 use super::eks::EksClusterHandle;
 use super::hyperpod::HyperPodHandle;
-use super::{Construct, Context, Facts, VersionedBucket};
+use super::{Construct, Context};
 use crate::app::text::{Pseudo, Text};
 use crate::app::{kind, AttrRef, Ref};
 use crate::diagnostics::{Code, Diagnostics};
 use crate::resources::iam::{
     irsa_trust_statement, load_balancer_controller_policy, PolicyDocument, PrincipalKind, Statement,
 };
+use crate::resources::plan::Step;
 use crate::resources::{
     AccessLogs, AddonConfiguration as Config, Bucket, EksAddon, Role, Rule, Scope, StackOutput,
 };
@@ -221,16 +222,6 @@ impl Construct for InferenceOperator {
         }
     }
 
-    fn facts(&self, cx: &Context<'_>) -> Facts<'_> {
-        Facts {
-            versioned_buckets: vec![VersionedBucket {
-                name: self.handle(cx.stack.name()).tls_bucket.name(),
-                holds: "the TLS certificates the inference operator wrote".to_owned(),
-            }],
-            ..Facts::default()
-        }
-    }
-
     fn expand(&self, scope: &mut Scope<'_>) {
         let stack = scope.stack();
         let handle = self.handle(stack.name());
@@ -251,6 +242,13 @@ impl Construct for InferenceOperator {
             StackOutput {
                 description: "Bucket of the inference operator's TLS certificates (empty it before deleting the stack)".to_owned(),
                 value: handle.tls_bucket.name(),
+            },
+        );
+        scope.step(
+            "EmptyTlsBucket",
+            Step::EmptyVersionedBucket {
+                bucket: handle.tls_bucket.name(),
+                holds: "the TLS certificates the inference operator wrote".to_owned(),
             },
         );
         scope.add(

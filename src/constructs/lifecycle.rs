@@ -7,8 +7,9 @@
 //! volume, so that storage must hold the weights (checked by `validate::storage`, `HF0510`).
 
 use super::helm::{Upload, UploadFile};
-use super::{Construct, Context, Facts, VersionedBucket};
+use super::Construct;
 use crate::app::{kind, Ref};
+use crate::resources::plan::Step;
 use crate::resources::{AccessLogs, Bucket, Scope, StackOutput};
 
 /// The default `on_create.sh`, with `@CONTAINER_DISK@` standing for the disk it moves
@@ -168,16 +169,6 @@ impl Construct for LifecycleScripts {
         }
     }
 
-    fn facts(&self, cx: &Context<'_>) -> Facts<'_> {
-        Facts {
-            versioned_buckets: vec![VersionedBucket {
-                name: self.handle(cx.stack.name()).bucket.name(),
-                holds: "the lifecycle scripts".to_owned(),
-            }],
-            ..Facts::default()
-        }
-    }
-
     fn expand(&self, scope: &mut Scope<'_>) {
         scope.add(
             "Bucket",
@@ -194,7 +185,14 @@ impl Construct for LifecycleScripts {
             "BucketNameOutput",
             StackOutput {
                 description: "Bucket receiving the HyperPod lifecycle scripts".to_owned(),
-                value: bucket,
+                value: bucket.clone(),
+            },
+        );
+        scope.step(
+            "EmptyBucket",
+            Step::EmptyVersionedBucket {
+                bucket,
+                holds: "the lifecycle scripts".to_owned(),
             },
         );
     }

@@ -295,21 +295,17 @@ pub struct Facts<'a> {
     pub served_models: Vec<ServedModel<'a>>,
     /// Kubernetes objects that provision nodes (Karpenter NodePool names).
     pub node_pools: Vec<String>,
-    /// Versioned buckets the construct creates: emptied of every object version before the
-    /// stack holding them is deleted (CloudFormation deletes only empty buckets).
-    pub versioned_buckets: Vec<VersionedBucket>,
-    /// Node groups created at size 0 that are scaled once their Capacity Block is `active`.
-    pub capacity_block_groups: Vec<CapacityBlockGroup>,
     /// Jobs staging model weights into a store, waited for before later stages.
     pub weight_stagings: Vec<WeightsStagingFacts>,
-    /// Notification topics operators subscribe to (their ARNs, stack outputs).
-    pub alarm_topics: Vec<AttrRef>,
     /// Warnings scheduled before reserved capacity ends.
     pub capacity_ends: Vec<CapacityEndFacts>,
     /// Prometheus alerting rules the construct deploys: name, expression, threshold, `for`.
     pub alerts: Vec<AlertFacts>,
     /// Grafana dashboards the construct ships (their ConfigMaps' names).
     pub dashboards: Vec<String>,
+    /// The security groups of the nodes the construct launches beyond the EKS cluster's own
+    /// (HyperPod's): whatever reaches the pods on them (a metrics collector) must be in one.
+    pub node_security_groups: Vec<AttrRef>,
 }
 
 /// A warning before reserved capacity ends.
@@ -348,26 +344,6 @@ pub struct WeightsStagingFacts {
     pub hf_token: Option<SecretKeyRef>,
     /// The image the Job runs.
     pub image: String,
-}
-
-/// A Capacity Block node group, created at size 0, to scale once its block is `active`.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct CapacityBlockGroup {
-    /// The EKS node group name.
-    pub node_group: String,
-    /// The template parameter (Terraform: variable) holding the reservation id.
-    pub reservation_input: String,
-    /// Sizes to scale to: (min, desired, max).
-    pub sizes: (i64, i64, i64),
-}
-
-/// A versioned bucket, named by the stack output of its name.
-#[derive(Clone, Debug, PartialEq)]
-pub struct VersionedBucket {
-    /// Its name (a stack output: [`AttrRef::output_key`]).
-    pub name: AttrRef,
-    /// What it holds, for people.
-    pub holds: String,
 }
 
 /// An EKS cluster a construct creates or imports.

@@ -546,8 +546,18 @@ impl Construct for PrometheusMonitoring {
                 data: self.rules_file(),
             },
         );
+        // The collector's network interfaces reach the scrape targets only from a group the
+        // targets' nodes admit: the cluster's own (EKS nodes) and every group the stack's
+        // other node launchers put their nodes in (HyperPod's).
         let mut security_groups = vec![self.cluster.cluster_security_group_id()];
         security_groups.extend(self.security_groups.iter().map(|r| r.id()));
+        for placed in super::Placements::new(scope.stack()).all() {
+            for group in placed.facts().node_security_groups {
+                if !security_groups.contains(&group) {
+                    security_groups.push(group);
+                }
+            }
+        }
         scope.add(
             "Scraper",
             PrometheusScraper {

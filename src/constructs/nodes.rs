@@ -5,14 +5,12 @@
 //! out over the instance's network cards.
 
 use super::stack_file::Ints;
-use super::{
-    CapacityBlockGroup, CapacityClaim, CapacitySource, Construct, Context, Facts, Launcher,
-    PodStorage,
-};
+use super::{CapacityClaim, CapacitySource, Construct, Context, Facts, Launcher, PodStorage};
 use crate::app::{kind, AttrRef, Ref, Stack};
 use crate::catalog::{self, regions::AzId};
 use crate::diagnostics::{Code, Diagnostics};
 use crate::resources::iam::service_trust;
+use crate::resources::plan::Step;
 use crate::resources::{
     self, CapacityBlockTarget, LaunchTemplate, MetadataOptions, NetworkInterface, NodeGroup, Role,
     RootVolume, Scope, StackInput,
@@ -811,7 +809,7 @@ impl Construct for ManagedNodeGroup {
                 launch_template: scope.path("LaunchTemplate"),
                 min_size: self.min,
                 // EKS: create a Capacity Block group at 0 until the block is `active` (a
-                // non-zero size before that loops on launch errors); the runbook scales it.
+                // non-zero size before that loops on launch errors); its step scales it.
                 desired_size: if block { 0 } else { self.desired },
                 desired_size_set_later: block,
                 max_size: self.max,
@@ -827,6 +825,15 @@ impl Construct for ManagedNodeGroup {
                     .collect(),
             },
         );
+        if block {
+            scope.step(
+                "ScaleWhenActive",
+                Step::ScaleCapacityBlockNodeGroup {
+                    node_group: self.node_group_name(scope.stack().name()),
+                    sizes: self.sizes(),
+                },
+            );
+        }
     }
 
     fn facts(&self, cx: &Context<'_>) -> Facts<'_> {
@@ -855,15 +862,6 @@ impl Construct for ManagedNodeGroup {
                     self.root_volume_gb,
                 ),
             }],
-            capacity_block_groups: self
-                .is_capacity_block()
-                .then(|| CapacityBlockGroup {
-                    node_group: self.node_group_name(cx.stack.name()),
-                    reservation_input: self.reservation_input_name(),
-                    sizes: self.sizes(),
-                })
-                .into_iter()
-                .collect(),
             ..Facts::default()
         }
     }

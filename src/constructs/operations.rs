@@ -38,6 +38,7 @@ use crate::app::text::{Pseudo, Text};
 use crate::app::{kind, AttrRef, Ref};
 use crate::diagnostics::{Code, Diagnostics};
 use crate::resources::iam::{account_key_policy, PrincipalKind, Statement};
+use crate::resources::plan::Step;
 use crate::resources::{
     AlarmMetric, Comparison, EventRule, EventTarget, KmsKey, MetricAlarm, MetricStat, MissingData,
     RuleTrigger, Scope, SnsTopic, SnsTopicPolicy, StackOutput, Statistic, TargetInput,
@@ -138,13 +139,6 @@ impl Construct for AlarmTopic {
 
     /// The key (its policy lets the publishers use it), the topic, its policy and the output
     /// naming the topic's ARN.
-    fn facts(&self, cx: &Context<'_>) -> Facts<'_> {
-        Facts {
-            alarm_topics: vec![self.handle(cx.stack.name()).topic.arn()],
-            ..Facts::default()
-        }
-    }
-
     fn expand(&self, scope: &mut Scope<'_>) {
         let stack = scope.stack().name().to_owned();
         let handle = self.handle(&stack);
@@ -237,6 +231,12 @@ impl Construct for AlarmTopic {
             StackOutput {
                 description: "The notification topic: subscribe to it (aws sns subscribe --protocol email ...) to receive alarms and capacity warnings".to_owned(),
                 value: handle.topic.arn(),
+            },
+        );
+        scope.step(
+            "Subscribe",
+            Step::SubscribeTopic {
+                topic: handle.topic.arn(),
             },
         );
     }

@@ -15,7 +15,14 @@ use crate::app::{kind, AttrRef, Ref, Stack};
 use crate::catalog::loading::{self, ColdStart, WeightSource};
 use crate::catalog::{self, Model};
 use crate::diagnostics::{Code, Diagnostics};
+use crate::resources::plan::{SecretSource, Step};
 use crate::resources::{KubeObject, Scope};
+
+/// The operator's environment variable a Hugging Face token Secret is created from.
+pub const HF_TOKEN_VARIABLE: &str = "HF_TOKEN";
+
+/// Random bytes in a generated API key (hex-encoded: 64 characters).
+pub const API_KEY_BYTES: u32 = 32;
 
 /// A key of a Kubernetes Secret (the Hugging Face token is only ever read from one).
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -478,6 +485,53 @@ impl VllmServer {
         match &self.image_digest {
             Some(d) => format!("{}@{d}", self.image),
             None => self.image.clone(),
+        }
+    }
+
+    /// The steps a deployment runs before applying this server's objects in `namespace`: the
+    /// pinned revision and image exist, and where its Secrets come from (the Hub token from
+    /// `HF_TOKEN`, the API key made where the step runs).
+    pub fn steps(&self, scope: &mut Scope<'_>, namespace: &str) {
+        if let Some(revision) = self.model_revision() {
+            scope.step(
+                "VerifyRevision",
+                Step::VerifyModelRevision {
+                    model_id: self.model_id.clone(),
+                    revision: revision.to_owned(),
+                },
+            );
+        }
+        if self.pinned_digest().is_some() {
+            scope.step(
+                "VerifyImage",
+                Step::VerifyImage {
+                    image: self.image_reference(),
+                },
+            );
+        }
+        if let Some(token) = &self.hf_token {
+            scope.step(
+                "HfTokenSource",
+                Step::SecretSource {
+                    name: token.name.clone(),
+                    namespace: namespace.to_owned(),
+                    source: SecretSource::Environment {
+                        variable: HF_TOKEN_VARIABLE.to_owned(),
+                    },
+                },
+            );
+        }
+        if let Some(key) = &self.api_key {
+            scope.step(
+                "ApiKeySource",
+                Step::SecretSource {
+                    name: key.name.clone(),
+                    namespace: namespace.to_owned(),
+                    source: SecretSource::Generated {
+                        bytes: API_KEY_BYTES,
+                    },
+                },
+            );
         }
     }
 
@@ -1253,6 +1307,7 @@ impl Construct for InferenceEndpoint {
     fn expand(&self, scope: &mut Scope<'_>) {
         let resolved = self.with_workspace_address(scope);
         let config = objects::inference_endpoint_config(scope.stack(), &resolved);
+        self.server().steps(scope, self.object_namespace());
         scope.add_object(KubeObject::new(&config));
     }
 
@@ -2305,6 +2360,7 @@ impl Construct for VllmDeployment {
     fn expand(&self, scope: &mut Scope<'_>) {
         let resolved = self.with_workspace_address(scope);
         let o = objects::deployment(scope.stack(), &resolved);
+        self.server().steps(scope, self.object_namespace());
         scope.add_object(KubeObject::new(&o.namespace));
         scope.add_object(KubeObject::new(&o.service_account));
         let deployment = scope.add_object(KubeObject::new(&o.deployment));

@@ -19,11 +19,12 @@
 
 use super::eks::EksClusterHandle;
 use super::vllm::{is_commit_sha, is_image_digest, is_image_name, SecretKeyRef};
-use super::{Construct, Context, Facts, Placements, VersionedBucket, WeightsStagingFacts};
+use super::{Construct, Context, Facts, Placements, WeightsStagingFacts};
 use crate::app::text::{Pseudo, Text};
 use crate::app::{kind, AttrRef, Ref, Stack};
 use crate::diagnostics::{Code, Diagnostics};
 use crate::resources::iam::{pod_identity_trust, PolicyDocument, Statement};
+use crate::resources::plan::{SecretSource, Step};
 use crate::resources::{
     AccessLogs, Bucket, BucketLifecycle, KubeObject, PodIdentityAssociation, Role, Rule, Scope,
     StackOutput,
@@ -256,24 +257,6 @@ impl Construct for ModelStore {
         ModelStore::validate(self, cx.path, ds);
     }
 
-    fn facts(&self, cx: &Context<'_>) -> Facts<'_> {
-        let handle = self.handle(cx.stack.name());
-        let logs: Ref<kind::Bucket> = Ref::new(cx.stack.name(), format!("{}/LogBucket", self.id));
-        Facts {
-            versioned_buckets: vec![
-                VersionedBucket {
-                    name: handle.bucket.name(),
-                    holds: "the staged model weights".to_owned(),
-                },
-                VersionedBucket {
-                    name: logs.name(),
-                    holds: "the model bucket's access logs".to_owned(),
-                },
-            ],
-            ..Facts::default()
-        }
-    }
-
     /// The log bucket, the model bucket, its name as an output, and the Pod Identity roles of
     /// the stack's staging Jobs and EKS servers that use this store.
     fn expand(&self, scope: &mut Scope<'_>) {
@@ -323,6 +306,22 @@ impl Construct for ModelStore {
             StackOutput {
                 description: "Bucket of the model bucket's access logs".to_owned(),
                 value: logs.name(),
+            },
+        );
+        // The model bucket first: emptying it stops its access logging, so no log record of
+        // the emptying lands in the log bucket after that one is emptied.
+        scope.step(
+            "EmptyBucket",
+            Step::EmptyVersionedBucket {
+                bucket: handle.bucket.name(),
+                holds: "the staged model weights".to_owned(),
+            },
+        );
+        scope.step(
+            "EmptyLogBucket",
+            Step::EmptyVersionedBucket {
+                bucket: logs.name(),
+                holds: "the model bucket's access logs".to_owned(),
             },
         );
         let (staged, readers) = users(stack, &self.id);
@@ -902,6 +901,33 @@ impl Construct for WeightsStaging {
     /// The Namespace, ServiceAccount, ConfigMap and Job, in apply order.
     fn expand(&self, scope: &mut Scope<'_>) {
         let (namespace, account, config, job) = self.objects(scope.stack());
+        // The revision is checked before the Job downloads it, and before any server of a
+        // later stage reads the copy.
+        scope.step(
+            "VerifyRevision",
+            Step::VerifyModelRevision {
+                model_id: self.model_id.clone(),
+                revision: self.revision.clone(),
+            },
+        );
+        scope.step(
+            "VerifyImage",
+            Step::VerifyImage {
+                image: self.image_reference(),
+            },
+        );
+        if let Some(token) = &self.hf_token {
+            scope.step(
+                "HfTokenSource",
+                Step::SecretSource {
+                    name: token.name.clone(),
+                    namespace: STAGING_NAMESPACE.to_owned(),
+                    source: SecretSource::Environment {
+                        variable: super::vllm::HF_TOKEN_VARIABLE.to_owned(),
+                    },
+                },
+            );
+        }
         scope.add_object(KubeObject::new(&namespace));
         scope.add_object(KubeObject::new(&account));
         scope.add_object(KubeObject::new(&config));

@@ -429,6 +429,19 @@ impl Clients {
         Ok(())
     }
 
+    /// Stops the bucket's server access logging (so that emptying it delivers no log records
+    /// to a log bucket emptied after it).
+    pub async fn stop_access_logging(&self, bucket: &str) -> Result<(), DeployError> {
+        self.s3
+            .put_bucket_logging()
+            .bucket(bucket)
+            .bucket_logging_status(aws_sdk_s3::types::BucketLoggingStatus::builder().build())
+            .send()
+            .await
+            .map_err(|e| aws_error("PutBucketLogging", &format!("s3://{bucket}"), e))?;
+        Ok(())
+    }
+
     /// Deletes every version (and delete marker) of the objects under `prefix`; returns how
     /// many were deleted.
     pub async fn delete_prefix(&self, bucket: &str, prefix: &str) -> Result<usize, DeployError> {

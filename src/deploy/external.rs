@@ -2,7 +2,8 @@
 //! asked and the tools are on PATH).
 
 use super::error::DeployError;
-use crate::assembly::manifest::{Chart, StageManifest};
+use crate::assembly::manifest::{Chart, StageManifest, Step};
+use crate::assembly::plan::sh_quote;
 use std::fmt;
 use std::path::{Path, PathBuf};
 
@@ -15,6 +16,10 @@ pub struct ExternalCommand {
     pub args: Vec<String>,
     /// Skip when this path already exists (a chart checkout from an earlier run).
     pub unless_exists: Option<PathBuf>,
+    /// The tools a script runs besides the program itself, checked on PATH first.
+    pub needs: Vec<&'static str>,
+    /// Whether it talks to the cluster's Kubernetes API (through the admin tunnel).
+    pub kubernetes_api: bool,
 }
 
 impl ExternalCommand {
@@ -23,6 +28,26 @@ impl ExternalCommand {
             program: program.to_owned(),
             args: args.iter().map(|a| (*a).to_owned()).collect(),
             unless_exists: None,
+            needs: Vec::new(),
+            kubernetes_api: program == "kubectl" || program == "helm",
+        }
+    }
+
+    /// The command carrying out one step of the plan: its script (the one the runbook shows)
+    /// run by `sh`, after the deploy-time values it reads (`values`: variable and value, each
+    /// quoted) are set.
+    pub fn step(step: &Step, region: &str, values: &[(String, String)]) -> ExternalCommand {
+        let mut script: String = values
+            .iter()
+            .map(|(variable, value)| format!("{variable}={}\n", sh_quote(value)))
+            .collect();
+        script.push_str(&step.script(region));
+        ExternalCommand {
+            program: "sh".to_owned(),
+            args: vec!["-c".to_owned(), script],
+            unless_exists: None,
+            needs: step.tools().to_vec(),
+            kubernetes_api: step.uses_kubernetes_api(),
         }
     }
 }
@@ -132,19 +157,9 @@ pub fn deploy_commands(
                 },
             ),
         ),
-        StageManifest::Kubernetes { jobs, secrets, .. } => {
-            // The Secrets no artifact creates: a missing required one stops here, naming it,
-            // rather than leaving pods that cannot start.
-            let mut commands: Vec<ExternalCommand> = secrets
-                .iter()
-                .map(|s| ExternalCommand::new("sh", &["-c", &s.check_script()]))
-                .collect();
-            commands.push(ExternalCommand::new("kubectl", &["apply", "-f", &p(&file)]));
-            // A stage's Jobs (weights staging) finish before the next stage starts.
-            for job in jobs {
-                commands.push(ExternalCommand::new("sh", &["-c", &job.wait_script()]));
-            }
-            commands
+        // The stage's steps (Secrets before, Jobs after) are the plan's, added by the caller.
+        StageManifest::Kubernetes { .. } => {
+            vec![ExternalCommand::new("kubectl", &["apply", "-f", &p(&file)])]
         }
         _ => Vec::new(),
     }
@@ -284,11 +299,13 @@ pub fn on_path(program: &str) -> bool {
 /// `kubeconfig`, when given, is the `KUBECONFIG` kubectl and helm use (the admin tunnel's).
 pub fn run(commands: &[ExternalCommand], kubeconfig: Option<&Path>) -> Result<(), DeployError> {
     for c in commands {
-        if !on_path(&c.program) {
-            return Err(DeployError::External {
-                command: c.to_string(),
-                problem: format!("cannot run: `{}` is not on PATH", c.program),
-            });
+        for program in std::iter::once(c.program.as_str()).chain(c.needs.iter().copied()) {
+            if !on_path(program) {
+                return Err(DeployError::External {
+                    command: c.to_string(),
+                    problem: format!("cannot run: `{program}` is not on PATH"),
+                });
+            }
         }
     }
     for c in commands {
@@ -328,6 +345,7 @@ mod tests {
             chart,
             set_from_outputs: Vec::new(),
             wait: false,
+            steps: Vec::new(),
             artifacts: vec![Artifact::new(ArtifactFormat::HelmValues, values)],
         }
     }
@@ -380,9 +398,8 @@ mod tests {
             "helm upgrade --install r thing --repo https://charts.example.com --version 1.2.3 -n ns -f v.yaml --create-namespace"
         );
         let k = StageManifest::Kubernetes {
-            jobs: Vec::new(),
             values_from_outputs: Vec::new(),
-            secrets: Vec::new(),
+            steps: Vec::new(),
             name: "inference".into(),
             artifacts: vec![Artifact::new(
                 ArtifactFormat::Kubernetes,
@@ -419,48 +436,39 @@ mod tests {
         )
         .is_err());
         let without_file = StageManifest::Kubernetes {
-            jobs: Vec::new(),
             values_from_outputs: Vec::new(),
-            secrets: Vec::new(),
+            steps: Vec::new(),
             name: "inference".into(),
             artifacts: Vec::new(),
         };
         assert!(deploy_commands(&without_file, Path::new("out"), Path::new("c")).is_empty());
     }
 
-    /// The Secrets a stage reads are checked before it is applied: a missing required one
-    /// stops the stage with its name, an optional one is a note.
+    /// A step runs its own script through `sh`, after the values it reads are set (quoted:
+    /// a value never becomes a command), and needs its tools on PATH.
     #[test]
-    fn secrets_are_checked_before_the_stage_is_applied() {
-        let secret = |name: &str, required| crate::assembly::manifest::SecretUse {
-            name: name.into(),
-            namespace: "kimi-k3".into(),
-            keys: vec!["token".into()],
-            required,
-            used_by: vec!["Deployment/kimi-k3".into()],
+    fn a_step_runs_its_script_with_its_values() {
+        let step = Step::EmptyVersionedBucket {
+            bucket: crate::assembly::manifest::StageOutput {
+                stage: Some("foundation".into()),
+                output: "WeightsBucketName".into(),
+            },
+            holds: "weights".into(),
         };
-        let k = StageManifest::Kubernetes {
-            jobs: Vec::new(),
-            values_from_outputs: Vec::new(),
-            secrets: vec![secret("hf-token", true), secret("extra", false)],
-            name: "workload".into(),
-            artifacts: vec![Artifact::new(ArtifactFormat::Kubernetes, "s/05-w.yaml")],
-        };
-        let commands = deploy_commands(&k, Path::new("out"), Path::new("c"));
-        assert_eq!(commands.len(), 3);
-        assert_eq!(commands[0].program, "sh");
-        let check = &commands[0].args[1];
-        assert!(
-            check.starts_with("kubectl get secret hf-token -n kimi-k3 -o name"),
-            "{check}"
+        let c = ExternalCommand::step(
+            &step,
+            "us-west-2",
+            &[("WEIGHTS_BUCKET_NAME".into(), "b; rm -rf /".into())],
         );
+        assert_eq!(c.program, "sh");
+        assert_eq!(c.needs, ["aws"]);
+        assert!(!c.kubernetes_api);
         assert!(
-            check.contains("Secret hf-token (key token) in namespace kimi-k3, read by Deployment/kimi-k3, does not exist")
-                && check.ends_with("exit 1; }"),
-            "{check}"
+            c.args[1].starts_with("WEIGHTS_BUCKET_NAME='b; rm -rf /'\n# step: empty-versioned-bucket WeightsBucketName\n"),
+            "{}",
+            c.args[1]
         );
-        assert!(!commands[1].args[1].contains("exit 1"));
-        assert_eq!(commands[2].to_string(), "kubectl apply -f out/s/05-w.yaml");
+        assert!(c.args[1].ends_with(&step.script("us-west-2")));
     }
 
     #[test]

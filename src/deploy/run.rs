@@ -13,7 +13,7 @@ use super::plan::{
     deploy_step, destroy_step, explain_status, status_kind, DeployStep, DestroyStep, StatusKind,
 };
 use super::DeployOptions;
-use crate::assembly::manifest::StageManifest;
+use crate::assembly::manifest::{StageManifest, Step, When};
 use sha2::{Digest, Sha256};
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -202,19 +202,53 @@ pub async fn deploy(
             stage.name(),
             stage.kind()
         ));
+        // The plan's steps around the stage. Resumed at this stage (`--from`), its steps
+        // before were printed and carried out already.
+        let resumed_here = i == start && options.from_stage.is_some();
+        let before = if resumed_here {
+            Vec::new()
+        } else {
+            run.step_commands(stage, When::BeforeApply).await?
+        };
+        let after = run.step_commands(stage, When::AfterApply).await?;
         let outcome = match stage {
-            StageManifest::CloudFormation { .. } => {
-                if let Some(stack) = options.stage_stacks.get(stage.name()) {
-                    console.line(&format!("deployed by its StackSet: outputs from {stack}"));
-                    StageOutcome::Skipped
+            StageManifest::CloudFormation { .. } | StageManifest::S3Upload { .. } => {
+                if !before.is_empty() {
+                    console.line("  steps before the stage:");
+                    let outcome = run.external(before, Some(stage), "")?;
+                    if matches!(outcome, StageOutcome::ExternalPending { .. }) {
+                        report.push(stage, outcome);
+                        return Ok(report);
+                    }
+                }
+                let outcome = match stage {
+                    StageManifest::CloudFormation { .. } => {
+                        if let Some(stack) = options.stage_stacks.get(stage.name()) {
+                            console
+                                .line(&format!("deployed by its StackSet: outputs from {stack}"));
+                            StageOutcome::Skipped
+                        } else {
+                            run.deploy_cloudformation(stage).await?
+                        }
+                    }
+                    _ => run.upload(stage).await?,
+                };
+                if after.is_empty() || matches!(outcome, StageOutcome::Declined) {
+                    outcome
                 } else {
-                    run.deploy_cloudformation(stage).await?
+                    report.push(stage, outcome);
+                    console.line("  steps after the stage:");
+                    run.external(after, plan.stages.get(i + 1), "")?
                 }
             }
-            StageManifest::S3Upload { .. } => run.upload(stage).await?,
             StageManifest::Helm { .. } | StageManifest::Kubernetes { .. } => {
-                let mut commands =
-                    external::deploy_commands(stage, &plan.root, &options.chart_checkouts);
+                let mut commands = before;
+                commands.extend(external::deploy_commands(
+                    stage,
+                    &plan.root,
+                    &options.chart_checkouts,
+                ));
+                commands.extend(after);
                 if let StageManifest::Helm {
                     set_from_outputs, ..
                 } = stage
@@ -404,6 +438,10 @@ pub async fn destroy(
         console.line(&format!("\n{} ({})", stage.name(), stage.kind()));
         let outcome = match stage {
             StageManifest::CloudFormation { stack_name, .. } => {
+                if let Some(pending) = run.before_delete(stage, order.get(n + 1).copied()).await? {
+                    report.push(stage, pending);
+                    return Ok(report);
+                }
                 run.destroy_cloudformation(stack_name).await?
             }
             StageManifest::S3Upload { bucket, prefix, .. } => {
@@ -962,6 +1000,100 @@ impl Run<'_> {
         }
     }
 
+    /// Carries out the steps before `stage`'s stack is deleted: a versioned bucket through
+    /// the SDK (its logging stopped, then every version and delete marker deleted), any other
+    /// step as its script. Returns the outcome to stop at when scripts were only printed.
+    async fn before_delete(
+        &mut self,
+        stage: &StageManifest,
+        next: Option<&StageManifest>,
+    ) -> Result<Option<StageOutcome>, DeployError> {
+        let mut scripts = Vec::new();
+        for step in stage.steps_at(When::BeforeDelete) {
+            match step {
+                Step::EmptyVersionedBucket { bucket, holds } => {
+                    let name = self
+                        .bucket_of(
+                            stage.name(),
+                            bucket.stage.as_deref().unwrap_or_default(),
+                            &bucket.output,
+                            false,
+                        )
+                        .await?;
+                    let Some(name) = name else {
+                        self.console.line(&format!(
+                            "  {}: the stack is gone, nothing to empty",
+                            step.marker()
+                        ));
+                        continue;
+                    };
+                    self.console.line(&format!(
+                        "  {}: emptying s3://{name} ({holds})",
+                        step.marker()
+                    ));
+                    self.clients.stop_access_logging(&name).await?;
+                    let count = self.clients.delete_prefix(&name, "").await?;
+                    self.console.line(&format!(
+                        "  deleted {count} object version(s) from s3://{name}"
+                    ));
+                }
+                Step::VerifyModelRevision { .. }
+                | Step::VerifyImage { .. }
+                | Step::Secret { .. }
+                | Step::WaitJob { .. }
+                | Step::ScaleCapacityBlockNodeGroup { .. }
+                | Step::SubscribeTopic { .. } => {
+                    let mut values = Vec::new();
+                    for read in step.reads() {
+                        let value = self
+                            .bucket_of(
+                                stage.name(),
+                                read.output.stage.as_deref().unwrap_or_default(),
+                                &read.output.output,
+                                true,
+                            )
+                            .await?
+                            .unwrap_or_default();
+                        values.push((read.variable, value));
+                    }
+                    scripts.push(ExternalCommand::step(step, &self.clients.region, &values));
+                }
+            }
+        }
+        if scripts.is_empty() {
+            return Ok(None);
+        }
+        let outcome = self.external(scripts, next, "--destroy ")?;
+        Ok(matches!(outcome, StageOutcome::ExternalPending { .. }).then_some(outcome))
+    }
+
+    /// The commands carrying out `stage`'s steps at `when`, each with the deploy-time values
+    /// it reads (outputs of the stage's stacks).
+    async fn step_commands(
+        &self,
+        stage: &StageManifest,
+        when: When,
+    ) -> Result<Vec<ExternalCommand>, DeployError> {
+        let mut out = Vec::new();
+        for step in stage.steps_at(when) {
+            let mut values = Vec::new();
+            for read in step.reads() {
+                let value = self
+                    .bucket_of(
+                        stage.name(),
+                        read.output.stage.as_deref().unwrap_or_default(),
+                        &read.output.output,
+                        true,
+                    )
+                    .await?
+                    .unwrap_or_default();
+                values.push((read.variable, value));
+            }
+            out.push(ExternalCommand::step(step, &self.clients.region, &values));
+        }
+        Ok(out)
+    }
+
     async fn upload(&self, stage: &StageManifest) -> Result<StageOutcome, DeployError> {
         let StageManifest::S3Upload { bucket, prefix, .. } = stage else {
             return Ok(StageOutcome::Skipped);
@@ -1003,8 +1135,9 @@ impl Run<'_> {
         if self.options.run_external {
             // Through the admin host's tunnel when the endpoint is private and the stack has
             // one; closed again when the stage's commands end.
+            let cluster_api = commands.iter().any(|c| c.kubernetes_api);
             let tunnel = match (&self.plan.eks_cluster, &self.plan.admin_host) {
-                (Some(cluster), Some(admin)) => {
+                (Some(cluster), Some(admin)) if cluster_api => {
                     self.console.line(&format!(
                         "  opening the tunnel to `{cluster}` through admin host `{}` (127.0.0.1:{})",
                         admin.name_tag, admin.local_port
@@ -1019,7 +1152,9 @@ impl Run<'_> {
             external::run(&commands, tunnel.as_ref().map(|t| t.kubeconfig()))?;
             return Ok(StageOutcome::ExternalRun { commands });
         }
+        let cluster_api = commands.iter().any(|c| c.kubernetes_api);
         match (&self.plan.eks_cluster, &self.plan.admin_host) {
+            _ if !cluster_api => {}
             (Some(cluster), Some(admin)) => {
                 self.console.line(&format!(
                     "  The API endpoint of `{cluster}` is private: open the tunnel through admin host `{}` first:",

@@ -1658,9 +1658,12 @@ fn runbook(m: &FleetManifest) -> String {
     }
     let _ = writeln!(
         out,
-        "## 4. Each member's Helm and Kubernetes stages\n\nWith credentials of the member's \
+        "## 4. Each member's steps, Helm and Kubernetes stages\n\nWith credentials of the member's \
          account, follow `members/<member>/<member>/RUNBOOK.md` from its first stage that is not \
-         deployed by a StackSet above. Where it reads an output of the stack `<member>-<stage>`, \
+         deployed by a StackSet above. A stage deployed by a StackSet still has its steps \
+         (the `# step:` blocks after its deploy command in that runbook: the Capacity Block \
+         node group's scaling, the topic's subscription): carry them out once its stack \
+         instance is complete. Where it reads an output of the stack `<member>-<stage>`, \
          read it from the member's stack instance instead:\n\n```sh\nSTACK=$(aws cloudformation \
          list-stack-instances --stack-set-name <stack set> --stack-instance-region <region>{call_as} \\\n  \
          --query 'Summaries[0].StackId' --output text)\naws cloudformation describe-stacks \

@@ -15,6 +15,7 @@ use super::operations::{
     Dashboard, EventRule, MetricAlarm, PrometheusRuleGroups, PrometheusScraper,
     PrometheusWorkspace, SnsTopic, SnsTopicPolicy,
 };
+use super::plan::Step;
 use super::KubeObject;
 use super::{DataRepositoryAssociation, LustreFileSystem};
 use crate::app::text::{Pseudo, Text};
@@ -112,6 +113,7 @@ resource_kinds! {
     Dashboard,
     EventRule,
     DeployValue,
+    Step,
     PrometheusWorkspace,
     PrometheusRuleGroups,
     PrometheusScraper,
@@ -198,6 +200,7 @@ impl ResourceKind {
             | ResourceKind::FlowLog(_)
             | ResourceKind::KubeObject(_)
             | ResourceKind::DeployValue(_)
+            | ResourceKind::Step(_)
             | ResourceKind::OidcProvider(_)
             | ResourceKind::EksAddon(_)
             | ResourceKind::CapacityBlockPurchase(_)

@@ -19,6 +19,7 @@ mod kinds;
 pub mod kubernetes;
 mod network;
 pub(crate) mod operations;
+pub mod plan;
 
 pub use acknowledge::{Acknowledgement, Rule};
 pub use compute::*;
@@ -107,6 +108,14 @@ impl<'a> Scope<'a> {
             },
         );
         placeholder
+    }
+}
+
+impl Scope<'_> {
+    /// Adds an operational step to the construct's stage, as child `id`
+    /// ([`plan::Step`]): what a deployment does beyond creating the resources.
+    pub fn step(&mut self, id: &str, step: plan::Step) {
+        self.add(id, step);
     }
 }
 
@@ -272,7 +281,8 @@ impl ResourceGraph {
                 r.kind,
                 ResourceKind::KubeObject(_) | ResourceKind::DeployValue(_)
             );
-            if kubernetes_stage == kubernetes_resource {
+            // A step belongs to whatever stage its construct is in.
+            if kubernetes_stage == kubernetes_resource || matches!(r.kind, ResourceKind::Step(_)) {
                 continue;
             }
             let construct = r.path.split('/').next().unwrap_or(&r.path);

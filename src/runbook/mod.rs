@@ -4,8 +4,11 @@
 //! escaping). The template only formats text; every value (paths, stack names, parameters,
 //! request bodies) is computed here.
 
-use crate::app::{AttrRef, Stack, StageId};
-use crate::assembly::manifest::{Artifact, Chart, JobWait, StackManifest, StageManifest};
+use crate::app::{Stack, StageId};
+use crate::assembly::manifest::{
+    Artifact, Chart, StackManifest, StageManifest, StageOutput, Step, When,
+};
+use crate::assembly::plan::variable_of;
 use crate::catalog;
 use crate::constructs::vllm::objects::shm_gib;
 use crate::constructs::{
@@ -60,6 +63,10 @@ pub struct RunbookData {
     pub admin_host: Vec<AdminHostData>,
     /// The Prometheus alerting rules the stack deploys.
     pub alerts: Vec<AlertData>,
+    /// Whether a step checks an image (`docker buildx`).
+    pub needs_docker: bool,
+    /// Whether a step checks a Hub revision (`curl`, `python3`).
+    pub needs_curl: bool,
 }
 
 /// One Prometheus alerting rule.
@@ -152,6 +159,23 @@ pub struct StageData {
     pub helm: Vec<HelmStage>,
     /// Kubernetes stage, if it is one.
     pub kubernetes: Vec<KubernetesStage>,
+    /// The stage's steps before it is applied (CloudFormation path).
+    pub before: Vec<StepData>,
+    /// The stage's steps after it is applied (CloudFormation path).
+    pub after: Vec<StepData>,
+    /// The stage's steps before what it created is deleted (CloudFormation path).
+    pub before_delete: Vec<StepData>,
+}
+
+/// One operational step of the plan, rendered for one path.
+#[derive(Clone, Debug, Serialize)]
+pub struct StepData {
+    /// What it does, for people.
+    pub summary: String,
+    /// The lines binding the deploy-time values it reads, for this path.
+    pub reads: Vec<String>,
+    /// The script (its marker first).
+    pub script: String,
 }
 
 /// A CloudFormation stage.
@@ -173,12 +197,6 @@ pub struct CloudFormationStage {
     pub gpu_node_types: Vec<String>,
     /// Whether the template is deployed from S3 (over the inline limit).
     pub deploy_from_s3: bool,
-    /// Versioned buckets of this stage, emptied before the stack is deleted.
-    pub buckets: Vec<BucketData>,
-    /// Capacity Block node groups of this stage, scaled once their block is active.
-    pub capacity_blocks: Vec<BlockScalingData>,
-    /// Notification topics of this stage, by the output holding each one's ARN.
-    pub topics: Vec<String>,
     /// Warnings this stage schedules before reserved capacity ends.
     pub capacity_ends: Vec<CapacityEndData>,
 }
@@ -196,32 +214,6 @@ pub struct CapacityEndData {
     pub end_time: String,
     /// Hours before the end the warning is sent.
     pub lead_hours: u32,
-}
-
-/// A Capacity Block node group created at size 0.
-#[derive(Clone, Debug, Serialize)]
-pub struct BlockScalingData {
-    /// The EKS node group name.
-    pub node_group: String,
-    /// The template parameter holding the reservation id.
-    pub parameter: String,
-    /// The Terraform variable holding it.
-    pub variable: String,
-    /// Sizes to scale to.
-    pub min: i64,
-    /// Desired size.
-    pub desired: i64,
-    /// Maximum size.
-    pub max: i64,
-}
-
-/// A versioned bucket, by the stack output naming it.
-#[derive(Clone, Debug, Serialize)]
-pub struct BucketData {
-    /// The output holding the bucket's name.
-    pub output: String,
-    /// What it holds.
-    pub holds: String,
 }
 
 /// One template parameter.
@@ -320,8 +312,6 @@ pub struct KubernetesStage {
     pub apply: String,
     /// Model weights the stage's Jobs stage into a store.
     pub stagings: Vec<StagingData>,
-    /// The scripts waiting for the stage's Jobs (from the manifest).
-    pub job_waits: Vec<String>,
     /// Values only a deployment knows, read from outputs before the apply command replaces
     /// their placeholders.
     pub values: Vec<DeployValueData>,
@@ -440,6 +430,9 @@ pub struct EndpointData {
     pub internal: bool,
     /// Chat completion request body (JSON).
     pub request_body: String,
+    /// For an internal load balancer reached from a laptop: the lines forwarding a local port
+    /// to it through the admin host, after which `HOST` is `localhost`; else empty.
+    pub load_balancer_tunnel: Vec<String>,
 }
 
 /// The Terraform root module.
@@ -460,8 +453,11 @@ pub struct TerraformData {
 pub struct TerraformStep {
     /// A root module to apply, if this step is one.
     pub module: Vec<TerraformModule>,
-    /// The lines applying a Kubernetes manifest with kubectl, if this step is one.
+    /// The lines applying a Kubernetes manifest with kubectl, if this step is one (with its
+    /// stage's steps before and after).
     pub kubectl: Vec<String>,
+    /// The steps after the module's stages are applied: bindings and scripts.
+    pub after: Vec<String>,
 }
 
 /// One root module (phase).
@@ -473,6 +469,9 @@ pub struct TerraformModule {
     pub vars: String,
     /// Whether it talks to the Kubernetes API (through the admin tunnel).
     pub kubernetes_api: bool,
+    /// The steps before it is destroyed (its stages', last stage first): bindings and
+    /// scripts.
+    pub before_destroy: Vec<String>,
 }
 
 /// Compiles the runbook template on another thread, so that the first runbook rendered later
@@ -604,6 +603,9 @@ pub fn data(stack: &Stack, manifest: &StackManifest) -> RunbookData {
             upload: Vec::new(),
             helm: Vec::new(),
             kubernetes: Vec::new(),
+            before: cloudformation_steps(manifest, entry, When::BeforeApply),
+            after: cloudformation_steps(manifest, entry, When::AfterApply),
+            before_delete: cloudformation_steps(manifest, entry, When::BeforeDelete),
         };
         match entry {
             StageManifest::CloudFormation {
@@ -623,13 +625,9 @@ pub fn data(stack: &Stack, manifest: &StackManifest) -> RunbookData {
                 let capabilities = capabilities.join(" ");
                 let mut creates_hyperpod = false;
                 let mut gpu_node_types = Vec::new();
-                let mut buckets = Vec::new();
-                let mut capacity_blocks = Vec::new();
-                let mut topics = Vec::new();
                 let mut capacity_ends = Vec::new();
                 for placed in placements.in_stage(id) {
                     let facts = placed.facts();
-                    topics.extend(facts.alarm_topics.iter().map(AttrRef::output_key));
                     capacity_ends.extend(facts.capacity_ends.iter().map(|c| {
                         CapacityEndData {
                             reservation_id: c.reservation_id.clone().unwrap_or_default(),
@@ -644,21 +642,7 @@ pub fn data(stack: &Stack, manifest: &StackManifest) -> RunbookData {
                             lead_hours: c.lead_hours,
                         }
                     }));
-                    capacity_blocks.extend(facts.capacity_block_groups.iter().map(|g| {
-                        BlockScalingData {
-                            node_group: g.node_group.clone(),
-                            variable: crate::app::snake_case(&g.reservation_input),
-                            parameter: g.reservation_input.clone(),
-                            min: g.sizes.0,
-                            desired: g.sizes.1,
-                            max: g.sizes.2,
-                        }
-                    }));
                     creates_hyperpod |= facts.hyperpod_cluster.is_some();
-                    buckets.extend(facts.versioned_buckets.iter().map(|b| BucketData {
-                        output: b.name.output_key(),
-                        holds: b.holds.clone(),
-                    }));
                     for claim in facts.capacity {
                         let gpu = catalog::instance(&claim.instance_type)
                             .is_some_and(|i| i.gpu_count > 0);
@@ -680,9 +664,6 @@ pub fn data(stack: &Stack, manifest: &StackManifest) -> RunbookData {
                     parameters,
                     creates_hyperpod,
                     gpu_node_types,
-                    buckets,
-                    capacity_blocks,
-                    topics,
                     capacity_ends,
                 });
             }
@@ -833,27 +814,6 @@ pub fn data(stack: &Stack, manifest: &StackManifest) -> RunbookData {
                 } else {
                     format!("sed {} {first_path} | kubectl apply -f -", seds.join(" "))
                 };
-                let job_waits = match entry {
-                    StageManifest::Kubernetes { jobs, .. } => {
-                        jobs.iter().map(JobWait::wait_script).collect()
-                    }
-                    _ => Vec::new(),
-                };
-                // A server's Hub token is created only where an object reads it (the
-                // inference operator reads none for weights staged in S3).
-                let secrets = match entry {
-                    StageManifest::Kubernetes { secrets, .. } => secrets.as_slice(),
-                    _ => &[],
-                };
-                for ep in &mut stage_endpoints {
-                    let read = secrets
-                        .iter()
-                        .any(|s| s.name == ep.hf_token_secret && s.namespace == ep.namespace);
-                    if !read {
-                        ep.hf_token_secret.clear();
-                        ep.hf_token_key.clear();
-                    }
-                }
                 data.kubernetes.push(KubernetesStage {
                     manifest: first_path,
                     endpoints: stage_endpoints,
@@ -861,7 +821,6 @@ pub fn data(stack: &Stack, manifest: &StackManifest) -> RunbookData {
                     reservations,
                     apply,
                     stagings,
-                    job_waits,
                     values,
                     dashboards,
                 });
@@ -903,16 +862,40 @@ pub fn data(stack: &Stack, manifest: &StackManifest) -> RunbookData {
                 if let Some(dir) = &phase {
                     phase_of.insert(stage.name.clone(), dir.clone());
                 }
+                let entry = manifest.stages.get(stage.number - 1);
+                let plan_lines =
+                    |when: When, phase_of: &std::collections::BTreeMap<String, String>| {
+                        entry
+                            .map(|e| {
+                                step_lines(e.steps_at(when), &region, |out| {
+                                    terraform_read(phase_of, out)
+                                })
+                            })
+                            .unwrap_or_default()
+                    };
                 if let Some(dir) = dirs.iter().find(|d| d.ends_with(&format!("/{prefix}"))) {
                     steps.push(TerraformStep {
                         module: vec![TerraformModule {
                             dir: dir.clone(),
                             vars: String::new(),
                             kubernetes_api: !stage.helm.is_empty(),
+                            before_destroy: Vec::new(),
                         }],
                         kubectl: Vec::new(),
+                        after: Vec::new(),
                     });
                     current = Some(steps.len() - 1);
+                }
+                // A Kubernetes stage carries its own steps in its kubectl block.
+                if let Some(i) = current.filter(|_| stage.kubernetes.is_empty()) {
+                    let after = plan_lines(When::AfterApply, &phase_of);
+                    steps[i].after.extend(after);
+                    let mut before_delete = plan_lines(When::BeforeDelete, &phase_of);
+                    if let Some(module) = steps[i].module.first_mut() {
+                        // Destroyed last stage first.
+                        before_delete.append(&mut module.before_destroy);
+                        module.before_destroy = before_delete;
+                    }
                 }
                 for k in &stage.kubernetes {
                     // The reservation ids the apply command substitutes, set first.
@@ -930,11 +913,15 @@ pub fn data(stack: &Stack, manifest: &StackManifest) -> RunbookData {
                             crate::app::snake_case(&v.output)
                         ));
                     }
+                    let mut before = plan_lines(When::BeforeApply, &phase_of);
+                    before.append(&mut lines);
+                    let mut lines = before;
                     lines.push(k.apply.clone());
-                    lines.extend(k.job_waits.iter().cloned());
+                    lines.extend(plan_lines(When::AfterApply, &phase_of));
                     steps.push(TerraformStep {
                         module: Vec::new(),
                         kubectl: lines,
+                        after: Vec::new(),
                     });
                     current = None;
                 }
@@ -984,7 +971,34 @@ pub fn data(stack: &Stack, manifest: &StackManifest) -> RunbookData {
             region: stack.region().to_owned(),
         })
         .collect();
+    // An internal load balancer answers only inside the VPC: from a laptop, through the admin
+    // host (a Session Manager port forward to the balancer's name).
+    if let Some(admin) = &manifest.admin_host {
+        for ep in endpoints
+            .iter_mut()
+            .filter(|e| e.internal && e.load_balancer)
+        {
+            ep.load_balancer_tunnel = vec![
+                format!(
+                    "INSTANCE=$(aws ec2 describe-instances --region {} \\\n  --filters Name=tag:Name,Values={} Name=instance-state-name,Values=running \\\n  --query 'Reservations[0].Instances[0].InstanceId' --output text)",
+                    manifest.region, admin.name_tag
+                ),
+                format!(
+                    "aws ssm start-session --region {} --target \"$INSTANCE\" \\\n  --document-name AWS-StartPortForwardingSessionToRemoteHost \\\n  --parameters \"host=$HOST,portNumber={port},localPortNumber={port}\" &",
+                    manifest.region,
+                    port = ep.port
+                ),
+                "sleep 5".to_owned(),
+                "HOST=localhost".to_owned(),
+            ];
+        }
+    }
+    let all_steps = || manifest.stages.iter().flat_map(|s| s.steps());
+    let needs_docker = all_steps().any(|s| s.tools().contains(&"docker"));
+    let needs_curl = all_steps().any(|s| s.tools().contains(&"curl"));
     RunbookData {
+        needs_docker,
+        needs_curl,
         stack: stack.name().to_owned(),
         region,
         description: stack.description_text().unwrap_or_default().to_owned(),
@@ -1000,6 +1014,72 @@ pub fn data(stack: &Stack, manifest: &StackManifest) -> RunbookData {
         admin_host,
         alerts,
     }
+}
+
+/// The steps of a CloudFormation-path stage at `when`, each with its values read from the
+/// outputs of the stage's stacks.
+fn cloudformation_steps(
+    manifest: &StackManifest,
+    entry: &StageManifest,
+    when: When,
+) -> Vec<StepData> {
+    entry
+        .steps_at(when)
+        .map(|step| StepData {
+            summary: step.summary(),
+            reads: step
+                .reads()
+                .iter()
+                .map(|r| cloudformation_read(manifest, &r.variable, r.output))
+                .collect(),
+            script: step.script(&manifest.region),
+        })
+        .collect()
+}
+
+/// The line reading `output` into `variable` on the CloudFormation path.
+fn cloudformation_read(manifest: &StackManifest, variable: &str, output: &StageOutput) -> String {
+    let stack_name = output
+        .stage
+        .as_deref()
+        .and_then(|s| manifest.cloudformation_stack_name(s))
+        .unwrap_or_default();
+    format!(
+        "{variable}=$(aws cloudformation describe-stacks --region {} --stack-name {stack_name} \\\n  --query \"Stacks[0].Outputs[?OutputKey=='{}'].OutputValue\" --output text)",
+        manifest.region, output.output
+    )
+}
+
+/// The line reading `output` on the Terraform path: the output of the phase that creates it.
+fn terraform_read(
+    phase_of: &std::collections::BTreeMap<String, String>,
+    output: &StageOutput,
+) -> String {
+    let dir = output
+        .stage
+        .as_deref()
+        .and_then(|s| phase_of.get(s))
+        .cloned()
+        .unwrap_or_default();
+    format!(
+        "{}=$(terraform -chdir={dir} output -raw {})",
+        variable_of(&output.output),
+        crate::app::snake_case(&output.output)
+    )
+}
+
+/// The lines carrying out `steps` on one path: each step's value bindings, then its script.
+fn step_lines<'a>(
+    steps: impl Iterator<Item = &'a Step>,
+    region: &str,
+    read: impl Fn(&StageOutput) -> String,
+) -> Vec<String> {
+    let mut lines = Vec::new();
+    for step in steps {
+        lines.extend(step.reads().iter().map(|r| read(r.output)));
+        lines.push(step.script(region));
+    }
+    lines
 }
 
 /// The runbook's line for a capacity claim, and whether it is a Karpenter pool; `None` for
@@ -1242,6 +1322,7 @@ fn endpoint(served: &ServedModel<'_>) -> EndpointData {
             .unwrap_or_default(),
         startup_minutes: startup_secs.div_ceil(60),
         rollout_timeout_secs: server.rollout_deadline_secs(served.instance_type, operator),
+        load_balancer_tunnel: Vec::new(),
         load_balancer: !matches!(exposure, Exposure::ClusterIp),
         internal: matches!(exposure, Exposure::InternalLoadBalancer),
         request_body,

@@ -6,6 +6,7 @@
 
 pub mod cloudformation;
 pub mod kubernetes;
+mod plan;
 mod shape;
 mod stages;
 pub mod terraform;
@@ -492,12 +493,18 @@ fn synthesize_stack(
     if failed.has_errors() {
         return Err(failed);
     }
-    let stages = (0..stack.stages().len())
-        .filter_map(|index| entries.remove(&StageId::from_index(index)))
-        .collect();
     let eks = Placements::new(stack)
         .all()
         .find_map(|p| p.facts().eks_cluster);
+    plan::lower_steps(
+        stack,
+        &graph,
+        eks.as_ref().map(|c| c.name.as_str()),
+        &mut entries,
+    );
+    let stages = (0..stack.stages().len())
+        .filter_map(|index| entries.remove(&StageId::from_index(index)))
+        .collect();
     let admin_host = eks
         .as_ref()
         .and_then(|c| c.admin_host.clone())

@@ -84,6 +84,7 @@ impl Backend for StagePayloads {
                         chart,
                         set_from_outputs,
                         wait: release.wait,
+                        steps: Vec::new(),
                         artifacts: vec![Artifact::new(ArtifactFormat::HelmValues, path)],
                     }
                 }
@@ -106,6 +107,7 @@ impl Backend for StagePayloads {
                             output: upload.bucket.name().output_key(),
                         },
                         prefix: upload.prefix.clone(),
+                        steps: Vec::new(),
                         artifacts,
                     }
                 }

@@ -429,24 +429,46 @@ fn a_capacity_block_group_starts_at_zero_and_the_runbook_scales_it_once_active()
         json!(["scaling_config[0].desired_size"])
     );
 
-    let runbook = assembly.text("kimi-k3-eks/RUNBOOK.md").unwrap();
-    let check = runbook
+    // The scaling is a step of the nodes stage, which every path carries out (the runbook
+    // section 2 and its Terraform path; `tests/it/runbook_script.rs` checks that they all do).
+    let nodes = assembly.manifest().stacks[0]
+        .stage("nodes")
+        .unwrap()
+        .steps()
+        .to_vec();
+    assert_eq!(
+        nodes,
+        [
+            hyperforge::assembly::manifest::Step::ScaleCapacityBlockNodeGroup {
+                cluster: "kimi-k3-eks".into(),
+                node_group: name.to_owned(),
+                min: 0,
+                desired: 1,
+                max: 1,
+            }
+        ]
+    );
+    let script = nodes[0].script("us-west-2");
+    // The block is read from the group's deployed launch template (the same on every path),
+    // and the group is scaled only once it is active.
+    let read = script
+        .find("CapacityReservationTarget.CapacityReservationId")
+        .unwrap();
+    let check = script
         .find("--query 'CapacityReservations[0].State' --output text")
-        .expect("the runbook reads the block's state");
-    let scale = runbook
-        .find(&format!(
-            "--nodegroup-name {name} --scaling-config minSize=0,maxSize=1,desiredSize=1"
-        ))
-        .expect("the runbook scales the group");
+        .expect("the step reads the block's state");
+    let active = script.find("if [ \"$current\" != active ]; then").unwrap();
+    let scale = script
+        .find("--scaling-config minSize=0,maxSize=1,desiredSize=1")
+        .expect("the step scales the group");
+    assert!(read < check && check < active && active < scale, "{script}");
+    let runbook = assembly.text("kimi-k3-eks/RUNBOOK.md").unwrap();
+    let at = runbook.find(&script).expect("the runbook carries the step");
     let workload = runbook
         .find(&format!(
             "{} | kubectl apply -f -",
             crate::common::stage_file(&assembly, "kimi-k3-eks", "workload", "yaml")
         ))
         .unwrap();
-    assert!(check < scale && scale < workload);
-    assert!(runbook[check..scale].contains("if [ \"$STATE\" = active ]; then"));
-    assert!(runbook.contains(
-        "--query \"Stacks[0].Parameters[?ParameterKey=='GpuNodesCapacityReservationId'].ParameterValue\""
-    ));
+    assert!(at < workload);
 }

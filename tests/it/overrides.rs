@@ -501,8 +501,9 @@ fn a_patched_job_deadline_is_the_one_waited_for() {
         .unwrap();
     let jobs: Vec<&Value> = stages
         .iter()
-        .filter_map(|s| s.get("jobs"))
+        .filter_map(|s| s.get("steps"))
         .flat_map(|j| j.as_array().unwrap())
+        .filter(|s| s["step"] == "wait-job")
         .collect();
     assert_eq!(jobs.len(), 1, "{jobs:?}");
     assert_eq!(jobs[0]["timeout_seconds"], json!(7200 + 600));

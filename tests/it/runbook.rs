@@ -221,7 +221,9 @@ fn every_bucket_is_emptied_before_its_stack_is_deleted() {
                     let reads = format!("--stack-name {stack_name} \\\n  --query \"Stacks[0].Outputs[?OutputKey=='{output}'].OutputValue\"");
                     assert!(section.contains(&reads), "{stack_name}: {bucket} is not read before the stack is deleted:\n{section}");
                     for needed in [
-                        "for KIND in Versions DeleteMarkers",
+                        "# step: empty-versioned-bucket",
+                        "put-bucket-logging",
+                        "for kind in Versions DeleteMarkers",
                         "list-object-versions",
                         "delete-objects",
                         "VersionId: VersionId",

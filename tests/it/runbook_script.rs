@@ -16,7 +16,7 @@
 //! skipped. Negative controls at the end show each check catching what it is for.
 
 use crate::common::{run, tool};
-use hyperforge::assembly::manifest::{StackManifest, StageManifest};
+use hyperforge::assembly::manifest::{SecretSource, StackManifest, StageManifest, Step, When};
 use hyperforge::assembly::Assembly;
 use hyperforge::reference;
 use std::collections::BTreeSet;
@@ -296,17 +296,80 @@ fn stages_come_in_the_manifests_order() {
     }
 }
 
-/// Problems with the Secrets the stages read (the manifest's `secrets`): each must be created
-/// (`kubectl create secret generic <name> -n <namespace>`) before the command applying its
-/// stage, and a required one outside any `if` (a step the reader cannot skip).
-fn secret_problems(text: &str, stack: &StackManifest) -> Vec<String> {
+/// The steps (by their markers) a rendered text carries out, in order.
+fn step_markers(text: &str) -> Vec<String> {
+    text.lines()
+        .map(str::trim)
+        .filter(|l| l.starts_with("# step: "))
+        .map(str::to_owned)
+        .collect()
+}
+
+/// The part of `text` from the line `from` to the line `to` (or the end).
+fn section<'a>(text: &'a str, from: &str, to: &str) -> &'a str {
+    let start = text.find(from).unwrap_or(text.len());
+    let end = text[start..].find(to).map_or(text.len(), |e| start + e);
+    &text[start..end]
+}
+
+/// The manifest's steps a path carries out when it deploys (each stage's steps before and
+/// after it is applied, stage by stage) and when it deletes (the steps before each stage's
+/// deletion, last stage first), as markers.
+fn planned_markers(stack: &StackManifest) -> (Vec<String>, Vec<String>) {
+    let deploy = stack
+        .stages
+        .iter()
+        .flat_map(|s| {
+            s.steps_at(When::BeforeApply)
+                .chain(s.steps_at(When::AfterApply))
+        })
+        .map(Step::marker)
+        .collect();
+    let delete = stack
+        .stages
+        .iter()
+        .rev()
+        .flat_map(|s| s.steps_at(When::BeforeDelete))
+        .map(Step::marker)
+        .collect();
+    (deploy, delete)
+}
+
+/// Problems of one runbook against its manifest's plan: the CloudFormation path (section 2),
+/// the Terraform path (section 4) and the cleanup (section 5) each carry out exactly the
+/// manifest's steps, in order, none missing and none extra; and every step before a stage
+/// comes before the command applying it.
+fn conformance_problems(text: &str, stack: &StackManifest) -> Vec<String> {
     let mut problems = Vec::new();
+    let (deploy, delete) = planned_markers(stack);
+    let mut compare = |path: &str, found: Vec<String>, want: &[String]| {
+        if found != want {
+            problems.push(format!(
+                "{path} carries out\n  {}\nbut the manifest plans\n  {}",
+                found.join("\n  "),
+                want.join("\n  ")
+            ));
+        }
+    };
+    let cfn = section(text, "## 2. Deploy, stage by stage", "## 3. Check health");
+    compare("section 2", step_markers(cfn), &deploy);
+    let cleanup = section(text, "## 5. Cleanup", "\u{0}");
+    compare("section 5", step_markers(cleanup), &delete);
+    if stack.terraform.is_some() {
+        let tf = section(text, "## 4. The Terraform alternative", "## 5. Cleanup");
+        let (apply, destroy) = tf.split_at(
+            tf.find("Cleanup: delete the Kubernetes")
+                .unwrap_or(tf.len()),
+        );
+        compare("the Terraform path", step_markers(apply), &deploy);
+        compare("the Terraform destroy", step_markers(destroy), &delete);
+    }
     for (i, stage) in stack.stages.iter().enumerate() {
-        let StageManifest::Kubernetes { secrets, .. } = stage else {
+        let StageManifest::Kubernetes { .. } = stage else {
             continue;
         };
         let heading = format!("### Stage {}: {} (kubernetes)", i + 1, stage.name());
-        let Some(start) = text.find(&heading) else {
+        let Some(start) = cfn.find(&heading) else {
             problems.push(format!("no heading `{heading}`"));
             continue;
         };
@@ -316,58 +379,87 @@ fn secret_problems(text: &str, stack: &StackManifest) -> Vec<String> {
             format!("{path} | kubectl apply -f -"),
         ]
         .iter()
-        .filter_map(|a| text[start..].find(a.as_str()).map(|at| start + at))
+        .filter_map(|a| cfn[start..].find(a.as_str()).map(|at| start + at))
         .min();
         let Some(apply) = apply else {
             problems.push(format!("stage {} is never applied", stage.name()));
             continue;
         };
-        for secret in secrets {
-            let create = format!(
-                "kubectl create secret generic {} -n {}",
-                secret.name, secret.namespace
-            );
-            match text[..apply].rfind(&create) {
-                None => problems.push(format!(
-                    "Secret {} in {} (stage {}) is not created before the stage is applied",
-                    secret.name,
-                    secret.namespace,
+        for step in stage.steps_at(When::BeforeApply) {
+            if !cfn[start..apply].contains(&step.marker()) {
+                problems.push(format!(
+                    "{} (stage {}) does not come before the stage is applied",
+                    step.marker(),
                     stage.name()
-                )),
-                Some(at) if secret.required => {
-                    let line_start = text[..at].rfind('\n').map_or(0, |n| n + 1);
-                    if text[line_start..at].starts_with("  ")
-                        && !text[line_start..at].trim().starts_with("||")
-                    {
-                        problems.push(format!(
-                            "required Secret {} is created only conditionally",
-                            secret.name
-                        ));
-                    }
-                }
-                Some(_) => {}
+                ));
             }
         }
     }
     problems
 }
 
+/// Path conformance: the runbook's CloudFormation path, its Terraform path and its cleanup
+/// carry out the manifest's steps, none missing, none extra, in order (the Capacity Block's
+/// scaling and the Secrets on the Terraform path among them).
 #[test]
-fn every_secret_a_stage_reads_is_created_before_it() {
-    let mut seen = 0;
+fn every_path_carries_out_the_manifests_steps() {
+    let mut kinds = BTreeSet::new();
     for (text, stack, _, _) in runbooks() {
-        for stage in &stack.stages {
-            if let StageManifest::Kubernetes { secrets, .. } = stage {
-                seen += secrets.len();
-            }
+        for step in stack.stages.iter().flat_map(|s| s.steps()) {
+            kinds.insert(step.kind());
         }
-        let problems = secret_problems(&text, &stack);
+        let problems = conformance_problems(&text, &stack);
         assert!(
             problems.is_empty(),
             "{}:\n{}",
             stack.name,
             problems.join("\n")
         );
+        // The check catches a path that drops a step.
+        if let Some(first) = planned_markers(&stack).0.first() {
+            let at = text.rfind(first.as_str()).unwrap();
+            let dropped = format!("{}{}", &text[..at], &text[at + first.len()..]);
+            assert!(!conformance_problems(&dropped, &stack).is_empty());
+        }
+    }
+    // Every kind of step appears in the references.
+    assert_eq!(
+        kinds.into_iter().collect::<Vec<_>>(),
+        [
+            "empty-versioned-bucket",
+            "scale-capacity-block-node-group",
+            "secret",
+            "subscribe-topic",
+            "verify-image",
+            "verify-model-revision",
+            "wait-job",
+        ]
+    );
+}
+
+#[test]
+fn every_secret_a_stage_reads_is_created_before_it() {
+    let mut seen = 0;
+    for (text, stack, _, _) in runbooks() {
+        for step in stack.stages.iter().flat_map(|s| s.steps()) {
+            if let Step::Secret {
+                name,
+                namespace,
+                source,
+                ..
+            } = step
+            {
+                seen += 1;
+                assert_ne!(source, &SecretSource::Operator, "{name}");
+                assert!(
+                    text.contains(&format!(
+                        "kubectl create secret generic {name} -n {namespace}"
+                    )),
+                    "{name}"
+                );
+            }
+        }
+        assert!(conformance_problems(&text, &stack).is_empty());
     }
     // Each reference: the staging Job's Hub token and the server's API key.
     assert_eq!(seen, 6);
@@ -395,8 +487,8 @@ fn with_server_hub_token(file: &str) -> (String, StackManifest) {
 }
 
 /// A server reading the Hub token: on EKS the Deployment needs the Secret (not optional), so
-/// the runbook creates it from `HF_TOKEN` in the server's namespace before the workload, and
-/// `hyperforge deploy` checks it; on HyperPod the operator reads the token only to download
+/// its step creates it from `HF_TOKEN` in the server's namespace before the workload, and stops
+/// when the variable is not set; on HyperPod the operator reads the token only to download
 /// from the Hub, and the reference serves its staged copy, so nothing reads it there.
 #[test]
 fn a_servers_hub_token_secret_is_created_before_its_stage() {
@@ -406,29 +498,45 @@ fn a_servers_hub_token_secret_is_created_before_its_stage() {
         .iter()
         .find(|s| s.name() == "workload")
         .unwrap();
-    let StageManifest::Kubernetes { secrets, .. } = workload else {
-        panic!("workload is a Kubernetes stage");
+    let hub = workload
+        .steps()
+        .iter()
+        .find(|s| matches!(s, Step::Secret { name, .. } if name == "hf-token"))
+        .unwrap();
+    let Step::Secret {
+        namespace,
+        required,
+        used_by,
+        source,
+        ..
+    } = hub
+    else {
+        unreachable!()
     };
-    let hub = secrets.iter().find(|s| s.name == "hf-token").unwrap();
-    assert_eq!(hub.namespace, "kimi-k3");
-    assert!(hub.required);
-    assert_eq!(hub.used_by, ["Deployment/kimi-k3"]);
-    assert!(text.contains(
-        "kubectl create secret generic hf-token -n kimi-k3 \\\n  --from-literal=token=\"$HF_TOKEN\" --dry-run=client -o yaml | kubectl apply -f -"
-    ));
-    assert!(text.contains(": \"${HF_TOKEN:?"));
-    let problems: Vec<String> = secret_problems(&text, &stack)
+    assert_eq!(namespace, "kimi-k3");
+    assert!(required);
+    assert_eq!(used_by, &["Deployment/kimi-k3"]);
+    assert_eq!(
+        source,
+        &SecretSource::Environment {
+            variable: "HF_TOKEN".into()
+        }
+    );
+    let script = hub.script(&stack.region);
+    assert!(
+        script.contains("if [ -z \"${HF_TOKEN:-}\" ]; then"),
+        "{script}"
+    );
+    assert!(text.contains(&script));
+    let problems: Vec<String> = conformance_problems(&text, &stack)
         .into_iter()
         .chain(sh_blocks(&text).iter().flat_map(|b| script_problems(b)))
         .collect();
     assert!(problems.is_empty(), "{}", problems.join("\n\n"));
-    // The check catches a Secret left out.
-    let without = text.replace("kubectl create secret generic hf-token -n kimi-k3", "true");
-    assert_eq!(secret_problems(&without, &stack).len(), 1);
 
     let (text, stack) = with_server_hub_token("kimi-k3-hyperpod.yaml");
     assert!(!text.contains("generic hf-token -n default"), "{text}");
-    assert!(secret_problems(&text, &stack).is_empty());
+    assert!(conformance_problems(&text, &stack).is_empty());
 }
 
 // --- Negative controls: each check catches what it is for. --------------------------------
@@ -483,11 +591,6 @@ fn name_checks_catch_unknown_stacks_outputs_parameters_and_paths() {
             "no output",
         ),
         (
-            "ParameterKey=='GpuNodesCapacityReservationId'",
-            "ParameterKey=='GpuNodesReservation'",
-            "no parameter",
-        ),
-        (
             good_apply.as_str(),
             wrong_apply.as_str(),
             "not in the assembly",
@@ -502,6 +605,22 @@ fn name_checks_catch_unknown_stacks_outputs_parameters_and_paths() {
             "`{wrong}` passed: {problems:?}"
         );
     }
+    // The runbook reads no parameter now; one that did would be checked too.
+    let reading = |parameter: &str| {
+        format!(
+            "{text}\n```sh\nP=$(aws cloudformation describe-stacks --region us-west-2 --stack-name kimi-k3-eks-nodes \\\n  --query \"Stacks[0].Parameters[?ParameterKey=='{parameter}'].ParameterValue\" --output text)\n```\n"
+        )
+    };
+    let known = name_problems(&reading("GpuNodesCapacityReservationId"), &stack, &files);
+    assert!(
+        known.iter().all(|p| !p.contains("no parameter")),
+        "{known:?}"
+    );
+    let unknown = name_problems(&reading("GpuNodesReservation"), &stack, &files);
+    assert!(
+        unknown.iter().any(|p| p.contains("no parameter")),
+        "{unknown:?}"
+    );
 }
 
 #[test]

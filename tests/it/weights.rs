@@ -135,9 +135,17 @@ fn the_staging_job_copies_one_revision_with_a_pinned_locked_down_image() {
         .iter()
         .find(|s| s["name"] == "weights")
         .unwrap();
+    let waits: Vec<&Value> = weights["steps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|s| s["step"] == "wait-job")
+        .collect();
     assert_eq!(
-        weights["jobs"],
-        json!([{"name": "stage-kimi-k3-0123456789ab", "namespace": "model-weights", "timeout_seconds": 3 * 3122 + 600}])
+        waits,
+        [
+            &json!({"step": "wait-job", "name": "stage-kimi-k3-0123456789ab", "namespace": "model-weights", "timeout_seconds": 3 * 3122 + 600})
+        ]
     );
 }
 

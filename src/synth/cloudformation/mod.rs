@@ -150,6 +150,7 @@ impl Backend for CloudFormation {
                         parameters,
                         outputs,
                         deploy_from_s3,
+                        steps: Vec::new(),
                         artifacts: vec![Artifact::new(ArtifactFormat::CloudFormation, path)],
                     }
                 }

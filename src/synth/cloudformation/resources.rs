@@ -104,6 +104,8 @@ fn lower_kind(cx: Cx, r: &Resource) {
         ResourceKind::KubeObject(_) => {}
         // Read by the Kubernetes stage; its producer's output is added by `templates`.
         ResourceKind::DeployValue(_) => {}
+        // Carried out by the deployment paths from the manifest.
+        ResourceKind::Step(_) => {}
         ResourceKind::EksCluster(c) => eks::cluster(cx, r, c),
         ResourceKind::OidcProvider(p) => eks::oidc_provider(cx, r, p),
         ResourceKind::EksAddon(a) => eks::addon(cx, r, a),

@@ -14,7 +14,7 @@ use crate::app::ObjectPatch;
 use crate::app::Stack;
 use crate::app::{StageId, StageKind};
 use crate::assembly::manifest::{
-    Artifact, ArtifactFormat, JobWait, SecretUse, SetFromOutput, StageManifest,
+    Artifact, ArtifactFormat, SecretSource, SetFromOutput, StageManifest, Step,
 };
 use crate::diagnostics::{suggest, Code, Diagnostics};
 use crate::resources::{Resource, ResourceGraph, ResourceKind};
@@ -195,7 +195,7 @@ pub fn deploy_values(stack: &Stack, graph: &ResourceGraph, stage: StageId) -> Ve
 pub const JOB_WAIT_MARGIN_SECS: u64 = 600;
 
 /// The Jobs of Kubernetes stage `stage`, each to be waited for after the stage is applied.
-pub fn jobs(graph: &ResourceGraph, stage: StageId) -> Vec<JobWait> {
+pub fn jobs(graph: &ResourceGraph, stage: StageId) -> Vec<Step> {
     jobs_patched(graph, stage, &BTreeMap::new())
 }
 
@@ -204,7 +204,7 @@ fn jobs_patched(
     graph: &ResourceGraph,
     stage: StageId,
     patched: &BTreeMap<String, Value>,
-) -> Vec<JobWait> {
+) -> Vec<Step> {
     graph
         .resources
         .iter()
@@ -217,7 +217,7 @@ fn jobs_patched(
                     .pointer("/spec/activeDeadlineSeconds")
                     .and_then(serde_json::Value::as_u64)
                     .unwrap_or(24 * 3600);
-                Some(JobWait {
+                Some(Step::WaitJob {
                     name: o.name().to_owned(),
                     namespace: o.namespace().unwrap_or("default").to_owned(),
                     timeout_seconds: deadline.saturating_add(JOB_WAIT_MARGIN_SECS),
@@ -231,8 +231,9 @@ fn jobs_patched(
 /// The Secrets the objects of Kubernetes stage `stage` read (`secretKeyRef` in a container's
 /// environment, the inference operator's `tokenSecretRef`), merged by name and namespace, in
 /// the order the objects name them: no artifact creates them, so they must exist before the
-/// stage is applied. A Secret is required when any reference to it is not `optional`.
-pub fn secrets(graph: &ResourceGraph, stage: StageId) -> Vec<SecretUse> {
+/// stage is applied. A Secret is required when any reference to it is not `optional`. Each
+/// is a [`Step::Secret`] the operator creates until the plan pass gives it its source.
+pub fn secrets(graph: &ResourceGraph, stage: StageId) -> Vec<Step> {
     let mut out: Vec<SecretUse> = Vec::new();
     for r in graph.resources.iter().filter(|r| r.stage == stage) {
         let ResourceKind::KubeObject(o) = &r.kind else {
@@ -269,7 +270,25 @@ pub fn secrets(graph: &ResourceGraph, stage: StageId) -> Vec<SecretUse> {
             }
         }
     }
-    out
+    out.into_iter()
+        .map(|s| Step::Secret {
+            name: s.name,
+            namespace: s.namespace,
+            keys: s.keys,
+            required: s.required,
+            used_by: s.used_by,
+            source: SecretSource::Operator,
+        })
+        .collect()
+}
+
+/// A Secret the objects read, as it is gathered.
+struct SecretUse {
+    name: String,
+    namespace: String,
+    keys: Vec<String>,
+    required: bool,
+    used_by: Vec<String>,
 }
 
 /// Every `secretKeyRef` and `tokenSecretRef` below `value`: (name, key, optional).
@@ -373,9 +392,12 @@ impl Backend for Kubernetes {
                 id,
                 StageManifest::Kubernetes {
                     name: stage.name.clone(),
-                    jobs: jobs_patched(input.graph, id, &patched),
-                    secrets: secrets(input.graph, id),
                     values_from_outputs: deploy_values(input.stack, input.graph, id),
+                    // The steps the objects imply; the plan pass adds the constructs' own.
+                    steps: secrets(input.graph, id)
+                        .into_iter()
+                        .chain(jobs_patched(input.graph, id, &patched))
+                        .collect(),
                     artifacts: vec![Artifact::new(ArtifactFormat::Kubernetes, path)],
                 },
             );

@@ -1,0 +1,575 @@
+//! The operational steps of a stage: everything beyond "apply this artifact" that a deployment
+//! must do (create a Secret, wait for a Job, scale a Capacity Block's node group once the block
+//! is active, empty a versioned bucket before its stack is deleted). Synthesis writes them into
+//! `manifest.json`, each stage's in order; the runbook (both paths), `FLEET.md` and
+//! `hyperforge deploy` all carry out these same steps.
+//!
+//! Each step renders itself once, here, as a POSIX shell script ([`Step::script`]) and a
+//! sentence for people ([`Step::summary`]). A value only a deployment knows (a bucket's name)
+//! is a [`StageOutput`] the script reads from a shell variable ([`Step::reads`]); each path
+//! binds that variable in its own way (CloudFormation `describe-stacks`, `terraform output`,
+//! the outputs `hyperforge deploy` has read). Every value written into a script is quoted by
+//! [`sh_quote`]; no template line interpolates one.
+
+use super::manifest::StageOutput;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+/// When a step runs, relative to its stage.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum When {
+    /// Before the stage's artifact is applied.
+    BeforeApply,
+    /// After the stage's artifact is applied (and, for CloudFormation, its stack is complete).
+    AfterApply,
+    /// Before what the stage created is deleted.
+    BeforeDelete,
+}
+
+pub use crate::resources::plan::SecretSource;
+
+/// One operational step, in the order its stage lists it. The set is closed: every path that
+/// carries out a plan matches it exhaustively, so a new kind is a compile error wherever it is
+/// not yet carried out.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(tag = "step", rename_all = "kebab-case")]
+pub enum Step {
+    /// Before the stage: the Hugging Face model revision exists (a placeholder or a mistyped
+    /// commit fails here, before any download starts).
+    VerifyModelRevision {
+        /// The model id (`moonshotai/Kimi-K3`).
+        model_id: String,
+        /// The full commit SHA.
+        revision: String,
+    },
+    /// Before the stage: the image digest resolves in its registry (`docker buildx
+    /// imagetools inspect`).
+    VerifyImage {
+        /// The image reference pinned by digest (`repo:tag@sha256:…`).
+        image: String,
+    },
+    /// Before the stage: a Secret the stage's objects read and no artifact creates. A missing
+    /// one is created from its source; with [`SecretSource::Operator`] a missing required one
+    /// stops the deployment, naming it.
+    Secret {
+        /// The Secret's name.
+        name: String,
+        /// Its namespace.
+        namespace: String,
+        /// The data keys read from it (the first is the one a source fills).
+        keys: Vec<String>,
+        /// Whether a reader cannot start without it.
+        required: bool,
+        /// The objects reading it (`Deployment/kimi-k3`).
+        used_by: Vec<String>,
+        /// Where its value comes from.
+        source: SecretSource,
+    },
+    /// After the stage: wait for a Job to complete (stop when it fails).
+    WaitJob {
+        /// The Job's name.
+        name: String,
+        /// Its namespace.
+        namespace: String,
+        /// How long to wait, seconds: the Job's own deadline and ten minutes for scheduling
+        /// and pulling its image.
+        timeout_seconds: u64,
+    },
+    /// After the stage: wait until the Capacity Block that the node group's launch template
+    /// names is `active`, then scale the group (created at size 0: EKS launches into a block
+    /// only while it is active). The reservation is read from the deployed launch template,
+    /// so the step is the same on every path.
+    ScaleCapacityBlockNodeGroup {
+        /// The EKS cluster.
+        cluster: String,
+        /// The node group.
+        node_group: String,
+        /// Minimum size.
+        min: i64,
+        /// Desired size.
+        desired: i64,
+        /// Maximum size.
+        max: i64,
+    },
+    /// After the stage: subscribe an address to the notification topic (when `ALERT_EMAIL` is
+    /// set; the address confirms by email).
+    SubscribeTopic {
+        /// The output holding the topic's ARN.
+        topic: StageOutput,
+    },
+    /// Before the stage's stack is deleted: stop the bucket's access logging, then delete every
+    /// object version and delete marker (CloudFormation deletes only empty buckets).
+    EmptyVersionedBucket {
+        /// The output holding the bucket's name.
+        bucket: StageOutput,
+        /// What it holds, for people.
+        holds: String,
+    },
+}
+
+/// A value only a deployment knows: the shell variable a step's script reads it from, and the
+/// stage output it is.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct StepRead<'a> {
+    /// The shell variable (`WEIGHTS_BUCKET_NAME`).
+    pub variable: String,
+    /// The output.
+    pub output: &'a StageOutput,
+}
+
+/// Quotes `value` as one shell word: unchanged when it holds only characters no shell treats
+/// specially, else in single quotes (a `'` inside closed, escaped and reopened).
+pub fn sh_quote(value: &str) -> String {
+    let plain = !value.is_empty()
+        && value
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "-_./:=@+,%".contains(c));
+    if plain {
+        value.to_owned()
+    } else {
+        format!("'{}'", value.replace('\'', r"'\''"))
+    }
+}
+
+/// `UPPER_SNAKE` of a `PascalCase` output name, the shell variable holding it.
+pub fn variable_of(output: &str) -> String {
+    let mut out = String::new();
+    let chars: Vec<char> = output.chars().collect();
+    for (i, c) in chars.iter().enumerate() {
+        if !c.is_ascii_alphanumeric() {
+            if !out.ends_with('_') && !out.is_empty() {
+                out.push('_');
+            }
+            continue;
+        }
+        let boundary = i > 0
+            && c.is_ascii_uppercase()
+            && (chars[i - 1].is_ascii_lowercase()
+                || chars[i - 1].is_ascii_digit()
+                || chars.get(i + 1).is_some_and(char::is_ascii_lowercase)
+                    && chars[i - 1].is_ascii_uppercase());
+        if boundary && !out.ends_with('_') {
+            out.push('_');
+        }
+        out.push(c.to_ascii_uppercase());
+    }
+    out
+}
+
+impl Step {
+    /// The step's kind as the manifest spells it (`wait-job`).
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Step::VerifyModelRevision { .. } => "verify-model-revision",
+            Step::VerifyImage { .. } => "verify-image",
+            Step::Secret { .. } => "secret",
+            Step::WaitJob { .. } => "wait-job",
+            Step::ScaleCapacityBlockNodeGroup { .. } => "scale-capacity-block-node-group",
+            Step::SubscribeTopic { .. } => "subscribe-topic",
+            Step::EmptyVersionedBucket { .. } => "empty-versioned-bucket",
+        }
+    }
+
+    /// What the step acts on, unique among the steps of a stack of its kind.
+    pub fn subject(&self) -> String {
+        match self {
+            Step::VerifyModelRevision { model_id, revision } => format!("{model_id}@{revision}"),
+            Step::VerifyImage { image } => image.clone(),
+            Step::Secret {
+                name, namespace, ..
+            }
+            | Step::WaitJob {
+                name, namespace, ..
+            } => format!("{namespace}/{name}"),
+            Step::ScaleCapacityBlockNodeGroup { node_group, .. } => node_group.clone(),
+            Step::SubscribeTopic { topic } => topic.output.clone(),
+            Step::EmptyVersionedBucket { bucket, .. } => bucket.output.clone(),
+        }
+    }
+
+    /// The first line of the step's script: a comment naming it, which tests and readers use
+    /// to find every step a rendered path carries out.
+    pub fn marker(&self) -> String {
+        // A comment line: a control character (a newline) in a value cannot end it.
+        let subject: String = self
+            .subject()
+            .chars()
+            .map(|c| if c.is_control() { '?' } else { c })
+            .collect();
+        format!("# step: {} {subject}", self.kind())
+    }
+
+    /// When the step runs.
+    pub fn when(&self) -> When {
+        match self {
+            Step::VerifyModelRevision { .. } | Step::VerifyImage { .. } | Step::Secret { .. } => {
+                When::BeforeApply
+            }
+            Step::WaitJob { .. }
+            | Step::ScaleCapacityBlockNodeGroup { .. }
+            | Step::SubscribeTopic { .. } => When::AfterApply,
+            Step::EmptyVersionedBucket { .. } => When::BeforeDelete,
+        }
+    }
+
+    /// Whether the step talks to the cluster's Kubernetes API (through the admin tunnel where
+    /// the endpoint is private).
+    pub fn uses_kubernetes_api(&self) -> bool {
+        match self {
+            Step::Secret { .. } | Step::WaitJob { .. } => true,
+            Step::VerifyModelRevision { .. }
+            | Step::VerifyImage { .. }
+            | Step::ScaleCapacityBlockNodeGroup { .. }
+            | Step::SubscribeTopic { .. }
+            | Step::EmptyVersionedBucket { .. } => false,
+        }
+    }
+
+    /// The tools the script runs besides a POSIX shell.
+    pub fn tools(&self) -> &'static [&'static str] {
+        match self {
+            Step::VerifyModelRevision { .. } => &["curl"],
+            Step::VerifyImage { .. } => &["docker"],
+            Step::Secret { .. } | Step::WaitJob { .. } => &["kubectl"],
+            Step::ScaleCapacityBlockNodeGroup { .. }
+            | Step::SubscribeTopic { .. }
+            | Step::EmptyVersionedBucket { .. } => &["aws"],
+        }
+    }
+
+    /// The deploy-time values the script reads, each from its shell variable.
+    pub fn reads(&self) -> Vec<StepRead<'_>> {
+        match self {
+            Step::SubscribeTopic { topic: output }
+            | Step::EmptyVersionedBucket { bucket: output, .. } => vec![StepRead {
+                variable: variable_of(&output.output),
+                output,
+            }],
+            Step::VerifyModelRevision { .. }
+            | Step::VerifyImage { .. }
+            | Step::Secret { .. }
+            | Step::WaitJob { .. }
+            | Step::ScaleCapacityBlockNodeGroup { .. } => Vec::new(),
+        }
+    }
+
+    /// One or two sentences for people: what the step does and why.
+    pub fn summary(&self) -> String {
+        match self {
+            Step::VerifyModelRevision { model_id, revision } => format!(
+                "Check that commit `{revision}` of `{model_id}` exists on the Hugging Face Hub (a placeholder or a mistyped commit fails here, before anything downloads), and print the repository's current commit to compare; to use another commit, review it, set it in the description and synthesize again."
+            ),
+            Step::VerifyImage { image } => format!(
+                "Check that image `{image}` resolves in its registry (needs `docker` with `buildx`); to run another image, test it, set its digest in the description and synthesize again."
+            ),
+            Step::Secret {
+                name,
+                namespace,
+                keys,
+                required,
+                used_by,
+                source,
+            } => {
+                let key = keys.first().map(String::as_str).unwrap_or("value");
+                let readers = used_by.join(", ");
+                let need = if *required {
+                    "they do not start without it"
+                } else {
+                    "it is optional, and read when present"
+                };
+                match source {
+                    SecretSource::Operator => format!(
+                        "Secret `{name}` (key `{key}`) in namespace `{namespace}` is read by {readers}; {need}. Create it before this stage; the check below stops when a required one is missing."
+                    ),
+                    SecretSource::Environment { variable } => format!(
+                        "Secret `{name}` (key `{key}`) in namespace `{namespace}` is read by {readers}; {need}. It is created (or updated) from `{variable}` in your environment, without printing it{}.",
+                        if *required { "; export it first" } else { ", when set" }
+                    ),
+                    SecretSource::Generated { bytes } => format!(
+                        "Secret `{name}` (key `{key}`) in namespace `{namespace}` is read by {readers}; {need}. A missing one is created with {bytes} random bytes (hex); an existing one is kept, so running this again changes nothing. The value never enters the assembly."
+                    ),
+                }
+            }
+            Step::WaitJob {
+                name,
+                namespace,
+                timeout_seconds,
+            } => format!(
+                "Wait for Job `{name}` in namespace `{namespace}` to complete (at most {timeout_seconds} s); on failure it prints the Job's last log lines. Follow it with `kubectl logs -f job/{name} -n {namespace}`."
+            ),
+            Step::ScaleCapacityBlockNodeGroup {
+                node_group,
+                desired,
+                ..
+            } => format!(
+                "Node group `{node_group}` is created at size 0: EKS launches into a Capacity Block only while the block is `active`. Read the block from the group's launch template, wait until it is active, then scale the group to {desired}. Any other final state (`expired`, `cancelled`, `failed`) stops here: buy another block and deploy this stage with its id."
+            ),
+            Step::SubscribeTopic { .. } => "Alarms and capacity warnings go to an SNS topic encrypted with its own key. Set `ALERT_EMAIL` to subscribe an address to it (the address confirms by email; other protocols work the same way with `aws sns subscribe`).".to_owned(),
+            Step::EmptyVersionedBucket { holds, .. } => format!(
+                "The bucket holding {holds} is versioned: stop its access logging, then delete every object version and delete marker (CloudFormation deletes only empty buckets)."
+            ),
+        }
+    }
+
+    /// The POSIX shell script carrying the step out in `region`: its marker first, then the
+    /// commands, run in a subshell so that pasted into a terminal a failure does not close it.
+    /// It reads each [`Step::reads`] value from its variable.
+    pub fn script(&self, region: &str) -> String {
+        let r = sh_quote(region);
+        let body = match self {
+            Step::VerifyModelRevision { model_id, revision } => {
+                let url = format!("https://huggingface.co/api/models/{model_id}/revision");
+                format!(
+                    r#"curl -sf -o /dev/null {found} \
+  || {{ echo {missing} >&2; exit 1; }}
+echo {found_note}
+curl -s {main} | python3 -c 'import json, sys; print(json.load(sys.stdin)["sha"])'"#,
+                    found = sh_quote(&format!("{url}/{revision}")),
+                    main = sh_quote(&format!("{url}/main")),
+                    missing = sh_quote(&format!(
+                        "commit {revision} of {model_id} is not on the Hub"
+                    )),
+                    found_note = sh_quote(&format!(
+                        "commit {revision} found; the repository's main is now:"
+                    )),
+                )
+            }
+            Step::VerifyImage { image } => format!(
+                "docker buildx imagetools inspect {} >/dev/null && echo \"image found\"",
+                sh_quote(image)
+            ),
+            Step::Secret {
+                name,
+                namespace,
+                keys,
+                required,
+                used_by,
+                source,
+            } => {
+                let key = sh_quote(keys.first().map(String::as_str).unwrap_or("value"));
+                let (n, ns) = (sh_quote(name), sh_quote(namespace));
+                let what = format!(
+                    "Secret {name} (key {}) in namespace {namespace}, read by {}",
+                    keys.join(", "),
+                    used_by.join(", ")
+                );
+                let namespace_line = format!(
+                    "kubectl create namespace {ns} --dry-run=client -o yaml | kubectl apply -f - >/dev/null"
+                );
+                match source {
+                    SecretSource::Operator if *required => format!(
+                        "kubectl get secret {n} -n {ns} -o name >/dev/null 2>&1 \\\n  || {{ echo {} >&2; exit 1; }}",
+                        sh_quote(&format!("{what}, does not exist: create it first"))
+                    ),
+                    SecretSource::Operator => format!(
+                        "kubectl get secret {n} -n {ns} -o name >/dev/null 2>&1 \\\n  || echo {} >&2",
+                        sh_quote(&format!("note: {what}, does not exist; it is optional"))
+                    ),
+                    SecretSource::Environment { variable } if !is_variable_name(variable) => {
+                        format!(
+                            "echo {} >&2\nexit 1",
+                            sh_quote(&format!("the source of {what} is not a variable name"))
+                        )
+                    }
+                    SecretSource::Environment { variable } => {
+                        let create = format!(
+                            "{namespace_line}\n  kubectl create secret generic {n} -n {ns} \\\n    --from-literal={key}=\"${variable}\" --dry-run=client -o yaml | kubectl apply -f -"
+                        );
+                        if *required {
+                            format!(
+                                "if [ -z \"${{{variable}:-}}\" ]; then\n  echo {} >&2\n  exit 1\nfi\n{}",
+                                sh_quote(&format!("export {variable} first: {what}")),
+                                create.replace("\n  ", "\n")
+                            )
+                        } else {
+                            format!(
+                                "if [ -n \"${{{variable}:-}}\" ]; then\n  {create}\nelse\n  echo {} >&2\nfi",
+                                sh_quote(&format!(
+                                    "note: {variable} is not set; {what} is optional and left as it is"
+                                ))
+                            )
+                        }
+                    }
+                    SecretSource::Generated { bytes } => format!(
+                        "{namespace_line}\nkubectl get secret {n} -n {ns} -o name >/dev/null 2>&1 \\\n  || kubectl create secret generic {n} -n {ns} \\\n    --from-literal={key}=\"$(od -An -N{bytes} -tx1 /dev/urandom | tr -d ' \\n')\""
+                    ),
+                }
+            }
+            Step::WaitJob {
+                name,
+                namespace,
+                timeout_seconds: t,
+            } => format!(
+                r#"job={job} ns={ns} deadline=$(( $(date +%s) + {t} ))
+until [ "$(kubectl get job "$job" -n "$ns" -o jsonpath='{{.status.succeeded}}')" = 1 ]; do
+  if [ "$(kubectl get job "$job" -n "$ns" -o jsonpath='{{.status.conditions[?(@.type=="Failed")].status}}')" = True ]; then
+    kubectl logs "job/$job" -n "$ns" --tail=40
+    echo "job $job failed" >&2
+    exit 1
+  fi
+  if [ "$(date +%s)" -ge "$deadline" ]; then
+    echo "job $job did not finish within {t} s" >&2
+    exit 1
+  fi
+  sleep 30
+done
+echo "job $job completed""#,
+                job = sh_quote(name),
+                ns = sh_quote(namespace),
+            ),
+            Step::ScaleCapacityBlockNodeGroup {
+                cluster,
+                node_group,
+                min,
+                desired,
+                max,
+            } => format!(
+                r#"cluster={cluster} group={group}
+template=$(aws eks describe-nodegroup --region {r} --cluster-name "$cluster" --nodegroup-name "$group" \
+  --query 'nodegroup.launchTemplate.id' --output text) || exit 1
+version=$(aws eks describe-nodegroup --region {r} --cluster-name "$cluster" --nodegroup-name "$group" \
+  --query 'nodegroup.launchTemplate.version' --output text) || exit 1
+reservation=$(aws ec2 describe-launch-template-versions --region {r} --launch-template-id "$template" \
+  --versions "$version" --output text \
+  --query 'LaunchTemplateVersions[0].LaunchTemplateData.CapacityReservationSpecification.CapacityReservationTarget.CapacityReservationId') || exit 1
+state() {{
+  aws ec2 describe-capacity-reservations --region {r} --capacity-reservation-ids "$reservation" \
+    --query 'CapacityReservations[0].State' --output text
+}}
+current=$(state) || exit 1
+while [ "$current" = payment-pending ] || [ "$current" = scheduled ] || [ "$current" = assessing ] || [ "$current" = delayed ]; do
+  echo "Capacity Block $reservation is $current; checking again in 5 minutes"
+  sleep 300
+  current=$(state) || exit 1
+done
+if [ "$current" != active ]; then
+  echo "Capacity Block $reservation is $current: it cannot run node group $group" >&2
+  exit 1
+fi
+aws eks update-nodegroup-config --region {r} --cluster-name "$cluster" --nodegroup-name "$group" \
+  --scaling-config minSize={min},maxSize={max},desiredSize={desired} >/dev/null || exit 1
+aws eks wait nodegroup-active --region {r} --cluster-name "$cluster" --nodegroup-name "$group" || exit 1
+echo "node group $group scaled to {desired} on Capacity Block $reservation""#,
+                cluster = sh_quote(cluster),
+                group = sh_quote(node_group),
+            ),
+            Step::SubscribeTopic { topic } => {
+                let var = variable_of(&topic.output);
+                format!(
+                    r#"if [ -n "${{ALERT_EMAIL:-}}" ]; then
+  aws sns subscribe --region {r} --topic-arn "${var}" --protocol email \
+    --notification-endpoint "$ALERT_EMAIL"
+else
+  echo "note: ALERT_EMAIL is not set; subscribe to ${var} later" >&2
+fi"#
+                )
+            }
+            Step::EmptyVersionedBucket { bucket, .. } => {
+                let var = variable_of(&bucket.output);
+                format!(
+                    r#"bucket="${var}"
+aws s3api put-bucket-logging --region {r} --bucket "$bucket" --bucket-logging-status '{{}}' || exit 1
+for kind in Versions DeleteMarkers; do
+  while :; do
+    objects=$(aws s3api list-object-versions --region {r} --bucket "$bucket" --max-items 500 \
+      --query "${{kind}}[].{{Key: Key, VersionId: VersionId}}" --output json) || exit 1
+    case "$objects" in "[]" | null | "") break ;; esac
+    aws s3api delete-objects --region {r} --bucket "$bucket" \
+      --delete "{{\"Objects\": $objects, \"Quiet\": true}}" >/dev/null || exit 1
+  done
+done
+echo "bucket $bucket is empty""#
+                )
+            }
+        };
+        format!("{}\n(\n{}\n)", self.marker(), indent(&body))
+    }
+}
+
+/// Whether `name` is a portable environment variable name (`HF_TOKEN`).
+pub fn is_variable_name(name: &str) -> bool {
+    let mut chars = name.chars();
+    chars
+        .next()
+        .is_some_and(|c| c.is_ascii_uppercase() || c == '_')
+        && chars.all(|c| c.is_ascii_uppercase() || c.is_ascii_digit() || c == '_')
+}
+
+/// `text` with every non-empty line indented by two spaces.
+fn indent(text: &str) -> String {
+    text.lines()
+        .map(|l| {
+            if l.is_empty() {
+                String::new()
+            } else {
+                format!("  {l}")
+            }
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn quoting_leaves_plain_words_and_closes_quotes() {
+        assert_eq!(sh_quote("kimi-k3"), "kimi-k3");
+        assert_eq!(sh_quote("a b"), "'a b'");
+        assert_eq!(sh_quote("$(rm -rf /)"), "'$(rm -rf /)'");
+        assert_eq!(sh_quote("it's"), r"'it'\''s'");
+        assert_eq!(sh_quote(""), "''");
+    }
+
+    #[test]
+    fn variables_of_outputs() {
+        assert_eq!(variable_of("WeightsBucketName"), "WEIGHTS_BUCKET_NAME");
+        assert_eq!(variable_of("AlarmsTopicArn"), "ALARMS_TOPIC_ARN");
+        assert_eq!(variable_of("TLSBucket"), "TLS_BUCKET");
+        assert_eq!(variable_of("Gpu2Nodes"), "GPU2_NODES");
+    }
+
+    #[test]
+    fn every_script_starts_with_its_marker_and_quotes_values() {
+        let hostile = "x'$(touch /tmp/pwned)";
+        let steps = [
+            Step::VerifyModelRevision {
+                model_id: "m/x".into(),
+                revision: hostile.into(),
+            },
+            Step::VerifyImage {
+                image: hostile.into(),
+            },
+            Step::Secret {
+                name: hostile.into(),
+                namespace: "ns".into(),
+                keys: vec!["k".into()],
+                required: true,
+                used_by: vec!["Deployment/x".into()],
+                source: SecretSource::Operator,
+            },
+            Step::WaitJob {
+                name: hostile.into(),
+                namespace: "ns".into(),
+                timeout_seconds: 60,
+            },
+            Step::ScaleCapacityBlockNodeGroup {
+                cluster: hostile.into(),
+                node_group: "g".into(),
+                min: 1,
+                desired: 1,
+                max: 1,
+            },
+        ];
+        for step in &steps {
+            let script = step.script("us-west-2");
+            assert!(script.starts_with(&step.marker()), "{script}");
+            assert!(
+                script.contains("'x'\\''$(touch /tmp/pwned)'")
+                    || step.kind() == "verify-model-revision",
+                "{script}"
+            );
+        }
+    }
+}

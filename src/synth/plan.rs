@@ -1,0 +1,121 @@
+//! The plan backend: lowers a stack's operational steps into its stages' manifest entries.
+//! Constructs contribute steps as resources ([`crate::resources::plan::Step`]); the Kubernetes
+//! backend adds the ones its objects imply (the Secrets they read, the Jobs they run). This
+//! pass merges them into each stage's `steps`, in the order a deployment carries them out:
+//! checks of what the stage pins, the Secrets (with the sources constructs declared), then
+//! the stage's own after-apply steps (Jobs first), then what runs before its deletion.
+
+use crate::app::{AttrRef, Stack, StageId};
+use crate::assembly::manifest::{SecretSource, StageManifest, StageOutput, Step};
+use crate::resources::plan::Step as ConstructStep;
+use crate::resources::{ResourceGraph, ResourceKind};
+use std::collections::BTreeMap;
+
+/// Sets the steps of every stage entry of `stack` (`entries` by stage), from `graph` and the
+/// steps the backends put there. `cluster` is the stack's EKS cluster, the one its node
+/// groups join.
+pub fn lower_steps(
+    stack: &Stack,
+    graph: &ResourceGraph,
+    cluster: Option<&str>,
+    entries: &mut BTreeMap<StageId, StageManifest>,
+) {
+    let stage_of: BTreeMap<&str, StageId> = graph
+        .resources
+        .iter()
+        .map(|r| (r.path.as_str(), r.stage))
+        .collect();
+    let output = |attr: &AttrRef| StageOutput {
+        stage: stage_of
+            .get(attr.path.as_str())
+            .and_then(|id| stack.stage(*id))
+            .map(|s| s.name.clone()),
+        output: attr.output_key(),
+    };
+    // A check runs once, before the first stage that needs it.
+    let mut checked: Vec<Step> = Vec::new();
+    for (id, entry) in entries.iter_mut() {
+        let declared: Vec<&ConstructStep> = graph
+            .resources
+            .iter()
+            .filter(|r| r.stage == *id)
+            .filter_map(|r| match &r.kind {
+                ResourceKind::Step(s) => Some(s),
+                _ => None,
+            })
+            .collect();
+        let implied = std::mem::take(entry.steps_mut());
+        let mut steps = Vec::new();
+        for s in &declared {
+            let check = match s {
+                ConstructStep::VerifyModelRevision { model_id, revision } => {
+                    Step::VerifyModelRevision {
+                        model_id: model_id.clone(),
+                        revision: revision.clone(),
+                    }
+                }
+                ConstructStep::VerifyImage { image } => Step::VerifyImage {
+                    image: image.clone(),
+                },
+                ConstructStep::ScaleCapacityBlockNodeGroup { .. }
+                | ConstructStep::EmptyVersionedBucket { .. }
+                | ConstructStep::SubscribeTopic { .. }
+                | ConstructStep::SecretSource { .. } => continue,
+            };
+            if !checked.contains(&check) {
+                checked.push(check.clone());
+                steps.push(check);
+            }
+        }
+        let (secrets, waits): (Vec<Step>, Vec<Step>) = implied
+            .into_iter()
+            .partition(|s| matches!(s, Step::Secret { .. }));
+        for mut secret in secrets {
+            if let Step::Secret {
+                name,
+                namespace,
+                source,
+                ..
+            } = &mut secret
+            {
+                let declared_source = declared.iter().find_map(|s| match s {
+                    ConstructStep::SecretSource {
+                        name: n,
+                        namespace: ns,
+                        source,
+                    } if n == name && ns == namespace => Some(source.clone()),
+                    _ => None,
+                });
+                *source = declared_source.unwrap_or(SecretSource::Operator);
+            }
+            steps.push(secret);
+        }
+        steps.extend(waits);
+        for s in &declared {
+            match s {
+                ConstructStep::ScaleCapacityBlockNodeGroup { node_group, sizes } => {
+                    steps.push(Step::ScaleCapacityBlockNodeGroup {
+                        cluster: cluster.unwrap_or_default().to_owned(),
+                        node_group: node_group.clone(),
+                        min: sizes.0,
+                        desired: sizes.1,
+                        max: sizes.2,
+                    })
+                }
+                ConstructStep::SubscribeTopic { topic } => steps.push(Step::SubscribeTopic {
+                    topic: output(topic),
+                }),
+                ConstructStep::EmptyVersionedBucket { bucket, holds } => {
+                    steps.push(Step::EmptyVersionedBucket {
+                        bucket: output(bucket),
+                        holds: holds.clone(),
+                    })
+                }
+                ConstructStep::VerifyModelRevision { .. }
+                | ConstructStep::VerifyImage { .. }
+                | ConstructStep::SecretSource { .. } => {}
+            }
+        }
+        *entry.steps_mut() = steps;
+    }
+}
