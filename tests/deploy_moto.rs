@@ -477,6 +477,12 @@ fn destroy_empties_the_uploads_then_deletes_the_stack() {
         text.contains("Capacity Blocks") && text.contains("training plans"),
         "{text}"
     );
+    // The foundation stage's step before its deletion: the versioned bucket emptied (its
+    // logging stopped, every version deleted) through the SDK, then the stack deleted.
+    let emptied = text
+        .find("# step: empty-versioned-bucket LifecycleBucketName: emptying s3://")
+        .unwrap_or_else(|| panic!("{text}"));
+    assert!(emptied < text.rfind("deleted").unwrap_or(0), "{text}");
 
     // Again: nothing left to do.
     let (console, _out) = Console::capture();

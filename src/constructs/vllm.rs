@@ -34,6 +34,21 @@ pub struct SecretKeyRef {
 }
 
 impl SecretKeyRef {
+    /// Declares that this Secret, in `namespace`, is created from the operator's `HF_TOKEN`
+    /// (a step of the construct's stage).
+    pub(crate) fn declare_hf_token_source(&self, scope: &mut Scope<'_>, namespace: &str) {
+        scope.step(
+            "HfTokenSource",
+            Step::SecretSource {
+                name: self.name.clone(),
+                namespace: namespace.to_owned(),
+                source: SecretSource::Environment {
+                    variable: HF_TOKEN_VARIABLE.to_owned(),
+                },
+            },
+        );
+    }
+
     /// Reports a Secret name that is not a DNS subdomain or a key that is not a Secret data key
     /// ([`Code::InvalidKubernetesName`]) at `field` of the construct at `path`.
     pub(crate) fn validate(&self, path: &str, field: &str, ds: &mut Diagnostics) {
@@ -510,16 +525,7 @@ impl VllmServer {
             );
         }
         if let Some(token) = &self.hf_token {
-            scope.step(
-                "HfTokenSource",
-                Step::SecretSource {
-                    name: token.name.clone(),
-                    namespace: namespace.to_owned(),
-                    source: SecretSource::Environment {
-                        variable: HF_TOKEN_VARIABLE.to_owned(),
-                    },
-                },
-            );
+            token.declare_hf_token_source(scope, namespace);
         }
         if let Some(key) = &self.api_key {
             scope.step(

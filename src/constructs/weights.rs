@@ -24,7 +24,7 @@ use crate::app::text::{Pseudo, Text};
 use crate::app::{kind, AttrRef, Ref, Stack};
 use crate::diagnostics::{Code, Diagnostics};
 use crate::resources::iam::{pod_identity_trust, PolicyDocument, Statement};
-use crate::resources::plan::{SecretSource, Step};
+use crate::resources::plan::Step;
 use crate::resources::{
     AccessLogs, Bucket, BucketLifecycle, KubeObject, PodIdentityAssociation, Role, Rule, Scope,
     StackOutput,
@@ -917,16 +917,7 @@ impl Construct for WeightsStaging {
             },
         );
         if let Some(token) = &self.hf_token {
-            scope.step(
-                "HfTokenSource",
-                Step::SecretSource {
-                    name: token.name.clone(),
-                    namespace: STAGING_NAMESPACE.to_owned(),
-                    source: SecretSource::Environment {
-                        variable: super::vllm::HF_TOKEN_VARIABLE.to_owned(),
-                    },
-                },
-            );
+            token.declare_hf_token_source(scope, STAGING_NAMESPACE);
         }
         scope.add_object(KubeObject::new(&namespace));
         scope.add_object(KubeObject::new(&account));

@@ -52,23 +52,11 @@ impl ExternalCommand {
     }
 }
 
-fn quote(arg: &str) -> String {
-    let plain = !arg.is_empty()
-        && arg
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || "-_./:=@+,".contains(c));
-    if plain {
-        arg.to_owned()
-    } else {
-        format!("'{}'", arg.replace('\'', r"'\''"))
-    }
-}
-
 impl fmt::Display for ExternalCommand {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}", quote(&self.program))?;
+        write!(f, "{}", sh_quote(&self.program))?;
         for a in &self.args {
-            write!(f, " {}", quote(a))?;
+            write!(f, " {}", sh_quote(a))?;
         }
         Ok(())
     }

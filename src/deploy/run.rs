@@ -1043,19 +1043,7 @@ impl Run<'_> {
                 | Step::WaitJob { .. }
                 | Step::ScaleCapacityBlockNodeGroup { .. }
                 | Step::SubscribeTopic { .. } => {
-                    let mut values = Vec::new();
-                    for read in step.reads() {
-                        let value = self
-                            .bucket_of(
-                                stage.name(),
-                                read.output.stage.as_deref().unwrap_or_default(),
-                                &read.output.output,
-                                true,
-                            )
-                            .await?
-                            .unwrap_or_default();
-                        values.push((read.variable, value));
-                    }
+                    let values = self.step_values(stage, step).await?;
                     scripts.push(ExternalCommand::step(step, &self.clients.region, &values));
                 }
             }
@@ -1076,22 +1064,33 @@ impl Run<'_> {
     ) -> Result<Vec<ExternalCommand>, DeployError> {
         let mut out = Vec::new();
         for step in stage.steps_at(when) {
-            let mut values = Vec::new();
-            for read in step.reads() {
-                let value = self
-                    .bucket_of(
-                        stage.name(),
-                        read.output.stage.as_deref().unwrap_or_default(),
-                        &read.output.output,
-                        true,
-                    )
-                    .await?
-                    .unwrap_or_default();
-                values.push((read.variable, value));
-            }
+            let values = self.step_values(stage, step).await?;
             out.push(ExternalCommand::step(step, &self.clients.region, &values));
         }
         Ok(out)
+    }
+
+    /// The deploy-time values `step` reads, each with its shell variable, from the outputs of
+    /// the stack's stages.
+    async fn step_values(
+        &self,
+        stage: &StageManifest,
+        step: &Step,
+    ) -> Result<Vec<(String, String)>, DeployError> {
+        let mut values = Vec::new();
+        for read in step.reads() {
+            let value = self
+                .bucket_of(
+                    stage.name(),
+                    read.output.stage.as_deref().unwrap_or_default(),
+                    &read.output.output,
+                    true,
+                )
+                .await?
+                .unwrap_or_default();
+            values.push((read.variable, value));
+        }
+        Ok(values)
     }
 
     async fn upload(&self, stage: &StageManifest) -> Result<StageOutcome, DeployError> {
