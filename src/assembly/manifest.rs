@@ -10,7 +10,7 @@ use serde::ser::{SerializeStruct, Serializer};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-pub use super::plan::{SecretSource, Step, When};
+pub use super::plan::{SecretSource, SecretStep, Step, When};
 
 /// `manifest.json`: the stacks of an assembly, each with its stages in deployment order and
 /// the files each stage deploys.
@@ -605,7 +605,7 @@ mod tests {
                         output: "MetricsWorkspaceId".into(),
                     }],
                     steps: vec![
-                        Step::Secret {
+                        Step::Secret(SecretStep {
                             name: "hf-token".into(),
                             namespace: "model-weights".into(),
                             keys: vec!["token".into()],
@@ -614,7 +614,7 @@ mod tests {
                             source: SecretSource::Environment {
                                 variable: "HF_TOKEN".into(),
                             },
-                        },
+                        }),
                         Step::WaitJob {
                             name: "stage-model-0123456789ab".into(),
                             namespace: "model-weights".into(),

@@ -48,23 +48,8 @@ pub enum Step {
         /// The image reference pinned by digest (`repo:tag@sha256:…`).
         image: String,
     },
-    /// Before the stage: a Secret the stage's objects read and no artifact creates. A missing
-    /// one is created from its source; with [`SecretSource::Operator`] a missing required one
-    /// stops the deployment, naming it.
-    Secret {
-        /// The Secret's name.
-        name: String,
-        /// Its namespace.
-        namespace: String,
-        /// The data keys read from it (the first is the one a source fills).
-        keys: Vec<String>,
-        /// Whether a reader cannot start without it.
-        required: bool,
-        /// The objects reading it (`Deployment/kimi-k3`).
-        used_by: Vec<String>,
-        /// Where its value comes from.
-        source: SecretSource,
-    },
+    /// Before the stage: a Secret the stage's objects read and no artifact creates.
+    Secret(SecretStep),
     /// After the stage: wait for a Job to complete (stop when it fails).
     WaitJob {
         /// The Job's name.
@@ -107,6 +92,113 @@ pub enum Step {
     },
 }
 
+/// A Secret a stage's objects read and no artifact creates. A missing one is created from its
+/// source; with [`SecretSource::Operator`] a missing required one stops the deployment, naming
+/// it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct SecretStep {
+    /// The Secret's name.
+    pub name: String,
+    /// Its namespace.
+    pub namespace: String,
+    /// The data keys read from it (the first is the one a source fills).
+    pub keys: Vec<String>,
+    /// Whether a reader cannot start without it.
+    pub required: bool,
+    /// The objects reading it (`Deployment/kimi-k3`).
+    pub used_by: Vec<String>,
+    /// Where its value comes from.
+    pub source: SecretSource,
+}
+
+impl SecretStep {
+    /// The key a source fills.
+    fn key(&self) -> &str {
+        self.keys.first().map(String::as_str).unwrap_or("value")
+    }
+
+    /// The Secret, its keys and its readers, for messages.
+    fn what(&self) -> String {
+        format!(
+            "Secret {} (key {}) in namespace {}, read by {}",
+            self.name,
+            self.keys.join(", "),
+            self.namespace,
+            self.used_by.join(", ")
+        )
+    }
+
+    fn summary(&self) -> String {
+        let (name, namespace, key) = (&self.name, &self.namespace, self.key());
+        let readers = self.used_by.join(", ");
+        let need = if self.required {
+            "they do not start without it"
+        } else {
+            "it is optional, and read when present"
+        };
+        let head = format!(
+            "Secret `{name}` (key `{key}`) in namespace `{namespace}` is read by {readers}; {need}."
+        );
+        match &self.source {
+            SecretSource::Operator => format!(
+                "{head} Create it before this stage; the check below stops when a required one is missing."
+            ),
+            SecretSource::Environment { variable } => format!(
+                "{head} It is created (or updated) from `{variable}` in your environment, without printing it{}.",
+                if self.required { "; export it first" } else { ", when set" }
+            ),
+            SecretSource::Generated { bytes } => format!(
+                "{head} A missing one is created with {bytes} random bytes (hex); an existing one is kept, so running this again changes nothing. The value never enters the assembly."
+            ),
+        }
+    }
+
+    fn script(&self) -> String {
+        let key = sh_quote(self.key());
+        let (n, ns) = (sh_quote(&self.name), sh_quote(&self.namespace));
+        let what = self.what();
+        let namespace_line = format!(
+            "kubectl create namespace {ns} --dry-run=client -o yaml | kubectl apply -f - >/dev/null"
+        );
+        match &self.source {
+            SecretSource::Operator if self.required => format!(
+                "kubectl get secret {n} -n {ns} -o name >/dev/null 2>&1 \\\n  || {{ echo {} >&2; exit 1; }}",
+                sh_quote(&format!("{what}, does not exist: create it first"))
+            ),
+            SecretSource::Operator => format!(
+                "kubectl get secret {n} -n {ns} -o name >/dev/null 2>&1 \\\n  || echo {} >&2",
+                sh_quote(&format!("note: {what}, does not exist; it is optional"))
+            ),
+            SecretSource::Environment { variable } if !is_variable_name(variable) => format!(
+                "echo {} >&2\nexit 1",
+                sh_quote(&format!("the source of {what} is not a variable name"))
+            ),
+            SecretSource::Environment { variable } => {
+                let create = format!(
+                    "{namespace_line}\nkubectl create secret generic {n} -n {ns} \\\n  --from-literal={key}=\"${variable}\" --dry-run=client -o yaml | kubectl apply -f -"
+                );
+                if self.required {
+                    format!(
+                        "if [ -z \"${{{variable}:-}}\" ]; then\n  echo {} >&2\n  exit 1\nfi\n{create}",
+                        sh_quote(&format!("export {variable} first: {what}")),
+                    )
+                } else {
+                    format!(
+                        "if [ -n \"${{{variable}:-}}\" ]; then\n{}\nelse\n  echo {} >&2\nfi",
+                        indent(&create),
+                        sh_quote(&format!(
+                            "note: {variable} is not set; {what} is optional and left as it is"
+                        ))
+                    )
+                }
+            }
+            SecretSource::Generated { bytes } => format!(
+                "{namespace_line}\nkubectl get secret {n} -n {ns} -o name >/dev/null 2>&1 \\\n  || kubectl create secret generic {n} -n {ns} \\\n    --from-literal={key}=\"$(od -An -N{bytes} -tx1 /dev/urandom | tr -d ' \\n')\""
+            ),
+        }
+    }
+}
+
 /// A value only a deployment knows: the shell variable a step's script reads it from, and the
 /// stage output it is.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -133,27 +225,7 @@ pub fn sh_quote(value: &str) -> String {
 
 /// `UPPER_SNAKE` of a `PascalCase` output name, the shell variable holding it.
 pub fn variable_of(output: &str) -> String {
-    let mut out = String::new();
-    let chars: Vec<char> = output.chars().collect();
-    for (i, c) in chars.iter().enumerate() {
-        if !c.is_ascii_alphanumeric() {
-            if !out.ends_with('_') && !out.is_empty() {
-                out.push('_');
-            }
-            continue;
-        }
-        let boundary = i > 0
-            && c.is_ascii_uppercase()
-            && (chars[i - 1].is_ascii_lowercase()
-                || chars[i - 1].is_ascii_digit()
-                || chars.get(i + 1).is_some_and(char::is_ascii_lowercase)
-                    && chars[i - 1].is_ascii_uppercase());
-        if boundary && !out.ends_with('_') {
-            out.push('_');
-        }
-        out.push(c.to_ascii_uppercase());
-    }
-    out
+    crate::app::snake_case(output).to_ascii_uppercase()
 }
 
 impl Step {
@@ -162,7 +234,7 @@ impl Step {
         match self {
             Step::VerifyModelRevision { .. } => "verify-model-revision",
             Step::VerifyImage { .. } => "verify-image",
-            Step::Secret { .. } => "secret",
+            Step::Secret(_) => "secret",
             Step::WaitJob { .. } => "wait-job",
             Step::ScaleCapacityBlockNodeGroup { .. } => "scale-capacity-block-node-group",
             Step::SubscribeTopic { .. } => "subscribe-topic",
@@ -175,9 +247,9 @@ impl Step {
         match self {
             Step::VerifyModelRevision { model_id, revision } => format!("{model_id}@{revision}"),
             Step::VerifyImage { image } => image.clone(),
-            Step::Secret {
+            Step::Secret(SecretStep {
                 name, namespace, ..
-            }
+            })
             | Step::WaitJob {
                 name, namespace, ..
             } => format!("{namespace}/{name}"),
@@ -202,7 +274,7 @@ impl Step {
     /// When the step runs.
     pub fn when(&self) -> When {
         match self {
-            Step::VerifyModelRevision { .. } | Step::VerifyImage { .. } | Step::Secret { .. } => {
+            Step::VerifyModelRevision { .. } | Step::VerifyImage { .. } | Step::Secret(_) => {
                 When::BeforeApply
             }
             Step::WaitJob { .. }
@@ -216,7 +288,7 @@ impl Step {
     /// the endpoint is private).
     pub fn uses_kubernetes_api(&self) -> bool {
         match self {
-            Step::Secret { .. } | Step::WaitJob { .. } => true,
+            Step::Secret(_) | Step::WaitJob { .. } => true,
             Step::VerifyModelRevision { .. }
             | Step::VerifyImage { .. }
             | Step::ScaleCapacityBlockNodeGroup { .. }
@@ -230,7 +302,7 @@ impl Step {
         match self {
             Step::VerifyModelRevision { .. } => &["curl"],
             Step::VerifyImage { .. } => &["docker"],
-            Step::Secret { .. } | Step::WaitJob { .. } => &["kubectl"],
+            Step::Secret(_) | Step::WaitJob { .. } => &["kubectl"],
             Step::ScaleCapacityBlockNodeGroup { .. }
             | Step::SubscribeTopic { .. }
             | Step::EmptyVersionedBucket { .. } => &["aws"],
@@ -247,7 +319,7 @@ impl Step {
             }],
             Step::VerifyModelRevision { .. }
             | Step::VerifyImage { .. }
-            | Step::Secret { .. }
+            | Step::Secret(_)
             | Step::WaitJob { .. }
             | Step::ScaleCapacityBlockNodeGroup { .. } => Vec::new(),
         }
@@ -262,34 +334,7 @@ impl Step {
             Step::VerifyImage { image } => format!(
                 "Check that image `{image}` resolves in its registry (needs `docker` with `buildx`); to run another image, test it, set its digest in the description and synthesize again."
             ),
-            Step::Secret {
-                name,
-                namespace,
-                keys,
-                required,
-                used_by,
-                source,
-            } => {
-                let key = keys.first().map(String::as_str).unwrap_or("value");
-                let readers = used_by.join(", ");
-                let need = if *required {
-                    "they do not start without it"
-                } else {
-                    "it is optional, and read when present"
-                };
-                match source {
-                    SecretSource::Operator => format!(
-                        "Secret `{name}` (key `{key}`) in namespace `{namespace}` is read by {readers}; {need}. Create it before this stage; the check below stops when a required one is missing."
-                    ),
-                    SecretSource::Environment { variable } => format!(
-                        "Secret `{name}` (key `{key}`) in namespace `{namespace}` is read by {readers}; {need}. It is created (or updated) from `{variable}` in your environment, without printing it{}.",
-                        if *required { "; export it first" } else { ", when set" }
-                    ),
-                    SecretSource::Generated { bytes } => format!(
-                        "Secret `{name}` (key `{key}`) in namespace `{namespace}` is read by {readers}; {need}. A missing one is created with {bytes} random bytes (hex); an existing one is kept, so running this again changes nothing. The value never enters the assembly."
-                    ),
-                }
-            }
+            Step::Secret(secret) => secret.summary(),
             Step::WaitJob {
                 name,
                 namespace,
@@ -338,63 +383,7 @@ curl -s {main} | python3 -c 'import json, sys; print(json.load(sys.stdin)["sha"]
                 "docker buildx imagetools inspect {} >/dev/null && echo \"image found\"",
                 sh_quote(image)
             ),
-            Step::Secret {
-                name,
-                namespace,
-                keys,
-                required,
-                used_by,
-                source,
-            } => {
-                let key = sh_quote(keys.first().map(String::as_str).unwrap_or("value"));
-                let (n, ns) = (sh_quote(name), sh_quote(namespace));
-                let what = format!(
-                    "Secret {name} (key {}) in namespace {namespace}, read by {}",
-                    keys.join(", "),
-                    used_by.join(", ")
-                );
-                let namespace_line = format!(
-                    "kubectl create namespace {ns} --dry-run=client -o yaml | kubectl apply -f - >/dev/null"
-                );
-                match source {
-                    SecretSource::Operator if *required => format!(
-                        "kubectl get secret {n} -n {ns} -o name >/dev/null 2>&1 \\\n  || {{ echo {} >&2; exit 1; }}",
-                        sh_quote(&format!("{what}, does not exist: create it first"))
-                    ),
-                    SecretSource::Operator => format!(
-                        "kubectl get secret {n} -n {ns} -o name >/dev/null 2>&1 \\\n  || echo {} >&2",
-                        sh_quote(&format!("note: {what}, does not exist; it is optional"))
-                    ),
-                    SecretSource::Environment { variable } if !is_variable_name(variable) => {
-                        format!(
-                            "echo {} >&2\nexit 1",
-                            sh_quote(&format!("the source of {what} is not a variable name"))
-                        )
-                    }
-                    SecretSource::Environment { variable } => {
-                        let create = format!(
-                            "{namespace_line}\n  kubectl create secret generic {n} -n {ns} \\\n    --from-literal={key}=\"${variable}\" --dry-run=client -o yaml | kubectl apply -f -"
-                        );
-                        if *required {
-                            format!(
-                                "if [ -z \"${{{variable}:-}}\" ]; then\n  echo {} >&2\n  exit 1\nfi\n{}",
-                                sh_quote(&format!("export {variable} first: {what}")),
-                                create.replace("\n  ", "\n")
-                            )
-                        } else {
-                            format!(
-                                "if [ -n \"${{{variable}:-}}\" ]; then\n  {create}\nelse\n  echo {} >&2\nfi",
-                                sh_quote(&format!(
-                                    "note: {variable} is not set; {what} is optional and left as it is"
-                                ))
-                            )
-                        }
-                    }
-                    SecretSource::Generated { bytes } => format!(
-                        "{namespace_line}\nkubectl get secret {n} -n {ns} -o name >/dev/null 2>&1 \\\n  || kubectl create secret generic {n} -n {ns} \\\n    --from-literal={key}=\"$(od -An -N{bytes} -tx1 /dev/urandom | tr -d ' \\n')\""
-                    ),
-                }
-            }
+            Step::Secret(secret) => secret.script(),
             Step::WaitJob {
                 name,
                 namespace,
@@ -426,18 +415,22 @@ echo "job $job completed""#,
             } => format!(
                 r#"cluster={cluster} group={group}
 template=$(aws eks describe-nodegroup --region {r} --cluster-name "$cluster" --nodegroup-name "$group" \
-  --query 'nodegroup.launchTemplate.id' --output text) || exit 1
-version=$(aws eks describe-nodegroup --region {r} --cluster-name "$cluster" --nodegroup-name "$group" \
-  --query 'nodegroup.launchTemplate.version' --output text) || exit 1
-reservation=$(aws ec2 describe-launch-template-versions --region {r} --launch-template-id "$template" \
+  --query 'nodegroup.launchTemplate.[id, version]' --output text) || exit 1
+template_id=${{template%%[[:space:]]*}} version=${{template##*[[:space:]]}}
+reservation=$(aws ec2 describe-launch-template-versions --region {r} --launch-template-id "$template_id" \
   --versions "$version" --output text \
   --query 'LaunchTemplateVersions[0].LaunchTemplateData.CapacityReservationSpecification.CapacityReservationTarget.CapacityReservationId') || exit 1
+case "$reservation" in
+  cr-*) ;;
+  *) echo "node group $group names no capacity reservation in its launch template" >&2; exit 1 ;;
+esac
 state() {{
   aws ec2 describe-capacity-reservations --region {r} --capacity-reservation-ids "$reservation" \
     --query 'CapacityReservations[0].State' --output text
 }}
 current=$(state) || exit 1
-while [ "$current" = payment-pending ] || [ "$current" = scheduled ] || [ "$current" = assessing ] || [ "$current" = delayed ]; do
+while [ "$current" = payment-pending ] || [ "$current" = scheduled ] || [ "$current" = pending ] \
+  || [ "$current" = assessing ] || [ "$current" = delayed ]; do
   echo "Capacity Block $reservation is $current; checking again in 5 minutes"
   sleep 300
   current=$(state) || exit 1
@@ -527,49 +520,129 @@ mod tests {
         assert_eq!(variable_of("WeightsBucketName"), "WEIGHTS_BUCKET_NAME");
         assert_eq!(variable_of("AlarmsTopicArn"), "ALARMS_TOPIC_ARN");
         assert_eq!(variable_of("TLSBucket"), "TLS_BUCKET");
-        assert_eq!(variable_of("Gpu2Nodes"), "GPU2_NODES");
+        assert!(is_variable_name("HF_TOKEN") && !is_variable_name("HF-TOKEN"));
+        assert!(!is_variable_name("1X") && !is_variable_name("X;Y") && !is_variable_name(""));
     }
 
-    #[test]
-    fn every_script_starts_with_its_marker_and_quotes_values() {
-        let hostile = "x'$(touch /tmp/pwned)";
-        let steps = [
+    /// Every kind of step, each value in it `value`.
+    fn every_step(value: &str) -> Vec<Step> {
+        let output = StageOutput {
+            stage: Some("foundation".into()),
+            output: "SomeOutput".into(),
+        };
+        let secret = |source| {
+            Step::Secret(SecretStep {
+                name: value.into(),
+                namespace: value.into(),
+                keys: vec![value.into()],
+                required: true,
+                used_by: vec![value.into()],
+                source,
+            })
+        };
+        vec![
             Step::VerifyModelRevision {
-                model_id: "m/x".into(),
-                revision: hostile.into(),
+                model_id: value.into(),
+                revision: value.into(),
             },
             Step::VerifyImage {
-                image: hostile.into(),
+                image: value.into(),
             },
-            Step::Secret {
-                name: hostile.into(),
-                namespace: "ns".into(),
-                keys: vec!["k".into()],
-                required: true,
-                used_by: vec!["Deployment/x".into()],
-                source: SecretSource::Operator,
-            },
+            secret(SecretSource::Operator),
+            secret(SecretSource::Environment {
+                variable: "HF_TOKEN".into(),
+            }),
+            secret(SecretSource::Environment {
+                variable: value.into(),
+            }),
+            secret(SecretSource::Generated { bytes: 4 }),
             Step::WaitJob {
-                name: hostile.into(),
-                namespace: "ns".into(),
-                timeout_seconds: 60,
+                name: value.into(),
+                namespace: value.into(),
+                timeout_seconds: 0,
             },
             Step::ScaleCapacityBlockNodeGroup {
-                cluster: hostile.into(),
-                node_group: "g".into(),
-                min: 1,
+                cluster: value.into(),
+                node_group: value.into(),
+                min: 0,
                 desired: 1,
                 max: 1,
             },
-        ];
-        for step in &steps {
-            let script = step.script("us-west-2");
-            assert!(script.starts_with(&step.marker()), "{script}");
-            assert!(
-                script.contains("'x'\\''$(touch /tmp/pwned)'")
-                    || step.kind() == "verify-model-revision",
-                "{script}"
-            );
+            Step::SubscribeTopic {
+                topic: output.clone(),
+            },
+            Step::EmptyVersionedBucket {
+                bucket: output,
+                holds: value.into(),
+            },
+        ]
+    }
+
+    /// A value is never a command: every step's script, run by `sh` with every tool it calls
+    /// answering `active`, with hostile text in every value (and in the values it reads, set
+    /// as the deployment paths set them), creates no file; its marker stays one comment line.
+    #[cfg(unix)]
+    #[test]
+    fn hostile_values_never_run_as_commands() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = std::env::temp_dir().join(format!("hyperforge-steps-{}", std::process::id()));
+        let bin = dir.join("bin");
+        std::fs::create_dir_all(&bin).unwrap();
+        for tool in ["aws", "kubectl", "curl", "docker", "python3", "sleep"] {
+            let path = bin.join(tool);
+            // Every answer `active`, but an empty listing (so that emptying a bucket ends).
+            let answer =
+                "case \"$*\" in *list-object-versions*) echo '[]' ;; *) echo active ;; esac";
+            std::fs::write(&path, format!("#!/bin/sh\n{answer}\n")).unwrap();
+            std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
         }
+        let pwned = dir.join("pwned");
+        let p = pwned.display();
+        let hostile = [
+            format!("x$(touch {p})"),
+            format!("x`touch {p}`"),
+            format!("x'; touch {p}; '"),
+            format!("x\"; touch {p}; \""),
+            format!("x\ntouch {p}\n"),
+        ];
+        let path = format!("{}:/usr/bin:/bin", bin.display());
+        let mut ran = 0;
+        for value in &hostile {
+            for step in every_step(value) {
+                let script = step.script("us-west-2");
+                assert_eq!(script.lines().next(), Some(step.marker().as_str()));
+                assert!(!step.marker().contains('\n'));
+                let bindings: String = step
+                    .reads()
+                    .iter()
+                    .map(|r| format!("{}={}\n", r.variable, sh_quote(value)))
+                    .collect();
+                let status = std::process::Command::new("sh")
+                    .arg("-c")
+                    .arg(format!("{bindings}{script}"))
+                    .env("PATH", &path)
+                    .env_remove("HF_TOKEN")
+                    .env("ALERT_EMAIL", value)
+                    .stdout(std::process::Stdio::null())
+                    .stderr(std::process::Stdio::null())
+                    .status()
+                    .unwrap();
+                assert!(status.code().is_some(), "{script}");
+                ran += 1;
+                assert!(!pwned.exists(), "a value ran as a command:\n{script}");
+            }
+        }
+        assert_eq!(ran, hostile.len() * every_step("x").len());
+        // The check itself: an unquoted value does run.
+        let unquoted = format!("echo {}", hostile[0]);
+        std::process::Command::new("sh")
+            .arg("-c")
+            .arg(&unquoted)
+            .env("PATH", &path)
+            .stdout(std::process::Stdio::null())
+            .status()
+            .unwrap();
+        assert!(pwned.exists());
+        let _ = std::fs::remove_dir_all(&dir);
     }
 }

@@ -178,9 +178,12 @@ Examples:
   hyperforge deploy --fleet --out fleet.out --member kimi-k3-eks-fleet-us-east-1 --run-external
 
 Deploys the assembly in --out stage by stage: each CloudFormation stage is created, or updated
-through a change set shown for confirmation (replacements flagged); helm and kubectl stages are
-printed as commands, or run with --run-external. Credentials and region come from the AWS
-SDK's default chain; --endpoint-url (or HYPERFORGE_AWS_ENDPOINT_URL) points at an emulator.
+through a change set shown for confirmation (replacements flagged); helm and kubectl stages,
+and each stage's steps (manifest.json `steps`: Secrets, checks, Job waits, the Capacity Block
+node group's scale-up, the alarm topic's subscription), are printed as commands, or run with
+--run-external. Credentials and region come from the AWS SDK's default chain (the steps' AWS
+CLI gets --profile and --endpoint-url too); --endpoint-url (or HYPERFORGE_AWS_ENDPOINT_URL)
+points at an emulator.
 
 With --fleet, --out is a fleet's output (fleet.json): each StackSet, in order, is created or
 updated (when its template changed), then each member's stack instance is created or updated
@@ -287,7 +290,8 @@ pub struct DeployArgs {
     /// Answer yes to every confirmation.
     #[arg(long, short = 'y')]
     pub yes: bool,
-    /// Run helm and kubectl stages (the tools must be on PATH) instead of printing them.
+    /// Run helm and kubectl stages and the stages' steps (the tools must be on PATH) instead of
+    /// printing them.
     #[arg(long)]
     pub run_external: bool,
     /// Start at this stage (after running the printed external commands yourself).

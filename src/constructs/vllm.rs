@@ -18,6 +18,28 @@ use crate::diagnostics::{Code, Diagnostics};
 use crate::resources::plan::{SecretSource, Step};
 use crate::resources::{KubeObject, Scope};
 
+/// Adds the checks a deployment runs before the construct's objects use what they pin: the
+/// model's Hub `revision` exists and the `image` pinned by digest resolves.
+pub(crate) fn verify_pins(
+    scope: &mut Scope<'_>,
+    model_id: &str,
+    revision: Option<&str>,
+    image: Option<String>,
+) {
+    if let Some(revision) = revision {
+        scope.step(
+            "VerifyRevision",
+            Step::VerifyModelRevision {
+                model_id: model_id.to_owned(),
+                revision: revision.to_owned(),
+            },
+        );
+    }
+    if let Some(image) = image {
+        scope.step("VerifyImage", Step::VerifyImage { image });
+    }
+}
+
 /// The operator's environment variable a Hugging Face token Secret is created from.
 pub const HF_TOKEN_VARIABLE: &str = "HF_TOKEN";
 
@@ -507,23 +529,12 @@ impl VllmServer {
     /// pinned revision and image exist, and where its Secrets come from (the Hub token from
     /// `HF_TOKEN`, the API key made where the step runs).
     pub fn steps(&self, scope: &mut Scope<'_>, namespace: &str) {
-        if let Some(revision) = self.model_revision() {
-            scope.step(
-                "VerifyRevision",
-                Step::VerifyModelRevision {
-                    model_id: self.model_id.clone(),
-                    revision: revision.to_owned(),
-                },
-            );
-        }
-        if self.pinned_digest().is_some() {
-            scope.step(
-                "VerifyImage",
-                Step::VerifyImage {
-                    image: self.image_reference(),
-                },
-            );
-        }
+        verify_pins(
+            scope,
+            &self.model_id,
+            self.model_revision(),
+            self.pinned_digest().map(|_| self.image_reference()),
+        );
         if let Some(token) = &self.hf_token {
             token.declare_hf_token_source(scope, namespace);
         }

@@ -903,18 +903,11 @@ impl Construct for WeightsStaging {
         let (namespace, account, config, job) = self.objects(scope.stack());
         // The revision is checked before the Job downloads it, and before any server of a
         // later stage reads the copy.
-        scope.step(
-            "VerifyRevision",
-            Step::VerifyModelRevision {
-                model_id: self.model_id.clone(),
-                revision: self.revision.clone(),
-            },
-        );
-        scope.step(
-            "VerifyImage",
-            Step::VerifyImage {
-                image: self.image_reference(),
-            },
+        super::vllm::verify_pins(
+            scope,
+            &self.model_id,
+            Some(&self.revision),
+            Some(self.image_reference()),
         );
         if let Some(token) = &self.hf_token {
             token.declare_hf_token_source(scope, STAGING_NAMESPACE);

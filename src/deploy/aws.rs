@@ -36,6 +36,24 @@ pub struct AwsSettings {
 pub const ENDPOINT_ENV: &str = "HYPERFORGE_AWS_ENDPOINT_URL";
 
 impl AwsSettings {
+    /// The environment that gives the AWS CLI (the plan's step scripts, the tunnel) these
+    /// settings: the profile, the endpoint, fixed credentials. Empty with the defaults, so the
+    /// CLI uses its own chain as the SDK does.
+    pub fn cli_environment(&self) -> Vec<(&'static str, String)> {
+        let mut env = Vec::new();
+        if let Some(profile) = &self.profile {
+            env.push(("AWS_PROFILE", profile.clone()));
+        }
+        if let Some(endpoint) = self.effective_endpoint() {
+            env.push(("AWS_ENDPOINT_URL", endpoint));
+        }
+        if let Some((key, secret)) = &self.static_credentials {
+            env.push(("AWS_ACCESS_KEY_ID", key.clone()));
+            env.push(("AWS_SECRET_ACCESS_KEY", secret.clone()));
+        }
+        env
+    }
+
     /// The endpoint to use: the setting, else `HYPERFORGE_AWS_ENDPOINT_URL`.
     pub fn effective_endpoint(&self) -> Option<String> {
         self.endpoint_url.clone().or_else(|| {
@@ -1001,5 +1019,39 @@ impl Clients {
                 })
             })
             .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The AWS CLI a step runs gets the deploy's profile, endpoint and fixed credentials, so
+    /// `--profile` reaches the same account for the scripts as for the SDK calls.
+    #[test]
+    fn the_cli_gets_the_deploys_settings() {
+        let settings = AwsSettings {
+            profile: Some("prod".into()),
+            endpoint_url: Some("http://127.0.0.1:5000".into()),
+            static_credentials: Some(("AKID".into(), "SECRET".into())),
+            ..AwsSettings::default()
+        };
+        assert_eq!(
+            settings.cli_environment(),
+            [
+                ("AWS_PROFILE", "prod".to_owned()),
+                ("AWS_ENDPOINT_URL", "http://127.0.0.1:5000".to_owned()),
+                ("AWS_ACCESS_KEY_ID", "AKID".to_owned()),
+                ("AWS_SECRET_ACCESS_KEY", "SECRET".to_owned()),
+            ]
+        );
+        let defaults = AwsSettings {
+            endpoint_url: None,
+            ..AwsSettings::default()
+        };
+        assert!(defaults
+            .cli_environment()
+            .iter()
+            .all(|(k, _)| *k != "AWS_PROFILE" && !k.starts_with("AWS_ACCESS")));
     }
 }

@@ -285,7 +285,13 @@ pub fn on_path(program: &str) -> bool {
 
 /// Runs the commands in order, inheriting the terminal; stops at the first failure.
 /// `kubeconfig`, when given, is the `KUBECONFIG` kubectl and helm use (the admin tunnel's).
-pub fn run(commands: &[ExternalCommand], kubeconfig: Option<&Path>) -> Result<(), DeployError> {
+/// Runs `commands` in order, each with `env` (the AWS CLI's settings) and, when given, the
+/// tunnel's kubeconfig.
+pub fn run(
+    commands: &[ExternalCommand],
+    kubeconfig: Option<&Path>,
+    env: &[(&'static str, String)],
+) -> Result<(), DeployError> {
     for c in commands {
         for program in std::iter::once(c.program.as_str()).chain(c.needs.iter().copied()) {
             if !on_path(program) {
@@ -302,6 +308,7 @@ pub fn run(commands: &[ExternalCommand], kubeconfig: Option<&Path>) -> Result<()
         }
         let mut command = std::process::Command::new(&c.program);
         command.args(&c.args);
+        command.envs(env.iter().map(|(k, v)| (k, v)));
         if let Some(path) = kubeconfig {
             command.env("KUBECONFIG", path);
         }

@@ -339,10 +339,15 @@ mod tests {
         assert_eq!(no_template, "stage `foundation` lists no artifact");
         assert!(error("{").starts_with("not JSON"));
         assert_eq!(
-            error(r#"{"version": 2, "stacks": "anything"}"#),
-            "unsupported `version` (expected 1)"
+            error(r#"{"version": 3, "stacks": "anything"}"#),
+            "unsupported `version` (expected 2)"
         );
-        let shape = error(r#"{"version": 1, "generator": "g", "stacks": [{"name": "s"}]}"#);
+        // A manifest of version 1 (stages without steps) is refused, not half-read.
+        assert_eq!(
+            error(r#"{"version": 1, "stacks": []}"#),
+            "unsupported `version` (expected 2)"
+        );
+        let shape = error(r#"{"version": 2, "generator": "g", "stacks": [{"name": "s"}]}"#);
         assert!(shape.contains("missing field `region`"), "{shape}");
     }
 }

@@ -71,8 +71,9 @@ pub struct DeployOptions {
     /// [`INLINE_TEMPLATE_BYTES`](crate::validate::limits::INLINE_TEMPLATE_BYTES), unless a test
     /// lowers it).
     pub inline_template_limit: usize,
-    /// Run helm, kubectl and git for the Helm and Kubernetes stages instead of printing the
-    /// commands and stopping (`--run-external`).
+    /// Run helm, kubectl and git for the Helm and Kubernetes stages, and every stage's steps,
+    /// instead of printing the commands and stopping (`--run-external`). Steps that must run
+    /// before a stack is deployed or deleted need it.
     pub run_external: bool,
     /// Start at this stage (`--from`); earlier stages (later ones for destroy) are taken as
     /// done.

@@ -202,24 +202,14 @@ pub async fn deploy(
             stage.name(),
             stage.kind()
         ));
-        // The plan's steps around the stage. Resumed at this stage (`--from`), its steps
-        // before were printed and carried out already.
-        let resumed_here = i == start && options.from_stage.is_some();
-        let before = if resumed_here {
-            Vec::new()
-        } else {
-            run.step_commands(stage, When::BeforeApply).await?
-        };
+        // The plan's steps around the stage.
+        let before = run.step_commands(stage, When::BeforeApply).await?;
         let after = run.step_commands(stage, When::AfterApply).await?;
         let outcome = match stage {
             StageManifest::CloudFormation { .. } | StageManifest::S3Upload { .. } => {
                 if !before.is_empty() {
                     console.line("  steps before the stage:");
-                    let outcome = run.external(before, Some(stage), "")?;
-                    if matches!(outcome, StageOutcome::ExternalPending { .. }) {
-                        report.push(stage, outcome);
-                        return Ok(report);
-                    }
+                    run.run_first(before, stage)?;
                 }
                 let outcome = match stage {
                     StageManifest::CloudFormation { .. } => {
@@ -256,14 +246,8 @@ pub async fn deploy(
                     let mut sets = Vec::new();
                     for set in set_from_outputs {
                         let value = run
-                            .bucket_of(
-                                stage.name(),
-                                set.stage.as_deref().unwrap_or_default(),
-                                &set.output,
-                                true,
-                            )
-                            .await?
-                            .unwrap_or_default();
+                            .output_value(stage.name(), set.stage.as_deref(), &set.output)
+                            .await?;
                         sets.push((set.key.clone(), value));
                     }
                     commands = external::with_sets(commands, &sets);
@@ -276,14 +260,8 @@ pub async fn deploy(
                     let mut values = Vec::new();
                     for v in values_from_outputs {
                         let value = run
-                            .bucket_of(
-                                stage.name(),
-                                v.stage.as_deref().unwrap_or_default(),
-                                &v.output,
-                                true,
-                            )
-                            .await?
-                            .unwrap_or_default();
+                            .output_value(stage.name(), v.stage.as_deref(), &v.output)
+                            .await?;
                         values.push((v.key.clone(), value));
                     }
                     commands = external::with_values(commands, &values).map_err(|problem| {
@@ -438,10 +416,7 @@ pub async fn destroy(
         console.line(&format!("\n{} ({})", stage.name(), stage.kind()));
         let outcome = match stage {
             StageManifest::CloudFormation { stack_name, .. } => {
-                if let Some(pending) = run.before_delete(stage, order.get(n + 1).copied()).await? {
-                    report.push(stage, pending);
-                    return Ok(report);
-                }
+                run.before_delete(stage).await?;
                 run.destroy_cloudformation(stack_name).await?
             }
             StageManifest::S3Upload { bucket, prefix, .. } => {
@@ -948,6 +923,20 @@ impl Run<'_> {
         }
     }
 
+    /// The value of an earlier stage's output that `stage` needs (a `--set` value, a
+    /// placeholder's, a step's): a missing stack or output is an error.
+    async fn output_value(
+        &self,
+        stage: &str,
+        of: Option<&str>,
+        output: &str,
+    ) -> Result<String, DeployError> {
+        Ok(self
+            .bucket_of(stage, of.unwrap_or_default(), output, true)
+            .await?
+            .unwrap_or_default())
+    }
+
     /// The value of an earlier stage's output (a bucket name, a VPC id for `--set`).
     /// `required`: a missing stack or output is an error (deploy) rather than `None` (destroy).
     async fn bucket_of(
@@ -1002,12 +991,8 @@ impl Run<'_> {
 
     /// Carries out the steps before `stage`'s stack is deleted: a versioned bucket through
     /// the SDK (its logging stopped, then every version and delete marker deleted), any other
-    /// step as its script. Returns the outcome to stop at when scripts were only printed.
-    async fn before_delete(
-        &mut self,
-        stage: &StageManifest,
-        next: Option<&StageManifest>,
-    ) -> Result<Option<StageOutcome>, DeployError> {
+    /// step as its script ([`Run::run_first`]).
+    async fn before_delete(&mut self, stage: &StageManifest) -> Result<(), DeployError> {
         let mut scripts = Vec::new();
         for step in stage.steps_at(When::BeforeDelete) {
             match step {
@@ -1039,7 +1024,7 @@ impl Run<'_> {
                 }
                 Step::VerifyModelRevision { .. }
                 | Step::VerifyImage { .. }
-                | Step::Secret { .. }
+                | Step::Secret(_)
                 | Step::WaitJob { .. }
                 | Step::ScaleCapacityBlockNodeGroup { .. }
                 | Step::SubscribeTopic { .. } => {
@@ -1048,11 +1033,32 @@ impl Run<'_> {
                 }
             }
         }
-        if scripts.is_empty() {
-            return Ok(None);
+        if !scripts.is_empty() {
+            self.run_first(scripts, stage)?;
         }
-        let outcome = self.external(scripts, next, "--destroy ")?;
-        Ok(matches!(outcome, StageOutcome::ExternalPending { .. }).then_some(outcome))
+        Ok(())
+    }
+
+    /// Runs steps that must be done before hyperforge goes on with `stage` itself (a stack
+    /// it deploys or deletes right after). Printing them and stopping would leave no way to
+    /// resume after them, so they need `--run-external`; without it, they are printed and the
+    /// run stops with an error naming the option.
+    fn run_first(
+        &self,
+        commands: Vec<ExternalCommand>,
+        stage: &StageManifest,
+    ) -> Result<(), DeployError> {
+        if self.options.run_external {
+            self.external(commands, None, "")?;
+            return Ok(());
+        }
+        for c in &commands {
+            self.console.line(&format!("    {c}"));
+        }
+        Err(DeployError::External {
+            command: format!("the steps before stage `{}`", stage.name()),
+            problem: "must run before hyperforge goes on with the stage: pass --run-external to let it run them (they are printed above)".to_owned(),
+        })
     }
 
     /// The commands carrying out `stage`'s steps at `when`, each with the deploy-time values
@@ -1080,14 +1086,12 @@ impl Run<'_> {
         let mut values = Vec::new();
         for read in step.reads() {
             let value = self
-                .bucket_of(
+                .output_value(
                     stage.name(),
-                    read.output.stage.as_deref().unwrap_or_default(),
+                    read.output.stage.as_deref(),
                     &read.output.output,
-                    true,
                 )
-                .await?
-                .unwrap_or_default();
+                .await?;
             values.push((read.variable, value));
         }
         Ok(values)
@@ -1141,14 +1145,23 @@ impl Run<'_> {
                         "  opening the tunnel to `{cluster}` through admin host `{}` (127.0.0.1:{})",
                         admin.name_tag, admin.local_port
                     ));
-                    Some(super::tunnel::Tunnel::open(cluster, &region, admin)?)
+                    Some(super::tunnel::Tunnel::open(
+                        cluster,
+                        &region,
+                        admin,
+                        &self.options.aws.cli_environment(),
+                    )?)
                 }
                 _ => None,
             };
             for c in &commands {
                 self.console.line(&format!("  $ {c}"));
             }
-            external::run(&commands, tunnel.as_ref().map(|t| t.kubeconfig()))?;
+            external::run(
+                &commands,
+                tunnel.as_ref().map(|t| t.kubeconfig()),
+                &self.options.aws.cli_environment(),
+            )?;
             return Ok(StageOutcome::ExternalRun { commands });
         }
         let cluster_api = commands.iter().any(|c| c.kubernetes_api);

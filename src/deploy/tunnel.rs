@@ -37,10 +37,12 @@ pub struct Tunnel {
 impl Tunnel {
     /// Finds the admin host, writes a kubeconfig for the tunnel and starts the port forward,
     /// returning once it accepts connections.
+    /// `env` is the AWS CLI's environment for the deploy's settings (profile, endpoint).
     pub fn open(
         cluster: &str,
         region: &str,
         admin: &AdminHostManifest,
+        env: &[(&'static str, String)],
     ) -> Result<Tunnel, DeployError> {
         // The port must be free: a listener left there (an earlier tunnel) would answer for
         // this one and forward to whatever it was opened for.
@@ -55,19 +57,22 @@ impl Tunnel {
             ));
         }
         let tag = format!("Name=tag:Name,Values={}", admin.name_tag);
-        let instance = output(&[
-            "ec2",
-            "describe-instances",
-            "--region",
-            region,
-            "--filters",
-            &tag,
-            "Name=instance-state-name,Values=running",
-            "--query",
-            "Reservations[0].Instances[0].InstanceId",
-            "--output",
-            "text",
-        ])?;
+        let instance = output(
+            env,
+            &[
+                "ec2",
+                "describe-instances",
+                "--region",
+                region,
+                "--filters",
+                &tag,
+                "Name=instance-state-name,Values=running",
+                "--query",
+                "Reservations[0].Instances[0].InstanceId",
+                "--output",
+                "text",
+            ],
+        )?;
         if !instance.starts_with("i-") {
             return Err(failed(
                 "aws ec2 describe-instances",
@@ -78,18 +83,21 @@ impl Tunnel {
             ));
         }
         let describe = |query: &str| {
-            output(&[
-                "eks",
-                "describe-cluster",
-                "--region",
-                region,
-                "--name",
-                cluster,
-                "--query",
-                query,
-                "--output",
-                "text",
-            ])
+            output(
+                env,
+                &[
+                    "eks",
+                    "describe-cluster",
+                    "--region",
+                    region,
+                    "--name",
+                    cluster,
+                    "--query",
+                    query,
+                    "--output",
+                    "text",
+                ],
+            )
         };
         let endpoint = describe("cluster.endpoint")?;
         let arn = describe("cluster.arn")?;
@@ -105,6 +113,7 @@ impl Tunnel {
         let path = kubeconfig.display().to_string();
         let server = format!("https://127.0.0.1:{}", admin.local_port);
         run(
+            env,
             "aws",
             &[
                 "eks",
@@ -118,6 +127,7 @@ impl Tunnel {
             ],
         )?;
         run(
+            env,
             "kubectl",
             &[
                 "config",
@@ -136,6 +146,7 @@ impl Tunnel {
             admin.local_port
         );
         let mut command = Command::new("aws");
+        command.envs(env.iter().map(|(k, v)| (k, v)));
         // Its own process group, so closing the tunnel also ends the session-manager-plugin
         // the CLI starts.
         #[cfg(unix)]
@@ -238,10 +249,11 @@ fn failed(command: &str, problem: String) -> DeployError {
     }
 }
 
-fn output(args: &[&str]) -> Result<String, DeployError> {
+fn output(env: &[(&'static str, String)], args: &[&str]) -> Result<String, DeployError> {
     let shown = format!("aws {}", args.join(" "));
     let out = Command::new("aws")
         .args(args)
+        .envs(env.iter().map(|(k, v)| (k, v)))
         .stdin(Stdio::null())
         .output()
         .map_err(|e| failed(&shown, format!("could not be started: {e}")))?;
@@ -254,10 +266,11 @@ fn output(args: &[&str]) -> Result<String, DeployError> {
     Ok(String::from_utf8_lossy(&out.stdout).trim().to_owned())
 }
 
-fn run(program: &str, args: &[&str]) -> Result<(), DeployError> {
+fn run(env: &[(&'static str, String)], program: &str, args: &[&str]) -> Result<(), DeployError> {
     let shown = format!("{program} {}", args.join(" "));
     let status = Command::new(program)
         .args(args)
+        .envs(env.iter().map(|(k, v)| (k, v)))
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .status()
@@ -313,7 +326,7 @@ mod tests {
             name_tag: "x-admin".into(),
             local_port: busy.local_addr().unwrap().port(),
         };
-        let Err(e) = Tunnel::open("x", "us-west-2", &admin) else {
+        let Err(e) = Tunnel::open("x", "us-west-2", &admin, &[]) else {
             panic!("opened a tunnel on a busy port");
         };
         assert!(e.to_string().contains("is not free"), "{e}");

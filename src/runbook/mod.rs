@@ -430,9 +430,6 @@ pub struct EndpointData {
     pub internal: bool,
     /// Chat completion request body (JSON).
     pub request_body: String,
-    /// For an internal load balancer reached from a laptop: the lines forwarding a local port
-    /// to it through the admin host, after which `HOST` is `localhost`; else empty.
-    pub load_balancer_tunnel: Vec<String>,
 }
 
 /// The Terraform root module.
@@ -781,7 +778,7 @@ pub fn data(stack: &Stack, manifest: &StackManifest) -> RunbookData {
                                 .and_then(StageManifest::stack_name)
                                 .unwrap_or_default()
                                 .to_owned();
-                            let variable = crate::app::snake_case(&v.output).to_ascii_uppercase();
+                            let variable = variable_of(&v.output);
                             DeployValueData {
                                 read: format!(
                                     "{variable}=$(aws cloudformation describe-stacks --region {} --stack-name {stack_name} \\\n  --query \"Stacks[0].Outputs[?OutputKey=='{}'].OutputValue\" --output text)",
@@ -971,28 +968,6 @@ pub fn data(stack: &Stack, manifest: &StackManifest) -> RunbookData {
             region: stack.region().to_owned(),
         })
         .collect();
-    // An internal load balancer answers only inside the VPC: from a laptop, through the admin
-    // host (a Session Manager port forward to the balancer's name).
-    if let Some(admin) = &manifest.admin_host {
-        for ep in endpoints
-            .iter_mut()
-            .filter(|e| e.internal && e.load_balancer)
-        {
-            ep.load_balancer_tunnel = vec![
-                format!(
-                    "INSTANCE=$(aws ec2 describe-instances --region {} \\\n  --filters Name=tag:Name,Values={} Name=instance-state-name,Values=running \\\n  --query 'Reservations[0].Instances[0].InstanceId' --output text)",
-                    manifest.region, admin.name_tag
-                ),
-                format!(
-                    "aws ssm start-session --region {} --target \"$INSTANCE\" \\\n  --document-name AWS-StartPortForwardingSessionToRemoteHost \\\n  --parameters \"host=$HOST,portNumber={port},localPortNumber={port}\" &",
-                    manifest.region,
-                    port = ep.port
-                ),
-                "sleep 5".to_owned(),
-                "HOST=localhost".to_owned(),
-            ];
-        }
-    }
     let all_steps = || manifest.stages.iter().flat_map(|s| s.steps());
     let needs_docker = all_steps().any(|s| s.tools().contains(&"docker"));
     let needs_curl = all_steps().any(|s| s.tools().contains(&"curl"));
@@ -1322,7 +1297,6 @@ fn endpoint(served: &ServedModel<'_>) -> EndpointData {
             .unwrap_or_default(),
         startup_minutes: startup_secs.div_ceil(60),
         rollout_timeout_secs: server.rollout_deadline_secs(served.instance_type, operator),
-        load_balancer_tunnel: Vec::new(),
         load_balancer: !matches!(exposure, Exposure::ClusterIp),
         internal: matches!(exposure, Exposure::InternalLoadBalancer),
         request_body,

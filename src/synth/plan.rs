@@ -69,24 +69,25 @@ pub fn lower_steps(
         }
         let (secrets, waits): (Vec<Step>, Vec<Step>) = implied
             .into_iter()
-            .partition(|s| matches!(s, Step::Secret { .. }));
+            .partition(|s| matches!(s, Step::Secret(_)));
         for mut secret in secrets {
-            if let Step::Secret {
-                name,
-                namespace,
-                source,
-                ..
-            } = &mut secret
-            {
-                let declared_source = declared.iter().find_map(|s| match s {
-                    ConstructStep::SecretSource {
-                        name: n,
-                        namespace: ns,
-                        source,
-                    } if n == name && ns == namespace => Some(source.clone()),
-                    _ => None,
-                });
-                *source = declared_source.unwrap_or(SecretSource::Operator);
+            if let Step::Secret(secret) = &mut secret {
+                // The source its construct declared; none: the operator creates it.
+                secret.source = declared
+                    .iter()
+                    .find_map(|s| {
+                        let ConstructStep::SecretSource {
+                            name,
+                            namespace,
+                            source,
+                        } = s
+                        else {
+                            return None;
+                        };
+                        (*name == secret.name && *namespace == secret.namespace)
+                            .then(|| source.clone())
+                    })
+                    .unwrap_or(SecretSource::Operator);
             }
             steps.push(secret);
         }

@@ -16,7 +16,9 @@
 //! skipped. Negative controls at the end show each check catching what it is for.
 
 use crate::common::{run, tool};
-use hyperforge::assembly::manifest::{SecretSource, StackManifest, StageManifest, Step, When};
+use hyperforge::assembly::manifest::{
+    SecretSource, SecretStep, StackManifest, StageManifest, Step, When,
+};
 use hyperforge::assembly::Assembly;
 use hyperforge::reference;
 use std::collections::BTreeSet;
@@ -442,12 +444,12 @@ fn every_secret_a_stage_reads_is_created_before_it() {
     let mut seen = 0;
     for (text, stack, _, _) in runbooks() {
         for step in stack.stages.iter().flat_map(|s| s.steps()) {
-            if let Step::Secret {
+            if let Step::Secret(SecretStep {
                 name,
                 namespace,
                 source,
                 ..
-            } = step
+            }) = step
             {
                 seen += 1;
                 assert_ne!(source, &SecretSource::Operator, "{name}");
@@ -501,15 +503,15 @@ fn a_servers_hub_token_secret_is_created_before_its_stage() {
     let hub = workload
         .steps()
         .iter()
-        .find(|s| matches!(s, Step::Secret { name, .. } if name == "hf-token"))
+        .find(|s| matches!(s, Step::Secret(secret) if secret.name == "hf-token"))
         .unwrap();
-    let Step::Secret {
+    let Step::Secret(SecretStep {
         namespace,
         required,
         used_by,
         source,
         ..
-    } = hub
+    }) = hub
     else {
         unreachable!()
     };

@@ -14,7 +14,7 @@ use crate::app::ObjectPatch;
 use crate::app::Stack;
 use crate::app::{StageId, StageKind};
 use crate::assembly::manifest::{
-    Artifact, ArtifactFormat, SecretSource, SetFromOutput, StageManifest, Step,
+    Artifact, ArtifactFormat, SecretSource, SecretStep, SetFromOutput, StageManifest, Step,
 };
 use crate::diagnostics::{suggest, Code, Diagnostics};
 use crate::resources::{Resource, ResourceGraph, ResourceKind};
@@ -234,7 +234,7 @@ fn jobs_patched(
 /// stage is applied. A Secret is required when any reference to it is not `optional`. Each
 /// is a [`Step::Secret`] the operator creates until the plan pass gives it its source.
 pub fn secrets(graph: &ResourceGraph, stage: StageId) -> Vec<Step> {
-    let mut out: Vec<SecretUse> = Vec::new();
+    let mut out: Vec<SecretStep> = Vec::new();
     for r in graph.resources.iter().filter(|r| r.stage == stage) {
         let ResourceKind::KubeObject(o) = &r.kind else {
             continue;
@@ -247,48 +247,31 @@ pub fn secrets(graph: &ResourceGraph, stage: StageId) -> Vec<Step> {
             let found = out
                 .iter()
                 .position(|s| s.name == name && s.namespace == namespace);
-            let use_ = match found {
+            let secret = match found {
                 Some(i) => &mut out[i],
                 None => {
-                    out.push(SecretUse {
+                    out.push(SecretStep {
                         name,
                         namespace: namespace.to_owned(),
                         keys: Vec::new(),
                         required: false,
                         used_by: Vec::new(),
+                        source: SecretSource::Operator,
                     });
                     let last = out.len() - 1;
                     &mut out[last]
                 }
             };
-            if !use_.keys.contains(&key) {
-                use_.keys.push(key);
+            if !secret.keys.contains(&key) {
+                secret.keys.push(key);
             }
-            use_.required |= !optional;
-            if !use_.used_by.contains(&reader) {
-                use_.used_by.push(reader.clone());
+            secret.required |= !optional;
+            if !secret.used_by.contains(&reader) {
+                secret.used_by.push(reader.clone());
             }
         }
     }
-    out.into_iter()
-        .map(|s| Step::Secret {
-            name: s.name,
-            namespace: s.namespace,
-            keys: s.keys,
-            required: s.required,
-            used_by: s.used_by,
-            source: SecretSource::Operator,
-        })
-        .collect()
-}
-
-/// A Secret the objects read, as it is gathered.
-struct SecretUse {
-    name: String,
-    namespace: String,
-    keys: Vec<String>,
-    required: bool,
-    used_by: Vec<String>,
+    out.into_iter().map(Step::Secret).collect()
 }
 
 /// Every `secretKeyRef` and `tokenSecretRef` below `value`: (name, key, optional).
