@@ -26,7 +26,7 @@ pub enum When {
     BeforeDelete,
 }
 
-pub use crate::resources::plan::SecretSource;
+pub use crate::resources::plan::{is_variable_name, SecretSource};
 
 /// One operational step, in the order its stage lists it. The set is closed: every path that
 /// carries out a plan matches it exhaustively, so a new kind is a compile error wherever it is
@@ -479,15 +479,6 @@ echo "bucket $bucket is empty""#
     }
 }
 
-/// Whether `name` is a portable environment variable name (`HF_TOKEN`).
-pub fn is_variable_name(name: &str) -> bool {
-    let mut chars = name.chars();
-    chars
-        .next()
-        .is_some_and(|c| c.is_ascii_uppercase() || c == '_')
-        && chars.all(|c| c.is_ascii_uppercase() || c.is_ascii_digit() || c == '_')
-}
-
 /// `text` with every non-empty line indented by two spaces.
 fn indent(text: &str) -> String {
     text.lines()
@@ -520,7 +511,8 @@ mod tests {
         assert_eq!(variable_of("WeightsBucketName"), "WEIGHTS_BUCKET_NAME");
         assert_eq!(variable_of("AlarmsTopicArn"), "ALARMS_TOPIC_ARN");
         assert_eq!(variable_of("TLSBucket"), "TLS_BUCKET");
-        assert!(is_variable_name("HF_TOKEN") && !is_variable_name("HF-TOKEN"));
+        assert!(is_variable_name("HF_TOKEN") && is_variable_name("hf_token"));
+        assert!(!is_variable_name("HF-TOKEN"));
         assert!(!is_variable_name("1X") && !is_variable_name("X;Y") && !is_variable_name(""));
     }
 

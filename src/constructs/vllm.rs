@@ -899,7 +899,7 @@ impl VllmServer {
             }
         }
         for (name, value) in &self.env {
-            if !is_env_name(name) {
+            if !crate::resources::plan::is_variable_name(name) {
                 ds.report_field(
                     Code::InvalidEnvironmentName,
                     path,
@@ -1073,12 +1073,6 @@ pub fn is_commit_sha(revision: &str) -> bool {
 
 fn is_model_name(name: &str) -> bool {
     super::hyperpod::is_valid_hyperpod_name(name) && !name.contains("--")
-}
-
-fn is_env_name(name: &str) -> bool {
-    !name.is_empty()
-        && !name.starts_with(|c: char| c.is_ascii_digit())
-        && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
 }
 
 /// DNS-1123 subdomain (a Secret's name): 1-253 characters, dot-separated DNS labels.

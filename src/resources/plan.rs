@@ -30,6 +30,14 @@ pub enum SecretSource {
     },
 }
 
+/// Whether `name` can name an environment variable (a container's, or the shell's a step
+/// reads a Secret from): letters, digits and `_`, not starting with a digit.
+pub fn is_variable_name(name: &str) -> bool {
+    !name.is_empty()
+        && !name.starts_with(|c: char| c.is_ascii_digit())
+        && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+}
+
 /// A step a construct contributes, in its stage.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Step {
