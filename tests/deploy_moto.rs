@@ -635,7 +635,7 @@ fn large_template_goes_through_the_template_bucket() {
 /// A hand-written one-stage assembly around `template`.
 fn synthetic_assembly(dir: &Path, template: &serde_json::Value) -> AssemblyDir {
     let manifest = serde_json::json!({
-        "version": 2,
+        "version": 3,
         "generator": "hand-written",
         "stacks": [{
             "name": "synthetic",
@@ -1339,4 +1339,236 @@ fn a_fleet_member_deploys_its_own_stages_after_its_stack_sets() {
         ))
         .expect_err("unknown member");
     assert!(err.to_string().contains("mb-fleet-us-east-1"), "{err}");
+}
+
+/// Fake `aws` and `kubectl` on PATH for the steps `--run-external` carries out: each call is
+/// appended to `$HYPERFORGE_CALLS` as one line (the program and its arguments; what
+/// `kubectl apply -f -` reads follows it), and the calls the EKS, EC2 and Kubernetes APIs
+/// would answer get the answers of an active Capacity Block whose node group's launch template
+/// targets it, and of a cluster without the Secret yet.
+fn fake_tools(dir: &Path) {
+    let aws = r#"#!/bin/sh
+printf 'aws %s\n' "$*" >> "$HYPERFORGE_CALLS"
+case "$1 $2" in
+  "eks describe-nodegroup") printf 'lt-0123456789abcdef0\t3\n' ;;
+  "ec2 describe-launch-template-versions") echo cr-0fedcba9876543210 ;;
+  "ec2 describe-capacity-reservations") echo active ;;
+  "eks update-nodegroup-config") echo '{}' ;;
+  "eks wait") ;;
+  *) echo "unexpected aws call: $*" >&2; exit 2 ;;
+esac
+"#;
+    let kubectl = r#"#!/bin/sh
+printf 'kubectl %s\n' "$*" >> "$HYPERFORGE_CALLS"
+case "$*" in
+  "apply -f -") sed 's/^/  | /' >> "$HYPERFORGE_CALLS" ;;
+  "create namespace "*"--dry-run=client -o yaml") printf 'apiVersion: v1\nkind: Namespace\n' ;;
+  "get secret "*) exit 1 ;;
+  "create secret generic "*) ;;
+  *) echo "unexpected kubectl call: $*" >&2; exit 2 ;;
+esac
+"#;
+    for (name, script) in [("aws", aws), ("kubectl", kubectl)] {
+        let path = dir.join(name);
+        std::fs::write(&path, script).expect("fake tool");
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755))
+                .expect("executable");
+        }
+    }
+}
+
+/// `hyperforge deploy --run-external` carries out the plan's steps as the runbook does: after
+/// the nodes stage, the Capacity Block's wait-and-scale (the EKS and EC2 calls, recorded by a
+/// fake `aws`); before the workload stage, its Secret (created once, from 32 random bytes);
+/// then the workload's objects applied with the deploy-time input given and the earlier
+/// stage's output in place of their placeholders, the file itself untouched.
+#[test]
+fn deploy_runs_the_plans_steps_and_fills_the_kubernetes_values() {
+    use hyperforge::assembly::manifest::{
+        Artifact, ArtifactFormat, InputManifest, Manifest, Parameter, PlaceholderValue,
+        SecretSource, SecretStep, StackManifest, StageManifest, StageOutput, Step, ValueSource,
+    };
+    let _server = exclusive();
+    let rt = rt();
+    let dir = tempfile::tempdir().expect("temporary directory");
+    let root = dir.path().join("out");
+    std::fs::create_dir_all(root.join("plan")).unwrap();
+    let template = serde_json::json!({
+        "AWSTemplateFormatVersion": "2010-09-09",
+        "Parameters": {"PoolCapacityReservationId": {"Type": "String", "Default": "cr-0123456789abcdef0"}},
+        "Resources": {"Bucket": {"Type": "AWS::S3::Bucket", "Properties": {
+            "Tags": [{"Key": "reservation", "Value": {"Ref": "PoolCapacityReservationId"}}]
+        }}},
+        "Outputs": {"BucketName": {"Value": {"Ref": "Bucket"}}}
+    });
+    std::fs::write(
+        root.join("plan/01-nodes.template.json"),
+        serde_json::to_string_pretty(&template).unwrap(),
+    )
+    .unwrap();
+    let objects = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: settings\n  namespace: serving\ndata:\n  reservation: cr-0123456789abcdef0\n  bucket: hyperforge-output-BucketName\n";
+    std::fs::write(root.join("plan/02-workload.yaml"), objects).unwrap();
+    let manifest = Manifest {
+        version: Manifest::VERSION,
+        generator: "hand-written".into(),
+        stacks: vec![StackManifest {
+            name: "plan".into(),
+            region: REGION.into(),
+            eks_cluster: Some("plan".into()),
+            admin_host: None,
+            inputs: vec![InputManifest {
+                name: "PoolCapacityReservationId".into(),
+                variable: "POOL_CAPACITY_RESERVATION_ID".into(),
+                description: "The block.".into(),
+                default: Some("cr-0123456789abcdef0".into()),
+                pattern: None,
+                expected: "a reservation id".into(),
+                stages: vec!["nodes".into(), "workload".into()],
+            }],
+            stages: vec![
+                StageManifest::CloudFormation {
+                    name: "nodes".into(),
+                    stack_name: "plan-nodes".into(),
+                    capabilities: Vec::new(),
+                    parameters: vec![Parameter {
+                        name: "PoolCapacityReservationId".into(),
+                        default: Some("cr-0123456789abcdef0".into()),
+                    }],
+                    outputs: vec!["BucketName".into()],
+                    deploy_from_s3: false,
+                    steps: vec![Step::ScaleCapacityBlockNodeGroup {
+                        cluster: "plan".into(),
+                        node_group: "plan-gpu".into(),
+                        min: 0,
+                        desired: 1,
+                        max: 1,
+                    }],
+                    artifacts: vec![Artifact::new(
+                        ArtifactFormat::CloudFormation,
+                        "plan/01-nodes.template.json",
+                    )],
+                },
+                StageManifest::Kubernetes {
+                    name: "workload".into(),
+                    values: vec![
+                        PlaceholderValue {
+                            placeholder: "cr-0123456789abcdef0".into(),
+                            from: ValueSource::Input("PoolCapacityReservationId".into()),
+                        },
+                        PlaceholderValue {
+                            placeholder: "hyperforge-output-BucketName".into(),
+                            from: ValueSource::Output(StageOutput {
+                                stage: Some("nodes".into()),
+                                output: "BucketName".into(),
+                            }),
+                        },
+                    ],
+                    steps: vec![Step::Secret(SecretStep {
+                        name: "api-key".into(),
+                        namespace: "serving".into(),
+                        keys: vec!["api-key".into()],
+                        required: true,
+                        used_by: vec!["Deployment/server".into()],
+                        source: SecretSource::Generated { bytes: 32 },
+                    })],
+                    artifacts: vec![Artifact::new(
+                        ArtifactFormat::Kubernetes,
+                        "plan/02-workload.yaml",
+                    )],
+                },
+            ],
+            terraform: None,
+            runbook: None,
+            acknowledged: Vec::new(),
+        }],
+    };
+    std::fs::write(root.join("manifest.json"), manifest.to_json()).unwrap();
+    let assembly = AssemblyDir::load(&root).unwrap_or_else(|e| panic!("{e}"));
+
+    let bin = dir.path().join("bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    fake_tools(&bin);
+    let calls = dir.path().join("calls.log");
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    let mut paths = vec![bin.clone()];
+    paths.extend(std::env::split_paths(&path));
+    // One test at a time holds the server lock; the variables are restored below.
+    std::env::set_var("PATH", std::env::join_paths(paths).unwrap());
+    std::env::set_var("HYPERFORGE_CALLS", &calls);
+    let mut opts = options();
+    opts.run_external = true;
+    opts.parameters = BTreeMap::from([(
+        "PoolCapacityReservationId".to_owned(),
+        "cr-0fedcba9876543210".to_owned(),
+    )]);
+    let (console, out) = Console::capture();
+    let result = rt.block_on(deploy::deploy(
+        &assembly,
+        "plan",
+        &opts,
+        &console,
+        &mut Answers::default(),
+    ));
+    std::env::set_var("PATH", &path);
+    std::env::remove_var("HYPERFORGE_CALLS");
+    let report = result.unwrap_or_else(|e| panic!("{e}\n{}", out.text()));
+    assert!(matches!(
+        outcome(&report, "nodes"),
+        StageOutcome::Deployed { .. }
+    ));
+    let log = std::fs::read_to_string(&calls).expect("the tools were called");
+    let lines: Vec<&str> = log.lines().collect();
+    let position = |prefix: &str| {
+        lines
+            .iter()
+            .position(|l| l.starts_with(prefix))
+            .unwrap_or_else(|| panic!("no call `{prefix}` in\n{log}"))
+    };
+    // The scale step: the group's launch template names the block; it is active; scale to 1.
+    let describe = position("aws eks describe-nodegroup --region us-east-1 --cluster-name plan --nodegroup-name plan-gpu --query nodegroup.launchTemplate.[id, version] --output text");
+    let versions = position("aws ec2 describe-launch-template-versions --region us-east-1 --launch-template-id lt-0123456789abcdef0 --versions 3 ");
+    let state = position("aws ec2 describe-capacity-reservations --region us-east-1 --capacity-reservation-ids cr-0fedcba9876543210 ");
+    let scale = position("aws eks update-nodegroup-config --region us-east-1 --cluster-name plan --nodegroup-name plan-gpu --scaling-config minSize=0,maxSize=1,desiredSize=1");
+    let wait = position("aws eks wait nodegroup-active --region us-east-1 --cluster-name plan --nodegroup-name plan-gpu");
+    assert!(
+        describe < versions && versions < state && state < scale && scale < wait,
+        "{log}"
+    );
+    // The Secret step: its namespace, then the Secret, made from 64 hex digits.
+    let get = position("kubectl get secret api-key -n serving -o name");
+    let create =
+        position("kubectl create secret generic api-key -n serving --from-literal=api-key=");
+    let key = lines[create].rsplit('=').next().unwrap();
+    assert!(
+        key.len() == 64 && key.chars().all(|c| c.is_ascii_hexdigit()),
+        "{key}"
+    );
+    assert!(wait < get && get < create, "{log}");
+    // The workload: the given input and the stack's output in place of the placeholders.
+    let last_apply = lines
+        .iter()
+        .rposition(|l| *l == "kubectl apply -f -")
+        .expect("the workload is applied");
+    assert!(create < last_apply, "{log}");
+    let applied = lines[last_apply + 1..].join("\n");
+    assert!(
+        applied.contains("  |   reservation: cr-0fedcba9876543210"),
+        "{log}"
+    );
+    assert!(!applied.contains("hyperforge-output-BucketName"), "{log}");
+    // CloudFormation names the bucket after the stack and logical id.
+    assert!(applied.contains("  |   bucket: plan-nodes-bucket"), "{log}");
+    assert_eq!(
+        std::fs::read_to_string(root.join("plan/02-workload.yaml")).unwrap(),
+        objects,
+        "the file in the assembly is left as it is"
+    );
+    assert!(
+        out.text().contains("with its values filled"),
+        "{}",
+        out.text()
+    );
 }

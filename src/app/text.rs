@@ -28,6 +28,27 @@ pub enum Part {
     Pseudo(Pseudo),
     /// An EKS OIDC issuer URL without its `https://` scheme (the form IAM condition keys use).
     IssuerHostPath(AttrRef),
+    /// A value chosen when the stack is deployed.
+    Input(StackInput),
+}
+
+/// A value known only when the stack is deployed (a reservation id, its zone id, a secret's
+/// ARN), declared with its description, pattern and default: a template parameter in every
+/// CloudFormation stage that uses it, a Terraform variable, a placeholder listed in the
+/// manifest for Kubernetes objects. Two uses of one name declare the same input.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct StackInput {
+    /// The input's name, PascalCase (`NetworkGpuSubnetAzId`); Terraform uses its snake_case.
+    pub name: String,
+    /// What the value is and where to find it.
+    pub description: String,
+    /// The value used when none is given.
+    pub default: Option<String>,
+    /// The pattern a value must match (RE2 and CloudFormation `AllowedPattern` alike).
+    pub pattern: Option<String>,
+    /// What a valid value is, completing "must be" (`an Availability Zone id such as
+    /// usw2-az2`).
+    pub expected: String,
 }
 
 /// A string made of literal pieces, references and pseudo values.
@@ -66,6 +87,45 @@ impl Text {
     pub fn push_pseudo(mut self, p: Pseudo) -> Text {
         self.0.push(Part::Pseudo(p));
         self
+    }
+
+    /// A deploy-time input alone.
+    pub fn input(input: StackInput) -> Text {
+        Text(vec![Part::Input(input)])
+    }
+
+    /// Appends a deploy-time input.
+    pub fn push_input(mut self, input: StackInput) -> Text {
+        self.0.push(Part::Input(input));
+        self
+    }
+
+    /// The text as a JSON string literal: quoted, its literal pieces escaped. References,
+    /// pseudo values and inputs stand unescaped inside the quotes (ids, ARNs and values their
+    /// patterns restrict need no escaping).
+    pub fn json_quoted(&self) -> Text {
+        let mut out = Text::lit("\"");
+        for part in &self.0 {
+            out = match part {
+                Part::Lit(s) => {
+                    let quoted = serde_json::Value::String(s.clone()).to_string();
+                    out.push_lit(&quoted[1..quoted.len() - 1])
+                }
+                other => {
+                    out.0.push(other.clone());
+                    out
+                }
+            };
+        }
+        out.push_lit("\"")
+    }
+
+    /// The deploy-time inputs the text contains.
+    pub fn inputs(&self) -> impl Iterator<Item = &StackInput> {
+        self.0.iter().filter_map(|p| match p {
+            Part::Input(i) => Some(i),
+            _ => None,
+        })
     }
 
     /// Appends the issuer host and path of an EKS cluster's OIDC issuer URL.

@@ -16,7 +16,7 @@ pub use super::plan::{SecretSource, SecretStep, Step, When};
 /// the files each stage deploys.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct Manifest {
-    /// The format's version; this is version 2 (stages list their operational steps).
+    /// The format's version; this is version 3 (stacks declare their deploy-time inputs).
     pub version: u32,
     /// What wrote the manifest (`hyperforge 0.1.0`).
     pub generator: String,
@@ -39,6 +39,9 @@ pub struct StackManifest {
     /// reach the cluster's private API endpoint; absent when the stack has none.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub admin_host: Option<AdminHostManifest>,
+    /// The values chosen when the stack is deployed, each declared once.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub inputs: Vec<InputManifest>,
     /// The stages, in deployment order.
     pub stages: Vec<StageManifest>,
     /// The Terraform root module, when it was written.
@@ -159,12 +162,12 @@ pub enum StageManifest {
     Kubernetes {
         /// The stage name, unique in its stack.
         name: String,
-        /// Values only a deployment knows, read from outputs of earlier CloudFormation stages
-        /// (Terraform: the same names in snake case, outputs of the phase that creates them):
-        /// the file carries each as its `key`, a placeholder to replace before applying; left
-        /// out when there are none.
+        /// Values only a deployment knows: the file carries each as its `placeholder`,
+        /// replaced as the stage is applied by an output of an earlier CloudFormation stage
+        /// (Terraform: the same name in snake case, an output of the phase that creates it) or
+        /// a deploy-time input of the stack; left out when there are none.
         #[serde(default, skip_serializing_if = "Vec::is_empty")]
-        values_from_outputs: Vec<SetFromOutput>,
+        values: Vec<PlaceholderValue>,
         /// The operational steps around the apply, in order: the Secrets its objects read and
         /// no artifact creates (their values never enter the assembly), checks of what they
         /// pin, the Jobs to wait for.
@@ -220,6 +223,61 @@ pub struct SetFromOutput {
     pub stage: Option<String>,
     /// The output's name.
     pub output: String,
+}
+
+/// A value a Kubernetes stage's file carries as a placeholder.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct PlaceholderValue {
+    /// The text the file carries in its place (letters, digits, `-`; the input's default for
+    /// an input, so the file as written holds a value its schemas accept).
+    pub placeholder: String,
+    /// Where the value comes from.
+    #[serde(flatten)]
+    pub from: ValueSource,
+}
+
+/// Where a deployed value comes from.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum ValueSource {
+    /// An output of a CloudFormation stage of the same stack.
+    Output(StageOutput),
+    /// The stack's deploy-time input of this name (see [`InputManifest`]).
+    Input(String),
+}
+
+/// A value chosen when the stack is deployed, declared once per stack: a parameter of every
+/// CloudFormation stage that uses it, a Terraform variable of the same name in snake case, a
+/// placeholder Kubernetes stages list (`values`).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct InputManifest {
+    /// The name (`GpuNodesCapacityReservationId`): the CloudFormation parameter's.
+    pub name: String,
+    /// The shell and environment variable the runbook and `hyperforge deploy` read it from
+    /// (`GPU_NODES_CAPACITY_RESERVATION_ID`); its lower case is the Terraform variable.
+    pub variable: String,
+    /// What the value is and where to find it.
+    pub description: String,
+    /// The value used when none is given; null when one must be.
+    pub default: Option<String>,
+    /// The pattern a value must match (RE2), when there is one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pattern: Option<String>,
+    /// What a valid value is, completing "must be".
+    pub expected: String,
+    /// The stages whose artifacts use it, in deployment order.
+    pub stages: Vec<String>,
+}
+
+/// Whether `value` may replace a placeholder in a Kubernetes file: an identifier or URL
+/// (letters, digits and `:/._-`), which YAML reads as the same plain string wherever the
+/// placeholder stood. The inputs' own patterns are checked by the CloudFormation parameters
+/// and Terraform variables that declare them.
+pub fn is_placeholder_value(value: &str) -> bool {
+    !value.is_empty()
+        && value
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || ":/._-".contains(c))
 }
 
 /// An output of a CloudFormation stage of the same stack.
@@ -299,7 +357,7 @@ impl Artifact {
 
 impl Manifest {
     /// The format version this crate writes and reads.
-    pub const VERSION: u32 = 2;
+    pub const VERSION: u32 = 3;
 
     /// A manifest of `stacks`, at [`Manifest::VERSION`], generated by this crate.
     pub fn new(stacks: Vec<StackManifest>) -> Manifest {
@@ -450,10 +508,7 @@ impl Serialize for StageManifest {
             StageManifest::CloudFormation { .. } => 5,
             StageManifest::Helm { .. } => 5,
             StageManifest::S3Upload { .. } => 2,
-            StageManifest::Kubernetes {
-                values_from_outputs,
-                ..
-            } => usize::from(!values_from_outputs.is_empty()),
+            StageManifest::Kubernetes { values, .. } => usize::from(!values.is_empty()),
         };
         let steps = usize::from(!self.steps().is_empty());
         let mut s = serializer.serialize_struct("StageManifest", 3 + fields + steps)?;
@@ -500,12 +555,9 @@ impl Serialize for StageManifest {
                 s.serialize_field("bucket", bucket)?;
                 s.serialize_field("prefix", prefix)?;
             }
-            StageManifest::Kubernetes {
-                values_from_outputs,
-                ..
-            } => {
-                if !values_from_outputs.is_empty() {
-                    s.serialize_field("values_from_outputs", values_from_outputs)?;
+            StageManifest::Kubernetes { values, .. } => {
+                if !values.is_empty() {
+                    s.serialize_field("values", values)?;
                 }
             }
         }
@@ -529,6 +581,15 @@ mod tests {
             region: "us-west-2".into(),
             eks_cluster: None,
             admin_host: None,
+            inputs: vec![InputManifest {
+                name: "GpuAzId".into(),
+                variable: "GPU_AZ_ID".into(),
+                description: "The GPU subnet's zone.".into(),
+                default: Some("usw2-az2".into()),
+                pattern: Some("^[a-z]+[0-9]-az[0-9]+$".into()),
+                expected: "a zone id".into(),
+                stages: vec!["foundation".into()],
+            }],
             stages: vec![
                 StageManifest::CloudFormation {
                     deploy_from_s3: false,
@@ -599,10 +660,12 @@ mod tests {
                 },
                 StageManifest::Kubernetes {
                     name: "workload".into(),
-                    values_from_outputs: vec![SetFromOutput {
-                        key: "ws-hyperforge-output-MetricsWorkspaceId".into(),
-                        stage: Some("foundation".into()),
-                        output: "MetricsWorkspaceId".into(),
+                    values: vec![PlaceholderValue {
+                        placeholder: "ws-hyperforge-output-MetricsWorkspaceId".into(),
+                        from: ValueSource::Output(StageOutput {
+                            stage: Some("foundation".into()),
+                            output: "MetricsWorkspaceId".into(),
+                        }),
                     }],
                     steps: vec![
                         Step::Secret(SecretStep {

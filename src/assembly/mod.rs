@@ -3,6 +3,7 @@
 //! so a failed or interrupted run leaves the previous output as it was. The manifest's types are
 //! in [`manifest`].
 
+pub mod fill;
 pub mod fleet;
 pub mod manifest;
 pub mod plan;

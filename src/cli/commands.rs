@@ -2,7 +2,7 @@
 //! results to stdout.
 
 use super::output::{self, Color};
-use super::{CatalogKind, Exit, Global, StackArgs, SynthArgs, ValidateArgs};
+use super::{CatalogKind, Exit, FillArgs, Global, StackArgs, SynthArgs, ValidateArgs};
 use hyperforge::policy::PolicyPack;
 use hyperforge::{App, Assembly, Code, Diagnostics, Formats, SynthOptions};
 use std::path::PathBuf;
@@ -273,6 +273,110 @@ pub fn diff(global: &Global, color: Color, args: &StackArgs) -> Exit {
         out!("{}", diff.text);
         outln!("{}", diff.summary());
         Ok(Exit::Failed)
+    })())
+}
+
+/// `hyperforge fill`: the stage's file with its placeholders replaced, on standard output.
+pub fn fill(global: &Global, args: &FillArgs) -> Exit {
+    use hyperforge::assembly::manifest::{Manifest, StageManifest};
+    run((|| {
+        let root = global.out();
+        let usage = |message: String| {
+            eprintln!("error: {message}");
+            Exit::Usage
+        };
+        let path = root.join("manifest.json");
+        let text = std::fs::read_to_string(&path)
+            .map_err(|e| usage(format!("cannot read `{}`: {e}", path.display())))?;
+        let manifest: Manifest = serde_json::from_str(&text)
+            .map_err(|e| usage(format!("`{}` is not a manifest: {e}", path.display())))?;
+        if manifest.version != Manifest::VERSION {
+            return Err(usage(format!(
+                "`{}` is manifest version {}; this hyperforge reads version {} (synthesize again)",
+                path.display(),
+                manifest.version,
+                Manifest::VERSION
+            )));
+        }
+        let stack = manifest
+            .stacks
+            .iter()
+            .find(|s| s.name == args.stack)
+            .ok_or_else(|| {
+                let names: Vec<&str> = manifest.stacks.iter().map(|s| s.name.as_str()).collect();
+                usage(format!(
+                    "no stack `{}` in `{}` (stacks: {})",
+                    args.stack,
+                    path.display(),
+                    names.join(", ")
+                ))
+            })?;
+        let stage = stack
+            .stages
+            .iter()
+            .find(|s| s.name() == args.stage)
+            .ok_or_else(|| {
+                let names: Vec<&str> = stack.stages.iter().map(StageManifest::name).collect();
+                usage(format!(
+                    "stack `{}` has no stage `{}` (stages: {})",
+                    stack.name,
+                    args.stage,
+                    names.join(", ")
+                ))
+            })?;
+        let StageManifest::Kubernetes {
+            values, artifacts, ..
+        } = stage
+        else {
+            return Err(usage(format!(
+                "stage `{}` is a {} stage; only Kubernetes stages carry placeholders",
+                args.stage,
+                stage.kind()
+            )));
+        };
+        let file = artifacts
+            .first()
+            .map(|a| a.path.as_str())
+            .filter(|p| {
+                let p = std::path::Path::new(p);
+                p.is_relative()
+                    && p.components()
+                        .all(|c| matches!(c, std::path::Component::Normal(_)))
+            })
+            .ok_or_else(|| {
+                usage(format!(
+                    "stage `{}` lists no file inside the assembly",
+                    args.stage
+                ))
+            })?;
+        let mut given = Vec::new();
+        for value in &args.values {
+            let Some((name, v)) = value.split_once('=') else {
+                return Err(usage(format!("--value `{value}` is not VARIABLE=VALUE")));
+            };
+            given.push((name.to_owned(), v.to_owned()));
+        }
+        let objects = std::fs::read_to_string(root.join(file))
+            .map_err(|e| usage(format!("cannot read `{}`: {e}", root.join(file).display())))?;
+        match hyperforge::assembly::fill::fill(&stack.inputs, values, &objects, &given) {
+            Ok(filled) => {
+                use std::io::Write;
+                let mut out = std::io::stdout().lock();
+                out.write_all(filled.as_bytes())
+                    .and_then(|()| out.flush())
+                    .map_err(|e| {
+                        eprintln!("error: cannot write the filled objects: {e}");
+                        Exit::Io
+                    })?;
+                Ok(Exit::Ok)
+            }
+            Err(problems) => {
+                for p in &problems {
+                    eprintln!("error: {file}: {p}\n  help: {}", p.help());
+                }
+                Err(Exit::Failed)
+            }
+        }
     })())
 }
 

@@ -203,6 +203,22 @@ Example:
 Deleting the stacks does not refund Capacity Blocks or training plans: they are bought outside
 the stacks and paid up front.")]
     Destroy(DeployArgs),
+    /// Print a Kubernetes stage's objects with the values only a deployment knows filled in
+    #[command(after_help = "\
+Examples:
+  hyperforge fill --out . kimi-k3-eks workload \\
+    --value METRICS_WORKSPACE_ID=ws-0123abcd | kubectl apply -f -
+  hyperforge fill --out hyperforge.out kimi-k3-eks-karpenter gpu-capacity \\
+    --value GPU_POOL_CAPACITY_RESERVATION_ID=cr-0fedcba9876543210 | kubectl apply -f -
+
+Reads --out's manifest.json: the stage's file carries a placeholder for each value its manifest
+entry lists (`values`), an earlier stage's output or one of the stack's deploy-time inputs
+(`inputs`). Each is given as --value VARIABLE=VALUE, the variable the runbook names it by; an
+input not given takes its default. The file is printed with every placeholder replaced and is
+itself left as it is. Every problem (a value missing or not an identifier or URL, a variable
+the stage does not read, a placeholder no longer in the file) is reported at once, with exit
+code 1.")]
+    Fill(FillArgs),
     /// List the stacks, their stages in order and their artifacts
     #[command(after_help = "\
 Example:
@@ -262,6 +278,20 @@ pub struct DiffArgs {
     pub deployed: bool,
     #[command(flatten)]
     pub aws: AwsArgs,
+}
+
+/// `fill`.
+#[derive(Args, Debug)]
+pub struct FillArgs {
+    /// The stack (as manifest.json names it).
+    #[arg(value_name = "STACK")]
+    pub stack: String,
+    /// The Kubernetes stage.
+    #[arg(value_name = "STAGE")]
+    pub stage: String,
+    /// A value the stage reads, by its variable.
+    #[arg(long = "value", value_name = "VARIABLE=VALUE")]
+    pub values: Vec<String>,
 }
 
 /// `deploy` and `destroy`.
@@ -450,6 +480,7 @@ pub fn main() -> ExitCode {
         Command::Diff(args) => commands::diff(&cli.global, color, &args.select),
         Command::Deploy(args) => deploy::run(&cli.global, &args, deploy::Mode::Deploy),
         Command::Destroy(args) => deploy::run(&cli.global, &args, deploy::Mode::Destroy),
+        Command::Fill(args) => commands::fill(&cli.global, &args),
         Command::List => commands::list(&cli.global),
         Command::Catalog { which } => commands::catalog(which),
         Command::Explain { code } => commands::explain(&code),

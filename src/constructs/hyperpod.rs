@@ -334,6 +334,44 @@ pub fn is_valid_hyperpod_name(name: &str) -> bool {
 pub const TRAINING_PLAN_ARN_PATTERN: &str =
     "^arn:aws[a-z\\-]*:sagemaker:[a-z0-9\\-]*:[0-9]{12}:training-plan/.*$";
 
+/// The stack's one deploy-time input for training plan `arn`, whatever refers to it (the
+/// instance group it feeds, the warning before it ends): named after the first construct and
+/// instance group, in the order they were added, the plan feeds (`owner` when none does), with
+/// `arn` as its default.
+pub fn training_plan_input(stack: &Stack, arn: &str, owner: &str) -> StackInput {
+    let placements = super::Placements::new(stack);
+    let claimer = placements.all().find_map(|p| {
+        p.facts().capacity.iter().find_map(|c| match &c.source {
+            CapacitySource::TrainingPlan { arn: a, .. } if a == arn => Some((
+                p.node.id.clone(),
+                c.path.rsplit('/').next().unwrap_or_default().to_owned(),
+            )),
+            _ => None,
+        })
+    });
+    let (name, description) = match claimer {
+        Some((construct, group)) => (
+            format!(
+                "{}{}TrainingPlanArn",
+                crate::app::logical_id(&construct),
+                crate::app::pascal_id(&group)
+            ),
+            format!("ARN of the training plan feeding instance group {group}"),
+        ),
+        None => (
+            format!("{}TrainingPlanArn", crate::app::logical_id(owner)),
+            format!("ARN of the training plan {owner} warns about"),
+        ),
+    };
+    StackInput {
+        name,
+        description,
+        default: Some(arn.to_owned()),
+        pattern: Some(TRAINING_PLAN_ARN_PATTERN.to_owned()),
+        expected: "a SageMaker training plan ARN".to_owned(),
+    }
+}
+
 /// Whether `arn` has the shape of a training plan ARN.
 pub fn is_training_plan_arn(arn: &str) -> bool {
     let parts: Vec<&str> = arn.splitn(6, ':').collect();
@@ -834,20 +872,9 @@ impl Construct for HyperPodCluster {
                     .collect(),
                 training_plan: match &g.capacity {
                     Capacity::OnDemand => None,
-                    Capacity::TrainingPlan(plan) => Some(StackInput {
-                        name: format!(
-                            "{}{}TrainingPlanArn",
-                            crate::app::logical_id(&self.id),
-                            crate::app::pascal_id(&g.name)
-                        ),
-                        description: format!(
-                            "ARN of the training plan feeding instance group {}",
-                            g.name
-                        ),
-                        default: Some(plan.arn.clone()),
-                        pattern: Some(TRAINING_PLAN_ARN_PATTERN.to_owned()),
-                        expected: "a SageMaker training plan ARN".to_owned(),
-                    }),
+                    Capacity::TrainingPlan(plan) => {
+                        Some(training_plan_input(scope.stack(), &plan.arn, &self.id))
+                    }
                 },
                 labels: g.labels.clone(),
                 taints: g

@@ -487,6 +487,12 @@ impl Construct for KarpenterNodePool {
     fn expand(&self, scope: &mut Scope<'_>) {
         let stack = scope.stack().name().to_owned();
         let class = self.ec2_node_class(&stack, scope.tags());
+        if let ReservationSelector::Id(id) = &self.reservation {
+            // The class names the block by the id given, which is the input's default and so
+            // the placeholder the stage's apply replaces with the deployed value.
+            let input = super::nodes::reservation_input(scope.stack(), id, &self.id);
+            scope.deploy_input("CapacityReservationIdValue", input);
+        }
         scope.add_object(KubeObject::new(&class));
         scope.add_object(KubeObject::new(&self.node_pool(&stack)));
     }

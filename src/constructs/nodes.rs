@@ -653,6 +653,34 @@ impl ManagedNodeGroup {
 /// The pattern a reservation id parameter or variable must match (see [`is_reservation_id`]).
 pub const RESERVATION_ID_PATTERN: &str = "^cr-([0-9a-f]{8}|[0-9a-f]{17})$";
 
+/// The stack's one deploy-time input for Capacity Block reservation `id`, whatever refers to
+/// it (the node group or Karpenter pool launching into it, the warning before it ends): named
+/// after the first construct, in the order they were added, whose capacity the reservation
+/// feeds (`owner` when none claims it), with `id` as its default. An empty `id` (a block the
+/// Terraform module buys) gives an input without default.
+pub fn reservation_input(stack: &Stack, id: &str, owner: &str) -> StackInput {
+    let placements = super::Placements::new(stack);
+    let claimer = (!id.is_empty())
+        .then(|| {
+            placements.all().find(|p| {
+                p.facts().capacity.iter().any(|c| {
+                    matches!(&c.source, CapacitySource::CapacityBlock { reservation, .. } if reservation == id)
+                })
+            })
+        })
+        .flatten()
+        .map_or_else(|| owner.to_owned(), |p| p.node.id.clone());
+    StackInput {
+        name: format!("{}CapacityReservationId", crate::app::logical_id(&claimer)),
+        description: format!(
+            "Capacity Block reservation feeding {claimer} (aws ec2 describe-capacity-reservations)"
+        ),
+        default: (!id.is_empty()).then(|| id.to_owned()),
+        pattern: Some(RESERVATION_ID_PATTERN.to_owned()),
+        expected: "a capacity reservation id: cr- and 8 or 17 hexadecimal digits".to_owned(),
+    }
+}
+
 /// `cr-` followed by 8 or 17 hex digits.
 pub fn is_reservation_id(id: &str) -> bool {
     id.strip_prefix("cr-").is_some_and(|hex| {
@@ -726,16 +754,7 @@ impl Construct for ManagedNodeGroup {
                     scope.path("CapacityBlock")
                 });
                 Some(CapacityBlockTarget {
-                    reservation: StackInput {
-                        name: self.reservation_input_name(),
-                        description: format!("Capacity Block reservation feeding node group {id} (aws ec2 describe-capacity-reservations)"),
-                        // A block bought by the Terraform module has no id before it is bought.
-                        default: (!block.reservation_id.is_empty())
-                            .then(|| block.reservation_id.clone()),
-                        pattern: Some(RESERVATION_ID_PATTERN.to_owned()),
-                        expected: "a capacity reservation id: cr- and 8 or 17 hexadecimal digits"
-                            .to_owned(),
-                    },
+                    reservation: reservation_input(scope.stack(), &block.reservation_id, id),
                     purchase,
                 })
             }

@@ -41,7 +41,7 @@ use crate::resources::iam::{account_key_policy, PrincipalKind, Statement};
 use crate::resources::plan::Step;
 use crate::resources::{
     AlarmMetric, Comparison, EventRule, EventTarget, KmsKey, MetricAlarm, MetricStat, MissingData,
-    RuleTrigger, Scope, SnsTopic, SnsTopicPolicy, StackOutput, Statistic, TargetInput,
+    RawValue, RuleTrigger, Scope, SnsTopic, SnsTopicPolicy, StackOutput, Statistic, TargetInput,
 };
 use serde_json::json;
 
@@ -336,10 +336,18 @@ impl CapacityEndWarning {
         cron_at(at)
     }
 
-    fn what(&self) -> String {
+    /// What ends, for descriptions: a Capacity Block by the stack's input holding its id (the
+    /// id is chosen when the stack is deployed), a training plan by its ARN.
+    fn what(&self, stack: &crate::app::Stack) -> String {
         match &self.capacity {
-            EndingCapacity::CapacityBlock(id) => format!("Capacity Block {id}"),
-            EndingCapacity::TrainingPlan(arn) => format!("training plan {arn}"),
+            EndingCapacity::CapacityBlock(id) => format!(
+                "the Capacity Block given as {}",
+                super::nodes::reservation_input(stack, id, &self.id).name
+            ),
+            EndingCapacity::TrainingPlan(arn) => format!(
+                "the training plan given as {}",
+                super::hyperpod::training_plan_input(stack, arn, &self.id).name
+            ),
         }
     }
 }
@@ -450,22 +458,32 @@ impl Construct for CapacityEndWarning {
     fn expand(&self, scope: &mut Scope<'_>) {
         let stack = scope.stack().name().to_owned();
         let handle = self.handle(&stack);
-        let what = self.what();
+        let what = self.what(scope.stack());
         let mut rules = Vec::new();
         if let (EndingCapacity::CapacityBlock(id), Some(rule)) =
             (&self.capacity, &handle.expiry_rule)
         {
+            let reservation = super::nodes::reservation_input(scope.stack(), id, &self.id);
             scope.add(
                 "ExpiryRule",
                 EventRule {
                     description: format!(
-                        "EC2's warning 40 minutes before Capacity Block {id} ends, to the notification topic"
+                        "EC2's warning 40 minutes before {what} ends, to the notification topic"
                     ),
-                    trigger: RuleTrigger::Pattern(json!({
-                        "source": ["aws.ec2"],
-                        "detail-type": CAPACITY_BLOCK_EXPIRY_DETAIL_TYPES,
-                        "detail": {"capacity-reservation-id": [id]},
-                    })),
+                    trigger: RuleTrigger::Pattern(RawValue::object([
+                        ("source", RawValue::Json(json!(["aws.ec2"]))),
+                        (
+                            "detail-type",
+                            RawValue::Json(json!(CAPACITY_BLOCK_EXPIRY_DETAIL_TYPES)),
+                        ),
+                        (
+                            "detail",
+                            RawValue::object([(
+                                "capacity-reservation-id",
+                                RawValue::list([RawValue::Text(Text::input(reservation))]),
+                            )]),
+                        ),
+                    ])),
                     enabled: true,
                     targets: vec![EventTarget {
                         id: "Topic".to_owned(),
@@ -485,11 +503,27 @@ impl Construct for CapacityEndWarning {
             rules.push(rule.name());
         }
         let schedule = self.schedule_expression().unwrap_or_default();
-        let extend = match &self.capacity {
-            EndingCapacity::CapacityBlock(id) => format!(
-                "To keep it, extend the block (aws ec2 describe-capacity-block-extension-offerings --capacity-reservation-id {id} --capacity-block-extension-duration-hours <hours>, then aws ec2 purchase-capacity-block-extension) or buy a new one and move the workload."
-            ),
-            EndingCapacity::TrainingPlan(_) => "To keep serving, extend the plan or reserve new capacity and move the workload before it ends.".to_owned(),
+        // The message names the block by the id the stack was deployed with.
+        let message = match &self.capacity {
+            EndingCapacity::CapacityBlock(id) => {
+                let reservation = super::nodes::reservation_input(scope.stack(), id, &self.id);
+                Text::lit("The Capacity Block ")
+                    .push_input(reservation.clone())
+                    .push_lit(format!(
+                        " in stack {stack} ends at {} ({} from this message); its instances are then terminated and the endpoint stops serving. To keep it, extend the block (aws ec2 describe-capacity-block-extension-offerings --capacity-reservation-id ",
+                        self.end_time,
+                        hours(self.lead_hours)
+                    ))
+                    .push_input(reservation)
+                    .push_lit(" --capacity-block-extension-duration-hours <hours>, then aws ec2 purchase-capacity-block-extension) or buy a new one and move the workload.")
+            }
+            EndingCapacity::TrainingPlan(arn) => Text::lit("The training plan ")
+                .push_input(super::hyperpod::training_plan_input(scope.stack(), arn, &self.id))
+                .push_lit(format!(
+                    " in stack {stack} ends at {} ({} from this message); its instances are then terminated and the endpoint stops serving. To keep serving, extend the plan or reserve new capacity and move the workload before it ends.",
+                    self.end_time,
+                    hours(self.lead_hours)
+                )),
         };
         scope.add(
             "ScheduledRule",
@@ -504,11 +538,7 @@ impl Construct for CapacityEndWarning {
                 targets: vec![EventTarget {
                     id: "Topic".to_owned(),
                     topic: self.topic.arn(),
-                    input: TargetInput::Text(format!(
-                        "The {what} in stack {stack} ends at {} ({} from this message); its instances are then terminated and the endpoint stops serving. {extend}",
-                        self.end_time,
-                        hours(self.lead_hours)
-                    )),
+                    input: TargetInput::Text(message),
                 }],
             },
         );
@@ -544,7 +574,8 @@ impl Construct for CapacityEndWarning {
             MetricAlarm {
                 name: format!("{stack}-{}-capacity-end-delivery", self.id),
                 description: format!(
-                    "EventBridge could not deliver a warning that the {what} ends at {} to the notification topic. Check the topic's policy and its key's policy, and the capacity's end yourself.",
+                    "EventBridge could not deliver a warning that {} ends at {} to the notification topic. Check the topic's policy and its key's policy, and the capacity's end yourself.",
+                    if what.starts_with("the ") { what.clone() } else { format!("the {what}") },
                     self.end_time
                 ),
                 metric,

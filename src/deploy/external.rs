@@ -20,6 +20,10 @@ pub struct ExternalCommand {
     pub needs: Vec<&'static str>,
     /// Whether it talks to the cluster's Kubernetes API (through the admin tunnel).
     pub kubernetes_api: bool,
+    /// The text written to its standard input, if any.
+    pub stdin: Option<String>,
+    /// Where that text comes from (a stage's file, filled), for the printed command.
+    pub stdin_from: Option<String>,
 }
 
 impl ExternalCommand {
@@ -30,6 +34,8 @@ impl ExternalCommand {
             unless_exists: None,
             needs: Vec::new(),
             kubernetes_api: program == "kubectl" || program == "helm",
+            stdin: None,
+            stdin_from: None,
         }
     }
 
@@ -48,6 +54,8 @@ impl ExternalCommand {
             unless_exists: None,
             needs: step.tools().to_vec(),
             kubernetes_api: step.uses_kubernetes_api(),
+            stdin: None,
+            stdin_from: None,
         }
     }
 }
@@ -57,6 +65,9 @@ impl fmt::Display for ExternalCommand {
         write!(f, "{}", sh_quote(&self.program))?;
         for a in &self.args {
             write!(f, " {}", sh_quote(a))?;
+        }
+        if let Some(from) = &self.stdin_from {
+            write!(f, " < {} (with its values filled)", sh_quote(from))?;
         }
         Ok(())
     }
@@ -171,51 +182,21 @@ pub fn with_sets(
     commands
 }
 
-/// Replaces the placeholders of a Kubernetes stage's manifest with the values read from earlier
-/// stages' outputs as it is applied: `kubectl apply -f FILE` becomes `sed ... FILE | kubectl
-/// apply -f -` run by `sh`, so the file in the assembly is never changed and nothing is written
-/// elsewhere. A value with a character outside letters, digits and `:/._-` is refused (the
-/// outputs substituted are identifiers and URLs; anything else would not survive `sed`).
-pub fn with_values(
-    mut commands: Vec<ExternalCommand>,
-    values: &[(String, String)],
-) -> Result<Vec<ExternalCommand>, String> {
-    if values.is_empty() {
-        return Ok(commands);
-    }
-    let plain = |v: &str| {
-        !v.is_empty()
-            && v.chars()
-                .all(|c| c.is_ascii_alphanumeric() || ":/._-".contains(c))
-    };
-    let mut seds = Vec::new();
-    for (placeholder, value) in values {
-        if !plain(value) || !plain(placeholder) {
-            return Err(format!(
-                "the value `{value}` for {placeholder} is not an identifier or URL"
-            ));
-        }
-        seds.push(format!("-e 's|{placeholder}|{value}|g'"));
-    }
-    let quote = |s: &str| format!("'{}'", s.replace('\'', "'\\''"));
+/// Applies a Kubernetes stage's objects as `filled` (its file with the values only a
+/// deployment knows in place of their placeholders, [`crate::assembly::fill`]): `kubectl apply
+/// -f FILE` becomes `kubectl apply -f -` reading the filled text, so the file in the assembly is
+/// never changed and nothing is written elsewhere.
+pub fn with_filled(mut commands: Vec<ExternalCommand>, filled: String) -> Vec<ExternalCommand> {
     if let Some(apply) = commands
         .iter_mut()
         .find(|c| c.program == "kubectl" && c.args.first().map(String::as_str) == Some("apply"))
     {
-        let file = apply.args.last().cloned().unwrap_or_default();
-        *apply = ExternalCommand::new(
-            "sh",
-            &[
-                "-c",
-                &format!(
-                    "sed {} {} | kubectl apply -f -",
-                    seds.join(" "),
-                    quote(&file)
-                ),
-            ],
-        );
+        if let Some(file) = apply.args.last_mut() {
+            apply.stdin_from = Some(std::mem::replace(file, "-".to_owned()));
+        }
+        apply.stdin = Some(filled);
     }
-    Ok(commands)
+    commands
 }
 
 /// Adds `--create-namespace` to the `helm upgrade` command when its namespace may not exist
@@ -312,10 +293,23 @@ pub fn run(
         if let Some(path) = kubeconfig {
             command.env("KUBECONFIG", path);
         }
-        let status = command.status().map_err(|e| DeployError::External {
+        let started = |e: std::io::Error| DeployError::External {
             command: c.to_string(),
             problem: format!("could not be started: {e}"),
-        })?;
+        };
+        let status = match &c.stdin {
+            None => command.status().map_err(started)?,
+            Some(text) => {
+                use std::io::Write;
+                command.stdin(std::process::Stdio::piped());
+                let mut child = command.spawn().map_err(started)?;
+                if let Some(mut input) = child.stdin.take() {
+                    // A program that exits early closes the pipe; its status says why.
+                    let _ = input.write_all(text.as_bytes());
+                }
+                child.wait().map_err(started)?
+            }
+        };
         if !status.success() {
             return Err(DeployError::External {
                 command: c.to_string(),
@@ -393,7 +387,7 @@ mod tests {
             "helm upgrade --install r thing --repo https://charts.example.com --version 1.2.3 -n ns -f v.yaml --create-namespace"
         );
         let k = StageManifest::Kubernetes {
-            values_from_outputs: Vec::new(),
+            values: Vec::new(),
             steps: Vec::new(),
             name: "inference".into(),
             artifacts: vec![Artifact::new(
@@ -409,29 +403,22 @@ mod tests {
             destroy_commands(&k, Path::new("out"))[0].to_string(),
             "kubectl delete --ignore-not-found -f out/s/05-inference.yaml"
         );
-        let values = with_values(
+        let filled = with_filled(
             vec![ExternalCommand::new(
                 "kubectl",
                 &["apply", "-f", "out/s/05-x.yaml"],
             )],
-            &[(
-                "ws-hyperforge-output-MetricsWorkspaceId".to_owned(),
-                "ws-0123abcd".to_owned(),
-            )],
-        )
-        .unwrap();
-        assert_eq!(values[0].program, "sh");
-        assert_eq!(
-            values[0].args[1],
-            "sed -e 's|ws-hyperforge-output-MetricsWorkspaceId|ws-0123abcd|g' 'out/s/05-x.yaml' | kubectl apply -f -"
+            "kind: X\n".to_owned(),
         );
-        assert!(with_values(
-            vec![ExternalCommand::new("kubectl", &["apply", "-f", "f.yaml"])],
-            &[("hyperforge-output-X".to_owned(), "a'; rm -rf /".to_owned())],
-        )
-        .is_err());
+        assert_eq!(filled[0].program, "kubectl");
+        assert_eq!(filled[0].args, ["apply", "-f", "-"]);
+        assert_eq!(filled[0].stdin.as_deref(), Some("kind: X\n"));
+        assert_eq!(
+            filled[0].to_string(),
+            "kubectl apply -f - < out/s/05-x.yaml (with its values filled)"
+        );
         let without_file = StageManifest::Kubernetes {
-            values_from_outputs: Vec::new(),
+            values: Vec::new(),
             steps: Vec::new(),
             name: "inference".into(),
             artifacts: Vec::new(),

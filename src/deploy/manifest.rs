@@ -25,6 +25,8 @@ pub struct StackPlan {
     pub eks_cluster: Option<String>,
     /// The admin host the Helm and kubectl stages reach the private endpoint through.
     pub admin_host: Option<crate::assembly::manifest::AdminHostManifest>,
+    /// The values chosen when the stack is deployed.
+    pub inputs: Vec<crate::assembly::manifest::InputManifest>,
     /// The stages, in order, as the manifest lists them.
     pub stages: Vec<StageManifest>,
     /// The assembly directory the stages' artifact paths are relative to.
@@ -40,16 +42,24 @@ impl StackPlan {
             .and_then(StageManifest::stack_name)
     }
 
-    /// Every parameter name declared by any CloudFormation stage.
+    /// Every parameter name declared by any CloudFormation stage, and every input's (a value
+    /// only Kubernetes stages read is given the same way).
     pub fn parameter_names(&self) -> Vec<&str> {
-        self.stages
+        let mut names: Vec<&str> = self
+            .stages
             .iter()
             .flat_map(|s| match s {
                 StageManifest::CloudFormation { parameters, .. } => parameters.as_slice(),
                 _ => &[],
             })
             .map(|p| p.name.as_str())
-            .collect()
+            .collect();
+        for input in &self.inputs {
+            if !names.contains(&input.name.as_str()) {
+                names.push(&input.name);
+            }
+        }
+        names
     }
 
     /// The index of stage `name`, or an error listing the stages.
@@ -119,6 +129,7 @@ impl AssemblyDir {
                     region: stack.region,
                     eks_cluster: stack.eks_cluster,
                     admin_host: stack.admin_host,
+                    inputs: stack.inputs,
                     stages: stack.stages,
                     root: root.to_path_buf(),
                 })
@@ -339,13 +350,14 @@ mod tests {
         assert_eq!(no_template, "stage `foundation` lists no artifact");
         assert!(error("{").starts_with("not JSON"));
         assert_eq!(
-            error(r#"{"version": 3, "stacks": "anything"}"#),
-            "unsupported `version` (expected 2)"
+            error(r#"{"version": 4, "stacks": "anything"}"#),
+            "unsupported `version` (expected 3)"
         );
-        // A manifest of version 1 (stages without steps) is refused, not half-read.
+        // A manifest of an earlier version (version 2: stages without their values' sources,
+        // stacks without inputs) is refused, not half-read.
         assert_eq!(
-            error(r#"{"version": 1, "stacks": []}"#),
-            "unsupported `version` (expected 2)"
+            error(r#"{"version": 2, "stacks": []}"#),
+            "unsupported `version` (expected 3)"
         );
         let shape = error(r#"{"version": 2, "generator": "g", "stacks": [{"name": "s"}]}"#);
         assert!(shape.contains("missing field `region`"), "{shape}");

@@ -13,7 +13,8 @@ use super::plan::{
     deploy_step, destroy_step, explain_status, status_kind, DeployStep, DestroyStep, StatusKind,
 };
 use super::DeployOptions;
-use crate::assembly::manifest::{StageManifest, Step, When};
+use crate::assembly::fill;
+use crate::assembly::manifest::{PlaceholderValue, StageManifest, Step, ValueSource, When};
 use sha2::{Digest, Sha256};
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -252,24 +253,11 @@ pub async fn deploy(
                     }
                     commands = external::with_sets(commands, &sets);
                 }
-                if let StageManifest::Kubernetes {
-                    values_from_outputs,
-                    ..
-                } = stage
-                {
-                    let mut values = Vec::new();
-                    for v in values_from_outputs {
-                        let value = run
-                            .output_value(stage.name(), v.stage.as_deref(), &v.output)
-                            .await?;
-                        values.push((v.key.clone(), value));
+                if let StageManifest::Kubernetes { values, .. } = stage {
+                    if !values.is_empty() {
+                        let filled = run.filled(stage, values).await?;
+                        commands = external::with_filled(commands, filled);
                     }
-                    commands = external::with_values(commands, &values).map_err(|problem| {
-                        DeployError::External {
-                            command: format!("values of stage {}", stage.name()),
-                            problem,
-                        }
-                    })?;
                 }
                 run.external(commands, plan.stages.get(i + 1), "")?
             }
@@ -921,6 +909,44 @@ impl Run<'_> {
                 Ok(StageOutcome::Unavailable(text))
             }
         }
+    }
+
+    /// The text of Kubernetes stage `stage`'s file with `values` in place of their
+    /// placeholders: outputs read from the stacks, inputs from the parameters given (or their
+    /// defaults).
+    async fn filled(
+        &self,
+        stage: &StageManifest,
+        values: &[PlaceholderValue],
+    ) -> Result<String, DeployError> {
+        let path = self.plan.file(stage)?;
+        let text = std::fs::read_to_string(&path).map_err(|source| DeployError::Io {
+            path: path.clone(),
+            source,
+        })?;
+        let mut given = Vec::new();
+        for v in values {
+            let value = match &v.from {
+                ValueSource::Output(out) => Some(
+                    self.output_value(stage.name(), out.stage.as_deref(), &out.output)
+                        .await?,
+                ),
+                ValueSource::Input(name) => self.options.parameters.get(name).cloned(),
+            };
+            if let Some(value) = value {
+                given.push((fill::variable(&self.plan.inputs, v), value));
+            }
+        }
+        fill::fill(&self.plan.inputs, values, &text, &given).map_err(|problems| {
+            DeployError::External {
+                command: format!("kubectl apply -f {}", path.display()),
+                problem: problems
+                    .iter()
+                    .map(|p| format!("{p} ({})", p.help()))
+                    .collect::<Vec<_>>()
+                    .join("; "),
+            }
+        })
     }
 
     /// The value of an earlier stage's output that `stage` needs (a `--set` value, a

@@ -257,6 +257,12 @@ impl ResourceFacts for HyperPodCluster {
         }
         out
     }
+    fn inputs(&self) -> Vec<StackInput> {
+        self.instance_groups
+            .iter()
+            .filter_map(|g| g.training_plan.clone())
+            .collect()
+    }
 }
 
 impl ResourceFacts for CapacityBlockPurchase {}
@@ -284,6 +290,12 @@ impl ResourceFacts for LaunchTemplate {
             out.extend(i.security_groups.iter().cloned());
         }
         out
+    }
+    fn inputs(&self) -> Vec<StackInput> {
+        self.capacity_block
+            .iter()
+            .map(|b| b.reservation.clone())
+            .collect()
     }
 }
 

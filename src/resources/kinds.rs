@@ -31,6 +31,10 @@ pub trait ResourceFacts {
     fn references(&self) -> Vec<AttrRef> {
         Vec::new()
     }
+    /// Every deploy-time input the resource's values use.
+    fn inputs(&self) -> Vec<StackInput> {
+        Vec::new()
+    }
     /// The kind a typed handle to this resource carries, for kinds that stand for several
     /// (an [`Existing`] resource).
     fn handle_kind(&self) -> Option<Kind> {
@@ -62,6 +66,11 @@ macro_rules! resource_kinds {
             /// Every reference the resource makes.
             pub fn references(&self) -> Vec<AttrRef> {
                 match self { $( ResourceKind::$variant(r) => ResourceFacts::references(r), )* }
+            }
+
+            /// Every deploy-time input the resource's values use.
+            pub fn inputs(&self) -> Vec<StackInput> {
+                match self { $( ResourceKind::$variant(r) => ResourceFacts::inputs(r), )* }
             }
         }
 
@@ -283,6 +292,13 @@ impl ResourceFacts for RawResource {
         }
         out
     }
+    fn inputs(&self) -> Vec<StackInput> {
+        let mut out = Vec::new();
+        for (_, v) in self.cloudformation.iter().chain(&self.terraform) {
+            out.extend(v.inputs());
+        }
+        out
+    }
 }
 
 /// A JSON value whose leaves may be references or texts with references: the properties of
@@ -302,6 +318,49 @@ pub enum RawValue {
 }
 
 impl RawValue {
+    /// The value as compact JSON text (serde_json's form for the JSON parts), its texts and
+    /// references as JSON strings.
+    pub fn json_text(&self) -> Text {
+        match self {
+            RawValue::Json(v) => Text::lit(v.to_string()),
+            RawValue::Ref(r) => Text::attr(r.clone()).json_quoted(),
+            RawValue::Text(t) => t.json_quoted(),
+            RawValue::List(items) => {
+                let mut out = Text::lit("[");
+                for (i, item) in items.iter().enumerate() {
+                    if i > 0 {
+                        out = out.push_lit(",");
+                    }
+                    out = out.push_text(item.json_text());
+                }
+                out.push_lit("]")
+            }
+            RawValue::Object(fields) => {
+                let mut out = Text::lit("{");
+                for (i, (k, v)) in fields.iter().enumerate() {
+                    if i > 0 {
+                        out = out.push_lit(",");
+                    }
+                    out = out
+                        .push_lit(serde_json::Value::String(k.clone()).to_string())
+                        .push_lit(":")
+                        .push_text(v.json_text());
+                }
+                out.push_lit("}")
+            }
+        }
+    }
+
+    /// The deploy-time inputs of its texts.
+    pub fn inputs(&self) -> Vec<StackInput> {
+        match self {
+            RawValue::Json(_) | RawValue::Ref(_) => Vec::new(),
+            RawValue::Text(t) => t.inputs().cloned().collect(),
+            RawValue::List(items) => items.iter().flat_map(RawValue::inputs).collect(),
+            RawValue::Object(fields) => fields.iter().flat_map(|(_, v)| v.inputs()).collect(),
+        }
+    }
+
     fn collect_references(&self, out: &mut Vec<AttrRef>) {
         match self {
             RawValue::Json(_) => {}
@@ -559,22 +618,7 @@ pub struct PodIdentityAssociation {
     pub role: AttrRef,
 }
 
-/// A string chosen when the stack is deployed, with a default: a template parameter in
-/// CloudFormation, a variable in Terraform.
-#[derive(Clone, Debug, PartialEq)]
-pub struct StackInput {
-    /// The input's name, PascalCase (`NetworkGpuSubnetAzId`); Terraform uses its snake_case.
-    pub name: String,
-    /// What the value is and where to find it.
-    pub description: String,
-    /// The value used when none is given.
-    pub default: Option<String>,
-    /// The pattern a value must match (RE2 and CloudFormation `AllowedPattern` alike).
-    pub pattern: Option<String>,
-    /// What a valid value is, completing "must be" (`an Availability Zone id such as
-    /// usw2-az2`).
-    pub expected: String,
-}
+pub use crate::app::text::StackInput;
 
 /// An ECR pull-through cache rule: an image `<repo>` of the upstream registry is pulled as
 /// `<account>.dkr.ecr.<region>.amazonaws.com/<repository_prefix>/<repo>` and kept in the
@@ -590,7 +634,11 @@ pub struct EcrPullThroughCacheRule {
     pub credential: Option<StackInput>,
 }
 
-impl ResourceFacts for EcrPullThroughCacheRule {}
+impl ResourceFacts for EcrPullThroughCacheRule {
+    fn inputs(&self) -> Vec<StackInput> {
+        self.credential.iter().cloned().collect()
+    }
+}
 
 /// An inline policy added to a role that another construct created (a grant).
 #[derive(Clone, Debug, PartialEq)]
@@ -603,22 +651,40 @@ pub struct RolePolicy {
     pub document: PolicyDocument,
 }
 
-/// A value of an earlier stage's resource that a Kubernetes stage's objects carry as a
-/// placeholder ([`deploy_placeholder`]), replaced by the deployed value when the stage is
-/// applied: the producing stage outputs it, and the stage's manifest entry lists it
-/// (`values_from_outputs`) for the runbook and `hyperforge deploy`. Kubernetes objects are
-/// static YAML; this is how they name what only a deployment knows (a workspace id).
+/// A value only a deployment knows that a Kubernetes stage's objects carry as a placeholder,
+/// replaced when the stage is applied: an earlier stage's output (the producing stage outputs
+/// it) or a deploy-time input. The stage's manifest entry lists each (`values`) for the
+/// runbook and `hyperforge deploy`. Kubernetes objects are static YAML; this is how they name
+/// what only a deployment knows (a workspace id, a reservation id).
 #[derive(Clone, Debug, PartialEq)]
 pub struct DeployValue {
-    /// The value.
-    pub value: AttrRef,
-    /// The placeholder the objects carry ([`deploy_placeholder`], after a prefix).
+    /// Where the value comes from.
+    pub value: DeployedValue,
+    /// The placeholder the objects carry.
     pub placeholder: String,
+}
+
+/// Where a [`DeployValue`] comes from.
+#[derive(Clone, Debug, PartialEq)]
+pub enum DeployedValue {
+    /// An attribute of a resource of an earlier stage, read from its output.
+    Output(AttrRef),
+    /// A deploy-time input of the stack.
+    Input(StackInput),
 }
 
 impl ResourceFacts for DeployValue {
     fn references(&self) -> Vec<AttrRef> {
-        vec![self.value.clone()]
+        match &self.value {
+            DeployedValue::Output(r) => vec![r.clone()],
+            DeployedValue::Input(_) => Vec::new(),
+        }
+    }
+    fn inputs(&self) -> Vec<StackInput> {
+        match &self.value {
+            DeployedValue::Output(_) => Vec::new(),
+            DeployedValue::Input(i) => vec![i.clone()],
+        }
     }
 }
 

@@ -103,7 +103,23 @@ impl<'a> Scope<'a> {
         self.add(
             id,
             DeployValue {
-                value,
+                value: DeployedValue::Output(value),
+                placeholder: placeholder.clone(),
+            },
+        );
+        placeholder
+    }
+
+    /// The placeholder for deploy-time input `input` in a Kubernetes object of this
+    /// construct's stage, recorded as child `id` ([`DeployValue`]): the input's default (so
+    /// the file as written holds a value its schema accepts), replaced by the input's value when
+    /// the stage is applied.
+    pub fn deploy_input(&mut self, id: &str, input: StackInput) -> String {
+        let placeholder = input.default.clone().unwrap_or_else(|| input.name.clone());
+        self.add(
+            id,
+            DeployValue {
+                value: DeployedValue::Input(input),
                 placeholder: placeholder.clone(),
             },
         );

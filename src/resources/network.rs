@@ -193,6 +193,12 @@ impl ResourceFacts for Subnet {
     fn references(&self) -> Vec<AttrRef> {
         vec![self.vpc.clone()]
     }
+    fn inputs(&self) -> Vec<StackInput> {
+        match &self.zone {
+            Zone::Index(_) => Vec::new(),
+            Zone::IdInput(i) => vec![i.clone()],
+        }
+    }
 }
 
 impl ResourceFacts for Eip {

@@ -4,8 +4,8 @@
 //! alert manager definition, its rule groups and a managed collector.
 
 use super::iam::PolicyDocument;
-use super::kinds::ResourceFacts;
-use crate::app::text::Text;
+use super::kinds::{RawValue, ResourceFacts};
+use crate::app::text::{StackInput, Text};
 use crate::app::{AttrRef, Kind};
 
 /// An SNS topic whose messages are encrypted at rest with a customer managed KMS key (CloudWatch
@@ -239,8 +239,9 @@ impl ResourceFacts for Dashboard {
 /// What starts an EventBridge rule.
 #[derive(Clone, Debug, PartialEq)]
 pub enum RuleTrigger {
-    /// Events on the default bus matching this event pattern.
-    Pattern(serde_json::Value),
+    /// Events on the default bus matching this event pattern (its texts may hold deploy-time
+    /// inputs: a reservation id).
+    Pattern(RawValue),
     /// A schedule expression, `rate(...)` or `cron(...)` (UTC).
     Schedule(String),
 }
@@ -251,7 +252,7 @@ pub enum TargetInput {
     /// The matched event, unchanged.
     Event,
     /// This text, as the message (a JSON string).
-    Text(String),
+    Text(Text),
     /// A message built from the event: `template` with `<name>` replaced by the value at the
     /// JSON path `paths[name]` of the event (EventBridge's input transformer), as a JSON string.
     Transformer {
@@ -291,6 +292,18 @@ impl ResourceFacts for EventRule {
 
     fn references(&self) -> Vec<AttrRef> {
         self.targets.iter().map(|t| t.topic.clone()).collect()
+    }
+    fn inputs(&self) -> Vec<StackInput> {
+        let mut out = match &self.trigger {
+            RuleTrigger::Pattern(p) => p.inputs(),
+            RuleTrigger::Schedule(_) => Vec::new(),
+        };
+        for t in &self.targets {
+            if let TargetInput::Text(text) = &t.input {
+                out.extend(text.inputs().cloned());
+            }
+        }
+        out
     }
 }
 

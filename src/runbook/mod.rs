@@ -5,10 +5,11 @@
 //! request bodies) is computed here.
 
 use crate::app::{Stack, StageId};
+use crate::assembly::manifest::ValueSource;
 use crate::assembly::manifest::{
     Artifact, Chart, StackManifest, StageManifest, StageOutput, Step, When,
 };
-use crate::assembly::plan::variable_of;
+use crate::assembly::plan::{sh_quote, variable_of};
 use crate::catalog;
 use crate::constructs::vllm::objects::shm_gib;
 use crate::constructs::{
@@ -49,6 +50,10 @@ pub struct RunbookData {
     pub hyperpod: bool,
     /// The HyperPod cluster's name, or empty.
     pub hyperpod_cluster: String,
+    /// The values chosen when the stack is deployed.
+    pub inputs: Vec<InputData>,
+    /// Whether a Kubernetes stage carries values only a deployment knows (`hyperforge fill`).
+    pub needs_fill: bool,
     /// The GPU capacity.
     pub capacity: Vec<CapacityData>,
     /// Stages in deployment order.
@@ -206,8 +211,14 @@ pub struct CloudFormationStage {
 pub struct CapacityEndData {
     /// The Capacity Block's reservation id, or empty.
     pub reservation_id: String,
+    /// The shell variable of the stack's input holding the reservation id, or empty.
+    pub reservation_variable: String,
     /// The training plan's ARN, or empty.
     pub training_plan_arn: String,
+    /// The shell variable of the stack's input holding the plan's ARN, or empty.
+    pub training_plan_variable: String,
+    /// The plan's name as the shell takes it from that variable (the ARN's last part).
+    pub training_plan_name_from_variable: String,
     /// The training plan's name (the ARN's last part), or empty.
     pub training_plan_name: String,
     /// When it ends.
@@ -305,15 +316,13 @@ pub struct KubernetesStage {
     pub endpoints: Vec<EndpointData>,
     /// Karpenter node pools applied here.
     pub node_pools: Vec<String>,
-    /// Capacity reservation ids the manifest names (Karpenter pools selecting their block by
-    /// id), each with the shell variable the runbook substitutes for it.
-    pub reservations: Vec<ReservationData>,
-    /// The command applying the manifest (with the reservation ids substituted, if any).
+    /// The command applying the manifest (`hyperforge fill` putting in the values only a
+    /// deployment knows, when it carries any).
     pub apply: String,
     /// Model weights the stage's Jobs stage into a store.
     pub stagings: Vec<StagingData>,
-    /// Values only a deployment knows, read from outputs before the apply command replaces
-    /// their placeholders.
+    /// Values only a deployment knows, read from outputs (or set with the inputs) before the
+    /// apply command puts them in place of their placeholders.
     pub values: Vec<DeployValueData>,
     /// Grafana dashboards the stage ships (their ConfigMaps in kube-system).
     pub dashboards: Vec<String>,
@@ -324,12 +333,54 @@ pub struct KubernetesStage {
 pub struct DeployValueData {
     /// The shell variable holding it.
     pub variable: String,
-    /// The command reading it from its CloudFormation stack's outputs.
+    /// The command reading it from its CloudFormation stack's outputs; empty for an input
+    /// (set with the stack's inputs, section 1).
     pub read: String,
-    /// The producing CloudFormation stage.
+    /// The producing CloudFormation stage; empty for an input.
     pub stage: String,
-    /// The output's name (Terraform: its snake case).
+    /// The output's name (Terraform: its snake case); empty for an input.
     pub output: String,
+}
+
+/// A deploy-time input of the stack.
+#[derive(Clone, Debug, Serialize)]
+pub struct InputData {
+    /// The CloudFormation parameter's name.
+    pub name: String,
+    /// The shell variable holding it.
+    pub variable: String,
+    /// The Terraform variable (`TF_VAR_` plus it is the environment variable Terraform reads).
+    pub terraform_variable: String,
+    /// The value the description was synthesized with, or `<...>` when there is none.
+    pub default: String,
+    /// What it is.
+    pub description: String,
+    /// What a valid value is.
+    pub expected: String,
+    /// The stages using it.
+    pub stages: String,
+}
+
+/// The command applying Kubernetes stage `entry` of `manifest` with `values` put in place of
+/// their placeholders by `hyperforge fill`, each from its shell variable.
+fn fill_command(
+    manifest: &StackManifest,
+    entry: &StageManifest,
+    values: &[DeployValueData],
+) -> String {
+    let mut out = format!(
+        "hyperforge fill --out . {} {}",
+        sh_quote(&manifest.name),
+        sh_quote(entry.name())
+    );
+    for v in values {
+        out.push_str(&format!(
+            " \\\n  --value {}=\"${}\"",
+            v.variable, v.variable
+        ));
+    }
+    out.push_str(" | kubectl apply -f -");
+    out
 }
 
 /// A Job staging model weights.
@@ -359,15 +410,6 @@ pub struct StagingData {
     pub token_secret: String,
     /// Its key.
     pub token_key: String,
-}
-
-/// A reservation id written into a manifest, substituted when it is applied.
-#[derive(Clone, Debug, Serialize)]
-pub struct ReservationData {
-    /// The shell variable (`RESERVATION`, `RESERVATION_2`).
-    pub variable: String,
-    /// The id the description was synthesized with.
-    pub id: String,
 }
 
 /// One served model endpoint.
@@ -626,9 +668,37 @@ pub fn data(stack: &Stack, manifest: &StackManifest) -> RunbookData {
                 for placed in placements.in_stage(id) {
                     let facts = placed.facts();
                     capacity_ends.extend(facts.capacity_ends.iter().map(|c| {
-                        CapacityEndData {
+                        let mut end = CapacityEndData {
                             reservation_id: c.reservation_id.clone().unwrap_or_default(),
+                            reservation_variable: c
+                                .reservation_id
+                                .as_deref()
+                                .map(|id| {
+                                    variable_of(
+                                        &crate::constructs::nodes::reservation_input(
+                                            stack,
+                                            id,
+                                            &placed.node.id,
+                                        )
+                                        .name,
+                                    )
+                                })
+                                .unwrap_or_default(),
                             training_plan_arn: c.training_plan_arn.clone().unwrap_or_default(),
+                            training_plan_variable: c
+                                .training_plan_arn
+                                .as_deref()
+                                .map(|arn| {
+                                    variable_of(
+                                        &crate::constructs::hyperpod::training_plan_input(
+                                            stack,
+                                            arn,
+                                            &placed.node.id,
+                                        )
+                                        .name,
+                                    )
+                                })
+                                .unwrap_or_default(),
                             training_plan_name: c
                                 .training_plan_arn
                                 .as_deref()
@@ -637,7 +707,13 @@ pub fn data(stack: &Stack, manifest: &StackManifest) -> RunbookData {
                                 .to_owned(),
                             end_time: c.end_time.clone(),
                             lead_hours: c.lead_hours,
+                            training_plan_name_from_variable: String::new(),
+                        };
+                        if !end.training_plan_variable.is_empty() {
+                            end.training_plan_name_from_variable =
+                                format!("\"${{{}##*/}}\"", end.training_plan_variable);
                         }
+                        end
                     }));
                     creates_hyperpod |= facts.hyperpod_cluster.is_some();
                     for claim in facts.capacity {
@@ -655,7 +731,12 @@ pub fn data(stack: &Stack, manifest: &StackManifest) -> RunbookData {
                     capabilities,
                     parameter_overrides: parameters
                         .iter()
-                        .map(|p| format!("{}={}", p.name, p.default))
+                        .map(
+                            |p| match manifest.inputs.iter().find(|i| i.name == p.name) {
+                                Some(input) => format!("{}=\"${}\"", p.name, input.variable),
+                                None => format!("{}={}", p.name, sh_quote(&p.default)),
+                            },
+                        )
                         .collect::<Vec<_>>()
                         .join(" "),
                     parameters,
@@ -731,27 +812,10 @@ pub fn data(stack: &Stack, manifest: &StackManifest) -> RunbookData {
                 cluster_seen = true;
                 let mut stage_endpoints = Vec::new();
                 let mut node_pools = Vec::new();
-                let mut reservations: Vec<ReservationData> = Vec::new();
                 let mut stagings = Vec::new();
                 let mut dashboards = Vec::new();
                 for placed in placements.in_stage(id) {
                     let facts = placed.facts();
-                    for claim in &facts.capacity {
-                        if let CapacitySource::CapacityBlock { reservation, .. } = &claim.source {
-                            let by_id = reservation.starts_with("cr-")
-                                && !reservations.iter().any(|r| &r.id == reservation);
-                            if by_id {
-                                let variable = match reservations.len() {
-                                    0 => "RESERVATION".to_owned(),
-                                    n => format!("RESERVATION_{}", n + 1),
-                                };
-                                reservations.push(ReservationData {
-                                    variable,
-                                    id: reservation.clone(),
-                                });
-                            }
-                        }
-                    }
                     for served in &facts.served_models {
                         if let Some(ep) = endpoints.iter().find(|x| x.name == served.object_name) {
                             stage_endpoints.push(ep.clone());
@@ -764,58 +828,46 @@ pub fn data(stack: &Stack, manifest: &StackManifest) -> RunbookData {
                     dashboards.extend(facts.dashboards.iter().cloned());
                 }
                 let values: Vec<DeployValueData> = match entry {
-                    StageManifest::Kubernetes {
-                        values_from_outputs,
-                        ..
-                    } => values_from_outputs
+                    StageManifest::Kubernetes { values, .. } => values
                         .iter()
                         .map(|v| {
-                            let stage = v.stage.clone().unwrap_or_default();
-                            let stack_name = manifest
-                                .stages
-                                .iter()
-                                .find(|s| s.name() == stage)
-                                .and_then(StageManifest::stack_name)
-                                .unwrap_or_default()
-                                .to_owned();
-                            let variable = variable_of(&v.output);
-                            DeployValueData {
-                                read: format!(
-                                    "{variable}=$(aws cloudformation describe-stacks --region {} --stack-name {stack_name} \\\n  --query \"Stacks[0].Outputs[?OutputKey=='{}'].OutputValue\" --output text)",
-                                    region, v.output
-                                ),
-                                variable,
-                                stage,
-                                output: v.output.clone(),
+                            let variable = crate::assembly::fill::variable(&manifest.inputs, v);
+                            match &v.from {
+                                ValueSource::Output(out) => {
+                                    let stage = out.stage.clone().unwrap_or_default();
+                                    DeployValueData {
+                                        read: format!(
+                                            "{variable}=$(aws cloudformation describe-stacks --region {} --stack-name {} \\\n  --query \"Stacks[0].Outputs[?OutputKey=='{}'].OutputValue\" --output text)",
+                                            region,
+                                            stack_name_of(Some(&stage)),
+                                            out.output
+                                        ),
+                                        variable,
+                                        stage,
+                                        output: out.output.clone(),
+                                    }
+                                }
+                                // Set once, with the stack's other inputs (section 1).
+                                ValueSource::Input(_) => DeployValueData {
+                                    read: String::new(),
+                                    variable,
+                                    stage: String::new(),
+                                    output: String::new(),
+                                },
                             }
                         })
                         .collect(),
                     _ => Vec::new(),
                 };
-                let mut seds: Vec<String> = reservations
-                    .iter()
-                    .map(|r| format!("-e \"s/{}/${{{}:-{}}}/g\"", r.id, r.variable, r.id))
-                    .collect();
-                let placeholders = match entry {
-                    StageManifest::Kubernetes {
-                        values_from_outputs,
-                        ..
-                    } => values_from_outputs.iter().map(|v| v.key.clone()).collect(),
-                    _ => Vec::new(),
-                };
-                for (v, placeholder) in values.iter().zip(placeholders.iter()) {
-                    seds.push(format!("-e \"s|{placeholder}|${}|g\"", v.variable));
-                }
-                let apply = if seds.is_empty() {
+                let apply = if values.is_empty() {
                     format!("kubectl apply -f {first_path}")
                 } else {
-                    format!("sed {} {first_path} | kubectl apply -f -", seds.join(" "))
+                    fill_command(manifest, entry, &values)
                 };
                 data.kubernetes.push(KubernetesStage {
                     manifest: first_path,
                     endpoints: stage_endpoints,
                     node_pools,
-                    reservations,
                     apply,
                     stagings,
                     values,
@@ -895,14 +947,10 @@ pub fn data(stack: &Stack, manifest: &StackManifest) -> RunbookData {
                     }
                 }
                 for k in &stage.kubernetes {
-                    // The reservation ids the apply command substitutes, set first.
-                    let mut lines: Vec<String> = k
-                        .reservations
-                        .iter()
-                        .map(|r| format!("{}={}", r.variable, r.id))
-                        .collect();
-                    // Deploy-time values from the outputs of the modules that create them.
-                    for v in &k.values {
+                    // Deploy-time values from the outputs of the modules that create them
+                    // (inputs are set with the others, section 1).
+                    let mut lines: Vec<String> = Vec::new();
+                    for v in k.values.iter().filter(|v| !v.output.is_empty()) {
                         let dir = phase_of.get(&v.stage).cloned().unwrap_or_default();
                         lines.push(format!(
                             "{}=$(terraform -chdir={dir} output -raw {})",
@@ -971,7 +1019,30 @@ pub fn data(stack: &Stack, manifest: &StackManifest) -> RunbookData {
     let all_steps = || manifest.stages.iter().flat_map(|s| s.steps());
     let needs_docker = all_steps().any(|s| s.tools().contains(&"docker"));
     let needs_curl = all_steps().any(|s| s.tools().contains(&"curl"));
+    let inputs: Vec<InputData> = manifest
+        .inputs
+        .iter()
+        .map(|i| InputData {
+            name: i.name.clone(),
+            variable: i.variable.clone(),
+            terraform_variable: i.variable.to_ascii_lowercase(),
+            default: i
+                .default
+                .as_deref()
+                .map_or_else(|| format!("<{}>", i.expected), sh_quote),
+            // One sentence, whatever the declaration ends with.
+            description: format!("{}.", i.description.trim_end_matches('.')),
+            expected: i.expected.clone(),
+            stages: i.stages.join(", "),
+        })
+        .collect();
+    let needs_fill = stages
+        .iter()
+        .flat_map(|s| s.kubernetes.iter())
+        .any(|k| !k.values.is_empty());
     RunbookData {
+        inputs,
+        needs_fill,
         needs_docker,
         needs_curl,
         stack: stack.name().to_owned(),

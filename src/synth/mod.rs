@@ -517,6 +517,7 @@ fn synthesize_stack(
         region: stack.region().to_owned(),
         eks_cluster: eks.map(|c| c.name),
         admin_host,
+        inputs: plan::lower_inputs(stack, &graph),
         stages,
         terraform: None,
         runbook: None,

@@ -6,7 +6,8 @@
 //! the stage's own after-apply steps (Jobs first), then what runs before its deletion.
 
 use crate::app::{AttrRef, Stack, StageId};
-use crate::assembly::manifest::{SecretSource, StageManifest, StageOutput, Step};
+use crate::assembly::manifest::{InputManifest, SecretSource, StageManifest, StageOutput, Step};
+use crate::assembly::plan::variable_of;
 use crate::resources::plan::Step as ConstructStep;
 use crate::resources::{ResourceGraph, ResourceKind};
 use std::collections::BTreeMap;
@@ -119,4 +120,46 @@ pub fn lower_steps(
         }
         *entry.steps_mut() = steps;
     }
+}
+
+/// The deploy-time inputs `stack`'s resources use, each declared once, in the order the
+/// resources first use them, with the stages that use them. Two resources naming one input
+/// with different declarations are a bug of the constructs that made them; the first wins.
+pub fn lower_inputs(stack: &Stack, graph: &ResourceGraph) -> Vec<InputManifest> {
+    let mut out: Vec<InputManifest> = Vec::new();
+    for r in &graph.resources {
+        for input in r.kind.inputs() {
+            let stage = stack.stage(r.stage).map(|s| s.name.clone());
+            let entry = match out.iter().position(|i| i.name == input.name) {
+                Some(at) => &mut out[at],
+                None => {
+                    debug_assert!(!input.name.is_empty());
+                    out.push(InputManifest {
+                        variable: variable_of(&input.name),
+                        name: input.name,
+                        description: input.description,
+                        default: input.default,
+                        pattern: input.pattern,
+                        expected: input.expected,
+                        stages: Vec::new(),
+                    });
+                    let last = out.len() - 1;
+                    &mut out[last]
+                }
+            };
+            if let Some(stage) = stage {
+                if !entry.stages.contains(&stage) {
+                    entry.stages.push(stage);
+                }
+            }
+        }
+    }
+    // Stages in deployment order.
+    let order: Vec<&str> = stack.stages().iter().map(|s| s.name.as_str()).collect();
+    for input in &mut out {
+        input
+            .stages
+            .sort_by_key(|s| order.iter().position(|o| o == s).unwrap_or(usize::MAX));
+    }
+    out
 }

@@ -438,3 +438,88 @@ fn deploy_commands_explain_the_missing_feature() {
         );
     }
 }
+
+/// `hyperforge fill` prints a Kubernetes stage's file with its values in place, inputs
+/// defaulting to the values the description was synthesized with, and leaves the file as it
+/// is; every problem of the call is reported at once, nothing printed on stdout.
+#[test]
+fn fill_puts_deployed_values_in_place_and_reports_every_problem() {
+    let (_tmp, root) = project();
+    let o = hyperforge(&root, &["synth", "kimi-k3-eks-karpenter"]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let out = root.join("hyperforge.out");
+    let file = out.join("kimi-k3-eks-karpenter/06-gpu-capacity.yaml");
+    let before = std::fs::read(&file).unwrap();
+    let fill = |args: &[&str]| {
+        let mut all = vec!["fill", "--out", "hyperforge.out", "kimi-k3-eks-karpenter"];
+        all.extend_from_slice(args);
+        hyperforge(&root, &all)
+    };
+
+    // The input's default, then a value given by its variable.
+    let o = fill(&["gpu-capacity"]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    assert_eq!(stdout(&o).as_bytes(), before.as_slice());
+    let o = fill(&[
+        "gpu-capacity",
+        "--value",
+        "GPU_POOL_CAPACITY_RESERVATION_ID=cr-0fedcba9876543210",
+    ]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let filled = stdout(&o);
+    assert!(filled.contains("id: cr-0fedcba9876543210"), "{filled}");
+    assert!(!filled.contains("cr-0123456789abcdef0"), "{filled}");
+    assert_eq!(
+        std::fs::read(&file).unwrap(),
+        before,
+        "the file is left as it is"
+    );
+
+    // An output must be given; a stray variable and a value that is not an identifier are
+    // reported with it.
+    let o = fill(&[
+        "workload",
+        "--value",
+        "METRICS_WORKSPACE=ws-1",
+        "--value",
+        "GPU_POOL_CAPACITY_RESERVATION_ID=cr-1",
+    ]);
+    assert_eq!(code(&o), 1);
+    assert!(stdout(&o).is_empty());
+    let err = stderr(&o);
+    assert!(err.contains("no value for METRICS_WORKSPACE_ID"), "{err}");
+    assert!(err.contains("reads no value METRICS_WORKSPACE "), "{err}");
+    assert!(
+        err.contains("reads no value GPU_POOL_CAPACITY_RESERVATION_ID"),
+        "{err}"
+    );
+    assert_eq!(err.matches("  help: ").count(), 3, "{err}");
+    let o = fill(&["workload", "--value", "METRICS_WORKSPACE_ID=ws-1; rm -rf ~"]);
+    assert_eq!(code(&o), 1);
+    assert!(
+        stderr(&o).contains("is not an identifier or URL"),
+        "{}",
+        stderr(&o)
+    );
+    let o = fill(&["workload", "--value", "METRICS_WORKSPACE_ID=ws-0123abcd"]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    assert!(stdout(&o).contains("/workspaces/ws-0123abcd"));
+
+    // Usage errors: an unknown stage, a stage of another kind, no manifest.
+    let o = fill(&["workloads"]);
+    assert_eq!(code(&o), 2);
+    assert!(
+        stderr(&o).contains("has no stage `workloads`"),
+        "{}",
+        stderr(&o)
+    );
+    let o = fill(&["foundation"]);
+    assert_eq!(code(&o), 2);
+    assert!(
+        stderr(&o).contains("only Kubernetes stages"),
+        "{}",
+        stderr(&o)
+    );
+    let o = hyperforge(&root, &["fill", "--out", "nowhere", "s", "x"]);
+    assert_eq!(code(&o), 2);
+}

@@ -465,10 +465,7 @@ fn a_capacity_block_group_starts_at_zero_and_the_runbook_scales_it_once_active()
     let runbook = assembly.text("kimi-k3-eks/RUNBOOK.md").unwrap();
     let at = runbook.find(&script).expect("the runbook carries the step");
     let workload = runbook
-        .find(&format!(
-            "{} | kubectl apply -f -",
-            crate::common::stage_file(&assembly, "kimi-k3-eks", "workload", "yaml")
-        ))
+        .find("hyperforge fill --out . kimi-k3-eks workload ")
         .unwrap();
     assert!(at < workload);
 }

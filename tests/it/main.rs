@@ -26,6 +26,7 @@ mod fleet_file;
 mod fsx;
 mod fuzz;
 mod image_cache;
+mod inputs;
 mod layers;
 mod logs;
 mod manifest;

@@ -278,7 +278,8 @@ fn a_kubernetes_manifest_takes_deployed_values() {
     let manifest: Value = hyperforge::serde_json::from_str(assembly.manifest_json()).unwrap();
     let stage = &manifest["stacks"][0]["stages"][1];
     assert_eq!(
-        stage["values_from_outputs"][0]["key"], "hyperforge-output-AlarmsTopicArn",
+        stage["values"][0],
+        json!({"placeholder": "hyperforge-output-AlarmsTopicArn", "output": {"stage": "foundation", "output": "AlarmsTopicArn"}}),
         "{stage}"
     );
 }

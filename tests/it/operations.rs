@@ -163,8 +163,13 @@ fn cloudformation_has_the_rules_schedules_and_policies() {
                 "Capacity Block Expiration Warning",
                 "Capacity Block Reservation Expiration Warning"
             ],
-            "detail": {"capacity-reservation-id": [RESERVATION]}
+            "detail": {"capacity-reservation-id": [{"Ref": "BlockEndCapacityReservationId"}]}
         })
+    );
+    // The block is a deploy-time input of the stage, the id given its default.
+    assert_eq!(
+        t["Parameters"]["BlockEndCapacityReservationId"]["Default"],
+        RESERVATION
     );
     let target = &expiry["Targets"][0];
     assert_eq!(target["Arn"], json!({"Ref": "AlarmsTopic"}));
@@ -186,9 +191,15 @@ fn cloudformation_has_the_rules_schedules_and_policies() {
     let scheduled = &r["BlockEndScheduledRule"]["Properties"];
     assert_eq!(scheduled["ScheduleExpression"], "cron(30 23 31 12 ? 2026)");
     assert_eq!(scheduled["State"], "ENABLED");
-    let message: String =
-        serde_json::from_str(scheduled["Targets"][0]["Input"].as_str().unwrap()).unwrap();
-    assert!(message.contains(RESERVATION), "{message}");
+    // The message names the block by the id deployed (`Fn::Sub` of the input), JSON-quoted.
+    let sub = scheduled["Targets"][0]["Input"]["Fn::Sub"]
+        .as_str()
+        .unwrap();
+    let message: String = serde_json::from_str(sub).unwrap();
+    assert!(
+        message.contains("${BlockEndCapacityReservationId}") && !message.contains(RESERVATION),
+        "{message}"
+    );
     assert!(message.contains("2027-01-01T00:30:00Z"), "{message}");
     assert_eq!(
         r["PlanEndScheduledRule"]["Properties"]["ScheduleExpression"],
@@ -265,7 +276,11 @@ fn terraform_has_the_same_rules_and_policies() {
     .unwrap();
     assert_eq!(
         pattern["detail"]["capacity-reservation-id"],
-        json!([RESERVATION])
+        json!(["${var.block_end_capacity_reservation_id}"])
+    );
+    assert_eq!(
+        m["variable"]["block_end_capacity_reservation_id"]["default"],
+        RESERVATION
     );
     assert_eq!(
         rules["block_end_scheduled_rule"]["schedule_expression"],

@@ -162,14 +162,17 @@ fn runbook_commands_follow_the_capacity() {
         .unwrap();
     assert!(workload < nodes);
 
-    // Karpenter: the reservation id written into the EC2NodeClass is substituted on apply.
+    // Karpenter: the reservation id written into the EC2NodeClass is the pool's input, put in
+    // place as the stage is applied; no text is rewritten.
     let karpenter = reference::kimi_k3_eks_karpenter().synth().unwrap();
     let text = karpenter.text("kimi-k3-eks-karpenter/RUNBOOK.md").unwrap();
     let manifest = karpenter
         .text("kimi-k3-eks-karpenter/06-gpu-capacity.yaml")
         .unwrap();
     assert!(manifest.contains("id: cr-0123456789abcdef0"));
-    assert!(text.contains("RESERVATION=cr-0123456789abcdef0\nsed -e \"s/cr-0123456789abcdef0/${RESERVATION:-cr-0123456789abcdef0}/g\" kimi-k3-eks-karpenter/06-gpu-capacity.yaml | kubectl apply -f -"));
+    assert!(text.contains("export GPU_POOL_CAPACITY_RESERVATION_ID=cr-0123456789abcdef0\n"));
+    assert!(text.contains("hyperforge fill --out . kimi-k3-eks-karpenter gpu-capacity \\\n  --value GPU_POOL_CAPACITY_RESERVATION_ID=\"$GPU_POOL_CAPACITY_RESERVATION_ID\" | kubectl apply -f -"));
+    assert!(!text.contains("sed "));
     assert!(!text.contains("kubectl apply -f kimi-k3-eks-karpenter/06-gpu-capacity.yaml"));
     assert!(!text.contains("pass your reservation id and zone id as the\nparameter overrides"));
 }

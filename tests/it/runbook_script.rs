@@ -155,6 +155,11 @@ fn name_problems(text: &str, stack: &StackManifest, files: &BTreeSet<String>) ->
                     }
                 }
             }
+            // `hyperforge fill --out . STACK STAGE --value V="$V" ...`: a Kubernetes stage of
+            // this stack, given every value it reads that has no default, and only those.
+            if let Some(rest) = line.trim().strip_prefix("hyperforge fill --out . ") {
+                problems.extend(fill_problems(rest, stack, &line));
+            }
             // Assembly paths: words starting with `<stack>/`.
             let prefix = format!("{}/", stack.name);
             for word in line.split(|c: char| c.is_whitespace() || "\"'|;()".contains(c)) {
@@ -166,6 +171,45 @@ fn name_problems(text: &str, stack: &StackManifest, files: &BTreeSet<String>) ->
                     }
                 }
             }
+        }
+    }
+    problems
+}
+
+/// Problems of a `hyperforge fill` command line (after `--out . `) against the manifest.
+fn fill_problems(args: &str, stack: &StackManifest, line: &str) -> Vec<String> {
+    let mut problems = Vec::new();
+    let words: Vec<&str> = args.split_whitespace().collect();
+    let (Some(name), Some(stage_name)) = (words.first(), words.get(1)) else {
+        return vec![format!("fill names no stack and stage: {line}")];
+    };
+    if *name != stack.name {
+        problems.push(format!("fill of `{name}`, not this stack: {line}"));
+    }
+    let Some(StageManifest::Kubernetes { values, .. }) =
+        stack.stages.iter().find(|s| s.name() == *stage_name)
+    else {
+        return vec![format!(
+            "`{stage_name}` is not a Kubernetes stage of the manifest: {line}"
+        )];
+    };
+    let given: Vec<&str> = words
+        .windows(2)
+        .filter(|w| w[0] == "--value")
+        .filter_map(|w| w[1].split_once('=').map(|(v, _)| v))
+        .collect();
+    for v in values {
+        let variable = hyperforge::assembly::fill::variable(&stack.inputs, v);
+        if !given.contains(&variable.as_str()) {
+            problems.push(format!("fill does not give {variable}: {line}"));
+        }
+    }
+    for g in given {
+        if !values
+            .iter()
+            .any(|v| hyperforge::assembly::fill::variable(&stack.inputs, v) == g)
+        {
+            problems.push(format!("stage {stage_name} reads no {g}: {line}"));
         }
     }
     problems
@@ -378,7 +422,7 @@ fn conformance_problems(text: &str, stack: &StackManifest) -> Vec<String> {
         let path = &stage.artifacts()[0].path;
         let apply = [
             format!("kubectl apply -f {path}"),
-            format!("{path} | kubectl apply -f -"),
+            format!("hyperforge fill --out . {} {} ", stack.name, stage.name()),
         ]
         .iter()
         .filter_map(|a| cfn[start..].find(a.as_str()).map(|at| start + at))
@@ -575,11 +619,11 @@ fn name_checks_catch_unknown_stacks_outputs_parameters_and_paths() {
         .into_iter()
         .find(|(_, s, _, _)| s.name == "kimi-k3-eks")
         .unwrap();
-    let workload = crate::common::stage_file(&assembly, "kimi-k3-eks", "workload", "yaml");
-    let good_apply = format!("{workload} | kubectl apply -f -");
+    let weights = crate::common::stage_file(&assembly, "kimi-k3-eks", "weights", "yaml");
+    let good_apply = format!("kubectl apply -f {weights}");
     let wrong_apply = format!(
-        "{}s.yaml | kubectl apply -f -",
-        workload.trim_end_matches(".yaml")
+        "kubectl apply -f {}s.yaml",
+        weights.trim_end_matches(".yaml")
     );
     let bad = [
         (
@@ -596,6 +640,16 @@ fn name_checks_catch_unknown_stacks_outputs_parameters_and_paths() {
             good_apply.as_str(),
             wrong_apply.as_str(),
             "not in the assembly",
+        ),
+        (
+            "hyperforge fill --out . kimi-k3-eks workload ",
+            "hyperforge fill --out . kimi-k3-eks workloads ",
+            "not a Kubernetes stage",
+        ),
+        (
+            "--value METRICS_WORKSPACE_ID=",
+            "--value METRICS_WORKSPACE=",
+            "reads no METRICS_WORKSPACE",
         ),
     ];
     for (good, wrong, message) in bad {

@@ -69,8 +69,12 @@ pub fn templates_reporting(
     }
     // Values Kubernetes stages carry as placeholders are outputs of their stages.
     for r in &graph.resources {
-        if let crate::resources::ResourceKind::DeployValue(d) = &r.kind {
-            cx.plain_output(&d.value);
+        if let crate::resources::ResourceKind::DeployValue(crate::resources::DeployValue {
+            value: crate::resources::DeployedValue::Output(value),
+            ..
+        }) = &r.kind
+        {
+            cx.plain_output(value);
         }
     }
     cx.finish(shapes(), ds)

@@ -5,7 +5,7 @@
 
 use super::expr::Expr;
 use super::l1_support::{CfnResource, TagStyle};
-use crate::app::text::{Part, Pseudo, Text};
+use crate::app::text::{Part, Pseudo, StackInput, Text};
 use crate::app::{logical_id, Attr, AttrRef, Kind, Stack, StageId, StageKind, Tags};
 use crate::diagnostics::{suggest, Code, Diagnostics};
 use crate::resources::iam::{PolicyDocument, PrincipalKind};
@@ -168,6 +168,20 @@ impl<'a> StackTemplates<'a> {
         Expr::reference(name)
     }
 
+    /// The template parameter declaring `input` in `stage`'s template; returns a `Ref` to it.
+    pub fn input(&mut self, stage: StageId, input: &StackInput) -> Expr {
+        self.parameter(
+            stage,
+            &input.name,
+            Parameter {
+                description: input.description.clone(),
+                default: input.default.clone(),
+                allowed_pattern: input.pattern.clone(),
+                constraint: Some(input.expected.clone()),
+            },
+        )
+    }
+
     /// Adds an output to `stage`'s stack.
     pub fn output(&mut self, stage: StageId, key: &str, description: &str, value: Expr) {
         if let Some(t) = self.templates.get_mut(&stage) {
@@ -252,8 +266,10 @@ impl<'a> StackTemplates<'a> {
         if let Some(lit) = t.as_literal() {
             return Expr::Str(lit);
         }
-        if let [Part::Ref(r)] = t.0.as_slice() {
-            return self.attr(stage, r);
+        match t.0.as_slice() {
+            [Part::Ref(r)] => return self.attr(stage, r),
+            [Part::Input(i)] => return self.input(stage, i),
+            _ => {}
         }
         let mut template = String::new();
         let mut vars: BTreeMap<String, Expr> = BTreeMap::new();
@@ -271,6 +287,10 @@ impl<'a> StackTemplates<'a> {
                     let value = self.attr(stage, r);
                     template.push_str(&format!("${{{name}}}"));
                     vars.insert(name, value);
+                }
+                Part::Input(i) => {
+                    self.input(stage, i);
+                    template.push_str(&format!("${{{}}}", i.name));
                 }
                 Part::IssuerHostPath(r) => {
                     let name = format!("{}OidcIssuer", logical_id(&r.path));

@@ -14,10 +14,11 @@ use crate::app::ObjectPatch;
 use crate::app::Stack;
 use crate::app::{StageId, StageKind};
 use crate::assembly::manifest::{
-    Artifact, ArtifactFormat, SecretSource, SecretStep, SetFromOutput, StageManifest, Step,
+    Artifact, ArtifactFormat, PlaceholderValue, SecretSource, SecretStep, StageManifest,
+    StageOutput, Step, ValueSource,
 };
 use crate::diagnostics::{suggest, Code, Diagnostics};
-use crate::resources::{Resource, ResourceGraph, ResourceKind};
+use crate::resources::{DeployedValue, Resource, ResourceGraph, ResourceKind};
 use serde_json::Value;
 use std::collections::BTreeMap;
 
@@ -169,22 +170,32 @@ pub(crate) fn patched_objects(
 }
 
 /// The deploy-time values Kubernetes stage `stage` carries as placeholders: each with the
-/// CloudFormation stage and output that hold it, in the order the objects named them.
-pub fn deploy_values(stack: &Stack, graph: &ResourceGraph, stage: StageId) -> Vec<SetFromOutput> {
-    let mut out: Vec<SetFromOutput> = Vec::new();
+/// The values Kubernetes stage `stage`'s objects carry as placeholders, in the order the
+/// objects' constructs declared them, each once.
+pub fn deploy_values(
+    stack: &Stack,
+    graph: &ResourceGraph,
+    stage: StageId,
+) -> Vec<PlaceholderValue> {
+    let mut out: Vec<PlaceholderValue> = Vec::new();
     for r in graph.resources.iter().filter(|r| r.stage == stage) {
         if let ResourceKind::DeployValue(d) = &r.kind {
-            let key = d.placeholder.clone();
-            if out.iter().any(|v| v.key == key) {
+            if out.iter().any(|v| v.placeholder == d.placeholder) {
                 continue;
             }
-            out.push(SetFromOutput {
-                key,
-                stage: stack
-                    .stage_of(d.value.construct_id())
-                    .and_then(|s| stack.stage(s))
-                    .map(|s| s.name.clone()),
-                output: d.value.output_key(),
+            let from = match &d.value {
+                DeployedValue::Output(value) => ValueSource::Output(StageOutput {
+                    stage: stack
+                        .stage_of(value.construct_id())
+                        .and_then(|s| stack.stage(s))
+                        .map(|s| s.name.clone()),
+                    output: value.output_key(),
+                }),
+                DeployedValue::Input(input) => ValueSource::Input(input.name.clone()),
+            };
+            out.push(PlaceholderValue {
+                placeholder: d.placeholder.clone(),
+                from,
             });
         }
     }
@@ -375,7 +386,7 @@ impl Backend for Kubernetes {
                 id,
                 StageManifest::Kubernetes {
                     name: stage.name.clone(),
-                    values_from_outputs: deploy_values(input.stack, input.graph, id),
+                    values: deploy_values(input.stack, input.graph, id),
                     // The steps the objects imply; the plan pass adds the constructs' own.
                     steps: secrets(input.graph, id)
                         .into_iter()
@@ -412,7 +423,7 @@ mod tests {
             stage: workload,
             kind: DeployValue {
                 placeholder: crate::resources::deploy_placeholder(&bucket.name()),
-                value: bucket.name(),
+                value: crate::resources::DeployedValue::Output(bucket.name()),
             }
             .into(),
             depends_on: Vec::new(),
@@ -420,10 +431,12 @@ mod tests {
         });
         assert_eq!(
             deploy_values(&stack, &graph, workload),
-            [SetFromOutput {
-                key: "hyperforge-output-LifecycleBucketName".to_owned(),
-                stage: Some("foundation".to_owned()),
-                output: "LifecycleBucketName".to_owned(),
+            [PlaceholderValue {
+                placeholder: "hyperforge-output-LifecycleBucketName".to_owned(),
+                from: ValueSource::Output(StageOutput {
+                    stage: Some("foundation".to_owned()),
+                    output: "LifecycleBucketName".to_owned(),
+                }),
             }]
         );
         let templates =

@@ -338,10 +338,14 @@ pub fn root_modules_reporting(
     }
     // Values Kubernetes stages carry as placeholders: their producing phases output them.
     for r in &graph.resources {
-        if let ResourceKind::DeployValue(d) = &r.kind {
-            if let Some(phase) = earlier.get(&d.value.path) {
-                if !reads.iter().any(|(p, a)| p == phase && *a == d.value) {
-                    reads.push((phase.clone(), d.value.clone()));
+        if let ResourceKind::DeployValue(crate::resources::DeployValue {
+            value: crate::resources::DeployedValue::Output(value),
+            ..
+        }) = &r.kind
+        {
+            if let Some(phase) = earlier.get(&value.path) {
+                if !reads.iter().any(|(p, a)| p == phase && a == value) {
+                    reads.push((phase.clone(), value.clone()));
                 }
             }
         }

@@ -457,6 +457,10 @@ impl<'a> RootModule<'a> {
                     out.push_str(&format!("${{{e}}}"));
                 }
                 Part::Ref(r) => out.push_str(&format!("${{{}}}", self.expr(r))),
+                Part::Input(i) => {
+                    self.input(i);
+                    out.push_str(&format!("${{var.{}}}", snake(&i.name)));
+                }
                 Part::IssuerHostPath(r) => out.push_str(&format!(
                     "${{replace({}, \"https://\", \"\")}}",
                     self.expr(r)
@@ -563,6 +567,19 @@ impl<'a> RootModule<'a> {
         }
         self.variables.insert(name.to_owned(), Value::Object(m));
         Value::String(format!("${{var.{name}}}"))
+    }
+
+    /// The variable declaring `input` (named after its snake_case); returns `${var.<name>}`.
+    pub fn input(&mut self, input: &crate::app::text::StackInput) -> Value {
+        self.variable(
+            &snake(&input.name),
+            Variable {
+                description: input.description.clone(),
+                default: input.default.clone(),
+                pattern: input.pattern.clone(),
+                error_message: format!("Must be {}.", input.expected),
+            },
+        )
     }
 
     /// Adds an output.
@@ -716,7 +733,7 @@ fn existing_expr(value: &Text) -> String {
                 Pseudo::AccountId => "${data.aws_caller_identity.current.account_id}",
             }),
             // Values of existing resources are literals and pseudo values only.
-            Part::Ref(_) | Part::IssuerHostPath(_) => {}
+            Part::Ref(_) | Part::IssuerHostPath(_) | Part::Input(_) => {}
         }
     }
     out.push('"');

@@ -5,7 +5,6 @@
 use super::super::expr::Expr;
 use super::super::l1::*;
 use super::super::lower::name_tag;
-use super::super::template::Parameter;
 use super::{e, s, Cx};
 use crate::app::StageId;
 use crate::app::{logical_id, Attr, AttrRef};
@@ -22,16 +21,7 @@ fn attachment(gateway: &AttrRef) -> String {
 
 /// A template parameter for `input`; returns a `Ref` to it.
 pub(super) fn parameter(cx: Cx, stage: StageId, input: &StackInput) -> Expr {
-    cx.parameter(
-        stage,
-        &input.name,
-        Parameter {
-            description: input.description.clone(),
-            default: input.default.clone(),
-            allowed_pattern: input.pattern.clone(),
-            constraint: Some(input.expected.clone()),
-        },
-    )
+    cx.input(stage, input)
 }
 
 pub(super) fn vpc(cx: Cx, r: &Resource, v: &Vpc) {

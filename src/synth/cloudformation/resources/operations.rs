@@ -216,7 +216,9 @@ pub(super) fn rule(cx: Cx, r: &Resource, rule: &EventRule) {
             };
             match &t.input {
                 TargetInput::Event => {}
-                TargetInput::Text(text) => target.input = Some(s(json_string(text))),
+                TargetInput::Text(text) => {
+                    target.input = Some(e(cx.text(r.stage, &text.json_quoted())));
+                }
                 TargetInput::Transformer { paths, template } => {
                     target.input_transformer = Some(events_rule::InputTransformer {
                         input_paths_map: Some(
@@ -230,7 +232,7 @@ pub(super) fn rule(cx: Cx, r: &Resource, rule: &EventRule) {
         })
         .collect();
     let (event_pattern, schedule_expression) = match &rule.trigger {
-        RuleTrigger::Pattern(p) => (Some(p.clone()), None),
+        RuleTrigger::Pattern(p) => (Some(super::raw_value(cx, r.stage, p)), None),
         RuleTrigger::Schedule(x) => (None, Some(s(x))),
     };
     cx.add(

@@ -4,7 +4,7 @@
 //! variables.
 
 use super::super::lower::name_tag;
-use super::super::module::{escape_template, resource_type, snake, Variable};
+use super::super::module::{escape_template, resource_type, snake};
 use super::Cx;
 use crate::app::{logical_id, AttrRef};
 use crate::resources::{
@@ -21,15 +21,7 @@ fn address(r: &AttrRef) -> String {
 
 /// A variable for `input` (named after its snake_case); returns `${var.<name>}`.
 pub(super) fn variable(cx: Cx, input: &StackInput) -> Value {
-    cx.variable(
-        &snake(&input.name),
-        Variable {
-            description: input.description.clone(),
-            default: input.default.clone(),
-            pattern: input.pattern.clone(),
-            error_message: format!("Must be {}.", input.expected),
-        },
-    )
+    cx.input(input)
 }
 
 pub(super) fn vpc(cx: Cx, r: &Resource, v: &Vpc) {

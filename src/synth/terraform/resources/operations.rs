@@ -182,10 +182,7 @@ pub(super) fn rule(cx: Cx, r: &Resource, rule: &EventRule) {
     );
     match &rule.trigger {
         RuleTrigger::Pattern(p) => {
-            body.insert(
-                "event_pattern".into(),
-                json!(escape_template(&p.to_string())),
-            );
+            body.insert("event_pattern".into(), cx.text(&p.json_text()));
         }
         RuleTrigger::Schedule(x) => {
             body.insert("schedule_expression".into(), json!(x));
@@ -204,7 +201,7 @@ pub(super) fn rule(cx: Cx, r: &Resource, rule: &EventRule) {
         match &t.input {
             TargetInput::Event => {}
             TargetInput::Text(text) => {
-                target.insert("input".into(), json!(json_string(text)));
+                target.insert("input".into(), cx.text(&text.json_quoted()));
             }
             TargetInput::Transformer { paths, template } => {
                 let paths: Map<String, Value> = paths
