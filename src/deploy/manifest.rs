@@ -359,7 +359,7 @@ mod tests {
             error(r#"{"version": 2, "stacks": []}"#),
             "unsupported `version` (expected 3)"
         );
-        let shape = error(r#"{"version": 2, "generator": "g", "stacks": [{"name": "s"}]}"#);
+        let shape = error(r#"{"version": 3, "generator": "g", "stacks": [{"name": "s"}]}"#);
         assert!(shape.contains("missing field `region`"), "{shape}");
     }
 }
