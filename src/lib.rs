@@ -83,8 +83,7 @@
 //!             .revision("0123456789abcdef0123456789abcdef01234567")
 //!             .tensor_parallel_size(8),
 //!         "p6-b300.48xlarge",
-//!     )
-//!     .load_balancer_subnets(&network.private_subnets),
+//!     ),
 //! );
 //!
 //! let assembly = App::new().tag("cost-center", "gpu-42").stack(stack).synth().expect("valid description");

@@ -485,7 +485,7 @@ fn eks_operations_and_workload(
             "p6-b300.48xlarge",
         )
         .name("kimi-k3")
-        .load_balancer_subnets(&network.private_subnets)
+        // The internal load balancer goes in the serving nodes' subnet (the block's zone).
         // The block holds one p6-b300, so one replica of 8 GPUs: raise the maximum with
         // the reservation (HF0360 refuses more than it can hold).
         .autoscaling(Autoscaling::on_workspace(1, 1, &metrics.workspace)),

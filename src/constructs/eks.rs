@@ -233,7 +233,8 @@ impl EksCluster {
         self
     }
 
-    /// The cluster's VPC (where the admin host's security group lives).
+    /// The cluster's VPC (where the admin host's security group lives); by default the VPC of
+    /// the network its subnets belong to.
     pub fn vpc(mut self, vpc: &Ref<kind::Vpc>) -> Self {
         self.vpc = Some(vpc.clone());
         self
@@ -322,8 +323,22 @@ impl EksCluster {
             .iter()
             .map(|s| s.id())
             .chain(self.security_groups.iter().map(|g| g.id()))
-            .chain(self.vpc.iter().map(|v| v.id()))
+            .chain(self.effective_vpc().iter().map(|v| v.id()))
             .collect()
+    }
+
+    /// The cluster's VPC: the one given, or else the VPC of the network all its subnets belong
+    /// to (a network's VPC is its child `Vpc`, created or imported alike).
+    pub fn effective_vpc(&self) -> Option<Ref<kind::Vpc>> {
+        if let Some(vpc) = &self.vpc {
+            return Some(vpc.clone());
+        }
+        let first = self.subnets.first()?;
+        let network = first.id().construct_id().to_owned();
+        self.subnets
+            .iter()
+            .all(|s| s.id().construct_id() == network)
+            .then(|| Ref::new(first.stack(), format!("{network}/Vpc")))
     }
 
     pub(crate) fn validate(&self, path: &str, ds: &mut Diagnostics) {
@@ -376,13 +391,13 @@ impl EksCluster {
         }
         match &self.admin_access {
             AdminAccess::SsmHost { instance_type } => {
-                if self.vpc.is_none() {
+                if self.effective_vpc().is_none() {
                     ds.report_field(
                         Code::AdminHostWithoutVpc,
                         path,
                         "vpc",
-                        "the admin host needs the cluster's VPC for its security group",
-                        "pass it with `.vpc(&network.vpc)` (stack file: `vpc:`), or `.without_admin_host()` if you reach the VPC another way",
+                        "the admin host needs the cluster's VPC for its security group, and the cluster's subnets name no single network",
+                        "give the cluster subnets of one network, or the VPC with `.vpc(&network.vpc)` (stack file: `vpc:`), or use `.without_admin_host()` if you reach the VPC another way",
                     );
                 }
                 if let Some(vpc) = &self.vpc {
@@ -498,7 +513,11 @@ impl Construct for EksCluster {
                 resource_path: format!("{}/Cluster", self.id),
                 imported: false,
                 kubernetes_version: self.kubernetes_version().to_owned(),
-                admin_host: match (&self.admin_access, &self.vpc, self.subnets.first()) {
+                admin_host: match (
+                    &self.admin_access,
+                    &self.effective_vpc(),
+                    self.subnets.first(),
+                ) {
                     (AdminAccess::SsmHost { .. }, Some(_), Some(_)) => {
                         Some(admin_host_name(&self.name))
                     }
@@ -587,9 +606,11 @@ impl Construct for EksCluster {
                 },
             );
         }
-        if let (AdminAccess::SsmHost { instance_type }, Some(vpc), Some(subnet)) =
-            (&self.admin_access, &self.vpc, self.subnets.first())
-        {
+        if let (AdminAccess::SsmHost { instance_type }, Some(vpc), Some(subnet)) = (
+            &self.admin_access,
+            &self.effective_vpc(),
+            self.subnets.first(),
+        ) {
             self.expand_admin_host(scope, &handle, instance_type, vpc, subnet);
         }
         scope.add(

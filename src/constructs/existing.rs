@@ -159,6 +159,7 @@ impl ExistingNetwork {
             cidr: s.cidr.clone(),
             name: s.id.clone(),
             public: s.role == SubnetRole::Public,
+            zone: super::network::ZoneKey::Given(s.az_id.clone()),
         })
     }
 }

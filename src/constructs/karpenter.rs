@@ -521,6 +521,8 @@ impl Construct for KarpenterNodePool {
                 count: 0,
                 max_count: max,
                 provisioned_on_demand: true,
+                // The EC2NodeClass selects the stack's subnets tagged `hyperforge:subnet: gpu`.
+                subnets: super::network::zonal_subnets_tagged(cx.stack, "gpu"),
                 // `instanceStorePolicy: RAID0`.
                 pod_storage: PodStorage::ec2(self.instance_type(), true, ROOT_VOLUME_GIB),
             }],

@@ -99,7 +99,7 @@ pub use vllm::{
 };
 pub use weights::{ModelStore, ModelStoreHandle, WeightsStaging, WeightsStagingHandle};
 
-use crate::app::{AnyConstruct, AttrRef, Node, Stack, StageId, Tags};
+use crate::app::{kind, AnyConstruct, AttrRef, Node, Ref, Stack, StageId, Tags};
 use crate::diagnostics::Diagnostics;
 use crate::resources::{ResourceGraph, Scope};
 use std::any::Any;
@@ -417,6 +417,10 @@ pub struct CapacityClaim {
     pub max_count: i64,
     /// Whether the claim is a Karpenter pool (nodes appear on demand up to `max_count`).
     pub provisioned_on_demand: bool,
+    /// The subnets its instances launch in, when the description names them (a node group's;
+    /// the GPU subnets a Karpenter pool selects by tag); empty when the service places them
+    /// (HyperPod).
+    pub subnets: Vec<Ref<kind::Subnet>>,
     /// The node-local storage holding each node's container images and pod volumes (where a
     /// served model's weights are downloaded to), when known.
     pub pod_storage: Option<PodStorage>,

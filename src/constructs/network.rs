@@ -83,6 +83,48 @@ pub struct SubnetFacts {
     pub name: String,
     /// Whether it routes to the internet gateway (a public subnet).
     pub public: bool,
+    /// What fixes its availability zone.
+    pub zone: ZoneKey,
+}
+
+/// What fixes a subnet's availability zone, as far as the description knows it. Zone names
+/// map to zone ids differently in each account, so two subnets are known to share a zone only
+/// when the same thing fixes both: the same position in the region's zone list, the same
+/// deploy-time zone-id input, or the same given zone.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ZoneKey {
+    /// The region's zone at this position (`Fn::GetAZs`, by name: account-specific).
+    Index(u32),
+    /// The zone whose id the deploy-time input of this name holds (a zonal subnet's).
+    Input(String),
+    /// This zone (an existing subnet's, as given).
+    Given(String),
+}
+
+/// The name of the zone-id input of zonal subnet `child` of the network with id `network`.
+pub fn zone_input_name(network: &str, child: &str) -> String {
+    format!("{}AzId", logical_id(&format!("{network}/{child}")))
+}
+
+/// The zonal subnets of `stack`'s networks that `role` names (`gpu`, `hyperpod`: the child id
+/// without `Subnet`, in lower case, as the `hyperforge:subnet` tag has it), in the order the
+/// networks were added.
+pub fn zonal_subnets_tagged(stack: &Stack, role: &str) -> Vec<Ref<kind::Subnet>> {
+    stack
+        .nodes()
+        .iter()
+        .filter_map(|n| {
+            let network = n.construct.as_any().downcast_ref::<Network>()?;
+            Some(
+                network
+                    .zonal_subnets_with_paths(&n.id)
+                    .filter(|(_, z)| z.id.trim_end_matches("Subnet").eq_ignore_ascii_case(role))
+                    .map(|(path, _)| Ref::new(stack.name(), path))
+                    .collect::<Vec<_>>(),
+            )
+        })
+        .flatten()
+        .collect()
 }
 
 /// The facts of `subnet` when it belongs to a valid network of `stack`.
@@ -94,7 +136,7 @@ pub fn subnet_facts(stack: &Stack, subnet: &Ref<kind::Subnet>) -> Option<SubnetF
         }
         let network = any.downcast_ref::<Network>()?;
         let child = subnet.path().strip_prefix(&format!("{}/", n.id))?;
-        network.subnet_facts(stack.name(), child)
+        network.subnet_facts(stack.name(), &n.id, child)
     })
 }
 
@@ -317,7 +359,7 @@ impl Network {
 
     /// The facts of its subnet `child` (`PrivateSubnet1`) in stack `stack`; `None` when there
     /// is no such subnet or the network has errors.
-    pub fn subnet_facts(&self, stack: &str, child: &str) -> Option<SubnetFacts> {
+    pub fn subnet_facts(&self, stack: &str, id: &str, child: &str) -> Option<SubnetFacts> {
         let plan = self.plan()?;
         let planned = |subnets: &[SubnetPlan], public: bool| {
             subnets.iter().find(|s| s.id == child).map(|s| SubnetFacts {
@@ -328,6 +370,7 @@ impl Network {
                     private_subnet_name(stack, s.az_index)
                 },
                 public,
+                zone: ZoneKey::Index(s.az_index),
             })
         };
         planned(&plan.public_subnets, true)
@@ -336,10 +379,11 @@ impl Network {
                 plan.zonal
                     .iter()
                     .find(|(id, _, _)| *id == child)
-                    .map(|(id, block, _)| SubnetFacts {
+                    .map(|(child, block, _)| SubnetFacts {
                         cidr: block.to_string(),
-                        name: zonal_subnet_name(stack, id),
+                        name: zonal_subnet_name(stack, child),
                         public: false,
+                        zone: ZoneKey::Input(zone_input_name(id, child)),
                     })
             })
     }
@@ -697,7 +741,7 @@ impl Construct for Network {
             );
             let name = zonal_subnet_name(&stack_name, child);
             let zone = StackInput {
-                name: format!("{}AzId", logical_id(&scope.path(child))),
+                name: zone_input_name(&self.id, child),
                 description: zone_input_description(child).to_owned(),
                 default: Some(az_id.to_string()),
                 pattern: Some(AZ_ID_PATTERN.to_owned()),

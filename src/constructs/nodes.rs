@@ -875,6 +875,7 @@ impl Construct for ManagedNodeGroup {
                 count: desired,
                 max_count: max,
                 provisioned_on_demand: false,
+                subnets: self.subnets.clone(),
                 pod_storage: PodStorage::ec2(
                     self.instance_type(),
                     self.local_nvme_raid0(),

@@ -7,7 +7,7 @@ pub mod objects;
 
 pub use autoscaling::Autoscaling;
 
-use super::network::subnet_facts;
+use super::network::{subnet_facts, ZoneKey};
 use super::stack_file::{Floats, Ints};
 use super::weights::ModelStoreHandle;
 use super::{Construct, Context, Facts, ServedModel};
@@ -1431,7 +1431,7 @@ stack_file_shape! {
         EXPOSURE: opt "exposure", Ty::Enum(Exposure::NAMES), "How the Service is exposed (default `internal_load_balancer`).";
         SERVICE_ANNOTATIONS: opt "service_annotations", Ty::StrMap, "Annotations on the Service.";
         EFA: opt "efa", Ty::Bool, "Request the instance's EFA interfaces.";
-        LOAD_BALANCER_SUBNETS: opt "load_balancer_subnets", Ty::Refs(Want::Subnets), "The load balancer's subnets, one per zone (`Network.private_subnets`; public subnets when internet-facing); the NetworkPolicy admits their blocks.";
+        LOAD_BALANCER_SUBNETS: opt "load_balancer_subnets", Ty::Refs(Want::Subnets), "The load balancer's subnets, one per zone (default for an internal load balancer: the serving nodes' subnets; `Network.public_subnets` when internet-facing); the NetworkPolicy admits their blocks.";
         CLIENTS: opt "clients", Ty::List(&client_fields::SHAPE), "Pods allowed to reach the server directly.";
         ALWAYS_PULL_IMAGE: opt "always_pull_image", Ty::Bool, "Ask the registry for the image at every start (`imagePullPolicy: Always`; default `IfNotPresent`).";
         AUTOSCALING: opt "autoscaling", Ty::Obj(&autoscaling_fields::SHAPE), "Autoscaling (a KEDA ScaledObject; `replicas` is then left to it).";
@@ -2041,14 +2041,17 @@ impl VllmDeployment {
         self
     }
 
-    /// The subnets the load balancer is placed in, one per availability zone (the network's
-    /// private subnets for the internal default, its public subnets for an internet-facing
-    /// one). The Service names them (`aws-load-balancer-subnets`, by `Name` tag), and the
-    /// NetworkPolicy admits port 8000 from their blocks only: a Network Load Balancer with
-    /// `ip` targets and client IP preservation off (the default for TCP) connects to the pod
-    /// from its own addresses in these subnets, for traffic and health checks alike (Load
-    /// Balancer Controller v2.13.2 docs/guide/service/nlb.md, "Worker node security groups
-    /// rules"). Required unless the Service is a ClusterIP.
+    /// The subnets the load balancer is placed in, one per availability zone. An internal load
+    /// balancer (the default) is otherwise placed in the subnets of the nodes serving the
+    /// model (the node group or Karpenter pool of its instance type): a Network Load Balancer
+    /// sends traffic only to targets in its own zones, so these always include the pod's, and
+    /// a warning (`HF0426`) says when given subnets may not. An internet-facing one needs the
+    /// network's public subnets given. The Service names them (`aws-load-balancer-subnets`, by
+    /// `Name` tag), and the NetworkPolicy admits port 8000 from their blocks only: a Network
+    /// Load Balancer with `ip` targets and client IP preservation off (the default for TCP)
+    /// connects to the pod from its own addresses in these subnets, for traffic and health
+    /// checks alike (Load Balancer Controller v2.13.2 docs/guide/service/nlb.md, "Worker node
+    /// security groups rules").
     pub fn load_balancer_subnets<'a, I>(mut self, subnets: I) -> Self
     where
         I: IntoIterator<Item = &'a Ref<kind::Subnet>>,
@@ -2194,9 +2197,40 @@ impl VllmDeployment {
         }
     }
 
-    /// The load balancer's subnets.
+    /// The load balancer's subnets as given ([`VllmDeployment::load_balancer_subnets`]).
     pub fn lb_subnets(&self) -> &[Ref<kind::Subnet>] {
         &self.load_balancer_subnets
+    }
+
+    /// The subnets the nodes serving the model launch in: those of the EC2 capacity of its
+    /// instance type in `stack` (node groups, Karpenter pools), in the order they were added.
+    pub fn serving_subnets(&self, stack: &Stack) -> Vec<Ref<kind::Subnet>> {
+        let mut out: Vec<Ref<kind::Subnet>> = Vec::new();
+        for placed in super::Placements::new(stack).all() {
+            for claim in placed.facts().capacity {
+                if claim.launcher == super::Launcher::Ec2
+                    && claim.instance_type == self.instance_type
+                {
+                    for s in claim.subnets {
+                        if !out.contains(&s) {
+                            out.push(s);
+                        }
+                    }
+                }
+            }
+        }
+        out
+    }
+
+    /// The load balancer's subnets: the ones given, or else, for an internal load balancer,
+    /// the serving nodes' subnets (so its zones are theirs); none for a ClusterIP Service.
+    pub fn effective_lb_subnets(&self, stack: &Stack) -> Vec<Ref<kind::Subnet>> {
+        match self.exposure {
+            Exposure::ClusterIp => Vec::new(),
+            _ if !self.load_balancer_subnets.is_empty() => self.load_balancer_subnets.clone(),
+            Exposure::InternalLoadBalancer => self.serving_subnets(stack),
+            Exposure::InternetFacingLoadBalancer => Vec::new(),
+        }
     }
 
     /// The in-cluster clients allowed to reach the server.
@@ -2204,18 +2238,85 @@ impl VllmDeployment {
         &self.clients
     }
 
+    /// `HF0426`: a subnet the serving nodes launch in whose zone no given load balancer subnet
+    /// is known to share.
+    fn check_serving_zones(&self, stack: &Stack, path: &str, ds: &mut Diagnostics) {
+        let lb_zones: Vec<ZoneKey> = self
+            .load_balancer_subnets
+            .iter()
+            .filter_map(|s| subnet_facts(stack, s))
+            .map(|f| f.zone)
+            .collect();
+        for serving in self.serving_subnets(stack) {
+            let Some(facts) = subnet_facts(stack, &serving) else {
+                continue;
+            };
+            if lb_zones.contains(&facts.zone) {
+                continue;
+            }
+            let fix = if self.exposure == Exposure::InternetFacingLoadBalancer {
+                "give a public subnet in that zone too"
+            } else {
+                "leave `load_balancer_subnets` out: an internal load balancer is then placed in the serving nodes' subnets, and the NetworkPolicy admits exactly their blocks"
+            };
+            ds.report_field(
+                Code::LoadBalancerMissesServingZone,
+                path,
+                "load_balancer_subnets",
+                format!(
+                    "the load balancer's subnets may leave out the zone of `{}`, where the nodes serving the model run ({}); in accounts where the zones differ, the pod receives no traffic",
+                    facts.name,
+                    match &facts.zone {
+                        ZoneKey::Input(input) => format!("the zone id given as {input}"),
+                        ZoneKey::Index(i) => format!("the region's zone {}", i + 1),
+                        ZoneKey::Given(z) => format!("zone {z}"),
+                    }
+                ),
+                fix,
+            );
+        }
+    }
+
     pub(crate) fn validate(&self, stack: &Stack, path: &str, ds: &mut Diagnostics) {
         let load_balanced = self.exposure != Exposure::ClusterIp;
-        if load_balanced && self.load_balancer_subnets.is_empty() {
+        let lb_subnets = self.effective_lb_subnets(stack);
+        // Without capacity of its type in a stack that creates the cluster, or with a type the
+        // catalog does not know, HF0370 or HF0303 already says what is missing.
+        let capacity_reported = self.exposure == Exposure::InternalLoadBalancer
+            && (crate::catalog::instance(&self.instance_type).is_none()
+                || (super::Placements::new(stack)
+                    .all()
+                    .any(|p| p.facts().eks_cluster.is_some())
+                    && !super::Placements::new(stack).all().any(|p| {
+                        p.facts()
+                            .capacity
+                            .iter()
+                            .any(|c| c.instance_type == self.instance_type)
+                    })));
+        if load_balanced && lb_subnets.is_empty() && !capacity_reported {
+            let (message, help) = if self.exposure == Exposure::InternetFacingLoadBalancer {
+                (
+                    "the internet-facing load balancer's subnets are not given",
+                    "pass the network's public subnets: `.load_balancer_subnets(&network.public_subnets)`, or use `.cluster_ip_service()`",
+                )
+            } else {
+                (
+                    "the load balancer's subnets are not given, and no node group or Karpenter pool of the stack names the subnets its instance type runs in",
+                    "pass the subnets: `.load_balancer_subnets(&network.private_subnets)`, or use `.cluster_ip_service()`",
+                )
+            };
             ds.report_field(
                 Code::LoadBalancerSubnets,
                 path,
                 "load_balancer_subnets",
-                "the load balancer's subnets are not given, so the NetworkPolicy cannot admit it",
-                "pass the network's subnets: `.load_balancer_subnets(&network.private_subnets)` (public subnets for an internet-facing load balancer), or use `.cluster_ip_service()`",
+                message,
+                help,
             );
         }
-        for subnet in &self.load_balancer_subnets {
+        if load_balanced && !self.load_balancer_subnets.is_empty() {
+            self.check_serving_zones(stack, path, ds);
+        }
+        for subnet in &lb_subnets {
             match subnet_facts(stack, subnet) {
                 None => ds.report_field(
                     Code::LoadBalancerSubnets,

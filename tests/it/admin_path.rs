@@ -163,12 +163,29 @@ fn the_hyperpod_dependencies_chart_does_not_wait_for_nodes_it_cannot_have() {
 
 #[test]
 fn an_admin_host_needs_the_vpc_and_opting_out_of_it_warns() {
+    // The VPC is derived from the cluster's subnets when it is not given.
+    let with = |vpc: bool| {
+        let mut stack = Stack::new("admin", "us-west-2");
+        let s = stack.cloudformation_stage("foundation");
+        let net = stack.add(s, Network::new("Network"));
+        let cluster = EksCluster::new("Eks", "admin").subnets(&net.private_subnets);
+        stack.add(s, if vpc { cluster.vpc(&net.vpc) } else { cluster });
+        hyperforge::App::new().stack(stack).synth().unwrap()
+    };
+    let (derived, given) = (with(false), with(true));
+    assert_eq!(derived.files(), given.files());
+    assert!(derived
+        .text("admin/01-foundation.template.json")
+        .unwrap()
+        .contains("AdminHost"));
+    // Subnets of two networks name no single VPC.
     let mut stack = Stack::new("admin", "us-west-2");
     let s = stack.cloudformation_stage("foundation");
-    let net = stack.add(s, Network::new("Network"));
+    let one = stack.add(s, Network::new("One"));
+    let two = stack.add(s, Network::new("Two").cidr("10.200.0.0/16"));
     stack.add(
         s,
-        EksCluster::new("Eks", "admin").subnets(&net.private_subnets),
+        EksCluster::new("Eks", "admin").subnets([&one.private_subnets[0], &two.private_subnets[1]]),
     );
     let ds = hyperforge::App::new().stack(stack).synth().unwrap_err();
     assert!(

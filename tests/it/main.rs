@@ -49,3 +49,4 @@ mod weights;
 mod weights_stager;
 mod workload;
 mod yaml;
+mod zones;

@@ -131,6 +131,7 @@ impl Construct for BatchPool {
                 count: self.instances,
                 max_count: self.instances,
                 provisioned_on_demand: false,
+                subnets: Vec::new(),
                 pod_storage: None,
             }],
             ..Facts::default()

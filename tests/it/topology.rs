@@ -159,8 +159,7 @@ impl Eks {
         let workload = stack.kubernetes_stage("workload");
         let mut deployment = VllmDeployment::new("Server", self.server.clone(), self.workload_type)
             .name("server")
-            .replicas(self.replicas)
-            .load_balancer_subnets(&network.private_subnets);
+            .replicas(self.replicas);
         if let Some(gpus) = self.gpus {
             deployment = deployment.gpus(gpus);
         }
@@ -619,8 +618,8 @@ fn a_stack_file_gets_the_rules_at_its_lines() {
             "",
         )
         .replace(
-            "        instance_type: p6-b300.48xlarge\n        load",
-            "        instance_type: p6-b200.48xlarge\n        load",
+            "        instance_type: p6-b300.48xlarge\n        autoscaling",
+            "        instance_type: p6-b200.48xlarge\n        autoscaling",
         );
     let ds = match load_str("stacks/test.yaml", &text) {
         Ok(_) => panic!("expected diagnostics"),

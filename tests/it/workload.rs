@@ -6,7 +6,7 @@ use hyperforge::constructs::*;
 use hyperforge::reference::{self, kimi_k3_server, CAPACITY_BLOCK_AZ_ID};
 use hyperforge::{App, Assembly};
 use serde::Deserialize;
-use serde_json::Value;
+use serde_json::{json, Value};
 
 /// Every reference app with its synthesized assembly.
 fn reference_assemblies() -> Vec<(App, Assembly)> {
@@ -569,8 +569,26 @@ fn clients_are_admitted_by_namespace_and_labels_and_a_cluster_ip_service_admits_
         .get("service.beta.kubernetes.io/aws-load-balancer-subnets")
         .is_none()));
 
-    // A load balancer needs its subnets, of the right kind for its scheme.
+    // An internal load balancer given no subnets goes where the serving nodes run (the GPU
+    // subnet), and the NetworkPolicy admits that block alone.
     let app = eks_app(|_| VllmDeployment::new("Vllm", kimi_k3_server(), "p6-b300.48xlarge"));
+    let assembly = app.synth().unwrap_or_else(|d| panic!("{d}"));
+    let derived = self::objects(&assembly);
+    let svc = of_kind(&derived, "Service")[0];
+    assert_eq!(
+        svc["metadata"]["annotations"]["service.beta.kubernetes.io/aws-load-balancer-subnets"],
+        "eks-gpu"
+    );
+    let policy = of_kind(&derived, "NetworkPolicy")[0];
+    assert_eq!(
+        policy["spec"]["ingress"][0]["from"],
+        json!([{"ipBlock": {"cidr": "100.64.0.0/16"}}])
+    );
+    // An internet-facing one needs public subnets, given: none is derived.
+    let app = eks_app(|_| {
+        VllmDeployment::new("Vllm", kimi_k3_server(), "p6-b300.48xlarge")
+            .internet_facing_load_balancer()
+    });
     let err = app.synth().unwrap_err();
     assert!(
         err.contains(hyperforge::Code::LoadBalancerSubnets, "eks/Vllm"),

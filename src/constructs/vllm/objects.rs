@@ -708,10 +708,10 @@ pub fn deployment(stack: &Stack, d: &VllmDeployment) -> VllmObjects {
             "LoadBalancer"
         }
     };
-    // The load balancer's subnets: named on the Service (the controller resolves `Name` tags
+    // The load balancer's subnets (given, or the serving nodes'): named on the Service (the controller resolves `Name` tags
     // in the cluster's VPC) and admitted by the NetworkPolicy by their blocks.
     let lb_subnets: Vec<SubnetFacts> = if service_type == "LoadBalancer" {
-        d.lb_subnets()
+        d.effective_lb_subnets(stack)
             .iter()
             .filter_map(|s| subnet_facts(stack, s))
             .collect()

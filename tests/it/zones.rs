@@ -1,0 +1,309 @@
+//! The load balancer reaches the serving pod in every account: a Network Load Balancer sends
+//! traffic only to targets in zones it has a subnet in, and zone names map to zone ids
+//! differently in each account. A property over every mapping of the region's zone names to
+//! its zone ids, and every zone id the deployer may give: the zones of the Service's
+//! load balancer subnets (read from the synthesized Service and templates) include the zone of
+//! every subnet the serving nodes launch in. The NetworkPolicy admits exactly the load
+//! balancer subnets' blocks.
+
+use hyperforge::app::Stack;
+use hyperforge::constructs::*;
+use hyperforge::reference::{kimi_k3_server, CAPACITY_BLOCK_RESERVATION_ID};
+use hyperforge::{App, Code};
+use serde::Deserialize;
+use serde_json::Value;
+use std::collections::BTreeMap;
+
+/// How a subnet's zone is fixed in a template.
+#[derive(Clone, Debug, PartialEq)]
+enum Zone {
+    /// `Fn::Select [i, Fn::GetAZs]`: the account's i-th zone name.
+    Index(usize),
+    /// `AvailabilityZoneId: Ref P`: the zone id the deployer gives for P.
+    Input(String),
+}
+
+/// The subnets of a foundation template: `Name` tag -> (zone, block, `hyperforge:subnet`
+/// tag, logical id).
+fn subnets(template: &Value) -> BTreeMap<String, (Zone, String, String, String)> {
+    let mut out = BTreeMap::new();
+    for (id, r) in template["Resources"].as_object().unwrap() {
+        if r["Type"] != "AWS::EC2::Subnet" {
+            continue;
+        }
+        let p = &r["Properties"];
+        let zone = if let Some(i) = p["AvailabilityZone"]["Fn::Select"][0].as_u64() {
+            Zone::Index(i as usize)
+        } else {
+            Zone::Input(p["AvailabilityZoneId"]["Ref"].as_str().unwrap().to_owned())
+        };
+        let tag = |key: &str| {
+            p["Tags"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|t| t["Key"] == key)
+                .and_then(|t| t["Value"].as_str())
+                .unwrap_or_default()
+                .to_owned()
+        };
+        out.insert(
+            tag("Name"),
+            (
+                zone,
+                p["CidrBlock"].as_str().unwrap().to_owned(),
+                tag("hyperforge:subnet"),
+                id.clone(),
+            ),
+        );
+    }
+    out
+}
+
+/// What one stack's artifacts say: the load balancer's subnets (by `Name`), the serving
+/// nodes' subnets (by `Name`), the NetworkPolicy's admitted blocks, and every subnet.
+struct Placement {
+    lb: Vec<String>,
+    serving: Vec<String>,
+    admitted: Vec<String>,
+    subnets: BTreeMap<String, (Zone, String, String, String)>,
+}
+
+fn placement(assembly: &hyperforge::Assembly, stack: &str) -> Placement {
+    let template = |stage: &str| -> Value {
+        let path = crate::common::stage_file(assembly, stack, stage, "template.json");
+        serde_json::from_str(assembly.text(&path).unwrap()).unwrap()
+    };
+    let subnets = subnets(&template("foundation"));
+    let mut docs: Vec<Value> = Vec::new();
+    for path in assembly.files().keys() {
+        if !path.starts_with(&format!("{stack}/"))
+            || !path.ends_with(".yaml")
+            || path.ends_with(".values.yaml")
+        {
+            continue;
+        }
+        for doc in serde_yaml::Deserializer::from_str(assembly.text(path).unwrap()) {
+            docs.push(Value::deserialize(doc).unwrap());
+        }
+    }
+    let service = docs
+        .iter()
+        .find(|d| d["kind"] == "Service" && d["spec"]["type"] == "LoadBalancer")
+        .expect("a load-balanced Service");
+    let lb: Vec<String> = service["metadata"]["annotations"]
+        ["service.beta.kubernetes.io/aws-load-balancer-subnets"]
+        .as_str()
+        .unwrap()
+        .split(", ")
+        .map(str::to_owned)
+        .collect();
+    let deployment = docs
+        .iter()
+        .find(|d| d["kind"] == "Deployment" && d["metadata"]["name"] == service["metadata"]["name"])
+        .unwrap();
+    let instance_type = deployment["spec"]["template"]["spec"]["nodeSelector"]
+        ["node.kubernetes.io/instance-type"]
+        .as_str()
+        .unwrap();
+    let policy = docs
+        .iter()
+        .find(|d| {
+            d["kind"] == "NetworkPolicy"
+                && d["metadata"]["namespace"] == service["metadata"]["namespace"]
+        })
+        .unwrap();
+    let admitted: Vec<String> = policy["spec"]["ingress"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|rule| rule["from"].as_array().cloned().unwrap_or_default())
+        .filter_map(|peer| peer["ipBlock"]["cidr"].as_str().map(str::to_owned))
+        .collect();
+    // Serving nodes: a node group whose launch template runs the instance type, or the
+    // subnets a Karpenter EC2NodeClass selects.
+    let mut serving = Vec::new();
+    let nodes = template("nodes");
+    let resources = nodes["Resources"].as_object().unwrap();
+    for r in resources
+        .values()
+        .filter(|r| r["Type"] == "AWS::EKS::Nodegroup")
+    {
+        let lt = r["Properties"]["LaunchTemplate"]["Id"]["Ref"]
+            .as_str()
+            .unwrap();
+        if resources[lt]["Properties"]["LaunchTemplateData"]["InstanceType"] != instance_type {
+            continue;
+        }
+        for s in r["Properties"]["Subnets"].as_array().unwrap() {
+            let export = s["Fn::ImportValue"].as_str().unwrap();
+            let logical = export.split(':').nth(1).unwrap();
+            let name = subnets.iter().find(|(_, v)| v.3 == logical).unwrap().0;
+            serving.push(name.clone());
+        }
+    }
+    for class in docs.iter().filter(|d| d["kind"] == "EC2NodeClass") {
+        for term in class["spec"]["subnetSelectorTerms"].as_array().unwrap() {
+            let role = term["tags"]["hyperforge:subnet"].as_str().unwrap();
+            serving.extend(
+                subnets
+                    .iter()
+                    .filter(|(_, v)| v.2 == role)
+                    .map(|(name, _)| name.clone()),
+            );
+        }
+    }
+    assert!(!serving.is_empty(), "{stack}: no serving subnets found");
+    Placement {
+        lb,
+        serving,
+        admitted,
+        subnets,
+    }
+}
+
+/// The property: under every mapping of zone positions to the region's zone ids (4 of them,
+/// as us-west-2 has) and every zone id given for each input, the load balancer has a subnet in
+/// each serving subnet's zone. Returns a counterexample, if any.
+fn uncovered(p: &Placement) -> Option<String> {
+    const IDS: usize = 4;
+    let inputs: Vec<String> = {
+        let mut v: Vec<String> = p
+            .subnets
+            .values()
+            .filter_map(|(z, ..)| match z {
+                Zone::Input(i) => Some(i.clone()),
+                Zone::Index(_) => None,
+            })
+            .collect();
+        v.sort();
+        v.dedup();
+        v
+    };
+    let positions = 2;
+    // Injective mappings of positions 0 and 1 to zone ids, times the ids of each input.
+    for a in 0..IDS {
+        for b in (0..IDS).filter(|b| *b != a) {
+            let mapping = [a, b];
+            let combos = IDS.pow(inputs.len() as u32);
+            for combo in 0..combos {
+                let given: BTreeMap<&str, usize> = inputs
+                    .iter()
+                    .enumerate()
+                    .map(|(k, i)| (i.as_str(), combo / IDS.pow(k as u32) % IDS))
+                    .collect();
+                let zone = |name: &str| match &p.subnets[name].0 {
+                    Zone::Index(i) => {
+                        assert!(*i < positions);
+                        mapping[*i]
+                    }
+                    Zone::Input(i) => given[i.as_str()],
+                };
+                let lb: Vec<usize> = p.lb.iter().map(|n| zone(n)).collect();
+                for s in &p.serving {
+                    if !lb.contains(&zone(s)) {
+                        return Some(format!(
+                            "zone names -> ids {mapping:?}, inputs {given:?}: `{s}` is in zone {} and the load balancer in {lb:?}",
+                            zone(s)
+                        ));
+                    }
+                }
+            }
+        }
+    }
+    None
+}
+
+#[test]
+fn the_load_balancer_has_every_serving_zone_under_every_zone_mapping() {
+    for (app, stack) in [
+        (hyperforge::reference::kimi_k3_eks(), "kimi-k3-eks"),
+        (
+            hyperforge::reference::kimi_k3_eks_karpenter(),
+            "kimi-k3-eks-karpenter",
+        ),
+    ] {
+        let assembly = app.synth().unwrap_or_else(|e| panic!("{e}"));
+        let p = placement(&assembly, stack);
+        assert_eq!(uncovered(&p), None, "{stack}");
+        // The NetworkPolicy admits exactly the load balancer's subnets.
+        let blocks: Vec<String> = p.lb.iter().map(|n| p.subnets[n].1.clone()).collect();
+        assert_eq!(p.admitted, blocks, "{stack}");
+        assert!(
+            !p.lb.iter().any(|n| n.contains("-private-")),
+            "{stack}: {:?}",
+            p.lb
+        );
+    }
+}
+
+/// A load balancer placed in the private subnets (by zone name) while the nodes run in the
+/// Capacity Block's subnet (by zone id) misses the pod's zone in some accounts: the property
+/// finds the mapping, and validation warns (`HF0426`) with the way out.
+#[test]
+fn private_subnets_by_name_miss_the_blocks_zone_and_are_warned_about() {
+    let app = |given: bool| {
+        let mut stack = Stack::new("zones", "us-west-2");
+        let f = stack.cloudformation_stage("foundation");
+        let net = stack.add(f, Network::new("Network").gpu_subnet("usw2-az4"));
+        let eks = stack.add(
+            f,
+            EksCluster::new("Eks", "zones")
+                .subnets(&net.private_subnets)
+                .vpc(&net.vpc),
+        );
+        let nodes = stack.cloudformation_stage("nodes");
+        stack.add(
+            nodes,
+            ManagedNodeGroup::gpu(
+                "Gpu",
+                &eks.cluster,
+                "p6-b300.48xlarge",
+                net.gpu_subnet.iter(),
+            )
+            .capacity(NodeCapacity::capacity_block_of(
+                CAPACITY_BLOCK_RESERVATION_ID,
+                "usw2-az4",
+                1,
+            )),
+        );
+        stack.helm_stage("nvidia-device-plugin", HelmRelease::nvidia_device_plugin());
+        let w = stack.kubernetes_stage("workload");
+        let deployment = VllmDeployment::new("KimiK3", kimi_k3_server(), "p6-b300.48xlarge");
+        stack.add(
+            w,
+            if given {
+                deployment.load_balancer_subnets(&net.private_subnets)
+            } else {
+                deployment
+            },
+        );
+        App::new().stack(stack)
+    };
+
+    let diagnostics = app(true).validate();
+    let warning = diagnostics
+        .iter()
+        .find(|d| d.code == Code::LoadBalancerMissesServingZone)
+        .unwrap_or_else(|| panic!("no HF0426 in {diagnostics:?}"));
+    assert!(
+        warning.message.contains("NetworkGpuSubnetAzId"),
+        "{}",
+        warning.message
+    );
+    assert!(warning.help.contains("leave `load_balancer_subnets` out"));
+    let p = placement(&app(true).synth().unwrap(), "zones");
+    assert!(
+        uncovered(&p).is_some(),
+        "the property finds the account where it breaks"
+    );
+
+    let diagnostics = app(false).validate();
+    assert!(!diagnostics
+        .iter()
+        .any(|d| d.code == Code::LoadBalancerMissesServingZone));
+    let p = placement(&app(false).synth().unwrap(), "zones");
+    assert_eq!(uncovered(&p), None);
+    assert_eq!(p.lb, ["zones-gpu"]);
+    assert_eq!(p.admitted, ["100.64.0.0/16"]);
+}
