@@ -1362,6 +1362,7 @@ esac
 printf 'kubectl %s\n' "$*" >> "$HYPERFORGE_CALLS"
 case "$*" in
   "apply -f -") sed 's/^/  | /' >> "$HYPERFORGE_CALLS" ;;
+  "apply -f "*) ;;
   "create namespace "*"--dry-run=client -o yaml") printf 'apiVersion: v1\nkind: Namespace\n' ;;
   "get secret "*) exit 1 ;;
   "create secret generic "*) ;;
@@ -1571,4 +1572,111 @@ fn deploy_runs_the_plans_steps_and_fills_the_kubernetes_values() {
         "{}",
         out.text()
     );
+}
+
+/// Path conformance for a fleet member: `deploy --fleet --member --run-external` carries out
+/// the steps of a stage its StackSet deployed (here the Capacity Block's wait-and-scale after
+/// the member's stage, recorded by the fake `aws`), in order, before its own stages.
+#[test]
+fn a_fleet_member_carries_out_its_stack_set_stages_steps() {
+    use hyperforge::assembly::manifest::{Manifest, Step};
+    let _server = exclusive();
+    let rt = rt();
+    let fleet = Fleet::new("st-fleet", |m: &FleetMember| {
+        let mut stack = Stack::new(&m.name, &m.region);
+        let foundation = stack.cloudformation_stage("foundation");
+        stack.add(foundation, LifecycleScripts::new("Lifecycle"));
+        let apps = stack.kubernetes_stage("apps");
+        stack.add(
+            apps,
+            hyperforge::constructs::KubernetesManifest::new(
+                "Settings",
+                serde_json::json!({
+                    "apiVersion": "v1",
+                    "kind": "ConfigMap",
+                    "metadata": {"name": "settings", "namespace": "default"},
+                    "data": {"member": m.name.clone()}
+                }),
+            ),
+        );
+        stack
+    })
+    .account(FLEET_ACCOUNT)
+    .region(FleetRegion::new("us-west-2"));
+    let (dir, fleet_dir) = write_fleet(&fleet);
+    let member = "st-fleet-us-west-2";
+    // The member's StackSet stage carries a step to run after it (a node group of a Capacity
+    // Block deployed there would): the manifest is the plan every path reads.
+    let entry = fleet_dir
+        .manifest()
+        .members
+        .iter()
+        .find(|m| m.name == member)
+        .unwrap()
+        .assembly
+        .clone();
+    let path = dir
+        .path()
+        .join("fleet.out")
+        .join(entry)
+        .join("manifest.json");
+    let mut manifest: Manifest =
+        serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    manifest.stacks[0].stages[0]
+        .steps_mut()
+        .push(Step::ScaleCapacityBlockNodeGroup {
+            cluster: "st".into(),
+            node_group: "st-gpu".into(),
+            min: 0,
+            desired: 1,
+            max: 1,
+        });
+    std::fs::write(&path, manifest.to_json()).unwrap();
+
+    let (report, _) = deploy_fleet(&rt, &fleet_dir, &FleetDeployOptions::default());
+    assert!(report.stack_sets.iter().all(|s| s.applied), "{report:#?}");
+
+    let bin = dir.path().join("bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    fake_tools(&bin);
+    let calls = dir.path().join("calls.log");
+    let original = std::env::var_os("PATH").unwrap_or_default();
+    let mut paths = vec![bin.clone()];
+    paths.extend(std::env::split_paths(&original));
+    // One test at a time holds the server lock; the variables are restored below.
+    std::env::set_var("PATH", std::env::join_paths(paths).unwrap());
+    std::env::set_var("HYPERFORGE_CALLS", &calls);
+    let mut opts = options();
+    // Where the StackSets are administered; the member's own region is its stack's.
+    opts.aws.region = Some(REGION.into());
+    opts.run_external = true;
+    let (console, out) = Console::capture();
+    let result = rt.block_on(deploy::deploy_fleet_member(
+        &fleet_dir,
+        member,
+        &opts,
+        &console,
+        &mut Answers::default(),
+    ));
+    std::env::set_var("PATH", &original);
+    std::env::remove_var("HYPERFORGE_CALLS");
+    let member_report = result.unwrap_or_else(|e| panic!("{e}\n{}", out.text()));
+    assert!(
+        format!("{:?}", member_report.stages[0].outcome).starts_with("Skipped"),
+        "{member_report:?}"
+    );
+    let log = std::fs::read_to_string(&calls).expect("the tools were called");
+    let lines: Vec<&str> = log.lines().collect();
+    let position = |prefix: &str| {
+        lines
+            .iter()
+            .position(|l| l.starts_with(prefix))
+            .unwrap_or_else(|| panic!("no call `{prefix}` in\n{log}"))
+    };
+    let describe = position(
+        "aws eks describe-nodegroup --region us-west-2 --cluster-name st --nodegroup-name st-gpu",
+    );
+    let scale = position("aws eks update-nodegroup-config --region us-west-2 --cluster-name st --nodegroup-name st-gpu --scaling-config minSize=0,maxSize=1,desiredSize=1");
+    let apply = position("kubectl apply -f ");
+    assert!(describe < scale && scale < apply, "{log}");
 }
