@@ -298,6 +298,10 @@ pub fn estimate(app: &App) -> CostReport {
             let mut lines = Vec::new();
             let mut served = Vec::new();
             let mut staged = Vec::new();
+            let claims: Vec<crate::constructs::CapacityClaim> = Placements::new(stack)
+                .all()
+                .flat_map(|p| p.facts().capacity)
+                .collect();
             for placed in Placements::new(stack).all() {
                 let facts = placed.facts();
                 for claim in facts.capacity {
@@ -317,7 +321,14 @@ pub fn estimate(app: &App) -> CostReport {
                 for st in facts.weight_stagings {
                     staged.push(StagedCopy {
                         path: placed.cx.path.to_owned(),
-                        staging_secs: st.weight_bytes.map(|b| catalog::staging_secs(b, None)),
+                        staging_secs: st.weight_bytes.and_then(|b| {
+                            crate::constructs::weights::staging_estimate(
+                                b,
+                                &st.node_selector,
+                                &claims,
+                            )
+                            .map(|(secs, _)| secs)
+                        }),
                         usd_per_month: st.weight_bytes.and_then(|b| {
                             catalog::storage_usd_per_month(
                                 b,

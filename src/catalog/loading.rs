@@ -172,6 +172,32 @@ pub fn network_bytes_per_sec(instance: &InstanceType) -> f64 {
     f64::from(instance.network_gbps) * 1e9 / 8.0
 }
 
+/// Baseline network bandwidth of the general-purpose node types hyperforge runs its helpers
+/// on (the system preset's `m7i.xlarge` and its neighbours), megabits per second: what an
+/// "up to" instance sustains once its burst credits are spent (EC2 User Guide, "Amazon EC2
+/// instance network bandwidth"). Source: aws/karpenter-provider-aws v1.14.1,
+/// `pkg/providers/instancetype/zz_generated.bandwidth.go` (generated from the EC2
+/// documentation's baseline column).
+pub const HELPER_NODE_BASELINE_MBPS: &[(&str, u32)] = &[
+    ("m7i.large", 781),
+    ("m7i.xlarge", 1562),
+    ("m7i.2xlarge", 3125),
+    ("m7i.4xlarge", 6250),
+];
+
+/// The sustained network bandwidth of instance type `name`, bytes per second: a GPU type's
+/// from the catalog, a helper type's baseline ([`HELPER_NODE_BASELINE_MBPS`]); `None` for a
+/// type neither knows.
+pub fn sustained_network_bytes_per_sec(name: &str) -> Option<f64> {
+    if let Some(instance) = super::instance(name) {
+        return Some(network_bytes_per_sec(instance));
+    }
+    HELPER_NODE_BASELINE_MBPS
+        .iter()
+        .find(|(n, _)| *n == name)
+        .map(|(_, mbps)| f64::from(*mbps) * 1e6 / 8.0)
+}
+
 /// An FSx for Lustre file system's throughput, bytes per second: storage (TiB) x per-unit
 /// throughput (MB/s/TiB). 0 GiB or 0 MB/s/TiB give 0 (a transfer that never ends).
 pub fn fsx_lustre_bytes_per_sec(storage_gib: u32, throughput_mb_per_sec_per_tib: u32) -> f64 {
@@ -249,6 +275,17 @@ pub fn staging_bytes_per_sec(stager: Option<&InstanceType>) -> f64 {
         Some(instance) => rate.min(network_bytes_per_sec(instance)),
         None => rate,
     }
+}
+
+/// Seconds to copy `weight_bytes` once from the Hub into S3 on a node that sustains
+/// `stager_bytes_per_sec` (`None`: not known), rounded up: the slowest of the Hub, the NAT
+/// gateway and the node's network.
+pub fn staging_secs_on(weight_bytes: u64, stager_bytes_per_sec: Option<f64>) -> u64 {
+    let rate = HUB_BYTES_PER_SEC.min(NAT_GATEWAY_MAX_BYTES_PER_SEC);
+    transfer_secs(
+        weight_bytes,
+        stager_bytes_per_sec.map_or(rate, |node| rate.min(node)),
+    )
 }
 
 /// Seconds to copy `weight_bytes` once from the Hub into S3 ([`staging_bytes_per_sec`]),
@@ -487,6 +524,30 @@ mod tests {
             storage_usd_per_month(u64::MAX, StoreKind::S3Standard, "us-west-2")
                 .unwrap()
                 .is_finite()
+        );
+    }
+
+    /// The system preset's node sustains 1.562 Gb/s, less than the Hub's 500 MB/s: Kimi K3's
+    /// 1.42 TiB then take about 2.2 hours, not 53 minutes.
+    #[test]
+    fn staging_on_a_helper_node_is_limited_by_its_baseline() {
+        assert_eq!(
+            sustained_network_bytes_per_sec("m7i.xlarge"),
+            Some(195.25e6)
+        );
+        assert_eq!(sustained_network_bytes_per_sec("x9.none"), None);
+        let secs = staging_secs_on(k3_bytes(), sustained_network_bytes_per_sec("m7i.xlarge"));
+        assert_eq!(secs, 7_995);
+        assert_eq!(
+            staging_secs_on(k3_bytes(), None),
+            staging_secs(k3_bytes(), None)
+        );
+        assert_eq!(
+            staging_secs_on(
+                k3_bytes(),
+                sustained_network_bytes_per_sec("p6-b300.48xlarge")
+            ),
+            3122
         );
     }
 

@@ -928,6 +928,7 @@ impl Construct for HyperPodCluster {
                 count: g.instance_count(),
                 max_count: g.instance_count(),
                 provisioned_on_demand: false,
+                node_labels: g.labels().clone(),
                 subnets: Vec::new(),
                 pod_storage: self.pod_storage(g),
             })

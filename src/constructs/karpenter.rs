@@ -521,6 +521,7 @@ impl Construct for KarpenterNodePool {
                 count: 0,
                 max_count: max,
                 provisioned_on_demand: true,
+                node_labels: BTreeMap::from([(GPU_PRESENT_LABEL.to_owned(), "true".to_owned())]),
                 // The EC2NodeClass selects the stack's subnets tagged `hyperforge:subnet: gpu`.
                 subnets: super::network::zonal_subnets_tagged(cx.stack, "gpu"),
                 // `instanceStorePolicy: RAID0`.

@@ -336,10 +336,10 @@ pub struct WeightsStagingFacts {
     pub job: String,
     /// Its namespace.
     pub namespace: String,
-    /// How long the Job may run, seconds.
-    pub deadline_secs: u64,
     /// The checkpoint's size, when known.
     pub weight_bytes: Option<u64>,
+    /// The node labels the Job runs on (empty: any node).
+    pub node_selector: std::collections::BTreeMap<String, String>,
     /// The Secret holding the Hub token the Job reads, if any.
     pub hf_token: Option<SecretKeyRef>,
     /// The image the Job runs.
@@ -417,6 +417,8 @@ pub struct CapacityClaim {
     pub max_count: i64,
     /// Whether the claim is a Karpenter pool (nodes appear on demand up to `max_count`).
     pub provisioned_on_demand: bool,
+    /// The Kubernetes labels its nodes carry (what a node selector matches).
+    pub node_labels: std::collections::BTreeMap<String, String>,
     /// The subnets its instances launch in, when the description names them (a node group's;
     /// the GPU subnets a Karpenter pool selects by tag); empty when the service places them
     /// (HyperPod).

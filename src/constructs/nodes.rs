@@ -875,6 +875,7 @@ impl Construct for ManagedNodeGroup {
                 count: desired,
                 max_count: max,
                 provisioned_on_demand: false,
+                node_labels: self.labels.clone(),
                 subnets: self.subnets.clone(),
                 pod_storage: PodStorage::ec2(
                     self.instance_type(),

@@ -69,6 +69,44 @@ pub const DEFAULT_WORKERS: u32 = 8;
 pub const WORKERS: super::stack_file::Ints = super::stack_file::Ints::new(1, 64);
 
 /// Days an unfinished multipart upload stays before S3 aborts it (a stopped staging run's
+/// How long copying `bytes` from the Hub takes on the nodes of `claims` a Job with
+/// `node_selector` may run on (their labels hold it), and what sets that time: the Hub's rate,
+/// or the sustained bandwidth of the slowest such node whose type is known.
+pub fn staging_estimate(
+    bytes: u64,
+    node_selector: &BTreeMap<String, String>,
+    claims: &[super::CapacityClaim],
+) -> Option<(u64, String)> {
+    let mut slowest: Option<(&str, f64)> = None;
+    for claim in claims {
+        if !node_selector
+            .iter()
+            .all(|(k, v)| claim.node_labels.get(k) == Some(v))
+        {
+            continue;
+        }
+        let name = claim
+            .instance_type
+            .strip_prefix("ml.")
+            .unwrap_or(&claim.instance_type);
+        if let Some(rate) = crate::catalog::loading::sustained_network_bytes_per_sec(name) {
+            if slowest.is_none_or(|(_, r)| rate < r) {
+                slowest = Some((name, rate));
+            }
+        }
+    }
+    let hub = crate::catalog::loading::HUB_BYTES_PER_SEC;
+    let secs = crate::catalog::loading::staging_secs_on(bytes, slowest.map(|s| s.1));
+    let limit = match slowest {
+        Some((node, rate)) if rate < hub => format!(
+            "the {node} node's {:.2} Gb/s sustained network bandwidth",
+            rate * 8.0 / 1e9
+        ),
+        _ => format!("the Hub's {} MB/s", hub / 1e6),
+    };
+    Some((secs, limit))
+}
+
 /// parts are billed until then).
 const ABORT_INCOMPLETE_UPLOAD_DAYS: u32 = 3;
 
@@ -531,15 +569,23 @@ impl WeightsStaging {
         })
     }
 
+    /// How long the copy takes, seconds, when the size is known, and what sets that time
+    /// ([`staging_estimate`] over the capacity of `stack`).
+    pub fn staging_estimate(&self, stack: &crate::app::Stack) -> Option<(u64, String)> {
+        let claims: Vec<super::CapacityClaim> = super::Placements::new(stack)
+            .all()
+            .filter(|p| p.construct.kind() != <Self as Construct>::KIND)
+            .flat_map(|p| p.facts().capacity)
+            .collect();
+        staging_estimate(self.weights()?, &self.node_selector, &claims)
+    }
+
     /// How long the copy may run before Kubernetes stops it (`activeDeadlineSeconds`): three
-    /// times the estimate from the Hub's rate (the Hub is the slowest link), at least two
-    /// hours, 48 hours when the size is unknown.
-    pub fn deadline_secs(&self) -> u64 {
-        self.weights().map_or(48 * 3600, |bytes| {
-            crate::catalog::loading::staging_secs(bytes, None)
-                .saturating_mul(3)
-                .max(2 * 3600)
-        })
+    /// times the estimate ([`WeightsStaging::staging_estimate`]), at least two hours, 48 hours
+    /// when the size is unknown.
+    pub fn deadline_secs(&self, stack: &crate::app::Stack) -> u64 {
+        self.staging_estimate(stack)
+            .map_or(48 * 3600, |(secs, _)| secs.saturating_mul(3).max(2 * 3600))
     }
 
     /// The Job's name: `stage-<model name>-<first 12 digits of the revision>`, at most 63
@@ -835,7 +881,7 @@ impl WeightsStaging {
             spec: Some(JobSpec {
                 backoff_limit: Some(3),
                 active_deadline_seconds: Some(
-                    i64::try_from(self.deadline_secs()).unwrap_or(i64::MAX),
+                    i64::try_from(self.deadline_secs(stack)).unwrap_or(i64::MAX),
                 ),
                 template: PodTemplateSpec {
                     metadata: Some(ObjectMeta {
@@ -889,8 +935,8 @@ impl Construct for WeightsStaging {
                 revision: self.revision.clone(),
                 job: self.job_name(),
                 namespace: STAGING_NAMESPACE.to_owned(),
-                deadline_secs: self.deadline_secs(),
                 weight_bytes: self.weights(),
+                node_selector: self.node_selector.clone(),
                 hf_token: self.hf_token.clone(),
                 image: self.image_reference(),
             }],

@@ -388,6 +388,8 @@ fn fill_command(
 pub struct StagingData {
     /// The model.
     pub model_id: String,
+    /// What sets the copy's time (`the Hub's 500 MB/s`).
+    pub limit: String,
     /// Its revision.
     pub revision: String,
     /// Where the copy goes (`s3://bucket/model/revision/`).
@@ -587,6 +589,9 @@ pub fn data(stack: &Stack, manifest: &StackManifest) -> RunbookData {
     let mut pools = Vec::new();
     let mut alerts = Vec::new();
     let placements = Placements::new(stack);
+    // The stack's capacity, once, for what depends on the nodes (the staging estimate).
+    let claims: Vec<crate::constructs::CapacityClaim> =
+        placements.all().flat_map(|p| p.facts().capacity).collect();
     for placed in placements.all() {
         let facts = placed.facts();
         if let Some(eks) = facts.eks_cluster {
@@ -823,7 +828,7 @@ pub fn data(stack: &Stack, manifest: &StackManifest) -> RunbookData {
                     }
                     node_pools.extend(facts.node_pools);
                     for st in &facts.weight_stagings {
-                        stagings.push(staging(stack.region(), st));
+                        stagings.push(staging(stack.region(), st, &claims));
                     }
                     dashboards.extend(facts.dashboards.iter().cloned());
                 }
@@ -1263,9 +1268,15 @@ fn capacity_line(
     }
 }
 
-fn staging(region: &str, st: &crate::constructs::WeightsStagingFacts) -> StagingData {
+fn staging(
+    region: &str,
+    st: &crate::constructs::WeightsStagingFacts,
+    claims: &[crate::constructs::CapacityClaim],
+) -> StagingData {
     let prefix = crate::constructs::ModelStoreHandle::prefix(&st.model_id, &st.revision);
     let bytes = st.weight_bytes;
+    let estimate = bytes
+        .and_then(|b| crate::constructs::weights::staging_estimate(b, &st.node_selector, claims));
     StagingData {
         model_id: st.model_id.clone(),
         revision: st.revision.clone(),
@@ -1278,13 +1289,11 @@ fn staging(region: &str, st: &crate::constructs::WeightsStagingFacts) -> Staging
         job: st.job.clone(),
         namespace: st.namespace.clone(),
         image: st.image.clone(),
-        minutes: bytes
-            .map(|b| {
-                crate::catalog::staging_secs(b, None)
-                    .div_ceil(60)
-                    .to_string()
-            })
+        minutes: estimate
+            .as_ref()
+            .map(|(s, _)| s.div_ceil(60).to_string())
             .unwrap_or_default(),
+        limit: estimate.map(|(_, l)| l).unwrap_or_default(),
         size_gib: bytes
             .map(|b| format!("{:.1}", crate::catalog::memory::gib(b as f64)))
             .unwrap_or_default(),

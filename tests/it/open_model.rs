@@ -131,6 +131,7 @@ impl Construct for BatchPool {
                 count: self.instances,
                 max_count: self.instances,
                 provisioned_on_demand: false,
+                node_labels: Default::default(),
                 subnets: Vec::new(),
                 pod_storage: None,
             }],
