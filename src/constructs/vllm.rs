@@ -2281,19 +2281,22 @@ impl VllmDeployment {
         let load_balanced = self.exposure != Exposure::ClusterIp;
         let lb_subnets = self.effective_lb_subnets(stack);
         // Without capacity of its type in a stack that creates the cluster, or with a type the
-        // catalog does not know, HF0370 or HF0303 already says what is missing.
-        let capacity_reported = self.exposure == Exposure::InternalLoadBalancer
-            && (crate::catalog::instance(&self.instance_type).is_none()
-                || (super::Placements::new(stack)
-                    .all()
-                    .any(|p| p.facts().eks_cluster.is_some())
-                    && !super::Placements::new(stack).all().any(|p| {
-                        p.facts()
-                            .capacity
-                            .iter()
-                            .any(|c| c.instance_type == self.instance_type)
-                    })));
-        if load_balanced && lb_subnets.is_empty() && !capacity_reported {
+        // catalog does not know, HF0370 or HF0303 already says what is missing (checked only
+        // when no subnet was found: it reads every construct's facts).
+        let capacity_reported = || {
+            self.exposure == Exposure::InternalLoadBalancer
+                && (crate::catalog::instance(&self.instance_type).is_none()
+                    || (super::Placements::new(stack)
+                        .all()
+                        .any(|p| p.facts().eks_cluster.is_some())
+                        && !super::Placements::new(stack).all().any(|p| {
+                            p.facts()
+                                .capacity
+                                .iter()
+                                .any(|c| c.instance_type == self.instance_type)
+                        })))
+        };
+        if load_balanced && lb_subnets.is_empty() && !capacity_reported() {
             let (message, help) = if self.exposure == Exposure::InternetFacingLoadBalancer {
                 (
                     "the internet-facing load balancer's subnets are not given",
