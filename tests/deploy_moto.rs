@@ -1241,6 +1241,28 @@ fn the_cli_creates_the_reference_fleets_stack_sets() {
     }
 }
 
+/// A fleet member's stack: a foundation stage (a StackSet's) and a Kubernetes stage of its
+/// own.
+fn member_stack(m: &FleetMember) -> Stack {
+    let mut stack = Stack::new(&m.name, &m.region);
+    let foundation = stack.cloudformation_stage("foundation");
+    stack.add(foundation, LifecycleScripts::new("Lifecycle"));
+    let apps = stack.kubernetes_stage("apps");
+    stack.add(
+        apps,
+        hyperforge::constructs::KubernetesManifest::new(
+            "Settings",
+            serde_json::json!({
+                "apiVersion": "v1",
+                "kind": "ConfigMap",
+                "metadata": {"name": "settings", "namespace": "default"},
+                "data": {"member": m.name.clone()}
+            }),
+        ),
+    );
+    stack
+}
+
 /// A fleet member's own stages after its StackSets: the StackSet stage is skipped (no stack of
 /// the member's name is created), its instance stack is found in the StackSets' region, and
 /// the member's next stage runs (here a Kubernetes stage, printed: no cluster in moto). Before
@@ -1249,28 +1271,10 @@ fn the_cli_creates_the_reference_fleets_stack_sets() {
 fn a_fleet_member_deploys_its_own_stages_after_its_stack_sets() {
     let _server = exclusive();
     let rt = rt();
-    let fleet = Fleet::new("mb-fleet", |m: &FleetMember| {
-        let mut stack = Stack::new(&m.name, &m.region);
-        let foundation = stack.cloudformation_stage("foundation");
-        stack.add(foundation, LifecycleScripts::new("Lifecycle"));
-        let apps = stack.kubernetes_stage("apps");
-        stack.add(
-            apps,
-            hyperforge::constructs::KubernetesManifest::new(
-                "Settings",
-                serde_json::json!({
-                    "apiVersion": "v1",
-                    "kind": "ConfigMap",
-                    "metadata": {"name": "settings", "namespace": "default"},
-                    "data": {"member": m.name.clone()}
-                }),
-            ),
-        );
-        stack
-    })
-    .account(FLEET_ACCOUNT)
-    .region(FleetRegion::new("us-east-1"))
-    .region(FleetRegion::new("us-west-2"));
+    let fleet = Fleet::new("mb-fleet", member_stack)
+        .account(FLEET_ACCOUNT)
+        .region(FleetRegion::new("us-east-1"))
+        .region(FleetRegion::new("us-west-2"));
     let (_dir, dir) = write_fleet(&fleet);
     assert_eq!(dir.manifest().stack_sets.len(), 1);
     let member = "mb-fleet-us-west-2";
@@ -1381,6 +1385,25 @@ esac
     }
 }
 
+/// Runs `f` with [`fake_tools`] first on PATH (in `dir/bin`), and returns what it returned
+/// with the calls the tools recorded. One test at a time holds the server lock, so changing
+/// the process's environment is safe; it is restored before returning.
+fn with_fake_tools<T>(dir: &Path, f: impl FnOnce() -> T) -> (T, String) {
+    let bin = dir.join("bin");
+    std::fs::create_dir_all(&bin).expect("bin directory");
+    fake_tools(&bin);
+    let calls = dir.join("calls.log");
+    let original = std::env::var_os("PATH").unwrap_or_default();
+    let mut paths = vec![bin];
+    paths.extend(std::env::split_paths(&original));
+    std::env::set_var("PATH", std::env::join_paths(paths).expect("PATH"));
+    std::env::set_var("HYPERFORGE_CALLS", &calls);
+    let out = f();
+    std::env::set_var("PATH", &original);
+    std::env::remove_var("HYPERFORGE_CALLS");
+    (out, std::fs::read_to_string(&calls).unwrap_or_default())
+}
+
 /// `hyperforge deploy --run-external` carries out the plan's steps as the runbook does: after
 /// the nodes stage, the Capacity Block's wait-and-scale (the EKS and EC2 calls, recorded by a
 /// fake `aws`); before the workload stage, its Secret (created once, from 32 random bytes);
@@ -1489,16 +1512,6 @@ fn deploy_runs_the_plans_steps_and_fills_the_kubernetes_values() {
     std::fs::write(root.join("manifest.json"), manifest.to_json()).unwrap();
     let assembly = AssemblyDir::load(&root).unwrap_or_else(|e| panic!("{e}"));
 
-    let bin = dir.path().join("bin");
-    std::fs::create_dir_all(&bin).unwrap();
-    fake_tools(&bin);
-    let calls = dir.path().join("calls.log");
-    let path = std::env::var_os("PATH").unwrap_or_default();
-    let mut paths = vec![bin.clone()];
-    paths.extend(std::env::split_paths(&path));
-    // One test at a time holds the server lock; the variables are restored below.
-    std::env::set_var("PATH", std::env::join_paths(paths).unwrap());
-    std::env::set_var("HYPERFORGE_CALLS", &calls);
     let mut opts = options();
     opts.run_external = true;
     opts.parameters = BTreeMap::from([(
@@ -1506,21 +1519,20 @@ fn deploy_runs_the_plans_steps_and_fills_the_kubernetes_values() {
         "cr-0fedcba9876543210".to_owned(),
     )]);
     let (console, out) = Console::capture();
-    let result = rt.block_on(deploy::deploy(
-        &assembly,
-        "plan",
-        &opts,
-        &console,
-        &mut Answers::default(),
-    ));
-    std::env::set_var("PATH", &path);
-    std::env::remove_var("HYPERFORGE_CALLS");
+    let (result, log) = with_fake_tools(dir.path(), || {
+        rt.block_on(deploy::deploy(
+            &assembly,
+            "plan",
+            &opts,
+            &console,
+            &mut Answers::default(),
+        ))
+    });
     let report = result.unwrap_or_else(|e| panic!("{e}\n{}", out.text()));
     assert!(matches!(
         outcome(&report, "nodes"),
         StageOutcome::Deployed { .. }
     ));
-    let log = std::fs::read_to_string(&calls).expect("the tools were called");
     let lines: Vec<&str> = log.lines().collect();
     let position = |prefix: &str| {
         lines
@@ -1582,27 +1594,9 @@ fn a_fleet_member_carries_out_its_stack_set_stages_steps() {
     use hyperforge::assembly::manifest::{Manifest, Step};
     let _server = exclusive();
     let rt = rt();
-    let fleet = Fleet::new("st-fleet", |m: &FleetMember| {
-        let mut stack = Stack::new(&m.name, &m.region);
-        let foundation = stack.cloudformation_stage("foundation");
-        stack.add(foundation, LifecycleScripts::new("Lifecycle"));
-        let apps = stack.kubernetes_stage("apps");
-        stack.add(
-            apps,
-            hyperforge::constructs::KubernetesManifest::new(
-                "Settings",
-                serde_json::json!({
-                    "apiVersion": "v1",
-                    "kind": "ConfigMap",
-                    "metadata": {"name": "settings", "namespace": "default"},
-                    "data": {"member": m.name.clone()}
-                }),
-            ),
-        );
-        stack
-    })
-    .account(FLEET_ACCOUNT)
-    .region(FleetRegion::new("us-west-2"));
+    let fleet = Fleet::new("st-fleet", member_stack)
+        .account(FLEET_ACCOUNT)
+        .region(FleetRegion::new("us-west-2"));
     let (dir, fleet_dir) = write_fleet(&fleet);
     let member = "st-fleet-us-west-2";
     // The member's StackSet stage carries a step to run after it (a node group of a Capacity
@@ -1636,36 +1630,25 @@ fn a_fleet_member_carries_out_its_stack_set_stages_steps() {
     let (report, _) = deploy_fleet(&rt, &fleet_dir, &FleetDeployOptions::default());
     assert!(report.stack_sets.iter().all(|s| s.applied), "{report:#?}");
 
-    let bin = dir.path().join("bin");
-    std::fs::create_dir_all(&bin).unwrap();
-    fake_tools(&bin);
-    let calls = dir.path().join("calls.log");
-    let original = std::env::var_os("PATH").unwrap_or_default();
-    let mut paths = vec![bin.clone()];
-    paths.extend(std::env::split_paths(&original));
-    // One test at a time holds the server lock; the variables are restored below.
-    std::env::set_var("PATH", std::env::join_paths(paths).unwrap());
-    std::env::set_var("HYPERFORGE_CALLS", &calls);
     let mut opts = options();
     // Where the StackSets are administered; the member's own region is its stack's.
     opts.aws.region = Some(REGION.into());
     opts.run_external = true;
     let (console, out) = Console::capture();
-    let result = rt.block_on(deploy::deploy_fleet_member(
-        &fleet_dir,
-        member,
-        &opts,
-        &console,
-        &mut Answers::default(),
-    ));
-    std::env::set_var("PATH", &original);
-    std::env::remove_var("HYPERFORGE_CALLS");
+    let (result, log) = with_fake_tools(dir.path(), || {
+        rt.block_on(deploy::deploy_fleet_member(
+            &fleet_dir,
+            member,
+            &opts,
+            &console,
+            &mut Answers::default(),
+        ))
+    });
     let member_report = result.unwrap_or_else(|e| panic!("{e}\n{}", out.text()));
     assert!(
         format!("{:?}", member_report.stages[0].outcome).starts_with("Skipped"),
         "{member_report:?}"
     );
-    let log = std::fs::read_to_string(&calls).expect("the tools were called");
     let lines: Vec<&str> = log.lines().collect();
     let position = |prefix: &str| {
         lines
