@@ -327,7 +327,10 @@ pub struct DeployArgs {
     /// Start at this stage (after running the printed external commands yourself).
     #[arg(long, value_name = "STAGE")]
     pub from: Option<String>,
-    /// A JSON object of parameter overrides (`{"Name": "value"}`).
+    /// A JSON object of the stack's deploy-time inputs (`{"Name": "value"}`, the names
+    /// manifest.json lists under `inputs`): each is passed to every CloudFormation stage that
+    /// declares it and put in place of a Kubernetes stage's placeholder for it; an input not
+    /// given keeps its default.
     #[arg(long, value_name = "FILE")]
     pub parameters_file: Option<PathBuf>,
     /// Bucket for templates over the 51,200-byte inline limit.

@@ -323,25 +323,27 @@ impl EksCluster {
             .iter()
             .map(|s| s.id())
             .chain(self.security_groups.iter().map(|g| g.id()))
-            .chain(self.effective_vpc().iter().map(|v| v.id()))
+            // A derived VPC's network is already referenced through the subnets.
+            .chain(self.vpc.iter().map(|v| v.id()))
             .collect()
     }
 
-    /// The cluster's VPC: the one given, or else the VPC of the network all its subnets belong
-    /// to (a network's VPC is its child `Vpc`, created or imported alike).
-    pub fn effective_vpc(&self) -> Option<Ref<kind::Vpc>> {
+    /// The cluster's VPC: the one given, or else the VPC of the network of `stack` all its
+    /// subnets belong to (a network's VPC is its child `Vpc`, created or imported alike);
+    /// `None` when the subnets name no single network of the stack.
+    pub fn effective_vpc(&self, stack: &crate::app::Stack) -> Option<Ref<kind::Vpc>> {
         if let Some(vpc) = &self.vpc {
             return Some(vpc.clone());
         }
         let first = self.subnets.first()?;
         let network = first.id().construct_id().to_owned();
-        self.subnets
-            .iter()
-            .all(|s| s.id().construct_id() == network)
-            .then(|| Ref::new(first.stack(), format!("{network}/Vpc")))
+        let one_network = self.subnets.iter().all(|s| {
+            s.id().construct_id() == network && super::network::subnet_facts(stack, s).is_some()
+        });
+        one_network.then(|| Ref::new(first.stack(), format!("{network}/Vpc")))
     }
 
-    pub(crate) fn validate(&self, path: &str, ds: &mut Diagnostics) {
+    pub(crate) fn validate(&self, stack: &crate::app::Stack, path: &str, ds: &mut Diagnostics) {
         if !is_cluster_name(&self.name) {
             ds.report_field(
                 Code::InvalidName,
@@ -391,7 +393,7 @@ impl EksCluster {
         }
         match &self.admin_access {
             AdminAccess::SsmHost { instance_type } => {
-                if self.effective_vpc().is_none() {
+                if self.effective_vpc(stack).is_none() {
                     ds.report_field(
                         Code::AdminHostWithoutVpc,
                         path,
@@ -503,10 +505,10 @@ impl Construct for EksCluster {
     }
 
     fn validate(&self, cx: &Context<'_>, ds: &mut Diagnostics) {
-        EksCluster::validate(self, cx.path, ds);
+        EksCluster::validate(self, cx.stack, cx.path, ds);
     }
 
-    fn facts(&self, _cx: &Context<'_>) -> Facts<'_> {
+    fn facts(&self, cx: &Context<'_>) -> Facts<'_> {
         Facts {
             eks_cluster: Some(EksClusterFacts {
                 name: self.name().to_owned(),
@@ -515,7 +517,7 @@ impl Construct for EksCluster {
                 kubernetes_version: self.kubernetes_version().to_owned(),
                 admin_host: match (
                     &self.admin_access,
-                    &self.effective_vpc(),
+                    &self.effective_vpc(cx.stack),
                     self.subnets.first(),
                 ) {
                     (AdminAccess::SsmHost { .. }, Some(_), Some(_)) => {
@@ -608,7 +610,7 @@ impl Construct for EksCluster {
         }
         if let (AdminAccess::SsmHost { instance_type }, Some(vpc), Some(subnet)) = (
             &self.admin_access,
-            &self.effective_vpc(),
+            &self.effective_vpc(scope.stack()),
             self.subnets.first(),
         ) {
             self.expand_admin_host(scope, &handle, instance_type, vpc, subnet);

@@ -61,8 +61,9 @@ pub struct DeployOptions {
     pub aws: AwsSettings,
     /// Go ahead without asking (`--yes`).
     pub yes: bool,
-    /// Parameter values (`--parameters-file`, overrides); other parameters take the template
-    /// default.
+    /// Values of the stack's deploy-time inputs by name (`--parameters-file`): the CloudFormation
+    /// parameters of that name and the Kubernetes placeholders of that input; others take their
+    /// defaults.
     pub parameters: BTreeMap<String, String>,
     /// A bucket for templates over [`DeployOptions::inline_template_limit`]
     /// (`--template-bucket`).
