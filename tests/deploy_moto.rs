@@ -635,7 +635,7 @@ fn large_template_goes_through_the_template_bucket() {
 /// A hand-written one-stage assembly around `template`.
 fn synthetic_assembly(dir: &Path, template: &serde_json::Value) -> AssemblyDir {
     let manifest = serde_json::json!({
-        "version": 3,
+        "version": 4,
         "generator": "hand-written",
         "stacks": [{
             "name": "synthetic",
@@ -1452,6 +1452,7 @@ fn deploy_runs_the_plans_steps_and_fills_the_kubernetes_values() {
                 expected: "a reservation id".into(),
                 stages: vec!["nodes".into(), "workload".into()],
             }],
+            inventory: Default::default(),
             stages: vec![
                 StageManifest::CloudFormation {
                     name: "nodes".into(),

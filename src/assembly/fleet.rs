@@ -36,8 +36,9 @@ pub struct FleetManifest {
     /// template limits.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stack_sets_template: Option<String>,
-    /// The fleet's runbook.
-    pub runbook: String,
+    /// The fleet's runbook (`FLEET.md`), when it was written (the `runbook` feature).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub runbook: Option<String>,
 }
 
 /// StackSets' permission model.

@@ -5,6 +5,7 @@
 
 pub mod fill;
 pub mod fleet;
+pub mod inventory;
 pub mod manifest;
 pub mod plan;
 

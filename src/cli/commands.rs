@@ -428,43 +428,36 @@ pub fn list(global: &Global) -> Exit {
                     }
                 }
             }
-            if let Some(described) = app.stacks().iter().find(|s| s.name() == stack.name) {
-                let placements = hyperforge::constructs::Placements::new(described);
-                let alerts: Vec<_> = placements.all().flat_map(|p| p.facts().alerts).collect();
-                if !alerts.is_empty() {
-                    out.push_str("  alerts:\n");
-                    for a in alerts {
-                        let after = if a.for_duration.is_empty() {
-                            "at once".to_owned()
-                        } else {
-                            format!("after {}", a.for_duration)
-                        };
-                        out.push_str(&format!(
-                            "        {} ({}, {after}): {}\n",
-                            a.name, a.severity, a.expression
-                        ));
-                    }
+            let inventory = &stack.inventory;
+            if !inventory.alerts.is_empty() {
+                out.push_str("  alerts:\n");
+                for a in &inventory.alerts {
+                    let after = if a.for_duration.is_empty() {
+                        "at once".to_owned()
+                    } else {
+                        format!("after {}", a.for_duration)
+                    };
+                    out.push_str(&format!(
+                        "        {} ({}, {after}): {}\n",
+                        a.name, a.severity, a.expression
+                    ));
                 }
-                let ends: Vec<_> = placements
-                    .all()
-                    .flat_map(|p| p.facts().capacity_ends)
-                    .collect();
-                if !ends.is_empty() {
-                    out.push_str("  capacity ends:\n");
-                    for e in ends {
-                        let (what, ec2) = match (&e.reservation_id, &e.training_plan_arn) {
-                            (Some(id), _) => (
-                                format!("Capacity Block {id}"),
-                                ", and EC2's own warning 40 min before",
-                            ),
-                            (None, Some(arn)) => (format!("training plan {arn}"), ""),
-                            (None, None) => (String::new(), ""),
-                        };
-                        out.push_str(&format!(
-                            "        {what} ends {}: warned {} h before{ec2}\n",
-                            e.end_time, e.lead_hours
-                        ));
-                    }
+            }
+            if !inventory.capacity_ends.is_empty() {
+                out.push_str("  capacity ends:\n");
+                for e in &inventory.capacity_ends {
+                    let (what, ec2) = match (&e.reservation_id, &e.training_plan_arn) {
+                        (Some(id), _) => (
+                            format!("Capacity Block {id}"),
+                            ", and EC2's own warning 40 min before",
+                        ),
+                        (None, Some(arn)) => (format!("training plan {arn}"), ""),
+                        (None, None) => (String::new(), ""),
+                    };
+                    out.push_str(&format!(
+                        "        {what} ends {}: warned {} h before{ec2}\n",
+                        e.end_time, e.lead_hours
+                    ));
                 }
             }
             for (key, entry) in [("terraform", &stack.terraform), ("runbook", &stack.runbook)] {

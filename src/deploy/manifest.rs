@@ -350,16 +350,16 @@ mod tests {
         assert_eq!(no_template, "stage `foundation` lists no artifact");
         assert!(error("{").starts_with("not JSON"));
         assert_eq!(
-            error(r#"{"version": 4, "stacks": "anything"}"#),
-            "unsupported `version` (expected 3)"
+            error(r#"{"version": 5, "stacks": "anything"}"#),
+            "unsupported `version` (expected 4)"
         );
-        // A manifest of an earlier version (version 2: stages without their values' sources,
-        // stacks without inputs) is refused, not half-read.
+        // A manifest of an earlier version (version 3: stacks without their inventory) is
+        // refused, not half-read.
         assert_eq!(
-            error(r#"{"version": 2, "stacks": []}"#),
-            "unsupported `version` (expected 3)"
+            error(r#"{"version": 3, "stacks": []}"#),
+            "unsupported `version` (expected 4)"
         );
-        let shape = error(r#"{"version": 3, "generator": "g", "stacks": [{"name": "s"}]}"#);
+        let shape = error(r#"{"version": 4, "generator": "g", "stacks": [{"name": "s"}]}"#);
         assert!(shape.contains("missing field `region`"), "{shape}");
     }
 }

@@ -1263,7 +1263,7 @@ impl Fleet {
             stack_sets,
             per_member_stages,
             stack_sets_template: None,
-            runbook: "FLEET.md".to_owned(),
+            runbook: None,
         };
         if !manifest.stack_sets.is_empty() {
             // Every instance group takes well over 120 bytes: a fleet whose groups alone
@@ -1295,11 +1295,24 @@ impl Fleet {
                 )),
             }
         }
-        let runbook = runbook(&manifest);
-        sink.file("FLEET.md", runbook.as_bytes())
-            .map_err(|e| self.sink_failed(e))?;
-        s.files += 1;
-        s.bytes += runbook.len() as u64;
+        #[cfg(feature = "runbook")]
+        {
+            let runbook = crate::runbook::render_fleet(&manifest).map_err(|e| {
+                let mut ds = Diagnostics::new();
+                ds.push(Diagnostic::new(
+                    Code::RenderFailed,
+                    format!("fleet/{}", self.name),
+                    e.to_string(),
+                    "this is a bug in hyperforge; please report it with the fleet description",
+                ));
+                ds
+            })?;
+            sink.file("FLEET.md", runbook.as_bytes())
+                .map_err(|e| self.sink_failed(e))?;
+            s.files += 1;
+            s.bytes += runbook.len() as u64;
+            manifest.runbook = Some("FLEET.md".to_owned());
+        }
         Ok(manifest)
     }
 }
@@ -1415,268 +1428,6 @@ fn stack_sets_template(manifest: &FleetManifest) -> Value {
         },
         "Resources": resources,
     })
-}
-
-/// The most members whose commands `FLEET.md` spells out; the rest follow `fleet.json`.
-const RUNBOOK_MEMBERS: usize = 20;
-
-/// `FLEET.md`: how to deploy the fleet, with the AWS CLI or `hyperforge deploy --fleet`.
-fn runbook(m: &FleetManifest) -> String {
-    use std::fmt::Write as _;
-    let mut out = String::new();
-    let call_as = match &m.permission_model {
-        PermissionModel::ServiceManaged {
-            delegated_admin: true,
-        } => " --call-as DELEGATED_ADMIN",
-        _ => "",
-    };
-    let _ = writeln!(out, "# Fleet {}\n", m.name);
-    let _ = writeln!(
-        out,
-        "{} members, each a stack of its own with its assembly under `members/<member>/` (its \
-         templates, Terraform root module, Kubernetes manifests and RUNBOOK.md). {} of their \
-         CloudFormation stages are deployed through StackSets, one stack instance per member; \
-         `fleet.json` lists every instance with its parameter values.\n",
-        m.members.len(),
-        m.stack_sets.len()
-    );
-    let _ = writeln!(out, "| member | region | target |\n|---|---|---|");
-    for member in m.members.iter().take(RUNBOOK_MEMBERS) {
-        let _ = writeln!(
-            out,
-            "| {} | {} | {} |",
-            member.name,
-            member.region,
-            member.target.id()
-        );
-    }
-    if m.members.len() > RUNBOOK_MEMBERS {
-        let _ = writeln!(
-            out,
-            "| ... {} more in `fleet.json` | | |",
-            m.members.len() - RUNBOOK_MEMBERS
-        );
-    }
-    out.push('\n');
-    if !m.per_member_stages.is_empty() {
-        let _ = writeln!(
-            out,
-            "Stages deployed by each member as its own stacks (their templates differ across \
-             members), with the members' RUNBOOK.md:\n"
-        );
-        for stage in &m.per_member_stages {
-            let _ = writeln!(out, "- `{}`: {}", stage.stage, stage.reason);
-        }
-        out.push('\n');
-    }
-    let _ = writeln!(out, "## 1. Permissions\n");
-    match &m.permission_model {
-        PermissionModel::SelfManaged {
-            administration_role_arn,
-            execution_role_name,
-        } => {
-            let _ = writeln!(
-                out,
-                "Self-managed permissions: this (administrator) account's StackSet administration \
-                 role assumes an execution role in every target account. Once per account, with \
-                 AWS's own templates:\n"
-            );
-            let _ = writeln!(
-                out,
-                "```sh\n# In the administrator account:\naws cloudformation create-stack \
-                 --stack-name stackset-administration-role \\\n  --template-url \
-                 https://s3.amazonaws.com/cloudformation-stackset-sample-templates-us-east-1/AWSCloudFormationStackSetAdministrationRole.yml \\\n  \
-                 --capabilities CAPABILITY_NAMED_IAM\n# In each target account (credentials of that account):\n\
-                 aws cloudformation create-stack --stack-name stackset-execution-role \\\n  \
-                 --template-url https://s3.amazonaws.com/cloudformation-stackset-sample-templates-us-east-1/AWSCloudFormationStackSetExecutionRole.yml \\\n  \
-                 --parameters \"ParameterKey=AdministratorAccountId,ParameterValue=$(aws sts get-caller-identity --profile <administrator> --query Account --output text)\" \\\n  \
-                 --capabilities CAPABILITY_NAMED_IAM\n```\n"
-            );
-            if administration_role_arn.is_some() || execution_role_name.is_some() {
-                let _ = writeln!(
-                    out,
-                    "This fleet names its own roles ({}{}): create those instead.\n",
-                    administration_role_arn
-                        .as_deref()
-                        .unwrap_or("the default administration role"),
-                    execution_role_name
-                        .as_deref()
-                        .map(|n| format!(", execution role `{n}`"))
-                        .unwrap_or_default()
-                );
-            }
-        }
-        PermissionModel::ServiceManaged { delegated_admin } => {
-            let _ = writeln!(
-                out,
-                "Service-managed permissions: StackSets act through AWS Organizations. Once, from \
-                 the management account:\n\n```sh\naws cloudformation activate-organizations-access\n```\n"
-            );
-            if *delegated_admin {
-                let _ = writeln!(
-                    out,
-                    "This fleet is deployed from a delegated administrator account; register it \
-                     from the management account:\n\n```sh\naws organizations register-delegated-administrator \
-                     --service-principal member.org.stacksets.cloudformation.amazonaws.com \
-                     --account-id <delegated-admin-account>\n```\n"
-                );
-            }
-        }
-    }
-    let _ = writeln!(
-        out,
-        "## 2. Upload the StackSet templates\n\nStackSets read templates over 51,200 bytes from \
-         S3. A bucket of the administrator account, in the region you run these commands in:\n\n\
-         ```sh\nBUCKET=<bucket>\nPREFIX={}/\naws s3 cp stacksets/ \"s3://$BUCKET/$PREFIX\" --recursive \
-         --exclude '*' --include '[0-9]*.template.json'\n```\n",
-        m.name
-    );
-    let _ = writeln!(
-        out,
-        "## 3. Deploy\n\nEither with hyperforge, which creates or updates each StackSet and its \
-         instances, streams every instance's status and stops at a failed operation:\n\n\
-         ```sh\nhyperforge deploy --fleet --out <this directory> --template-bucket \"$BUCKET\" \
-         --template-prefix \"$PREFIX\"\n```\n"
-    );
-    if let Some(template) = &m.stack_sets_template {
-        let _ = writeln!(
-            out,
-            "or through CloudFormation itself, with the StackSets template (every StackSet \
-             with every member's instance; the command uploads it to the bucket, as it may be over the \
-             51,200-byte inline limit):\n\n```sh\naws cloudformation deploy --stack-name \
-             {}-stacksets --template-file {template} \\\n  --s3-bucket \"$BUCKET\" \
-             --s3-prefix \"${{PREFIX}}stacksets\" --parameter-overrides \
-             TemplateBucket=\"$BUCKET\" TemplatePrefix=\"$PREFIX\"\n```\n",
-            m.name
-        );
-    }
-    let _ = writeln!(
-        out,
-        "or StackSet by StackSet with the AWS CLI, in order: a later stage imports the earlier \
-         one's exports in each member's account and region, and a StackSet runs one operation \
-         at a time, so each command waits for its operation (`wait_op` below stops at a failed \
-         one and lists each instance's status and reason):\n\n```sh\nwait_op() {{  # <stack set> <operation id>\n  \
-         while :; do\n    status=$(aws cloudformation describe-stack-set-operation{call_as} --stack-set-name \"$1\" \
-         --operation-id \"$2\" --query StackSetOperation.Status --output text) || return 1\n    \
-         case \"$status\" in\n      SUCCEEDED) return 0 ;;\n      FAILED|STOPPED) aws cloudformation \
-         list-stack-set-operation-results{call_as} --stack-set-name \"$1\" --operation-id \"$2\" \\\n          \
-         --query 'Summaries[].[Account,Region,Status,StatusReason]' --output table; return 1 ;;\n    \
-         esac\n    sleep 15\n  done\n}}\n```\n"
-    );
-    let prefs = operation_preferences(&m.preferences);
-    let prefs_cli = prefs
-        .as_object()
-        .into_iter()
-        .flatten()
-        .map(|(k, v)| match v {
-            Value::Array(items) => format!(
-                "{k}={}",
-                items
-                    .iter()
-                    .filter_map(Value::as_str)
-                    .collect::<Vec<_>>()
-                    .join(",")
-            ),
-            Value::String(s) => format!("{k}={s}"),
-            other => format!("{k}={other}"),
-        })
-        .collect::<Vec<_>>()
-        .join(",");
-    for set in &m.stack_sets {
-        let file = set.template.rsplit('/').next().unwrap_or_default();
-        let _ = writeln!(
-            out,
-            "### StackSet `{}` (stage `{}`)\n\n```sh",
-            set.name, set.stage
-        );
-        let roles = match &m.permission_model {
-            PermissionModel::SelfManaged {
-                administration_role_arn,
-                execution_role_name,
-            } => format!(
-                "{}{}",
-                administration_role_arn
-                    .as_deref()
-                    .map(|a| format!(" --administration-role-arn {a}"))
-                    .unwrap_or_default(),
-                execution_role_name
-                    .as_deref()
-                    .map(|n| format!(" --execution-role-name {n}"))
-                    .unwrap_or_default()
-            ),
-            PermissionModel::ServiceManaged { .. } => {
-                " --auto-deployment Enabled=true,RetainStacksOnAccountRemoval=false".to_owned()
-            }
-        };
-        let _ = writeln!(
-            out,
-            "aws cloudformation create-stack-set --stack-set-name {} --permission-model {}{roles}{call_as} \\\n  \
-             --template-url \"https://${{BUCKET}}.s3.amazonaws.com/${{PREFIX}}{file}\"{}",
-            set.name,
-            m.permission_model.api_name(),
-            if set.capabilities.is_empty() {
-                String::new()
-            } else {
-                format!(" \\\n  --capabilities {}", set.capabilities.join(" "))
-            }
-        );
-        for instance in set.instances.iter().take(RUNBOOK_MEMBERS) {
-            let targets = match &instance.target {
-                Target::Account(id) => format!("--accounts {id}"),
-                Target::OrganizationalUnit(id) => {
-                    format!("--deployment-targets OrganizationalUnitIds={id}")
-                }
-            };
-            let overrides = if instance.parameter_overrides.is_empty() {
-                String::new()
-            } else {
-                format!(
-                    " \\\n  --parameter-overrides {}",
-                    instance
-                        .parameter_overrides
-                        .iter()
-                        .map(|(k, v)| format!("ParameterKey={k},ParameterValue={v}"))
-                        .collect::<Vec<_>>()
-                        .join(" ")
-                )
-            };
-            let _ = writeln!(
-                out,
-                "# {}\nOP=$(aws cloudformation create-stack-instances --stack-set-name {}{call_as} {targets} --regions {}{overrides} \\\n  \
-                 --operation-preferences {prefs_cli} --query OperationId --output text) && wait_op {} \"$OP\"",
-                instance.member, set.name, instance.region, set.name
-            );
-        }
-        if set.instances.len() > RUNBOOK_MEMBERS {
-            let _ = writeln!(
-                out,
-                "# ... and one for each of the other {} members, with its parameter_overrides from fleet.json",
-                set.instances.len() - RUNBOOK_MEMBERS
-            );
-        }
-        let _ = writeln!(out, "```\n");
-    }
-    let _ = writeln!(
-        out,
-        "## 4. Each member's steps, Helm and Kubernetes stages\n\nWith credentials of the member's \
-         account, follow `members/<member>/<member>/RUNBOOK.md` from its first stage that is not \
-         deployed by a StackSet above. A stage deployed by a StackSet still has its steps \
-         (the `# step:` blocks after its deploy command in that runbook: the Capacity Block \
-         node group's scaling, the topic's subscription): carry them out once its stack \
-         instance is complete. Where it reads an output of the stack `<member>-<stage>`, \
-         read it from the member's stack instance instead:\n\n```sh\nSTACK=$(aws cloudformation \
-         list-stack-instances --stack-set-name <stack set> --stack-instance-region <region>{call_as} \\\n  \
-         --query 'Summaries[0].StackId' --output text)\naws cloudformation describe-stacks \
-         --stack-name \"$STACK\" --region <region> --query 'Stacks[0].Outputs'\n```\n"
-    );
-    let _ = writeln!(
-        out,
-        "`hyperforge deploy --fleet` deploys the StackSets and ends by printing, member by \
-         member, the stages that remain and each StackSet stage's instance stack; \
-         `hyperforge deploy --fleet --member <member> --run-external`, with credentials of the \
-         member's account, deploys them, reading those outputs from the instance stacks.\n"
-    );
-    out
 }
 
 /// The first member's template of a stage, cut at its values: the others' templates are

@@ -1,32 +1,35 @@
 //! The runbook: one `RUNBOOK.md` per stack, the human instructions for deploying what the
-//! assembly holds. Built from the stack and its manifest entry into a plain [`RunbookData`]
-//! value, then laid out by a Handlebars template (`runbook.md.hbs`, strict mode, no HTML
+//! assembly holds. Built from the stack's manifest entry alone (its stages, steps, inputs and
+//! inventory) into a plain [`RunbookData`] value, then laid out by a Handlebars template (`runbook.md.hbs`, strict mode, no HTML
 //! escaping). The template only formats text; every value (paths, stack names, parameters,
 //! request bodies) is computed here.
 
-use crate::app::{Stack, StageId};
+use crate::assembly::inventory::{
+    CapacityEndEntry, CapacityEntry, CapacitySourceEntry, EndpointEntry, LaunchedBy,
+    ReachedThrough, SecretKeyEntry, StagingEntry,
+};
 use crate::assembly::manifest::ValueSource;
 use crate::assembly::manifest::{
     Artifact, Chart, StackManifest, StageManifest, StageOutput, Step, When,
 };
 use crate::assembly::plan::{sh_quote, variable_of};
 use crate::catalog;
-use crate::constructs::vllm::objects::shm_gib;
-use crate::constructs::{
-    CapacityClaim, CapacitySource, Exposure, Launcher, Placements, ServedModel,
-};
 use handlebars::Handlebars;
 use serde::Serialize;
 use std::sync::OnceLock;
 
+mod fleet;
+
+pub use fleet::{fleet_data, render_fleet, FleetData, FLEET_RUNBOOK_MEMBERS};
+
 /// The template, compiled once per process.
 const TEMPLATE: &str = include_str!("runbook.md.hbs");
 
+/// The fleet's template (`FLEET.md`).
+const FLEET_TEMPLATE: &str = include_str!("fleet.md.hbs");
+
 /// Introduces a partial in the template file: `{{!-- template: NAME --}}` on its own line.
 const PARTIAL_MARKER: &str = "{{!-- template: ";
-
-/// The port every vLLM server of hyperforge listens on.
-pub const SERVING_PORT: u16 = 8000;
 
 /// Why a runbook could not be rendered (a bug: the template and the data are both ours).
 #[derive(Debug, thiserror::Error)]
@@ -540,6 +543,8 @@ fn registry() -> Result<&'static Handlebars<'static>, RunbookError> {
             let main = pieces.next().unwrap_or_default();
             hb.register_template_string("runbook", main)
                 .map_err(|e| e.to_string())?;
+            hb.register_template_string("fleet", FLEET_TEMPLATE)
+                .map_err(|e| e.to_string())?;
             for piece in pieces {
                 let (name, body) = piece
                     .split_once(" --}}\n")
@@ -552,9 +557,9 @@ fn registry() -> Result<&'static Handlebars<'static>, RunbookError> {
         .map_err(|e| RunbookError(e.clone()))
 }
 
-/// Renders the runbook of `stack` from its manifest entry.
-pub fn render(stack: &Stack, manifest: &StackManifest) -> Result<String, RunbookError> {
-    render_data(&data(stack, manifest))
+/// Renders the runbook of a stack from its manifest entry.
+pub fn render(manifest: &StackManifest) -> Result<String, RunbookError> {
+    render_data(&data(manifest))
 }
 
 /// Renders prepared data with the runbook template.
@@ -577,52 +582,38 @@ fn checkout_dir(url: &str) -> String {
     last.strip_suffix(".git").unwrap_or(last).to_owned()
 }
 
-/// The runbook's data for `stack` and its manifest entry.
-pub fn data(stack: &Stack, manifest: &StackManifest) -> RunbookData {
-    let region = stack.region().to_owned();
-    let mut eks_cluster = String::new();
-    let mut kubernetes_version = String::new();
-    let mut hyperpod_cluster = String::new();
-    let mut capacity = Vec::new();
-    let mut endpoints = Vec::new();
+/// The runbook's data for a stack's manifest entry (the only thing it reads).
+pub fn data(manifest: &StackManifest) -> RunbookData {
+    let region = manifest.region.clone();
+    let inventory = &manifest.inventory;
+    let eks_cluster = manifest.eks_cluster.clone().unwrap_or_default();
+    let kubernetes_version = inventory.kubernetes_version.clone().unwrap_or_default();
+    let hyperpod_cluster = inventory
+        .hyperpod_cluster
+        .as_ref()
+        .map(|c| c.name.clone())
+        .unwrap_or_default();
     // Karpenter pools come after the fixed groups: their nodes appear only when pods ask.
-    let mut pools = Vec::new();
-    let mut alerts = Vec::new();
-    let placements = Placements::new(stack);
-    // The stack's capacity, once, for what depends on the nodes (the staging estimate).
-    let claims: Vec<crate::constructs::CapacityClaim> =
-        placements.all().flat_map(|p| p.facts().capacity).collect();
-    for placed in placements.all() {
-        let facts = placed.facts();
-        if let Some(eks) = facts.eks_cluster {
-            eks_cluster = eks.name;
-            kubernetes_version = eks.kubernetes_version;
-        }
-        if let Some(name) = facts.hyperpod_cluster {
-            hyperpod_cluster = name;
-        }
-        for claim in facts.capacity {
-            if let Some((line, pool)) = claim_capacity_line(claim, &region) {
-                if pool {
-                    pools.push(line);
-                } else {
-                    capacity.push(line);
-                }
-            }
-        }
-        for served in facts.served_models {
-            endpoints.push(endpoint(&served));
-        }
-        alerts.extend(facts.alerts.into_iter().map(|a| AlertData {
-            name: a.name,
-            severity: a.severity,
-            expression: a.expression,
-            for_duration: a.for_duration,
-            summary: a.summary,
-            action: a.action,
-        }));
-    }
+    let (pools, mut capacity): (Vec<_>, Vec<_>) = inventory
+        .capacity
+        .iter()
+        .filter_map(|entry| capacity_line(entry, &region).map(|line| (entry.pool, line)))
+        .partition(|(pool, _)| *pool);
     capacity.extend(pools);
+    let capacity: Vec<CapacityData> = capacity.into_iter().map(|(_, line)| line).collect();
+    let endpoints: Vec<EndpointData> = inventory.endpoints.iter().map(endpoint).collect();
+    let alerts: Vec<AlertData> = inventory
+        .alerts
+        .iter()
+        .map(|a| AlertData {
+            name: a.name.clone(),
+            severity: a.severity.clone(),
+            expression: a.expression.clone(),
+            for_duration: a.for_duration.clone(),
+            summary: a.summary.clone(),
+            action: a.action.clone(),
+        })
+        .collect();
 
     let stack_name_of = |stage: Option<&str>| -> String {
         stage
@@ -633,7 +624,7 @@ pub fn data(stack: &Stack, manifest: &StackManifest) -> RunbookData {
     let mut stages = Vec::new();
     let mut cluster_seen = false;
     for (index, entry) in manifest.stages.iter().enumerate() {
-        let id = StageId::from_index(index);
+        let in_stage = |stage: &str| stage == entry.name();
         let paths = artifact_paths(entry.artifacts());
         let first_path = paths.first().cloned().unwrap_or_default();
         let mut data = StageData {
@@ -667,68 +658,27 @@ pub fn data(stack: &Stack, manifest: &StackManifest) -> RunbookData {
                     })
                     .collect();
                 let capabilities = capabilities.join(" ");
-                let mut creates_hyperpod = false;
-                let mut gpu_node_types = Vec::new();
-                let mut capacity_ends = Vec::new();
-                for placed in placements.in_stage(id) {
-                    let facts = placed.facts();
-                    capacity_ends.extend(facts.capacity_ends.iter().map(|c| {
-                        let mut end = CapacityEndData {
-                            reservation_id: c.reservation_id.clone().unwrap_or_default(),
-                            reservation_variable: c
-                                .reservation_id
-                                .as_deref()
-                                .map(|id| {
-                                    variable_of(
-                                        &crate::constructs::nodes::reservation_input(
-                                            stack,
-                                            id,
-                                            &placed.node.id,
-                                        )
-                                        .name,
-                                    )
-                                })
-                                .unwrap_or_default(),
-                            training_plan_arn: c.training_plan_arn.clone().unwrap_or_default(),
-                            training_plan_variable: c
-                                .training_plan_arn
-                                .as_deref()
-                                .map(|arn| {
-                                    variable_of(
-                                        &crate::constructs::hyperpod::training_plan_input(
-                                            stack,
-                                            arn,
-                                            &placed.node.id,
-                                        )
-                                        .name,
-                                    )
-                                })
-                                .unwrap_or_default(),
-                            training_plan_name: c
-                                .training_plan_arn
-                                .as_deref()
-                                .and_then(|a| a.rsplit('/').next())
-                                .unwrap_or_default()
-                                .to_owned(),
-                            end_time: c.end_time.clone(),
-                            lead_hours: c.lead_hours,
-                            training_plan_name_from_variable: String::new(),
-                        };
-                        if !end.training_plan_variable.is_empty() {
-                            end.training_plan_name_from_variable =
-                                format!("\"${{{}##*/}}\"", end.training_plan_variable);
-                        }
-                        end
-                    }));
-                    creates_hyperpod |= facts.hyperpod_cluster.is_some();
-                    for claim in facts.capacity {
-                        let gpu = catalog::instance(&claim.instance_type)
-                            .is_some_and(|i| i.gpu_count > 0);
-                        if claim.launcher == Launcher::Ec2 && !claim.provisioned_on_demand && gpu {
-                            gpu_node_types.push(claim.instance_type);
-                        }
-                    }
-                }
+                let creates_hyperpod = inventory
+                    .hyperpod_cluster
+                    .as_ref()
+                    .is_some_and(|c| in_stage(&c.stage));
+                // The node groups' GPU instances this stage waits for (pools and HyperPod's
+                // instances join on their own).
+                let gpu_node_types: Vec<String> = inventory
+                    .capacity
+                    .iter()
+                    .filter(|c| in_stage(&c.stage) && c.launched_by == LaunchedBy::Ec2 && !c.pool)
+                    .filter(|c| {
+                        catalog::instance(&c.instance_type).is_some_and(|i| i.gpu_count > 0)
+                    })
+                    .map(|c| c.instance_type.clone())
+                    .collect();
+                let capacity_ends: Vec<CapacityEndData> = inventory
+                    .capacity_ends
+                    .iter()
+                    .filter(|c| in_stage(&c.stage))
+                    .map(capacity_end)
+                    .collect();
                 data.cloudformation.push(CloudFormationStage {
                     deploy_from_s3: *deploy_from_s3,
                     stack_name: stack_name.clone(),
@@ -815,23 +765,31 @@ pub fn data(stack: &Stack, manifest: &StackManifest) -> RunbookData {
             StageManifest::Kubernetes { .. } => {
                 data.first_cluster_access = !cluster_seen;
                 cluster_seen = true;
-                let mut stage_endpoints = Vec::new();
-                let mut node_pools = Vec::new();
-                let mut stagings = Vec::new();
-                let mut dashboards = Vec::new();
-                for placed in placements.in_stage(id) {
-                    let facts = placed.facts();
-                    for served in &facts.served_models {
-                        if let Some(ep) = endpoints.iter().find(|x| x.name == served.object_name) {
-                            stage_endpoints.push(ep.clone());
-                        }
-                    }
-                    node_pools.extend(facts.node_pools);
-                    for st in &facts.weight_stagings {
-                        stagings.push(staging(stack.region(), st, &claims));
-                    }
-                    dashboards.extend(facts.dashboards.iter().cloned());
-                }
+                let stage_endpoints: Vec<EndpointData> = inventory
+                    .endpoints
+                    .iter()
+                    .zip(&endpoints)
+                    .filter(|(e, _)| in_stage(&e.stage))
+                    .map(|(_, data)| data.clone())
+                    .collect();
+                let node_pools: Vec<String> = inventory
+                    .node_pools
+                    .iter()
+                    .filter(|p| in_stage(&p.stage))
+                    .map(|p| p.name.clone())
+                    .collect();
+                let stagings: Vec<StagingData> = inventory
+                    .stagings
+                    .iter()
+                    .filter(|st| in_stage(&st.stage))
+                    .map(|st| staging(&region, st))
+                    .collect();
+                let dashboards: Vec<String> = inventory
+                    .dashboards
+                    .iter()
+                    .filter(|d| in_stage(&d.stage))
+                    .map(|d| d.name.clone())
+                    .collect();
                 let values: Vec<DeployValueData> = match entry {
                     StageManifest::Kubernetes { values, .. } => values
                         .iter()
@@ -1000,7 +958,7 @@ pub fn data(stack: &Stack, manifest: &StackManifest) -> RunbookData {
                 .collect();
             destroy.reverse();
             TerraformData {
-                dir: format!("{}/terraform", stack.name()),
+                dir: format!("{}/terraform", manifest.name),
                 git_charts,
                 steps,
                 destroy,
@@ -1018,7 +976,7 @@ pub fn data(stack: &Stack, manifest: &StackManifest) -> RunbookData {
             name_tag: a.name_tag.clone(),
             local_port: a.local_port,
             cluster: eks_cluster.clone(),
-            region: stack.region().to_owned(),
+            region: manifest.region.clone(),
         })
         .collect();
     let all_steps = || manifest.stages.iter().flat_map(|s| s.steps());
@@ -1050,9 +1008,9 @@ pub fn data(stack: &Stack, manifest: &StackManifest) -> RunbookData {
         needs_fill,
         needs_docker,
         needs_curl,
-        stack: stack.name().to_owned(),
+        stack: manifest.name.clone(),
         region,
-        description: stack.description_text().unwrap_or_default().to_owned(),
+        description: inventory.description.clone().unwrap_or_default(),
         eks_cluster,
         kubernetes_version,
         hyperpod: !hyperpod_cluster.is_empty(),
@@ -1133,115 +1091,50 @@ fn step_lines<'a>(
     lines
 }
 
-/// The runbook's line for a capacity claim, and whether it is a Karpenter pool; `None` for
-/// on-demand instances without GPUs (system nodes).
-fn claim_capacity_line(claim: CapacityClaim, region: &str) -> Option<(CapacityData, bool)> {
-    let pool = claim.provisioned_on_demand;
-    let hyperpod = claim.launcher == Launcher::HyperPod;
-    let line = match (claim.launcher, claim.source) {
-        (_, CapacitySource::CapacityBlock { reservation, .. }) if pool => capacity_line(
-            region,
-            hyperpod,
-            claim.path,
-            &claim.instance_type,
-            claim.service_instance_type,
-            claim.max_count,
-            false,
-            true,
+/// The runbook's line for a group of instances; `None` for on-demand EC2 instances without
+/// GPUs (system nodes).
+fn capacity_line(entry: &CapacityEntry, region: &str) -> Option<CapacityData> {
+    let hyperpod = entry.launched_by == LaunchedBy::HyperPod;
+    let catalog_entry = catalog::instance(&entry.instance_type);
+    let (count, training_plan, capacity_block, reservation, zone_id) = match &entry.source {
+        CapacitySourceEntry::CapacityBlock { reservation, .. } if entry.pool => {
+            (entry.max_count, false, true, reservation.clone(), None)
+        }
+        CapacitySourceEntry::CapacityBlock {
             reservation,
-            String::new(),
-        ),
-        (
-            Launcher::HyperPod,
-            CapacitySource::TrainingPlan {
-                arn,
-                availability_zone_id,
-                ..
-            },
-        ) => capacity_line(
-            region,
-            hyperpod,
-            claim.path,
-            &claim.instance_type,
-            claim.service_instance_type,
-            claim.count,
-            true,
-            false,
-            arn,
-            availability_zone_id.unwrap_or_default(),
-        ),
-        (
-            _,
-            CapacitySource::CapacityBlock {
-                reservation,
-                availability_zone_id,
-                reserved_instance_count,
-            },
-        ) => capacity_line(
-            region,
-            hyperpod,
-            claim.path,
-            &claim.instance_type,
-            claim.service_instance_type,
-            reserved_instance_count.unwrap_or(claim.max_count),
+            zone_id,
+            reserved_count,
+            ..
+        } => (
+            reserved_count.unwrap_or(entry.max_count),
             false,
             true,
-            reservation,
-            availability_zone_id.unwrap_or_default(),
+            reservation.clone(),
+            zone_id.clone(),
         ),
-        (Launcher::HyperPod, CapacitySource::OnDemand) => capacity_line(
-            region,
-            hyperpod,
-            claim.path,
-            &claim.instance_type,
-            claim.service_instance_type,
-            claim.count,
-            false,
-            false,
-            String::new(),
-            String::new(),
-        ),
-        (Launcher::Ec2, CapacitySource::OnDemand | CapacitySource::TrainingPlan { .. }) => {
-            if catalog::instance(&claim.instance_type).is_none_or(|i| i.gpu_count == 0) {
+        CapacitySourceEntry::TrainingPlan { arn, zone_id, .. } if hyperpod => {
+            (entry.count, true, false, arn.clone(), zone_id.clone())
+        }
+        CapacitySourceEntry::OnDemand if hyperpod => {
+            (entry.count, false, false, String::new(), None)
+        }
+        CapacitySourceEntry::OnDemand | CapacitySourceEntry::TrainingPlan { .. } => {
+            if catalog_entry.is_none_or(|i| i.gpu_count == 0) {
                 return None;
             }
-            capacity_line(
-                region,
-                hyperpod,
-                claim.path,
-                &claim.instance_type,
-                claim.service_instance_type,
-                claim.count,
-                false,
-                false,
-                String::new(),
-                String::new(),
-            )
+            (entry.count, false, false, String::new(), None)
         }
     };
-    Some((line, pool))
-}
-
-#[allow(clippy::too_many_arguments)]
-fn capacity_line(
-    region: &str,
-    hyperpod: bool,
-    path: String,
-    instance_type: &str,
-    deployed_type: String,
-    count: i64,
-    training_plan: bool,
-    capacity_block: bool,
-    reservation: String,
-    zone_id: String,
-) -> CapacityData {
-    let entry = catalog::instance(instance_type);
-    let vcpus = entry.map(|i| i.vcpus).unwrap_or_default();
-    let ec2_name = instance_type.strip_prefix("ml.").unwrap_or(instance_type);
-    CapacityData {
-        path,
+    let vcpus = catalog_entry.map(|i| i.vcpus).unwrap_or_default();
+    let ec2_name = entry
+        .instance_type
+        .strip_prefix("ml.")
+        .unwrap_or(&entry.instance_type);
+    let price = |per_hour: f64| format!("${:.2}", per_hour * count.max(0) as f64);
+    Some(CapacityData {
+        path: entry.path.clone(),
         instance_type: ec2_name.to_owned(),
-        deployed_type,
+        deployed_type: entry.service_instance_type.clone(),
         count,
         vcpus,
         total_vcpus: i64::from(vcpus).saturating_mul(count.max(0)),
@@ -1250,61 +1143,75 @@ fn capacity_line(
             .next()
             .map(|c| c.to_ascii_uppercase().to_string())
             .unwrap_or_default(),
-        on_demand_per_hour: entry
+        on_demand_per_hour: catalog_entry
             .and_then(|i| i.on_demand_usd_per_hour(region))
-            .map(|p| format!("${:.2}", p * count.max(0) as f64))
+            .map(price)
             .unwrap_or_default(),
-        reference_per_hour: entry
+        reference_per_hour: catalog_entry
             .filter(|i| i.on_demand_usd_per_hour(region).is_none())
             .and_then(|i| i.on_demand_usd_per_hour_us_east_1)
-            .map(|p| format!("${:.2}", p * count.max(0) as f64))
+            .map(price)
             .unwrap_or_default(),
         hyperpod,
         selected_by_tags: capacity_block && reservation.starts_with("tag "),
         training_plan,
         capacity_block,
         reservation,
-        zone_id,
+        zone_id: zone_id.unwrap_or_default(),
+    })
+}
+
+/// The runbook's view of a warning before reserved capacity ends: each reservation read from
+/// the shell variable of its stack input.
+fn capacity_end(c: &CapacityEndEntry) -> CapacityEndData {
+    let variable = |input: &Option<String>| input.as_deref().map(variable_of).unwrap_or_default();
+    let training_plan_variable = variable(&c.training_plan_input);
+    CapacityEndData {
+        reservation_id: c.reservation_id.clone().unwrap_or_default(),
+        reservation_variable: variable(&c.reservation_input),
+        training_plan_arn: c.training_plan_arn.clone().unwrap_or_default(),
+        training_plan_name: c
+            .training_plan_arn
+            .as_deref()
+            .and_then(|a| a.rsplit('/').next())
+            .unwrap_or_default()
+            .to_owned(),
+        training_plan_name_from_variable: if training_plan_variable.is_empty() {
+            String::new()
+        } else {
+            format!("\"${{{training_plan_variable}##*/}}\"")
+        },
+        training_plan_variable,
+        end_time: c.end_time.clone(),
+        lead_hours: c.lead_hours,
     }
 }
 
-fn staging(
-    region: &str,
-    st: &crate::constructs::WeightsStagingFacts,
-    claims: &[crate::constructs::CapacityClaim],
-) -> StagingData {
-    let prefix = crate::constructs::ModelStoreHandle::prefix(&st.model_id, &st.revision);
-    let bytes = st.weight_bytes;
-    let estimate = bytes
-        .and_then(|b| crate::constructs::weights::staging_estimate(b, &st.node_selector, claims));
+fn staging(region: &str, st: &StagingEntry) -> StagingData {
     StagingData {
         model_id: st.model_id.clone(),
         revision: st.revision.clone(),
-        url: format!("s3://{}/{prefix}", st.bucket),
+        url: format!("s3://{}/{}", st.bucket, st.prefix),
         manifest_url: format!(
             "s3://{}/{}.manifest.json",
             st.bucket,
-            prefix.trim_end_matches('/')
+            st.prefix.trim_end_matches('/')
         ),
         job: st.job.clone(),
         namespace: st.namespace.clone(),
         image: st.image.clone(),
-        minutes: estimate
-            .as_ref()
-            .map(|(s, _)| s.div_ceil(60).to_string())
+        minutes: st
+            .estimate_secs
+            .map(|s| s.div_ceil(60).to_string())
             .unwrap_or_default(),
-        limit: estimate.map(|(_, l)| l).unwrap_or_default(),
-        size_gib: bytes
-            .map(|b| format!("{:.1}", crate::catalog::memory::gib(b as f64)))
+        limit: st.limited_by.clone().unwrap_or_default(),
+        size_gib: st
+            .weight_bytes
+            .map(|b| format!("{:.1}", catalog::memory::gib(b as f64)))
             .unwrap_or_default(),
-        storage_usd_per_month: bytes
-            .and_then(|b| {
-                crate::catalog::storage_usd_per_month(
-                    b,
-                    crate::catalog::StoreKind::S3Standard,
-                    region,
-                )
-            })
+        storage_usd_per_month: st
+            .weight_bytes
+            .and_then(|b| catalog::storage_usd_per_month(b, catalog::StoreKind::S3Standard, region))
             .map(|usd| format!("{usd:.2}"))
             .unwrap_or_default(),
         token_secret: st
@@ -1320,65 +1227,55 @@ fn staging(
     }
 }
 
-fn endpoint(served: &ServedModel<'_>) -> EndpointData {
-    let (name, namespace, server, operator, exposure) = (
-        served.object_name,
-        served.namespace,
-        served.server,
-        served.hyperpod,
-        served.exposure,
-    );
-    let startup_secs = server
-        .startup_budget(served.instance_type, operator)
-        .map(|b| b.total_secs)
-        .unwrap_or(3600);
+fn endpoint(e: &EndpointEntry) -> EndpointData {
     let request_body = serde_json::json!({
-        "model": server.served_name(),
+        "model": e.served_model_name,
         "messages": [{"role": "user", "content": "Say hello in one sentence."}],
         "max_tokens": 64,
     })
     .to_string();
+    let secret = |k: &Option<SecretKeyEntry>| {
+        k.as_ref()
+            .map(|k| (k.name.clone(), k.key.clone()))
+            .unwrap_or_default()
+    };
+    let (hf_token_secret, hf_token_key) = secret(&e.hf_token);
+    let (api_key_secret, api_key_key) = secret(&e.api_key);
     EndpointData {
-        name: name.to_owned(),
-        namespace: namespace.to_owned(),
-        model_id: server.model_id().to_owned(),
-        served_model_name: server.served_name().to_owned(),
-        revision: server.model_revision().unwrap_or_default().to_owned(),
-        remote_code: server.runs_remote_code(),
-        image: server.image_reference(),
-        image_tag: if server.image_reference() == server.image() {
+        name: e.name.clone(),
+        namespace: e.namespace.clone(),
+        model_id: e.model_id.clone(),
+        served_model_name: e.served_model_name.clone(),
+        revision: e.revision.clone().unwrap_or_default(),
+        remote_code: e.remote_code,
+        image: e.image.clone(),
+        image_tag: e.image_as_given.clone().unwrap_or_default(),
+        image_digest: e.image_digest.clone().unwrap_or_default(),
+        hf_token_secret,
+        hf_token_key,
+        api_key_jsonpath: if api_key_key.is_empty() {
             String::new()
         } else {
-            server.image().to_owned()
+            format!("{{.data.{api_key_key}}}")
         },
-        image_digest: server.pinned_digest().unwrap_or_default().to_owned(),
-        hf_token_secret: server
-            .hf_token()
-            .map(|k| k.name.clone())
+        api_key_secret,
+        api_key_key,
+        gpus: e.gpus,
+        shm_gib: e.shm_gib,
+        port: e.port,
+        operator: e.operator,
+        deployment: !e.operator,
+        startup_secs: e.startup_secs,
+        staged: e.staged,
+        weights_source: e.weights_source.clone(),
+        cold_start_minutes: e
+            .cold_start_secs
+            .map(|s| s.div_ceil(60).to_string())
             .unwrap_or_default(),
-        hf_token_key: server.hf_token().map(|k| k.key.clone()).unwrap_or_default(),
-        api_key_secret: server.api_key().map(|k| k.name.clone()).unwrap_or_default(),
-        api_key_key: server.api_key().map(|k| k.key.clone()).unwrap_or_default(),
-        api_key_jsonpath: server
-            .api_key()
-            .map(|k| format!("{{.data.{}}}", k.key))
-            .unwrap_or_default(),
-        gpus: served.gpus,
-        shm_gib: shm_gib(served.gpus),
-        port: SERVING_PORT,
-        operator,
-        deployment: !operator,
-        startup_secs,
-        staged: server.staged_weights().is_some(),
-        weights_source: server.weight_source(operator).label().to_owned(),
-        cold_start_minutes: server
-            .cold_start(served.instance_type, operator)
-            .map(|c| c.total_secs.div_ceil(60).to_string())
-            .unwrap_or_default(),
-        startup_minutes: startup_secs.div_ceil(60),
-        rollout_timeout_secs: server.rollout_deadline_secs(served.instance_type, operator),
-        load_balancer: !matches!(exposure, Exposure::ClusterIp),
-        internal: matches!(exposure, Exposure::InternalLoadBalancer),
+        startup_minutes: e.startup_secs.div_ceil(60),
+        rollout_timeout_secs: e.rollout_deadline_secs,
+        load_balancer: e.reached_through != ReachedThrough::ClusterIp,
+        internal: e.reached_through == ReachedThrough::InternalLoadBalancer,
         request_body,
     }
 }

@@ -5,6 +5,7 @@
 //! an [`Assembly`]. Nothing is written here: synthesis is pure computation.
 
 pub mod cloudformation;
+mod inventory;
 pub mod kubernetes;
 mod plan;
 mod shape;
@@ -518,6 +519,7 @@ fn synthesize_stack(
         eks_cluster: eks.map(|c| c.name),
         admin_host,
         inputs: plan::lower_inputs(stack, &graph),
+        inventory: inventory::lower_inventory(stack),
         stages,
         terraform: None,
         runbook: None,
@@ -531,7 +533,7 @@ fn synthesize_stack(
     #[cfg(feature = "runbook")]
     {
         let start = Instant::now();
-        let runbook = crate::runbook::render(stack, &manifest).map_err(|e| {
+        let runbook = crate::runbook::render(&manifest).map_err(|e| {
             let mut ds = Diagnostics::new();
             ds.report(
                 Code::RenderFailed,

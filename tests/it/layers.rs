@@ -181,3 +181,31 @@ fn backends_know_no_construct() {
         violations.join("\n")
     );
 }
+
+#[test]
+fn the_runbook_reads_only_the_assembly() {
+    // Everything after synthesis reads the plan: the runbook knows the manifest's types, the
+    // catalog (prices, instance sizes) and Terraform's output naming, never the description.
+    let mut files = Vec::new();
+    rust_files(
+        &Path::new(env!("CARGO_MANIFEST_DIR")).join("src/runbook"),
+        &mut files,
+    );
+    let mut violations = Vec::new();
+    for file in &files {
+        let text = std::fs::read_to_string(file).expect("read source");
+        let lines: Vec<&str> = text.lines().collect();
+        for (line, used) in crate_uses(&text) {
+            let naming = used == "app" && lines[line - 1].contains("app::snake_case");
+            if !naming && !["assembly", "catalog", "runbook"].contains(&used.as_str()) {
+                violations.push(format!("{}:{line}: {used}", file.display()));
+            }
+        }
+    }
+    assert!(!files.is_empty());
+    assert!(
+        violations.is_empty(),
+        "the runbook reads more than the assembly:\n{}",
+        violations.join("\n")
+    );
+}

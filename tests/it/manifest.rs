@@ -117,8 +117,7 @@ fn fleet_schema_is_up_to_date_and_accepts_the_reference_fleet() {
             "permission_model",
             "preferences",
             "members",
-            "stack_sets",
-            "runbook"
+            "stack_sets"
         ])
     );
     let (_, output) = reference::kimi_k3_eks_fleet()

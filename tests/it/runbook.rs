@@ -103,6 +103,28 @@ fn runbooks_mention_only_what_exists() {
     }
 }
 
+/// The runbook is a function of the manifest alone: rendered again from `manifest.json` as read
+/// back from its text, it is the `RUNBOOK.md` synthesis wrote, byte for byte.
+#[test]
+fn runbooks_are_rendered_from_the_manifest_alone() {
+    for app in reference::all().into_iter().chain(reference::variants()) {
+        let assembly = app.synth().unwrap_or_else(|d| panic!("{d}"));
+        let text = assembly.text("manifest.json").expect("manifest written");
+        let manifest = hyperforge::assembly::manifest::Manifest::from_json(text).expect("parses");
+        for stack in &manifest.stacks {
+            let written = assembly
+                .text(&format!("{}/RUNBOOK.md", stack.name))
+                .expect("runbook written");
+            let again = hyperforge::runbook::render(stack).expect("renders");
+            assert!(
+                again == written,
+                "{}: the runbook differs when rendered from manifest.json",
+                stack.name
+            );
+        }
+    }
+}
+
 #[test]
 fn runbook_commands_follow_the_capacity() {
     let hp = reference::kimi_k3_hyperpod().synth().unwrap();

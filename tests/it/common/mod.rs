@@ -213,7 +213,7 @@ pub fn artifacts(root: &Path) -> Vec<Artifact> {
     };
     assert_eq!(
         manifest.get("version").and_then(|v| v.as_u64()),
-        Some(3),
+        Some(4),
         "{}: unsupported manifest version",
         manifest_path.display()
     );

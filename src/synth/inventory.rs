@@ -1,0 +1,202 @@
+//! Lowers what a stack runs into its manifest inventory ([`Inventory`]): the one place the
+//! constructs' facts are read for the people operating the stack. Everything after synthesis
+//! (the runbook, `hyperforge list`) reads the inventory instead.
+
+use crate::app::Stack;
+use crate::assembly::inventory::{
+    AlertEntry, CapacityEndEntry, CapacityEntry, CapacitySourceEntry, EndpointEntry, InStage,
+    Inventory, LaunchedBy, ReachedThrough, SecretKeyEntry, StagingEntry,
+};
+use crate::constructs::vllm::objects::shm_gib;
+use crate::constructs::{
+    CapacityClaim, CapacitySource, Exposure, Launcher, ModelStoreHandle, Placements, SecretKeyRef,
+    ServedModel,
+};
+
+/// The inventory of `stack`.
+pub fn lower_inventory(stack: &Stack) -> Inventory {
+    let placements = Placements::new(stack);
+    let stage_name = |id| stack.stage(id).map(|s| s.name.clone()).unwrap_or_default();
+    // The stack's capacity, once: the staging estimate depends on the nodes a Job runs on.
+    let claims: Vec<CapacityClaim> = placements.all().flat_map(|p| p.facts().capacity).collect();
+    let mut inventory = Inventory {
+        description: stack.description_text().map(str::to_owned),
+        ..Inventory::default()
+    };
+    for placed in placements.all() {
+        let stage = stage_name(placed.node.stage);
+        let facts = placed.facts();
+        if let Some(eks) = facts.eks_cluster {
+            inventory.kubernetes_version = Some(eks.kubernetes_version);
+        }
+        if let Some(name) = facts.hyperpod_cluster {
+            inventory.hyperpod_cluster = Some(InStage {
+                name,
+                stage: stage.clone(),
+            });
+        }
+        for claim in facts.capacity {
+            inventory
+                .capacity
+                .push(capacity(stack, &placed.node.id, &stage, claim));
+        }
+        for served in &facts.served_models {
+            inventory.endpoints.push(endpoint(served, &stage));
+        }
+        for st in facts.weight_stagings {
+            let estimate = st.weight_bytes.and_then(|b| {
+                crate::constructs::weights::staging_estimate(b, &st.node_selector, &claims)
+            });
+            inventory.stagings.push(StagingEntry {
+                stage: stage.clone(),
+                prefix: ModelStoreHandle::prefix(&st.model_id, &st.revision),
+                model_id: st.model_id,
+                revision: st.revision,
+                bucket: st.bucket,
+                job: st.job,
+                namespace: st.namespace,
+                image: st.image,
+                weight_bytes: st.weight_bytes,
+                estimate_secs: estimate.as_ref().map(|(secs, _)| *secs),
+                limited_by: estimate.map(|(_, limit)| limit),
+                hf_token: st.hf_token.as_ref().map(secret_key),
+            });
+        }
+        for end in facts.capacity_ends {
+            inventory.capacity_ends.push(CapacityEndEntry {
+                stage: stage.clone(),
+                reservation_input: end.reservation_id.as_deref().map(|id| {
+                    crate::constructs::nodes::reservation_input(stack, id, &placed.node.id).name
+                }),
+                reservation_id: end.reservation_id,
+                training_plan_input: end.training_plan_arn.as_deref().map(|arn| {
+                    crate::constructs::hyperpod::training_plan_input(stack, arn, &placed.node.id)
+                        .name
+                }),
+                training_plan_arn: end.training_plan_arn,
+                end_time: end.end_time,
+                lead_hours: end.lead_hours,
+            });
+        }
+        inventory
+            .node_pools
+            .extend(facts.node_pools.into_iter().map(|name| InStage {
+                name,
+                stage: stage.clone(),
+            }));
+        inventory
+            .dashboards
+            .extend(facts.dashboards.into_iter().map(|name| InStage {
+                name,
+                stage: stage.clone(),
+            }));
+        inventory
+            .alerts
+            .extend(facts.alerts.into_iter().map(|a| AlertEntry {
+                name: a.name,
+                severity: a.severity,
+                expression: a.expression,
+                for_duration: a.for_duration,
+                summary: a.summary,
+                action: a.action,
+            }));
+    }
+    inventory
+}
+
+fn secret_key(key: &SecretKeyRef) -> SecretKeyEntry {
+    SecretKeyEntry {
+        name: key.name.clone(),
+        key: key.key.clone(),
+    }
+}
+
+/// The entry of `claim`, made by construct `owner` in `stage`: a reservation that is a stack
+/// input names it.
+fn capacity(stack: &Stack, owner: &str, stage: &str, claim: CapacityClaim) -> CapacityEntry {
+    let source = match claim.source {
+        CapacitySource::OnDemand => CapacitySourceEntry::OnDemand,
+        CapacitySource::CapacityBlock {
+            reservation,
+            availability_zone_id,
+            reserved_instance_count,
+        } => CapacitySourceEntry::CapacityBlock {
+            // A Karpenter pool selecting blocks by tag has no id to set.
+            input: reservation.starts_with("cr-").then(|| {
+                crate::constructs::nodes::reservation_input(stack, &reservation, owner).name
+            }),
+            reservation,
+            zone_id: availability_zone_id,
+            reserved_count: reserved_instance_count,
+        },
+        CapacitySource::TrainingPlan {
+            arn,
+            availability_zone_id,
+            reserved_instance_count,
+        } => CapacitySourceEntry::TrainingPlan {
+            input: (claim.launcher == Launcher::HyperPod)
+                .then(|| crate::constructs::hyperpod::training_plan_input(stack, &arn, owner).name),
+            arn,
+            zone_id: availability_zone_id,
+            reserved_count: reserved_instance_count,
+        },
+    };
+    CapacityEntry {
+        path: claim.path,
+        stage: stage.to_owned(),
+        // The EC2 name, whoever launches it.
+        instance_type: claim
+            .instance_type
+            .strip_prefix("ml.")
+            .unwrap_or(&claim.instance_type)
+            .to_owned(),
+        service_instance_type: claim.service_instance_type,
+        launched_by: match claim.launcher {
+            Launcher::Ec2 => LaunchedBy::Ec2,
+            Launcher::HyperPod => LaunchedBy::HyperPod,
+        },
+        pool: claim.provisioned_on_demand,
+        count: claim.count,
+        max_count: claim.max_count,
+        source,
+    }
+}
+
+fn endpoint(served: &ServedModel<'_>, stage: &str) -> EndpointEntry {
+    let server = served.server;
+    let operator = served.hyperpod;
+    let image = server.image_reference();
+    EndpointEntry {
+        name: served.object_name.to_owned(),
+        namespace: served.namespace.to_owned(),
+        stage: stage.to_owned(),
+        model_id: server.model_id().to_owned(),
+        served_model_name: server.served_name().to_owned(),
+        revision: server.model_revision().map(str::to_owned),
+        remote_code: server.runs_remote_code(),
+        image_as_given: (image != server.image()).then(|| server.image().to_owned()),
+        image,
+        image_digest: server.pinned_digest().map(str::to_owned),
+        hf_token: server.hf_token().map(secret_key),
+        api_key: server.api_key().map(secret_key),
+        gpus: served.gpus,
+        shm_gib: shm_gib(served.gpus),
+        port: u16::try_from(crate::constructs::vllm::VLLM_PORT).unwrap_or(u16::MAX),
+        operator,
+        reached_through: match served.exposure {
+            Exposure::InternalLoadBalancer => ReachedThrough::InternalLoadBalancer,
+            Exposure::InternetFacingLoadBalancer => ReachedThrough::InternetFacingLoadBalancer,
+            Exposure::ClusterIp => ReachedThrough::ClusterIp,
+        },
+        startup_secs: server
+            .startup_budget(served.instance_type, operator)
+            .map(|b| b.total_secs)
+            .unwrap_or(3600),
+        cold_start_secs: server
+            .cold_start(served.instance_type, operator)
+            .map(|c| c.total_secs),
+        rollout_deadline_secs: server.rollout_deadline_secs(served.instance_type, operator),
+        staged: server.staged_weights().is_some(),
+        weights_source: server.weight_source(operator).label().to_owned(),
+    }
+}
