@@ -172,8 +172,22 @@ pub fn synth(global: &Global, color: Color, args: &SynthArgs) -> Exit {
                 args.check,
             ));
         }
+        let packs = load_packs(&args.policy, false)?;
         let app = load(global, &args.select.names)?;
         let assembly = synthesize(&app, &options)?;
+        // The policies gate the output as synthesis's own rules do: nothing is written (or
+        // compared) when a rule fails.
+        let findings = policy_findings(&assembly, &packs, false);
+        if !findings.is_empty() {
+            eprintln!("{findings}");
+        }
+        if findings.has_errors() || (args.deny_warnings && findings.has_warnings()) {
+            eprintln!(
+                "error: the policy checks failed; `{}` was left as it was",
+                global.out().display()
+            );
+            return Err(Exit::Failed);
+        }
         if args.check {
             let diff = compare(global, &assembly, color)?;
             if diff.is_empty() {
@@ -205,45 +219,76 @@ pub fn synth(global: &Global, color: Color, args: &SynthArgs) -> Exit {
     })())
 }
 
+/// The packs `--policy` names. One that cannot be loaded (unknown, unreadable, not a file,
+/// too large) is an HF1002 error, printed as JSON with `json`; nothing is synthesized then.
+fn load_packs(names: &[String], json: bool) -> Result<Vec<PolicyPack>, Exit> {
+    let mut packs = Vec::new();
+    let mut refused = Diagnostics::new();
+    for name in names {
+        match PolicyPack::load(name) {
+            Ok(pack) => packs.push(pack),
+            Err(e) => refused.push(hyperforge::diagnostics::Diagnostic::new(
+                Code::PolicyRuleInvalid,
+                name.as_str(),
+                format!("--policy: {e}"),
+                format!(
+                    "name a vendored pack ({}) or a readable .guard file or directory of them, at most {} bytes",
+                    PolicyPack::BUILTIN.join(", "),
+                    hyperforge::policy::MAX_RULE_BYTES
+                ),
+            )),
+        }
+    }
+    if refused.is_empty() {
+        return Ok(packs);
+    }
+    if json {
+        outln!("{}", refused.to_json());
+    } else {
+        eprintln!("{refused}");
+    }
+    Err(Exit::Usage)
+}
+
+/// Every pack's findings over `assembly`, with one summary line per pack on standard error
+/// unless `quiet`.
+fn policy_findings(assembly: &Assembly, packs: &[PolicyPack], quiet: bool) -> Diagnostics {
+    let mut diagnostics = Diagnostics::new();
+    for pack in packs {
+        let report = assembly.check_policies(pack);
+        if !quiet {
+            let ms: Vec<String> = report
+                .stacks
+                .iter()
+                .map(|s| format!("{} {} ms", s.stack, s.elapsed.as_millis()))
+                .collect();
+            eprintln!(
+                "policy {}: {} rule files over {} template(s) ({}), {} finding(s)",
+                pack.name,
+                report.rule_files,
+                report.templates(),
+                ms.join(", "),
+                report.diagnostics.len()
+            );
+        }
+        diagnostics.extend(report.diagnostics);
+    }
+    diagnostics
+}
+
 /// `hyperforge validate`.
 pub fn validate(global: &Global, args: &ValidateArgs) -> Exit {
     if let Some(file) = &args.fleet {
         return super::fleet::validate(global, file, args.json, args.deny_warnings);
     }
     run((|| {
-        let packs = args
-            .policy
-            .iter()
-            .map(|p| PolicyPack::load(p))
-            .collect::<Result<Vec<_>, _>>()
-            .map_err(|e| {
-                eprintln!("error: --policy: {e}");
-                Exit::Usage
-            })?;
+        let packs = load_packs(&args.policy, args.json)?;
         let app = load_as(global, &args.select.names, args.json)?;
         // Synthesis in memory runs every rule, including the limits of rendered templates.
         let diagnostics = match app.synth() {
             Ok(assembly) => {
                 let mut diagnostics = assembly.warnings().clone();
-                for pack in &packs {
-                    let report = assembly.check_policies(pack);
-                    if !args.json {
-                        let ms: Vec<String> = report
-                            .stacks
-                            .iter()
-                            .map(|s| format!("{} {} ms", s.stack, s.elapsed.as_millis()))
-                            .collect();
-                        eprintln!(
-                            "policy {}: {} rule files over {} template(s) ({}), {} finding(s)",
-                            pack.name,
-                            report.rule_files,
-                            report.templates(),
-                            ms.join(", "),
-                            report.diagnostics.len()
-                        );
-                    }
-                    diagnostics.extend(report.diagnostics);
-                }
+                diagnostics.extend(policy_findings(&assembly, &packs, args.json));
                 diagnostics
             }
             Err(ds) => ds,

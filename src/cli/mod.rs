@@ -127,6 +127,11 @@ Examples:
   hyperforge synth --check            # in CI, after committing hyperforge.out/
   hyperforge synth --fleet stacks/fleets/kimi-k3-eks-fleet.yaml
   hyperforge synth --fleet fleet.yaml --out build/fleet --threads 4 --check
+  hyperforge synth --policy wa-security-pillar --policy my-rules/
+
+--policy evaluates Guard rules over the CloudFormation templates before anything is written, as
+validate does: a failed rule (HF1001), a rule file that cannot be read or evaluated (HF1002)
+or, with --deny-warnings, a warning leaves the output directory as it was and exits non-zero.
 
 With --check nothing is written: the assembly is regenerated in memory and compared with the
 output directory (missing, extra and changed files); any difference is printed as a unified
@@ -151,8 +156,9 @@ Examples:
 --policy evaluates AWS CloudFormation Guard rules over every synthesized CloudFormation
 template, in-process: a vendored pack from the AWS Guard Rules Registry (wa-security-pillar,
 eks-kms; policy/README.md) or your own .guard file or directory. Each failed rule is an error
-(HF1001) at the construct path of the resource, with the rule's fix; a rule file Guard cannot
-parse is HF1002.
+(HF1001) at the construct path of the resource, with the rule's fix; a rule file that cannot be
+read (unknown, not a regular file, over 4 MiB) or evaluated (unparsable, nested past 64 levels)
+is HF1002.
 
 --fleet FILE validates every member of the fleet file (the fleet file's own problems, then each
 member's diagnostics, at the stack file's lines) and writes nothing.

@@ -73,6 +73,46 @@ pub enum PolicyError {
 /// small fraction of it.
 pub const MAX_RULE_BYTES: u64 = 4 * 1024 * 1024;
 
+/// The deepest nesting of brackets (`[`, `{`, `(`) a rule file may have. Guard's parser
+/// recurses once per level, so a small file of thousands of nested lists would overflow the
+/// stack; the vendored rules nest at most a handful of levels.
+pub const MAX_RULE_NESTING: usize = 64;
+
+/// The deepest bracket nesting of Guard rule text, outside strings and comments (a bracket in
+/// a regular expression counts: that overestimates, never underestimates).
+pub fn rule_nesting(text: &str) -> usize {
+    let (mut depth, mut deepest) = (0usize, 0usize);
+    let mut chars = text.chars();
+    while let Some(c) = chars.next() {
+        match c {
+            '#' => {
+                for c in chars.by_ref() {
+                    if c == '\n' {
+                        break;
+                    }
+                }
+            }
+            '"' | '\'' => {
+                let quote = c;
+                while let Some(c) = chars.next() {
+                    if c == '\\' {
+                        chars.next();
+                    } else if c == quote {
+                        break;
+                    }
+                }
+            }
+            '[' | '{' | '(' => {
+                depth += 1;
+                deepest = deepest.max(depth);
+            }
+            ']' | '}' | ')' => depth = depth.saturating_sub(1),
+            _ => {}
+        }
+    }
+    deepest
+}
+
 impl PolicyPack {
     /// The names of the vendored packs.
     pub const BUILTIN: &'static [&'static str] = &["wa-security-pillar", "eks-kms"];
@@ -254,6 +294,28 @@ pub fn check_templates(templates: &[(&str, &str)], pack: &PolicyPack) -> Diagnos
         return out;
     }
     let texts: Vec<&str> = templates.iter().map(|(_, t)| *t).collect();
+    // Nesting is bounded before Guard's recursive parser sees a file.
+    let (rules, too_deep): (Vec<RuleFile>, Vec<RuleFile>) = pack
+        .rules
+        .iter()
+        .cloned()
+        .partition(|r| rule_nesting(&r.text) <= MAX_RULE_NESTING);
+    for rule in &too_deep {
+        out.push(invalid_rule(
+            &rule.origin,
+            &format!(
+                "its brackets nest {} levels deep; at most {MAX_RULE_NESTING} are read",
+                rule_nesting(&rule.text)
+            ),
+        ));
+    }
+    if rules.is_empty() {
+        return out;
+    }
+    let pack = &PolicyPack {
+        name: pack.name.clone(),
+        rules,
+    };
     // A user's rule file is input: should the engine panic on one, that is a diagnostic too.
     let evaluation =
         std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| evaluate(&texts, pack)))

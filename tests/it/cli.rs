@@ -324,6 +324,87 @@ fn validate_with_policy_packs() {
     assert!(stderr(&o).contains("wa-security-pillar"), "{}", stderr(&o));
 }
 
+/// `synth --policy` gates the output exactly as `validate --policy` reports: a failing rule,
+/// a rule file Guard cannot read, an unknown pack and rules nested past the bound all fail
+/// with a code and leave the output directory as it was; clean packs write it.
+#[test]
+fn synth_applies_its_policies_like_validate() {
+    let (_tmp, root) = project();
+    let out = root.join("cdk.out");
+    std::fs::create_dir_all(&out).unwrap();
+    std::fs::write(out.join("manifest.json"), "previous\n").unwrap();
+    std::fs::write(
+        root.join("no-vpc.guard"),
+        "rule NO_VPC {\n  Resources.*[ Type == 'AWS::EC2::VPC' ] empty\n  <<\n    Violation: no VPCs here.\n    Fix: Use the shared VPC.\n  >>\n}\n",
+    )
+    .unwrap();
+    std::fs::write(
+        root.join("broken.guard"),
+        "rule BROKEN { Resources.*[ Type == ] }\n",
+    )
+    .unwrap();
+    // Ten thousand nested lists in 20 KB: refused before Guard's recursive parser.
+    std::fs::write(
+        root.join("deep.guard"),
+        format!(
+            "rule DEEP {{ Resources.*.Type in {}{} }}\n",
+            "[".repeat(10_000),
+            "]".repeat(10_000)
+        ),
+    )
+    .unwrap();
+    let out_arg = out.to_str().unwrap();
+    for (policy, expected_code, text) in [
+        ("no-vpc.guard", 1, "error[HF1001]"),
+        ("broken.guard", 1, "error[HF1002]"),
+        ("deep.guard", 1, "levels deep; at most 64 are read"),
+        ("no-such-pack", 2, "error[HF1002]"),
+        ("/dev/zero", 2, "error[HF1002]"),
+    ] {
+        for command in ["validate", "synth"] {
+            let o = hyperforge(
+                &root,
+                &[command, "kimi-k3-eks", "--policy", policy, "--out", out_arg],
+            );
+            assert_eq!(
+                code(&o),
+                expected_code,
+                "{command} --policy {policy}: {}",
+                stderr(&o)
+            );
+            assert!(
+                stderr(&o).contains(text),
+                "{command} --policy {policy}: {}",
+                stderr(&o)
+            );
+            assert_eq!(
+                std::fs::read_to_string(out.join("manifest.json")).unwrap(),
+                "previous\n",
+                "{command} --policy {policy} touched the output"
+            );
+        }
+    }
+    std::fs::remove_dir_all(&out).unwrap();
+    let o = hyperforge(
+        &root,
+        &[
+            "synth",
+            "kimi-k3-eks",
+            "--policy",
+            "wa-security-pillar",
+            "--out",
+            out_arg,
+        ],
+    );
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("policy wa-security-pillar: 66 rule files"),
+        "{}",
+        stderr(&o)
+    );
+    assert!(out.join("manifest.json").exists());
+}
+
 #[test]
 fn list_catalog_explain_cost_completions() {
     let (_tmp, root) = project();

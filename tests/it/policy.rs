@@ -205,3 +205,37 @@ fn odd_rule_paths_are_refused_before_reading() {
     std::fs::write(only.join("a.guard"), good).unwrap();
     assert_eq!(PolicyPack::from_path(&only).unwrap().rules.len(), 1);
 }
+
+/// Rule text nested to the bound reaches Guard and is evaluated without exhausting the stack;
+/// one level more is an HF1002 for that file alone, before Guard parses it.
+#[test]
+fn rule_nesting_is_bounded_before_guard_parses() {
+    use hyperforge::policy::{rule_nesting, MAX_RULE_NESTING};
+    let assembly = reference::kimi_k3_eks().synth().unwrap();
+    let nested = |levels: usize| {
+        // The rule's own braces are one level.
+        let lists = levels - 1;
+        format!(
+            "rule NESTED {{ Resources.*.Type !in {}'x'{} }}\n",
+            "[".repeat(lists),
+            "]".repeat(lists)
+        )
+    };
+    assert_eq!(rule_nesting(&nested(MAX_RULE_NESTING)), MAX_RULE_NESTING);
+    // Brackets in strings and comments do not count.
+    assert_eq!(rule_nesting("rule A { x == '[[[' } # ((((\n"), 1);
+    for (levels, refused) in [(MAX_RULE_NESTING, false), (MAX_RULE_NESTING + 1, true)] {
+        let pack = PolicyPack {
+            name: "nested".into(),
+            rules: vec![RuleFile {
+                origin: "nested.guard".into(),
+                text: nested(levels),
+            }],
+        };
+        let report = assembly.check_policies(&pack).diagnostics;
+        let bounded = report
+            .iter()
+            .any(|d| d.code == Code::PolicyRuleInvalid && d.message.contains("levels deep"));
+        assert_eq!(bounded, refused, "{levels} levels: {report}");
+    }
+}
