@@ -565,6 +565,74 @@ impl Fleet {
                 );
             }
         }
+        // Member names: unique and valid stack names, checked here, before any member is
+        // built, so that a cause shared by many members is said once.
+        if ds.has_errors() || self.member_count().is_none() {
+            return ds;
+        }
+        let lists = std::iter::once((&self.targets, None))
+            .chain(self.regions.iter().map(|r| (&r.targets, Some(&r.region))));
+        let mut repeated = false;
+        for (targets, region) in lists {
+            let mut seen = BTreeSet::new();
+            for target in targets {
+                if !seen.insert(target) {
+                    repeated = true;
+                    ds.push(Diagnostic::new(
+                        Code::InvalidFleetMember,
+                        at.clone(),
+                        format!(
+                            "target `{}` is listed twice{}",
+                            target.id(),
+                            region.map(|r| format!(" for region {r}")).unwrap_or_default()
+                        ),
+                        "list each account or organizational unit once: its two members would share one name, one output directory and one StackSet instance",
+                    ));
+                }
+            }
+        }
+        let mut seen = BTreeSet::new();
+        for model in &self.models {
+            if !seen.insert(model) {
+                repeated = true;
+                ds.push(Diagnostic::new(
+                    Code::InvalidFleetMember,
+                    at.clone(),
+                    format!("model `{model}` is listed twice"),
+                    "list each model once: its two members would share one name",
+                ));
+            }
+        }
+        let members = self.members();
+        let mut names = BTreeSet::new();
+        if !repeated {
+            if let Some(twice) = members.iter().find(|m| !names.insert(m.name.as_str())) {
+                ds.push(Diagnostic::new(
+                    Code::InvalidFleetMember,
+                    at.clone(),
+                    format!("two members would both be named `{}`", twice.name),
+                    "give each region, target and model of the fleet once",
+                ));
+            }
+        }
+        let invalid: Vec<&FleetMember> = members
+            .iter()
+            .filter(|m| !is_valid_stack_name(&m.name))
+            .collect();
+        if let Some(first) = invalid.first() {
+            ds.push(Diagnostic::new(
+                Code::InvalidFleetMember,
+                at.clone(),
+                format!(
+                    "the fleet name `{}` makes {} member name(s) invalid stack names, such as `{}` ({} characters)",
+                    self.name,
+                    invalid.len(),
+                    first.name,
+                    first.name.len()
+                ),
+                "a member's name is the fleet's name, its region and (with several targets or models) its target and model, joined by hyphens: at most 100 characters; shorten the fleet name",
+            ));
+        }
         ds
     }
 

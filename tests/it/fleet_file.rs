@@ -173,6 +173,33 @@ fn a_bad_region_and_a_bad_account_are_reported_at_their_values() {
     );
 }
 
+/// An account listed twice would make two members of one name, one directory and two
+/// instances of every StackSet in one account and region: one HF1103 at the repetition,
+/// before any member is built.
+#[test]
+fn a_target_listed_twice_is_one_error_at_the_repetition() {
+    let fleet = FLEET.replace(
+        "accounts: [\"111122223333\"]",
+        "accounts:\n  - \"111122223333\"\n  - \"444455556666\"\n  - \"111122223333\"",
+    );
+    let ds = load_err(&fleet, STACK);
+    let said = at(&ds, Code::InvalidFleetMember, "fleet.yaml", 6, 5);
+    assert!(said.contains("`111122223333` is listed twice"), "{said}");
+    assert_eq!(ds.len(), 1, "{ds}");
+}
+
+/// A fleet name that makes member names too long for a stack name is one HF1103 at the fleet
+/// name, not one error per member.
+#[test]
+fn an_overlong_member_name_is_one_error_at_the_fleet_name() {
+    let long = format!("f{}", "x".repeat(95));
+    let fleet = FLEET.replace("fleet: demo", &format!("fleet: {long}"));
+    let ds = load_err(&fleet, STACK);
+    let said = at(&ds, Code::InvalidFleetMember, "fleet.yaml", 1, 8);
+    assert!(said.contains("2 member name(s)"), "{said}");
+    assert_eq!(ds.len(), 1, "{ds}");
+}
+
 #[test]
 fn a_bad_value_name_and_a_bad_zone_are_reported_at_their_places() {
     let fleet = FLEET
