@@ -260,9 +260,11 @@ pub fn json_schema() -> Value {
     for (_, s) in STAGE_KINDS {
         collect(s, &mut shapes);
     }
+    // Every shape the top level reaches (its acknowledgements), the top level itself aside.
+    collect(&FILE, &mut shapes);
     let mut defs = Map::new();
     for s in &shapes {
-        if STAGE_KINDS.iter().any(|(_, k)| std::ptr::eq(*k, *s)) {
+        if STAGE_KINDS.iter().any(|(_, k)| std::ptr::eq(*k, *s)) || std::ptr::eq(*s, &FILE) {
             continue;
         }
         defs.insert(def_name(s), object_schema(s, None));

@@ -39,6 +39,7 @@ mod parity;
 mod policy;
 mod runbook;
 mod runbook_script;
+mod schemas;
 mod snapshots;
 mod stackfile;
 mod tags;
