@@ -3,6 +3,7 @@
 //! paths (`Network/Vpc`) from which logical ids are derived (`NetworkVpc`). Nothing here knows an
 //! output format.
 
+pub mod arn;
 pub mod refs;
 pub mod stage;
 pub mod text;

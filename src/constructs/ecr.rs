@@ -209,8 +209,9 @@ fn is_credential_arn(arn: &str) -> bool {
     let [arn_, partition, service, region, account, kind, name] = parts[..] else {
         return false;
     };
-    arn_ == "arn"
-        && partition.starts_with("aws")
+    crate::app::arn::Arn::parse(arn).is_some()
+        && arn_ == "arn"
+        && crate::app::arn::PARTITIONS.contains(&partition)
         && service == "secretsmanager"
         && !region.is_empty()
         && account.len() == 12

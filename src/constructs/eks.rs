@@ -471,16 +471,7 @@ fn is_instance_type(t: &str) -> bool {
 }
 
 fn is_iam_principal_arn(arn: &str) -> bool {
-    let parts: Vec<&str> = arn.splitn(6, ':').collect();
-    parts.len() == 6
-        && parts[0] == "arn"
-        && parts[1].starts_with("aws")
-        && parts[2] == "iam"
-        && parts[3].is_empty()
-        && parts[4].len() == 12
-        && parts[4].chars().all(|c| c.is_ascii_digit())
-        && (parts[5].starts_with("role/") || parts[5].starts_with("user/"))
-        && parts[5].len() > 5
+    crate::app::arn::is_iam_arn_of(arn, "role") || crate::app::arn::is_iam_arn_of(arn, "user")
 }
 
 impl Construct for EksCluster {

@@ -372,22 +372,9 @@ pub fn training_plan_input(stack: &Stack, arn: &str, owner: &str) -> StackInput 
     }
 }
 
-/// Whether `arn` has the shape of a training plan ARN.
+/// Whether `arn` is a training plan ARN, every part checked ([`crate::app::arn`]).
 pub fn is_training_plan_arn(arn: &str) -> bool {
-    let parts: Vec<&str> = arn.splitn(6, ':').collect();
-    parts.len() == 6
-        && (50..=2048).contains(&arn.len())
-        && parts[0] == "arn"
-        && parts[1].starts_with("aws")
-        && parts[2] == "sagemaker"
-        && !parts[3].is_empty()
-        && parts[3]
-            .chars()
-            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
-        && parts[4].len() == 12
-        && parts[4].chars().all(|c| c.is_ascii_digit())
-        && parts[5].starts_with("training-plan/")
-        && parts[5].len() > "training-plan/".len()
+    crate::app::arn::is_training_plan_arn(arn)
 }
 
 impl HyperPodCluster {

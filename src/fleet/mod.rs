@@ -481,13 +481,14 @@ impl Fleet {
             execution_role_name,
         } = &self.permission_model
         {
-            if administration_role_arn.as_deref().is_some_and(|a| {
-                !(a.starts_with("arn:aws") && a.contains(":iam::") && a.contains(":role/"))
-            }) {
+            if administration_role_arn
+                .as_deref()
+                .is_some_and(|a| !crate::app::arn::is_iam_role_arn(a))
+            {
                 bad(
                     Code::InvalidFleet,
                     "the administration role is not an IAM role ARN".to_owned(),
-                    "give `arn:aws:iam::<account>:role/<name>`",
+                    "give `arn:<partition>:iam::<12-digit account>:role/<path/><name>`, the name 1 to 64 letters, digits and `_+=,.@-`",
                 );
             }
             if execution_role_name.as_deref().is_some_and(|n| {
@@ -752,12 +753,8 @@ fn is_reservation_id(id: &str) -> bool {
 }
 
 fn is_training_plan_arn(arn: &str, region: &str) -> bool {
-    let parts: Vec<&str> = arn.splitn(6, ':').collect();
-    matches!(parts.as_slice(), ["arn", partition, "sagemaker", r, account, resource]
-        if partition.starts_with("aws") && *r == region
-            && account.len() == 12 && account.chars().all(|c| c.is_ascii_digit())
-            && resource.strip_prefix("training-plan/").is_some_and(|n| !n.is_empty() && n.len() <= 63
-                && n.chars().all(|c| c.is_ascii_alphanumeric() || c == '-')))
+    crate::app::arn::is_training_plan_arn(arn)
+        && crate::app::arn::Arn::parse(arn).is_some_and(|a| a.region == region)
 }
 
 fn is_organizational_unit_id(id: &str) -> bool {

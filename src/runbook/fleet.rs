@@ -235,7 +235,7 @@ pub fn fleet_data(m: &FleetManifest) -> FleetData {
             .iter()
             .map(|s| PerMemberRow {
                 stage: s.stage.clone(),
-                reason: s.reason.clone(),
+                reason: super::prose(&s.reason),
             })
             .collect(),
         self_managed,

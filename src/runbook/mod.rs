@@ -569,6 +569,21 @@ pub fn render_data(data: &RunbookData) -> Result<String, RunbookError> {
         .map_err(|e| RunbookError(e.to_string()))
 }
 
+/// Free text from a description as Markdown prose: one line (control characters become
+/// spaces) with its backticks escaped, so that it can neither open a code block a reader would
+/// run nor close one around it.
+pub(crate) fn prose(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        match c {
+            '`' => out.push_str("\\`"),
+            c if c.is_control() => out.push(' '),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
 fn artifact_paths(artifacts: &[Artifact]) -> Vec<String> {
     artifacts.iter().map(|a| a.path.clone()).collect()
 }
@@ -1010,7 +1025,7 @@ pub fn data(manifest: &StackManifest) -> RunbookData {
         needs_curl,
         stack: manifest.name.clone(),
         region,
-        description: inventory.description.clone().unwrap_or_default(),
+        description: prose(inventory.description.as_deref().unwrap_or_default()),
         eks_cluster,
         kubernetes_version,
         hyperpod: !hyperpod_cluster.is_empty(),

@@ -25,6 +25,7 @@ mod fleet;
 mod fleet_file;
 mod fsx;
 mod fuzz;
+mod hostile;
 mod image_cache;
 mod inputs;
 mod layers;

@@ -25,7 +25,7 @@ use std::collections::BTreeSet;
 use std::path::Path;
 
 /// The ```sh blocks of a Markdown text, in order.
-fn sh_blocks(text: &str) -> Vec<String> {
+pub(crate) fn sh_blocks(text: &str) -> Vec<String> {
     let mut blocks = Vec::new();
     let mut current: Option<String> = None;
     for line in text.lines() {
@@ -47,7 +47,7 @@ fn sh_blocks(text: &str) -> Vec<String> {
 }
 
 /// `block` with every `<placeholder>` replaced by `PLACEHOLDER`.
-fn substitute_placeholders(block: &str) -> String {
+pub(crate) fn substitute_placeholders(block: &str) -> String {
     let mut out = String::new();
     let mut rest = block;
     while let Some(start) = rest.find('<') {
