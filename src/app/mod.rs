@@ -591,7 +591,7 @@ impl Stack {
     /// stages). Construct-specific rules live with the constructs.
     pub(crate) fn validate_structure(&self, app_tags: &Tags, ds: &mut Diagnostics) {
         let stack_path = self.display_path("");
-        for ack in &self.acknowledged {
+        for (i, ack) in self.acknowledged.iter().enumerate() {
             let problem = if ack.is_usable() {
                 None
             } else if ack.code.severity() == crate::diagnostics::Severity::Error {
@@ -606,12 +606,18 @@ impl Stack {
                 ))
             };
             if let Some((message, help)) = problem {
+                let field = if ack.code.severity() == crate::diagnostics::Severity::Error {
+                    "code"
+                } else {
+                    "reason"
+                };
                 let mut d = crate::diagnostics::Diagnostic::new(
                     Code::AcknowledgedError,
                     self.display_path(&ack.path),
                     message,
                     help,
-                );
+                )
+                .at_field(&format!("acknowledge[{i}].{field}"));
                 d.location = ack.location.map(|l| l.to_string());
                 ds.push(d);
             }

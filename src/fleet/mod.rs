@@ -318,8 +318,15 @@ impl Fleet {
     pub fn validate_matrix(&self) -> Diagnostics {
         let mut ds = Diagnostics::new();
         let at = format!("fleet/{}", self.name);
+        // The region entry being checked: its diagnostics name it (`regions[i]`), so that a
+        // fleet file points at that entry, not at another region's equal value.
+        let in_region: std::cell::Cell<Option<usize>> = std::cell::Cell::new(None);
         let mut bad = |code: Code, message: String, help: &str| {
-            ds.push(Diagnostic::new(code, at.clone(), message, help));
+            let d = Diagnostic::new(code, at.clone(), message, help);
+            ds.push(match in_region.get() {
+                Some(i) => d.at_field(&format!("regions[{i}]")),
+                None => d,
+            });
         };
         if !is_valid_stack_name(&self.name) {
             bad(
@@ -359,7 +366,8 @@ impl Fleet {
             Some(_) => {}
         }
         let mut seen = BTreeSet::new();
-        for region in &self.regions {
+        for (i, region) in self.regions.iter().enumerate() {
+            in_region.set(Some(i));
             if !is_known_region(&region.region) {
                 bad(
                     Code::InvalidFleet,
@@ -434,6 +442,7 @@ impl Fleet {
                 }
             }
         }
+        in_region.set(None);
         let all_targets = self
             .targets
             .iter()

@@ -953,10 +953,36 @@ fn locate_matrix(root: &Node, found: Diagnostics, origin: &str) -> Diagnostics {
         ("fleet name", "fleet"),
     ];
     let fallback = root.get("fleet").map_or(root.pos, |n| n.pos);
+    // The positions inside region entry `i` of the file (a diagnostic naming `regions[i]`
+    // points there, never at another region's equal value).
+    let region_span = |i: usize| -> Option<(Pos, Pos)> {
+        let regions = match &root.get("regions")?.value {
+            Value::Seq(list) => list,
+            _ => return None,
+        };
+        let start = regions.get(i)?.pos;
+        let end = regions.get(i + 1).map_or(
+            Pos {
+                line: usize::MAX,
+                col: usize::MAX,
+            },
+            |n| n.pos,
+        );
+        Some((start, end))
+    };
     let mut out = Diagnostics::new();
     for mut d in found {
+        let span = d
+            .field
+            .as_deref()
+            .and_then(|f| f.strip_prefix("regions["))
+            .and_then(|f| f.strip_suffix(']'))
+            .and_then(|i| i.parse::<usize>().ok())
+            .and_then(region_span);
+        let in_span = |p: &Pos| span.is_none_or(|(start, end)| *p >= start && *p < end);
         let quoted = values
             .iter()
+            .filter(|(_, _, p)| in_span(p))
             .filter(|(_, t, _)| !t.is_empty() && d.message.contains(&format!("`{t}`")))
             .max_by_key(|(_, t, p)| (t.len(), *p))
             .map(|(_, _, p)| *p);
@@ -967,7 +993,10 @@ fn locate_matrix(root: &Node, found: Diagnostics, origin: &str) -> Diagnostics {
                 .find_map(|(_, key)| values.iter().find(|(k, _, _)| k.as_str() == *key))
                 .map(|(_, _, p)| *p)
         };
-        let pos = quoted.or_else(by_words).unwrap_or(fallback);
+        let pos = quoted
+            .or_else(by_words)
+            .or(span.map(|(start, _)| start))
+            .unwrap_or(fallback);
         d.message = format!("[{}] {}", d.path, d.message);
         d.path = format!("{origin}:{}:{}", pos.line, pos.col);
         out.push(d);

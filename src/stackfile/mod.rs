@@ -731,6 +731,9 @@ struct Index {
     /// Each display path's last entry in `places`, so locating a diagnostic costs a few
     /// lookups, not a scan of every construct of the file.
     by_path: BTreeMap<String, usize>,
+    /// The acknowledgements' values by `acknowledge[i].<key>` (and `acknowledge[i]` itself):
+    /// where a diagnostic about an acknowledgement points.
+    acknowledgements: BTreeMap<String, Pos>,
 }
 
 /// Fields a diagnostic code is about, for the diagnostics that do not name their field
@@ -786,6 +789,17 @@ impl Index {
     }
 
     fn locate(&self, d: &Diagnostic) -> Pos {
+        // A diagnostic about an acknowledgement points at it, not at the construct it names.
+        if let Some(field) = d.field.as_deref().filter(|f| f.starts_with("acknowledge[")) {
+            let whole = field.split('.').next().unwrap_or(field);
+            if let Some(pos) = self
+                .acknowledgements
+                .get(field)
+                .or_else(|| self.acknowledgements.get(whole))
+            {
+                return *pos;
+            }
+        }
         // The longest placed path that is the diagnostic's path or an ancestor of it.
         let mut path = d.path.as_str();
         let best = loop {
@@ -953,6 +967,18 @@ impl Builder {
             else {
                 continue;
             };
+            // Diagnostics name an acknowledgement by its place among the stack's (the loader
+            // adds them in the file's order).
+            let at = stack.acknowledgements().len();
+            let key = format!("acknowledge[{at}]");
+            self.index.acknowledgements.insert(key.clone(), ack.pos);
+            for field in ["path", "code", "reason"] {
+                if let Some(n) = ack.get(field) {
+                    self.index
+                        .acknowledgements
+                        .insert(format!("{key}.{field}"), n.pos);
+                }
+            }
             match Code::from_id(&code) {
                 Some(code) => {
                     stack.acknowledge(path, code, reason);

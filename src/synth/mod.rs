@@ -69,7 +69,7 @@ fn settle<'a>(app: &'a App, ds: &mut Diagnostics) -> BTreeMap<&'a str, Covered<'
     let mut covered = BTreeMap::new();
     for stack in app.stacks() {
         let mut counts: Covered<'a> = Vec::new();
-        for ack in stack.acknowledgements() {
+        for (i, ack) in stack.acknowledgements().iter().enumerate() {
             if !ack.is_usable() {
                 continue;
             }
@@ -93,7 +93,8 @@ fn settle<'a>(app: &'a App, ds: &mut Diagnostics) -> BTreeMap<&'a str, Covered<'
                         ack.code
                     ),
                     "remove the acknowledgement (or correct its path)",
-                );
+                )
+                .at_field(&format!("acknowledge[{i}].path"));
                 d.location = ack.location.map(|l| l.to_string());
                 ds.push(d);
             }

@@ -611,3 +611,22 @@ fn mutated_fleet_files_never_panic() {
         }
     }
 }
+
+/// A zone id wrong for its region is reported at that region's entry, even when another
+/// region rightly holds the same zone id further down.
+#[test]
+fn a_wrong_zone_is_reported_in_its_own_region_not_at_an_equal_value_elsewhere() {
+    let fleet = "\
+fleet: demo
+stack_file: stack.yaml
+accounts: [\"111122223333\"]
+regions:
+  - region: us-west-2
+    capacity_block: { reservation_id: cr-0123456789abcdef0, zone_id: use1-az4 }
+  - region: us-east-1
+    capacity_block: { reservation_id: cr-0a1b2c3d4e5f60718, zone_id: use1-az4 }
+";
+    let ds = load_err(fleet, STACK);
+    let said = at(&ds, Code::InvalidFleetMember, "fleet.yaml", 6, 70);
+    assert!(said.contains("not a zone of us-west-2"), "{said}");
+}

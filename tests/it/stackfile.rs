@@ -792,3 +792,19 @@ fn a_huge_wrong_value_is_refused_quickly() {
     );
     assert_has(&ds, Code::StackFileInvalidValue, 6, 13);
 }
+
+/// A diagnostic about an acknowledgement points at the acknowledgement: an empty reason at
+/// its `reason`, an error code at its `code`, one that covers nothing at its `path`; all at once.
+#[test]
+fn acknowledgement_faults_point_at_the_acknowledgement() {
+    let text = format!(
+        "{MINIMAL}acknowledge:\n  - path: Network\n    code: HF0506\n    reason: \"\"\n  - path: Network\n    code: HF0201\n    reason: it is fine\n  - path: Nowhere\n    code: HF0506\n    reason: it is fine\n"
+    );
+    let ds = match load_str(ORIGIN, &text).map(|app| app.synth()) {
+        Err(ds) | Ok(Err(ds)) => ds,
+        Ok(Ok(_)) => panic!("synthesized"),
+    };
+    assert_has(&ds, Code::AcknowledgedError, 12, 13);
+    assert_has(&ds, Code::AcknowledgedError, 14, 11);
+    assert_has(&ds, Code::UnusedAcknowledgement, 16, 11);
+}
