@@ -194,6 +194,8 @@ pub struct PropertyOverride {
     pub property: String,
     /// The value to set; `None` removes the property.
     pub value: Option<Value>,
+    /// Where in the describing program it was given (its diagnostics point there).
+    pub location: Option<&'static std::panic::Location<'static>>,
 }
 
 /// A raw attribute override of the Terraform resource(s) lowered at a construct path: the
@@ -208,6 +210,8 @@ pub struct TerraformOverride {
     pub attribute: String,
     /// The value to set; `None` removes the attribute.
     pub value: Option<Value>,
+    /// Where in the describing program it was given (its diagnostics point there).
+    pub location: Option<&'static std::panic::Location<'static>>,
 }
 
 /// A patch of a Kubernetes object.
@@ -228,6 +232,8 @@ pub struct KubePatch {
     pub path: String,
     /// The patch.
     pub patch: ObjectPatch,
+    /// Where in the describing program it was given (its diagnostics point there).
+    pub location: Option<&'static std::panic::Location<'static>>,
 }
 
 /// One deployment: a region, tags, an ordered list of stages and the constructs in them.
@@ -349,6 +355,7 @@ impl Stack {
     /// type `HF0021`. Overriding a property hyperforge's rules checked (a node group's
     /// `CapacityType`, ...) warns (`HF0022`), and so does an override without a Terraform
     /// twin ([`Stack::override_terraform`]) when the Terraform module is written (`HF0023`).
+    #[track_caller]
     pub fn override_property(
         &mut self,
         path: impl Into<String>,
@@ -359,15 +366,18 @@ impl Stack {
             path: path.into(),
             property: property.into(),
             value: Some(value),
+            location: Some(std::panic::Location::caller()),
         });
     }
 
     /// Removes a property from the emitted resource at `path` (see [`Stack::override_property`]).
+    #[track_caller]
     pub fn remove_property(&mut self, path: impl Into<String>, property: impl Into<String>) {
         self.overrides.push(PropertyOverride {
             path: path.into(),
             property: property.into(),
             value: None,
+            location: Some(std::panic::Location::caller()),
         });
     }
 
@@ -377,6 +387,7 @@ impl Stack {
     /// a last `-` appends. Checked against the provider schemas like CloudFormation overrides
     /// against the registry's. A path that lowers to several Terraform resources (a bucket)
     /// needs [`Stack::override_terraform_type`].
+    #[track_caller]
     pub fn override_terraform(
         &mut self,
         path: impl Into<String>,
@@ -388,11 +399,13 @@ impl Stack {
             resource_type: None,
             attribute: attribute.into(),
             value: Some(value),
+            location: Some(std::panic::Location::caller()),
         });
     }
 
     /// [`Stack::override_terraform`] of the Terraform resource of type `resource_type` lowered
     /// at `path` (`aws_s3_bucket_versioning` of a bucket's path).
+    #[track_caller]
     pub fn override_terraform_type(
         &mut self,
         path: impl Into<String>,
@@ -405,22 +418,26 @@ impl Stack {
             resource_type: Some(resource_type.into()),
             attribute: attribute.into(),
             value: Some(value),
+            location: Some(std::panic::Location::caller()),
         });
     }
 
     /// Removes an attribute from the Terraform resource at `path` (see
     /// [`Stack::override_terraform`]).
+    #[track_caller]
     pub fn remove_terraform(&mut self, path: impl Into<String>, attribute: impl Into<String>) {
         self.terraform_overrides.push(TerraformOverride {
             path: path.into(),
             resource_type: None,
             attribute: attribute.into(),
             value: None,
+            location: Some(std::panic::Location::caller()),
         });
     }
 
     /// [`Stack::remove_terraform`] of the Terraform resource of type `resource_type` lowered at
     /// `path`.
+    #[track_caller]
     pub fn remove_terraform_type(
         &mut self,
         path: impl Into<String>,
@@ -432,6 +449,7 @@ impl Stack {
             resource_type: Some(resource_type.into()),
             attribute: attribute.into(),
             value: None,
+            location: Some(std::panic::Location::caller()),
         });
     }
 
@@ -440,10 +458,12 @@ impl Stack {
     /// JSON patch (RFC 6902). Patches apply in the order given. An unknown path is error
     /// `HF0025`, a patch that does not apply `HF0026`, one changing `apiVersion`, `kind`,
     /// `metadata.name` or `metadata.namespace` `HF0027`.
+    #[track_caller]
     pub fn patch_object(&mut self, path: impl Into<String>, patch: ObjectPatch) {
         self.patches.push(KubePatch {
             path: path.into(),
             patch,
+            location: Some(std::panic::Location::caller()),
         });
     }
 
@@ -545,6 +565,15 @@ impl Stack {
         }
         for ack in &mut self.acknowledged {
             ack.location = None;
+        }
+        for o in &mut self.overrides {
+            o.location = None;
+        }
+        for o in &mut self.terraform_overrides {
+            o.location = None;
+        }
+        for p in &mut self.patches {
+            p.location = None;
         }
     }
 

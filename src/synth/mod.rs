@@ -62,7 +62,7 @@ fn settle<'a>(app: &'a App, ds: &mut Diagnostics) -> BTreeMap<&'a str, Covered<'
         if d.location.is_none() {
             let stack = d.path.split('/').next().and_then(|name| stacks.get(name));
             d.location = stack
-                .and_then(|s| s.location_of(&d.path))
+                .and_then(|s| override_location(s, d).or_else(|| s.location_of(&d.path)))
                 .map(|l| l.to_string());
         }
     }
@@ -103,6 +103,55 @@ fn settle<'a>(app: &'a App, ds: &mut Diagnostics) -> BTreeMap<&'a str, Covered<'
         covered.insert(stack.name(), counts);
     }
     covered
+}
+
+/// Where the override or patch a diagnostic is about was given, when it is about one: the
+/// backends report them at the construct path they name, and the source line that made the
+/// mistake is the override's, not the construct's.
+fn override_location(
+    stack: &Stack,
+    d: &crate::diagnostics::Diagnostic,
+) -> Option<&'static std::panic::Location<'static>> {
+    let at = |path: &str| stack.display_path(path) == d.path;
+    let names = |what: &str| d.message.contains(&format!("`{what}`"));
+    match d.code {
+        Code::UnknownOverrideTarget
+        | Code::OverrideUnknownProperty
+        | Code::OverrideWrongType
+        | Code::OverrideOfValidatedProperty
+        | Code::OverrideCloudFormationOnly => {
+            let cloudformation = stack.overrides().iter().filter(|o| at(&o.path));
+            let terraform = stack.terraform_overrides().iter().filter(|o| at(&o.path));
+            // The override whose property the message names, else the first at the path.
+            let mut found: Vec<(bool, Option<&'static std::panic::Location<'static>>)> =
+                cloudformation
+                    .map(|o| (names(&o.property), o.location))
+                    .chain(terraform.map(|o| (names(&o.attribute), o.location)))
+                    .collect();
+            found.sort_by_key(|(named, _)| !named);
+            found.first().and_then(|(_, l)| *l)
+        }
+        Code::UnknownTerraformOverrideTarget => stack
+            .terraform_overrides()
+            .iter()
+            .filter(|o| at(&o.path))
+            .max_by_key(|o| names(&o.attribute))
+            .and_then(|o| o.location),
+        Code::UnknownPatchTarget | Code::PatchFailed | Code::PatchChangesIdentity => {
+            let patches: Vec<_> = stack.patches().iter().filter(|p| at(&p.path)).collect();
+            // `patch N of ...` numbers the stack's patches from 1.
+            let numbered = d
+                .message
+                .strip_prefix("patch ")
+                .and_then(|r| r.split(' ').next())
+                .and_then(|n| n.parse::<usize>().ok())
+                .and_then(|n| stack.patches().get(n.checked_sub(1)?));
+            numbered
+                .or_else(|| patches.first().copied())
+                .and_then(|p| p.location)
+        }
+        _ => None,
+    }
 }
 
 /// Every diagnostic of `app` as the checks report them.

@@ -508,3 +508,45 @@ fn a_patched_job_deadline_is_the_one_waited_for() {
     assert_eq!(jobs.len(), 1, "{jobs:?}");
     assert_eq!(jobs[0]["timeout_seconds"], json!(7200 + 600));
 }
+
+/// An override's or a patch's diagnostic points at the line that gave it, not at the
+/// construct it names (which the reference stack adds elsewhere).
+#[test]
+fn override_and_patch_diagnostics_point_at_their_own_lines() {
+    let (mut property_line, mut terraform_line, mut patch_line) = (0, 0, 0);
+    let ds = errors(&app(|s| {
+        property_line = line!() + 1;
+        s.override_property("GpuNodes/NodeGroup", "UpdateConfg.MaxUnavailable", json!(1));
+        terraform_line = line!() + 1;
+        s.override_terraform("GpuNodes/NodeGroup", "scaling_confg.max_size", json!(1));
+        patch_line = line!() + 1;
+        s.patch_object("Nowhere/Deployment", ObjectPatch::Merge(json!({})));
+    }));
+    let at = |code: Code| {
+        ds.with_code(code)
+            .next()
+            .and_then(|d| d.location.clone())
+            .unwrap_or_else(|| panic!("{code} without a location:\n{ds}"))
+    };
+    let here = file!();
+    assert_eq!(
+        at(Code::OverrideUnknownProperty)
+            .rsplit_once(':')
+            .map(|(l, _)| l.to_owned()),
+        Some(format!("{here}:{property_line}")),
+        "{ds}"
+    );
+    assert!(
+        ds.with_code(Code::OverrideUnknownProperty)
+            .chain(ds.with_code(Code::UnknownTerraformOverrideTarget))
+            .any(|d| d
+                .location
+                .as_deref()
+                .is_some_and(|l| l.starts_with(&format!("{here}:{terraform_line}:")))),
+        "{ds}"
+    );
+    assert!(
+        at(Code::UnknownPatchTarget).starts_with(&format!("{here}:{patch_line}:")),
+        "{ds}"
+    );
+}
