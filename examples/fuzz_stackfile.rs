@@ -1,13 +1,14 @@
-//! The long fuzz campaign over stack files (the test suite runs a short one,
-//! `tests/it/fuzz.rs`):
+//! The long fuzz campaign over stack files, fleet files and Guard policy files (the test suite
+//! runs a short one, `tests/it/fuzz.rs`):
 //!
 //! ```text
-//! cargo run --release --example fuzz_stackfile -- --iterations 1000000 [--seed N] [--target load|synth|both]
+//! cargo run --release --example fuzz_stackfile -- --iterations 1000000 [--seed N] [--target load|synth|both|fleet|policy|all]
 //! cargo run --release --example fuzz_stackfile -- --seed N --only I   # replay input I
 //! ```
 //!
-//! Every input goes through the chosen targets (`both` alternates them: even inputs the
-//! loader, odd inputs the whole in-memory pipeline). Besides the harness's invariants
+//! Every input goes through the chosen targets, in turn (`both`: even inputs the loader, odd
+//! inputs the whole in-memory pipeline; `all` adds the fleet and policy targets), each
+//! mutating its own corpus. Besides the harness's invariants
 //! (`tests/fuzz/harness.rs`), this binary counts allocations, so each input's peak memory is
 //! checked against `--max-mib` (default 256), and its time against `--ms-per-mib` (default
 //! 1000 per MiB of input, at least a tenth of that). Findings are written to `target/fuzz-findings/` and the binary exits
@@ -106,7 +107,12 @@ fn args() -> Args {
                     "load" => vec![Target::Load],
                     "synth" => vec![Target::Synth],
                     "both" => Target::ALL.to_vec(),
-                    other => panic!("unknown target {other}: load, synth or both"),
+                    "fleet" => vec![Target::Fleet],
+                    "policy" => vec![Target::Policy],
+                    "all" => Target::EVERY.to_vec(),
+                    other => {
+                        panic!("unknown target {other}: load, synth, both, fleet, policy or all")
+                    }
                 }
             }
             other => panic!("unknown argument {other}"),
@@ -130,7 +136,11 @@ struct Stats {
 fn main() {
     let a = args();
     let repo = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
-    let seeds = harness::corpus(repo);
+    let corpora: Vec<Vec<harness::Seed>> = a
+        .targets
+        .iter()
+        .map(|t| harness::corpus_for(repo, *t))
+        .collect();
     let findings_dir = repo.join("target/fuzz-findings");
     let workdir = std::env::temp_dir().join(format!("hyperforge-fuzz-{}", std::process::id()));
     std::fs::create_dir_all(&workdir).expect("creating the working directory");
@@ -143,8 +153,11 @@ fn main() {
     let mut findings = 0u64;
     // The seeds themselves through every target, then mutation `i` through target `i % n`
     // (with `--only`, just that mutation).
-    let seed_runs = seeds.iter().enumerate().flat_map(|(s, seed)| {
-        (0..a.targets.len()).map(move |k| (k, format!("seed {}", seed.name), Some(s)))
+    let seed_runs = corpora.iter().enumerate().flat_map(|(k, seeds)| {
+        seeds
+            .iter()
+            .enumerate()
+            .map(move |(s, seed)| (k, format!("seed {}", seed.name), Some(s)))
     });
     let mutation_runs = match a.only {
         Some(i) => i..i + 1,
@@ -158,9 +171,10 @@ fn main() {
     };
     for (n, (k, label, seed_index)) in runs.enumerate() {
         let target = a.targets[k];
+        let seeds = &corpora[k];
         let bytes = match seed_index {
             Some(s) => seeds[s].bytes.clone(),
-            None => harness::input(&seeds, a.seed, label.parse().expect("input number")),
+            None => harness::input(seeds, a.seed, label.parse().expect("input number")),
         };
         let base = LIVE.load(Ordering::Relaxed);
         PEAK.store(base, Ordering::Relaxed);
@@ -215,10 +229,11 @@ fn main() {
         }
     }
     let _ = std::fs::remove_dir(&workdir);
+    harness::cleanup();
     println!(
         "seed {}, {} seeds, wall time {:.1?}",
         a.seed,
-        seeds.len(),
+        corpora.iter().map(Vec::len).sum::<usize>(),
         start.elapsed()
     );
     for (t, s) in a.targets.iter().zip(&stats) {

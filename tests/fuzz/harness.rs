@@ -6,11 +6,14 @@
 //! `i` of a run is a pure function of the seed and `i`, so any finding is reproduced by its
 //! number (`--seed S --only I`).
 //!
-//! Two targets: the loader alone (`hyperforge::stackfile::load_str`) and the whole in-memory
-//! pipeline (load, validate, `App::synth`). The invariants checked on every input: no panic,
-//! every failure carries at least one error diagnostic with a code, a location and a message,
-//! every artifact path stays inside the output directory, nothing is written to the working
-//! directory, and the time stays under a budget per MiB of input.
+//! Four targets: for stack files, the loader alone (`hyperforge::stackfile::load_str`) and the
+//! whole in-memory pipeline (load, validate, `App::synth`); fleet files through their loader
+//! (`stackfile::fleet::load_file`, the matrix checked and its members listed), with the
+//! reference fleet's stack file beside them; and Guard policy files evaluated over a template
+//! (`policy::check_templates`). The invariants checked on every input: no panic, every failure
+//! carries at least one error diagnostic with a code, a location and a message, every artifact
+//! path stays inside the output directory, nothing is written to the working directory, and
+//! the time stays under a budget per MiB of input.
 
 #![allow(dead_code)]
 
@@ -60,15 +63,24 @@ pub enum Target {
     Load,
     /// Loading, then `App::synth` in memory.
     Synth,
+    /// A fleet file through `stackfile::fleet::load_file`, its matrix and members.
+    Fleet,
+    /// A Guard rule file through `policy::check_templates`.
+    Policy,
 }
 
 impl Target {
+    /// The stack-file targets.
     pub const ALL: [Target; 2] = [Target::Load, Target::Synth];
+    /// Every target.
+    pub const EVERY: [Target; 4] = [Target::Load, Target::Synth, Target::Fleet, Target::Policy];
 
     pub fn name(self) -> &'static str {
         match self {
             Target::Load => "load",
             Target::Synth => "synth",
+            Target::Fleet => "fleet",
+            Target::Policy => "policy",
         }
     }
 }
@@ -105,6 +117,82 @@ pub fn corpus(repo: &Path) -> Vec<Seed> {
     assert!(!seeds.is_empty(), "the fuzz corpus is empty");
     seeds
 }
+
+/// The seed corpus of `target`: stack files for the stack-file targets, the repository's fleet
+/// files for `Fleet`, the vendored Guard rule files for `Policy`.
+pub fn corpus_for(repo: &Path, target: Target) -> Vec<Seed> {
+    let files = |dir: &str, keep: &dyn Fn(&Path, &[u8]) -> bool| -> Vec<Seed> {
+        let mut todo = vec![repo.join(dir)];
+        let mut paths = Vec::new();
+        while let Some(d) = todo.pop() {
+            for entry in
+                std::fs::read_dir(&d).unwrap_or_else(|e| panic!("reading {}: {e}", d.display()))
+            {
+                let p = entry.expect("directory entry").path();
+                if p.is_dir() {
+                    todo.push(p);
+                } else {
+                    paths.push(p);
+                }
+            }
+        }
+        paths.sort();
+        paths
+            .into_iter()
+            .filter_map(|p| {
+                let bytes = std::fs::read(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()));
+                keep(&p, &bytes).then(|| Seed {
+                    name: p.strip_prefix(repo).unwrap_or(&p).display().to_string(),
+                    bytes,
+                })
+            })
+            .collect()
+    };
+    let seeds = match target {
+        Target::Load | Target::Synth => corpus(repo),
+        Target::Fleet => files("stacks/fleets", &|_, b| {
+            b.starts_with(b"fleet:") || b.windows(7).any(|w| w == b"\nfleet:")
+        }),
+        Target::Policy => files("policy/registry", &|p, _| {
+            p.extension().is_some_and(|e| e == "guard")
+        }),
+    };
+    assert!(!seeds.is_empty(), "the {} corpus is empty", target.name());
+    seeds
+}
+
+/// The directory the `Fleet` target writes its input into, beside a copy of the reference
+/// fleet's stack file (never the working directory, which must stay empty).
+fn fleet_dir() -> &'static Path {
+    static DIR: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    DIR.get_or_init(|| {
+        let dir =
+            std::env::temp_dir().join(format!("hyperforge-fuzz-fleet-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).expect("creating the fleet target's directory");
+        let repo = Path::new(env!("CARGO_MANIFEST_DIR"));
+        for entry in std::fs::read_dir(repo.join("stacks/fleets")).expect("stacks/fleets") {
+            let p = entry.expect("directory entry").path();
+            std::fs::copy(&p, dir.join(p.file_name().expect("a file name")))
+                .expect("copying a fleet's stack file");
+        }
+        dir
+    })
+}
+
+/// Removes what the targets wrote outside the working directory.
+pub fn cleanup() {
+    let dir = std::env::temp_dir().join(format!("hyperforge-fuzz-fleet-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+/// The template the `Policy` target's rules are evaluated over: a few resources of the kinds
+/// the vendored rules read.
+const POLICY_TEMPLATE: &str = r#"{"AWSTemplateFormatVersion": "2010-09-09", "Resources": {
+  "Bucket": {"Type": "AWS::S3::Bucket", "Properties": {"BucketName": "b", "VersioningConfiguration": {"Status": "Enabled"}},
+    "Metadata": {"hyperforge:path": "fuzz/Bucket"}},
+  "Key": {"Type": "AWS::KMS::Key", "Properties": {"EnableKeyRotation": true, "KeyPolicy": {"Statement": [{"Effect": "Allow", "Principal": {"AWS": "*"}, "Action": "kms:*", "Resource": "*"}]}}},
+  "Cluster": {"Type": "AWS::EKS::Cluster", "Properties": {"RoleArn": "arn:aws:iam::111122223333:role/r", "ResourcesVpcConfig": {"SubnetIds": ["s"], "EndpointPublicAccess": false}}}
+}}"#;
 
 /// Text the mutator inserts or substitutes: YAML syntax, numbers at the edges of every type,
 /// names that would become paths, and words of the format.
@@ -425,6 +513,11 @@ pub fn run(target: Target, bytes: &[u8], workdir: Option<&Path>) -> Result<Outco
     let fail = |what: String| Finding { target, what };
     let text = String::from_utf8_lossy(bytes);
     let result = panic::catch_unwind(AssertUnwindSafe(|| -> Result<Outcome, String> {
+        match target {
+            Target::Fleet => return run_fleet(bytes),
+            Target::Policy => return run_policy(&text),
+            Target::Load | Target::Synth => {}
+        }
         let loaded = hyperforge::stackfile::load_str("fuzz.yaml", &text);
         let app = match loaded {
             Err(ds) => {
@@ -474,6 +567,60 @@ pub fn run(target: Target, bytes: &[u8], workdir: Option<&Path>) -> Result<Outco
         }
     }
     Ok(outcome)
+}
+
+fn run_fleet(bytes: &[u8]) -> Result<Outcome, String> {
+    let path = fleet_dir().join("fuzz-fleet.yaml");
+    std::fs::write(&path, bytes).map_err(|e| format!("writing the input: {e}"))?;
+    match hyperforge::stackfile::fleet::load_file(&path) {
+        Err(ds) => {
+            check_diagnostics(&ds)?;
+            Ok(Outcome::Refused)
+        }
+        Ok(fleet) => {
+            let matrix = fleet.validate_matrix();
+            if matrix.has_errors() {
+                return Err(format!("a loaded fleet's matrix has errors:\n{matrix}"));
+            }
+            let members = fleet.members();
+            if members.is_empty() || members.len() > hyperforge::fleet::MAX_MEMBERS {
+                return Err(format!("a loaded fleet has {} members", members.len()));
+            }
+            let mut names = std::collections::BTreeSet::new();
+            if let Some(twice) = members.iter().find(|m| !names.insert(m.name.as_str())) {
+                return Err(format!("two members are named `{}`", twice.name));
+            }
+            Ok(Outcome::Accepted)
+        }
+    }
+}
+
+fn run_policy(text: &str) -> Result<Outcome, String> {
+    use hyperforge::policy::{check_templates, PolicyPack, RuleFile};
+    let pack = PolicyPack {
+        name: "fuzz".to_owned(),
+        rules: vec![RuleFile {
+            origin: "fuzz.guard".to_owned(),
+            text: text.to_owned(),
+        }],
+    };
+    let ds = check_templates(&[("fuzz.template.json", POLICY_TEMPLATE)], &pack);
+    let mut invalid = false;
+    for d in ds.iter() {
+        use hyperforge::Code;
+        if !matches!(d.code, Code::PolicyViolation | Code::PolicyRuleInvalid) {
+            return Err(format!("a policy run reported {}", d.code));
+        }
+        invalid |= d.code == Code::PolicyRuleInvalid;
+        if d.message.trim().is_empty() || d.path.trim().is_empty() {
+            return Err(format!("a diagnostic without a message or location: {d:?}"));
+        }
+    }
+    Ok(if invalid {
+        Outcome::Refused
+    } else {
+        Outcome::Accepted
+    })
 }
 
 fn check_diagnostics(ds: &hyperforge::diagnostics::Diagnostics) -> Result<(), String> {

@@ -83,3 +83,50 @@ fn corpus_and_fresh_mutations_keep_the_invariants() {
         findings.join("\n")
     );
 }
+
+/// The fleet-file and policy-file targets: their corpora and fresh mutations keep the same
+/// invariants (`HYPERFORGE_FUZZ_ITERATIONS` mutations each, default 1,000).
+#[test]
+fn fleet_and_policy_files_keep_the_invariants() {
+    let repo = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let iterations = env_u64("HYPERFORGE_FUZZ_ITERATIONS", 1_000);
+    let seed = env_u64("HYPERFORGE_FUZZ_SEED", 1);
+    let mut findings = Vec::new();
+    for target in [Target::Fleet, Target::Policy] {
+        let seeds = harness::corpus_for(repo, target);
+        let (mut accepted, mut refused) = (0, 0);
+        let inputs = seeds
+            .iter()
+            .map(|s| (s.name.clone(), s.bytes.clone()))
+            .chain(
+                (0..iterations).map(|i| (format!("input {i}"), harness::input(&seeds, seed, i))),
+            );
+        for (name, bytes) in inputs {
+            let start = Instant::now();
+            let result = harness::run(target, &bytes, None);
+            let took = start.elapsed();
+            match result {
+                Err(f) => findings.push(format!("{name} [{}]: {}", target.name(), f.what)),
+                Ok(_) if took > harness::budget(bytes.len(), PER_MIB) => findings.push(format!(
+                    "{name} [{}]: {took:?} for {} bytes",
+                    target.name(),
+                    bytes.len()
+                )),
+                Ok(harness::Outcome::Accepted) => accepted += 1,
+                Ok(harness::Outcome::Refused) => refused += 1,
+            }
+        }
+        // Both outcomes occur: a target refusing (or accepting) everything would pass vacuously.
+        assert!(
+            accepted > 0 && refused > 0,
+            "{}: {accepted} accepted, {refused} refused",
+            target.name()
+        );
+    }
+    harness::cleanup();
+    assert!(
+        findings.is_empty(),
+        "replay with `cargo run --release --example fuzz_stackfile -- --target <fleet|policy> --seed {seed} --only <i>`:\n{}",
+        findings.join("\n")
+    );
+}
