@@ -1,5 +1,6 @@
 //! Hostile values in every field of every reference stack file and fleet file: each is either
-//! refused with a diagnostic or reaches the generated scripts (RUNBOOK.md, FLEET.md) inert.
+//! refused with a diagnostic or reaches the generated scripts (RUNBOOK.md, FLEET.md, the
+//! uploaded lifecycle scripts) inert.
 //!
 //! For each scalar of the file, the value is replaced by text that would run a command if a
 //! renderer wrote it unquoted (`$(…)`, backticks, a quote that closes the surrounding one, `;`,
@@ -156,9 +157,14 @@ fn inert_map(script: &str) -> Vec<bool> {
 }
 
 /// Problems of one generated document: blocks that do not parse, markers a shell would run.
+/// A Markdown document's scripts are its ```sh blocks; a shell script is one block.
 fn document_problems(name: &str, text: &str) -> Vec<String> {
     let mut problems = Vec::new();
-    let blocks = sh_blocks(text);
+    let blocks = if name.ends_with(".sh") {
+        vec![text.to_owned()]
+    } else {
+        sh_blocks(text)
+    };
     for block in &blocks {
         let inert = inert_map(block);
         for (at, _) in block.match_indices(MARKER) {
@@ -322,7 +328,7 @@ fn hostile_values_in_stack_files_are_refused_or_inert() {
                 problems.extend(path_problems(assembly.files()));
                 let mut reached = false;
                 for (name, bytes) in assembly.files() {
-                    if name.ends_with(".md") {
+                    if name.ends_with(".md") || name.ends_with(".sh") {
                         let text = String::from_utf8_lossy(bytes);
                         reached |= sh_blocks(&text).iter().any(|b| b.contains(MARKER));
                         for p in document_problems(name, &text) {
@@ -380,7 +386,7 @@ fn hostile_values_in_fleet_files_are_refused_or_inert() {
             };
             problems.extend(path_problems(&files));
             for (name, bytes) in &files {
-                if name.ends_with(".md") {
+                if name.ends_with(".md") || name.ends_with(".sh") {
                     for p in document_problems(name, &String::from_utf8_lossy(bytes)) {
                         problems.push(format!("{path:?}: {p}"));
                     }
