@@ -4,7 +4,11 @@
 //! ```text
 //! cargo run --release --example fuzz_stackfile -- --iterations 1000000 [--seed N] [--target load|synth|both|fleet|policy|all]
 //! cargo run --release --example fuzz_stackfile -- --seed N --only I   # replay input I
+//! cargo run --release --example fuzz_stackfile -- --from I --trace      # inputs I.., each named first
 //! ```
+//!
+//! `--trace` names each input on standard error before running it, so that an input that
+//! aborts the process (a stack overflow) is the last one named.
 //!
 //! Every input goes through the chosen targets, in turn (`both`: even inputs the loader, odd
 //! inputs the whole in-memory pipeline; `all` adds the fleet and policy targets), each
@@ -75,6 +79,8 @@ struct Args {
     seed: u64,
     targets: Vec<Target>,
     only: Option<u64>,
+    from: u64,
+    trace: bool,
     max_mib: usize,
     per_mib: Duration,
     save: bool,
@@ -86,6 +92,8 @@ fn args() -> Args {
         seed: 1,
         targets: Target::ALL.to_vec(),
         only: None,
+        from: 0,
+        trace: false,
         max_mib: 256,
         per_mib: Duration::from_millis(1000),
         save: false,
@@ -98,6 +106,8 @@ fn args() -> Args {
             "--seed" => a.seed = value().parse().expect("--seed N"),
             "--only" => a.only = Some(value().parse().expect("--only I")),
             "--save" => a.save = true,
+            "--from" => a.from = value().parse().expect("--from I"),
+            "--trace" => a.trace = true,
             "--max-mib" => a.max_mib = value().parse().expect("--max-mib N"),
             "--ms-per-mib" => {
                 a.per_mib = Duration::from_millis(value().parse().expect("--ms-per-mib N"))
@@ -161,7 +171,7 @@ fn main() {
     });
     let mutation_runs = match a.only {
         Some(i) => i..i + 1,
-        None => 0..a.iterations,
+        None => a.from..a.from.saturating_add(a.iterations),
     }
     .map(|i| ((i % a.targets.len() as u64) as usize, i.to_string(), None));
     let runs: Box<dyn Iterator<Item = (usize, String, Option<usize>)>> = if a.only.is_some() {
@@ -176,6 +186,14 @@ fn main() {
             Some(s) => seeds[s].bytes.clone(),
             None => harness::input(seeds, a.seed, label.parse().expect("input number")),
         };
+        if a.trace {
+            eprintln!("running [{}] input {label}", target.name());
+        }
+        // Saved before it runs: an input that aborts the process is kept too.
+        if a.save {
+            let path = harness::save_finding(&findings_dir, target, a.seed, &label, &bytes);
+            eprintln!("input {label} saved to {}", path.display());
+        }
         let base = LIVE.load(Ordering::Relaxed);
         PEAK.store(base, Ordering::Relaxed);
         let t = Instant::now();
@@ -192,10 +210,6 @@ fn main() {
         }
         s.peak = s.peak.max(peak);
         s.largest = s.largest.max(bytes.len());
-        if a.save {
-            let path = harness::save_finding(&findings_dir, target, a.seed, &label, &bytes);
-            eprintln!("input {label} saved to {} ({took:?})", path.display());
-        }
         let problem = match result {
             Err(f) => Some(f.what),
             Ok(_) if took > harness::budget(bytes.len(), a.per_mib) => Some(format!(

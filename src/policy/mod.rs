@@ -73,10 +73,130 @@ pub enum PolicyError {
 /// small fraction of it.
 pub const MAX_RULE_BYTES: u64 = 4 * 1024 * 1024;
 
+/// The longest line a rule file may have, in characters: Guard's parser measures a position's
+/// column from its line's start, so a file of a few very long lines takes time quadratic in
+/// their length (seconds for one of 600 KB); the vendored rules' lines are under 200.
+pub const MAX_RULE_LINE: usize = 8192;
+
 /// The deepest nesting of brackets (`[`, `{`, `(`) a rule file may have. Guard's parser
 /// recurses once per level, so a small file of thousands of nested lists would overflow the
 /// stack; the vendored rules nest at most a handful of levels.
 pub const MAX_RULE_NESTING: usize = 64;
+
+/// A `let` variable of Guard rule text whose value refers to itself, directly or through other
+/// variables (`let a = Resources.*[ %a.Type == 'X' ]`): Guard resolves such a variable by
+/// recursing without end, so the file is refused before Guard sees it. Returns the cycle
+/// (`a -> b -> a`). Comments and strings are skipped; a variable's value runs from its `=` to
+/// the end of the line on which its brackets close.
+pub fn variable_cycle(text: &str) -> Option<String> {
+    use std::collections::{BTreeMap, BTreeSet};
+    let ident = |c: char| c.is_ascii_alphanumeric() || c == '_';
+    let chars: Vec<char> = text.chars().collect();
+    let mut refs: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    // The variables whose values are being read: (name, bracket depth at its `=`, whether a
+    // token of the value was seen).
+    let mut open: Vec<(String, usize, bool)> = Vec::new();
+    let (mut i, mut depth) = (0usize, 0usize);
+    let word_at = |i: usize| -> String { chars[i..].iter().take_while(|c| ident(**c)).collect() };
+    while i < chars.len() {
+        let c = chars[i];
+        match c {
+            '#' => {
+                while i < chars.len() && chars[i] != '\n' {
+                    i += 1;
+                }
+                continue;
+            }
+            '"' | '\'' => {
+                i += 1;
+                while i < chars.len() && chars[i] != c {
+                    if chars[i] == '\\' {
+                        i += 1;
+                    }
+                    i += 1;
+                }
+            }
+            '[' | '{' | '(' => depth += 1,
+            ']' | '}' | ')' => depth = depth.saturating_sub(1),
+            '\n' => {
+                open.retain(|(_, at, seen)| !(*seen && depth <= *at));
+            }
+            '%' => {
+                let name = word_at(i + 1);
+                for (variable, _, seen) in &mut open {
+                    refs.entry(variable.clone())
+                        .or_default()
+                        .insert(name.clone());
+                    *seen = true;
+                }
+                i += 1 + name.len();
+                continue;
+            }
+            c if ident(c) && (i == 0 || !ident(chars[i - 1])) => {
+                let word = word_at(i);
+                i += word.len();
+                if word == "let" {
+                    let mut j = i;
+                    while j < chars.len() && chars[j] == ' ' {
+                        j += 1;
+                    }
+                    let name = word_at(j);
+                    let mut k = j + name.len();
+                    while k < chars.len() && chars[k] == ' ' {
+                        k += 1;
+                    }
+                    if !name.is_empty() && chars.get(k) == Some(&'=') {
+                        refs.entry(name.clone()).or_default();
+                        open.push((name, depth, false));
+                        i = k + 1;
+                        continue;
+                    }
+                }
+                for v in &mut open {
+                    v.2 = true;
+                }
+                continue;
+            }
+            _ => {}
+        }
+        if !c.is_whitespace() && c != '=' {
+            for v in &mut open {
+                v.2 = true;
+            }
+        }
+        i += 1;
+    }
+    // A cycle among the variables, by depth-first search.
+    fn visit(
+        name: &str,
+        refs: &BTreeMap<String, BTreeSet<String>>,
+        path: &mut Vec<String>,
+        done: &mut BTreeSet<String>,
+    ) -> Option<String> {
+        if let Some(at) = path.iter().position(|p| p == name) {
+            let mut cycle = path[at..].to_vec();
+            cycle.push(name.to_owned());
+            return Some(cycle.join(" -> "));
+        }
+        if done.contains(name) {
+            return None;
+        }
+        path.push(name.to_owned());
+        for next in refs.get(name).into_iter().flatten() {
+            if refs.contains_key(next) {
+                if let Some(cycle) = visit(next, refs, path, done) {
+                    return Some(cycle);
+                }
+            }
+        }
+        path.pop();
+        done.insert(name.to_owned());
+        None
+    }
+    let mut done = BTreeSet::new();
+    refs.keys()
+        .find_map(|name| visit(name, &refs, &mut Vec::new(), &mut done))
+}
 
 /// The deepest bracket nesting of Guard rule text, outside strings and comments (a bracket in
 /// a regular expression counts: that overestimates, never underestimates).
@@ -295,19 +415,34 @@ pub fn check_templates(templates: &[(&str, &str)], pack: &PolicyPack) -> Diagnos
     }
     let texts: Vec<&str> = templates.iter().map(|(_, t)| *t).collect();
     // Nesting is bounded before Guard's recursive parser sees a file.
-    let (rules, too_deep): (Vec<RuleFile>, Vec<RuleFile>) = pack
-        .rules
-        .iter()
-        .cloned()
-        .partition(|r| rule_nesting(&r.text) <= MAX_RULE_NESTING);
-    for rule in &too_deep {
-        out.push(invalid_rule(
-            &rule.origin,
-            &format!(
-                "its brackets nest {} levels deep; at most {MAX_RULE_NESTING} are read",
-                rule_nesting(&rule.text)
-            ),
-        ));
+    // So are line lengths (Guard's columns cost the line's length each), and every variable's
+    // value must be free of itself (Guard would recurse without end on one).
+    let mut rules = Vec::new();
+    for rule in &pack.rules {
+        let depth = rule_nesting(&rule.text);
+        let longest = rule
+            .text
+            .lines()
+            .map(|l| l.chars().count())
+            .max()
+            .unwrap_or(0);
+        let refused = if longest > MAX_RULE_LINE {
+            Some(format!(
+                "a line of it is {longest} characters long; at most {MAX_RULE_LINE} are read"
+            ))
+        } else if depth > MAX_RULE_NESTING {
+            Some(format!(
+                "its brackets nest {depth} levels deep; at most {MAX_RULE_NESTING} are read"
+            ))
+        } else {
+            variable_cycle(&rule.text).map(|cycle| {
+                format!("its variables refer to themselves ({cycle}), which Guard cannot resolve")
+            })
+        };
+        match refused {
+            Some(why) => out.push(invalid_rule(&rule.origin, &why)),
+            None => rules.push(rule.clone()),
+        }
     }
     if rules.is_empty() {
         return out;

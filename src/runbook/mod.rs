@@ -5,7 +5,7 @@
 //! request bodies) is computed here.
 
 use crate::assembly::inventory::{
-    CapacityEndEntry, CapacityEntry, CapacitySourceEntry, EndpointEntry, LaunchedBy,
+    AlertEntry, CapacityEndEntry, CapacityEntry, CapacitySourceEntry, EndpointEntry, LaunchedBy,
     ReachedThrough, SecretKeyEntry, StagingEntry,
 };
 use crate::assembly::manifest::ValueSource;
@@ -70,28 +70,11 @@ pub struct RunbookData {
     /// The admin host reaching the private API endpoint, if the stack has one.
     pub admin_host: Vec<AdminHostData>,
     /// The Prometheus alerting rules the stack deploys.
-    pub alerts: Vec<AlertData>,
+    pub alerts: Vec<AlertEntry>,
     /// Whether a step checks an image (`docker buildx`).
     pub needs_docker: bool,
     /// Whether a step checks a Hub revision (`curl`, `python3`).
     pub needs_curl: bool,
-}
-
-/// One Prometheus alerting rule.
-#[derive(Clone, Debug, Serialize)]
-pub struct AlertData {
-    /// The alert's name.
-    pub name: String,
-    /// `critical` or `warning`.
-    pub severity: String,
-    /// The PromQL expression, threshold in place.
-    pub expression: String,
-    /// How long it must hold (`5m`), or empty: it fires at once.
-    pub for_duration: String,
-    /// What it means.
-    pub summary: String,
-    /// What to do.
-    pub action: String,
 }
 
 /// The admin host and the local end of the Session Manager tunnel through it.
@@ -617,18 +600,7 @@ pub fn data(manifest: &StackManifest) -> RunbookData {
     capacity.extend(pools);
     let capacity: Vec<CapacityData> = capacity.into_iter().map(|(_, line)| line).collect();
     let endpoints: Vec<EndpointData> = inventory.endpoints.iter().map(endpoint).collect();
-    let alerts: Vec<AlertData> = inventory
-        .alerts
-        .iter()
-        .map(|a| AlertData {
-            name: a.name.clone(),
-            severity: a.severity.clone(),
-            expression: a.expression.clone(),
-            for_duration: a.for_duration.clone(),
-            summary: a.summary.clone(),
-            action: a.action.clone(),
-        })
-        .collect();
+    let alerts = inventory.alerts.clone();
 
     let stack_name_of = |stage: Option<&str>| -> String {
         stage

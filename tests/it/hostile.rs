@@ -291,6 +291,43 @@ fn path_problems(files: &BTreeMap<String, Vec<u8>>) -> Vec<String> {
         .collect()
 }
 
+/// The problems of every generated script in `files` (paths leaving the output, scripts that
+/// do not parse, markers a shell would run), each prefixed by `case`; and whether the marker
+/// reached a script at all.
+fn generated_problems(files: &BTreeMap<String, Vec<u8>>, case: &str) -> (Vec<String>, bool) {
+    let mut problems = path_problems(files);
+    let mut reached = false;
+    for (name, bytes) in files {
+        if name.ends_with(".md") || name.ends_with(".sh") {
+            let text = String::from_utf8_lossy(bytes);
+            reached |= text.contains(MARKER);
+            problems.extend(
+                document_problems(name, &text)
+                    .into_iter()
+                    .map(|p| format!("{case}: {p}")),
+            );
+        }
+    }
+    (problems, reached)
+}
+
+/// Fails with the first problems found.
+fn assert_no_problems(mut problems: Vec<String>, cases: usize) {
+    problems.sort();
+    problems.dedup();
+    assert!(
+        problems.is_empty(),
+        "{} problem(s) in {cases} cases:\n{}",
+        problems.len(),
+        problems
+            .iter()
+            .take(20)
+            .cloned()
+            .collect::<Vec<_>>()
+            .join("\n\n")
+    );
+}
+
 #[test]
 fn hostile_values_in_stack_files_are_refused_or_inert() {
     let mut problems = Vec::new();
@@ -325,17 +362,9 @@ fn hostile_values_in_stack_files_are_refused_or_inert() {
                     refused += 1;
                     continue;
                 };
-                problems.extend(path_problems(assembly.files()));
-                let mut reached = false;
-                for (name, bytes) in assembly.files() {
-                    if name.ends_with(".md") || name.ends_with(".sh") {
-                        let text = String::from_utf8_lossy(bytes);
-                        reached |= sh_blocks(&text).iter().any(|b| b.contains(MARKER));
-                        for p in document_problems(name, &text) {
-                            problems.push(format!("{file} {path:?}: {p}"));
-                        }
-                    }
-                }
+                let (found, reached) =
+                    generated_problems(assembly.files(), &format!("{file} {path:?}"));
+                problems.extend(found);
                 reaching += usize::from(reached);
                 if reached && std::env::var_os("HOSTILE_VERBOSE").is_some() {
                     eprintln!("reached: {file} {path:?} {variant:?}");
@@ -344,20 +373,8 @@ fn hostile_values_in_stack_files_are_refused_or_inert() {
         }
     }
     assert!(cases > 500, "{cases} cases");
-    eprintln!("{cases} cases, {refused} refused, {reaching} reach a script");
-    problems.sort();
-    problems.dedup();
-    assert!(
-        problems.is_empty(),
-        "{} problem(s) in {cases} cases ({refused} refused):\n{}",
-        problems.len(),
-        problems
-            .iter()
-            .take(20)
-            .cloned()
-            .collect::<Vec<_>>()
-            .join("\n\n")
-    );
+    eprintln!("{cases} cases, {refused} refused, {reaching} reach a generated document");
+    assert_no_problems(problems, cases);
 }
 
 #[test]
@@ -384,30 +401,11 @@ fn hostile_values_in_fleet_files_are_refused_or_inert() {
             let Ok((files, _)) = fleet.synth(&FleetOptions::default()) else {
                 continue;
             };
-            problems.extend(path_problems(&files));
-            for (name, bytes) in &files {
-                if name.ends_with(".md") || name.ends_with(".sh") {
-                    for p in document_problems(name, &String::from_utf8_lossy(bytes)) {
-                        problems.push(format!("{path:?}: {p}"));
-                    }
-                }
-            }
+            problems.extend(generated_problems(&files, &format!("{path:?}")).0);
         }
     }
     assert!(cases > 50, "{cases} cases");
-    problems.sort();
-    problems.dedup();
-    assert!(
-        problems.is_empty(),
-        "{} problem(s) in {cases} cases:\n{}",
-        problems.len(),
-        problems
-            .iter()
-            .take(20)
-            .cloned()
-            .collect::<Vec<_>>()
-            .join("\n\n")
-    );
+    assert_no_problems(problems, cases);
 }
 
 #[test]

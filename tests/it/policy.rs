@@ -239,3 +239,58 @@ fn rule_nesting_is_bounded_before_guard_parses() {
         assert_eq!(bounded, refused, "{levels} levels: {report}");
     }
 }
+
+/// A `let` variable whose value refers to itself (directly or through another) makes Guard
+/// recurse until the stack overflows; such a file is HF1002 before Guard sees it. Rules that
+/// only read variables defined before them are evaluated as before.
+#[test]
+fn self_referring_variables_are_refused_before_guard_runs() {
+    use hyperforge::policy::variable_cycle;
+    let direct = "let lc = Resources.*[ Type == 'AWS::AutoScaling::LaunchConfiguration'\n  %lc.Properties exists\n]\nrule R when %lc !empty { %lc.Properties { X exists } }\n";
+    assert_eq!(variable_cycle(direct).as_deref(), Some("lc -> lc"));
+    let mutual = "let a = %b\nlet b = Resources.*[ %a.Type == 'x' ]\nrule R { %a !empty }\n";
+    assert_eq!(variable_cycle(mutual).as_deref(), Some("a -> b -> a"));
+    // Comments and strings do not count; a later line reading a variable is not its value.
+    let fine = "let a = Resources.*[ Type == '%a' ] # %a\nlet b = %a\nrule R when %b !empty { %b.Properties { X exists } }\n";
+    assert_eq!(variable_cycle(fine), None);
+    for rule in PolicyPack::all_builtin().rules {
+        assert_eq!(variable_cycle(&rule.text), None, "{}", rule.origin);
+    }
+    let assembly = reference::kimi_k3_eks().synth().unwrap();
+    let pack = PolicyPack {
+        name: "cycle".into(),
+        rules: vec![RuleFile {
+            origin: "cycle.guard".into(),
+            text: direct.into(),
+        }],
+    };
+    let report = assembly.check_policies(&pack).diagnostics;
+    assert!(
+        report.iter().any(|d| d.code == Code::PolicyRuleInvalid
+            && d.message.contains("refer to themselves (lc -> lc)")),
+        "{report}"
+    );
+}
+
+/// A rule file with a line longer than Guard's column arithmetic handles quickly is HF1002
+/// before Guard parses it (one line of 600 KB took 4 s).
+#[test]
+fn overlong_rule_lines_are_refused_before_guard_parses() {
+    use hyperforge::policy::MAX_RULE_LINE;
+    let assembly = reference::kimi_k3_eks().synth().unwrap();
+    for (length, refused) in [(MAX_RULE_LINE, false), (MAX_RULE_LINE + 1, true)] {
+        let padding = "x".repeat(length - "rule R { Resources.*.Type exists } # ".len());
+        let pack = PolicyPack {
+            name: "long".into(),
+            rules: vec![RuleFile {
+                origin: "long.guard".into(),
+                text: format!("rule R {{ Resources.*.Type exists }} # {padding}\n"),
+            }],
+        };
+        let report = assembly.check_policies(&pack).diagnostics;
+        let bounded = report
+            .iter()
+            .any(|d| d.code == Code::PolicyRuleInvalid && d.message.contains("characters long"));
+        assert_eq!(bounded, refused, "{length}: {report}");
+    }
+}
