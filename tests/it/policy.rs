@@ -294,3 +294,41 @@ fn overlong_rule_lines_are_refused_before_guard_parses() {
         assert_eq!(bounded, refused, "{length}: {report}");
     }
 }
+
+/// Guard keeps every clause's report in memory: past 5,000 lines of rules in a pack, the file
+/// that passes the bound is HF1002 (a file of 25,000 failing clauses took 386 MiB). The
+/// vendored packs hold far fewer.
+#[test]
+fn a_pack_holds_a_bounded_number_of_rule_lines() {
+    use hyperforge::policy::{rule_lines, MAX_RULE_LINES};
+    let vendored: usize = PolicyPack::all_builtin()
+        .rules
+        .iter()
+        .map(|r| rule_lines(&r.text))
+        .sum();
+    assert!(vendored * 4 < MAX_RULE_LINES, "{vendored}");
+    let assembly = reference::kimi_k3_eks().synth().unwrap();
+    let clause = "    %clusters.Properties.ResourcesVpcConfig.EndpointPublicAccess == false\n";
+    let file = |clauses: usize| {
+        format!(
+            "# a comment\nlet clusters = Resources.*[ Type == 'AWS::EKS::Cluster' ]\nrule MANY when %clusters !empty {{\n{}}}\n",
+            clause.repeat(clauses)
+        )
+    };
+    for (clauses, refused) in [(MAX_RULE_LINES - 3, false), (MAX_RULE_LINES - 2, true)] {
+        let text = file(clauses);
+        assert_eq!(rule_lines(&text), clauses + 3);
+        let pack = PolicyPack {
+            name: "many".into(),
+            rules: vec![RuleFile {
+                origin: "many.guard".into(),
+                text,
+            }],
+        };
+        let report = assembly.check_policies(&pack).diagnostics;
+        let bounded = report
+            .iter()
+            .any(|d| d.code == Code::PolicyRuleInvalid && d.message.contains("lines of rules"));
+        assert_eq!(bounded, refused, "{clauses}: {report}");
+    }
+}
