@@ -159,6 +159,9 @@
 //! object, the user's own included, keeps insertion order instead of sorting its keys.
 
 #![warn(missing_docs)]
+// Library code never panics on input through `unwrap`/`expect`: every fallible step returns
+// a diagnostic or an error (test code may).
+#![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used))]
 
 pub mod app;
 pub mod assembly;

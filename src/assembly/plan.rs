@@ -493,6 +493,83 @@ fn indent(text: &str) -> String {
         .join("\n")
 }
 
+/// A shell sandbox for the tests that no value runs as a command (`ShellProbe`).
+#[cfg(all(test, unix))]
+pub(crate) mod shell_probe {
+    /// A shell sandbox for the property that no value runs as a command: fake tools on a private
+    /// `PATH`, values that would create a file if a shell ran them, and the check that none did.
+    pub(crate) struct ShellProbe {
+        dir: std::path::PathBuf,
+        path: String,
+        pwned: std::path::PathBuf,
+        /// `$(…)`, backticks, closing single and double quotes, a newline: each creates the
+        /// probe's file when a shell runs it unquoted.
+        pub hostile: [String; 5],
+    }
+
+    impl ShellProbe {
+        /// A probe named `name` whose `tools` each print `answer`'s output (a shell snippet).
+        pub fn new(name: &str, tools: &[&str], answer: &str) -> ShellProbe {
+            use std::os::unix::fs::PermissionsExt;
+            let dir =
+                std::env::temp_dir().join(format!("hyperforge-{name}-{}", std::process::id()));
+            let bin = dir.join("bin");
+            std::fs::create_dir_all(&bin).unwrap();
+            for tool in tools {
+                let path = bin.join(tool);
+                std::fs::write(&path, format!("#!/bin/sh\n{answer}\n")).unwrap();
+                std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+            }
+            let pwned = dir.join("pwned");
+            let p = pwned.display();
+            let hostile = [
+                format!("x$(touch {p})"),
+                format!("x`touch {p}`"),
+                format!("x'; touch {p}; '"),
+                format!("x\"; touch {p}; \""),
+                format!("x\ntouch {p}\n"),
+            ];
+            ShellProbe {
+                path: format!("{}:/usr/bin:/bin", bin.display()),
+                dir,
+                pwned,
+                hostile,
+            }
+        }
+
+        /// Runs `script` with `sh -c` on the fake tools, with `env` set and `HF_TOKEN` unset.
+        pub fn run(&self, script: &str, env: &[(&str, &str)]) -> std::process::ExitStatus {
+            std::process::Command::new("sh")
+                .arg("-c")
+                .arg(script)
+                .env("PATH", &self.path)
+                .env_remove("HF_TOKEN")
+                .envs(env.iter().copied())
+                .stdout(std::process::Stdio::null())
+                .stderr(std::process::Stdio::null())
+                .status()
+                .unwrap()
+        }
+
+        /// Whether a hostile value ran.
+        pub fn ran(&self) -> bool {
+            self.pwned.exists()
+        }
+
+        /// The check itself: an unquoted value does run.
+        pub fn assert_catches_an_unquoted_value(&self) {
+            self.run(&format!("echo {}", self.hostile[0]), &[]);
+            assert!(self.ran(), "the probe does not see an unquoted value run");
+        }
+    }
+
+    impl Drop for ShellProbe {
+        fn drop(&mut self) {
+            let _ = std::fs::remove_dir_all(&self.dir);
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -576,30 +653,15 @@ mod tests {
     #[cfg(unix)]
     #[test]
     fn hostile_values_never_run_as_commands() {
-        use std::os::unix::fs::PermissionsExt;
-        let dir = std::env::temp_dir().join(format!("hyperforge-steps-{}", std::process::id()));
-        let bin = dir.join("bin");
-        std::fs::create_dir_all(&bin).unwrap();
-        for tool in ["aws", "kubectl", "curl", "docker", "python3", "sleep"] {
-            let path = bin.join(tool);
-            // Every answer `active`, but an empty listing (so that emptying a bucket ends).
-            let answer =
-                "case \"$*\" in *list-object-versions*) echo '[]' ;; *) echo active ;; esac";
-            std::fs::write(&path, format!("#!/bin/sh\n{answer}\n")).unwrap();
-            std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
-        }
-        let pwned = dir.join("pwned");
-        let p = pwned.display();
-        let hostile = [
-            format!("x$(touch {p})"),
-            format!("x`touch {p}`"),
-            format!("x'; touch {p}; '"),
-            format!("x\"; touch {p}; \""),
-            format!("x\ntouch {p}\n"),
-        ];
-        let path = format!("{}:/usr/bin:/bin", bin.display());
+        // Every answer `active`, but an empty listing (so that emptying a bucket ends).
+        let answer = "case \"$*\" in *list-object-versions*) echo '[]' ;; *) echo active ;; esac";
+        let probe = super::shell_probe::ShellProbe::new(
+            "steps",
+            &["aws", "kubectl", "curl", "docker", "python3", "sleep"],
+            answer,
+        );
         let mut ran = 0;
-        for value in &hostile {
+        for value in &probe.hostile {
             for step in every_step(value) {
                 let script = step.script("us-west-2");
                 assert_eq!(script.lines().next(), Some(step.marker().as_str()));
@@ -609,32 +671,13 @@ mod tests {
                     .iter()
                     .map(|r| format!("{}={}\n", r.variable, sh_quote(value)))
                     .collect();
-                let status = std::process::Command::new("sh")
-                    .arg("-c")
-                    .arg(format!("{bindings}{script}"))
-                    .env("PATH", &path)
-                    .env_remove("HF_TOKEN")
-                    .env("ALERT_EMAIL", value)
-                    .stdout(std::process::Stdio::null())
-                    .stderr(std::process::Stdio::null())
-                    .status()
-                    .unwrap();
+                let status = probe.run(&format!("{bindings}{script}"), &[("ALERT_EMAIL", value)]);
                 assert!(status.code().is_some(), "{script}");
                 ran += 1;
-                assert!(!pwned.exists(), "a value ran as a command:\n{script}");
+                assert!(!probe.ran(), "a value ran as a command:\n{script}");
             }
         }
-        assert_eq!(ran, hostile.len() * every_step("x").len());
-        // The check itself: an unquoted value does run.
-        let unquoted = format!("echo {}", hostile[0]);
-        std::process::Command::new("sh")
-            .arg("-c")
-            .arg(&unquoted)
-            .env("PATH", &path)
-            .stdout(std::process::Stdio::null())
-            .status()
-            .unwrap();
-        assert!(pwned.exists());
-        let _ = std::fs::remove_dir_all(&dir);
+        assert_eq!(ran, probe.hostile.len() * every_step("x").len());
+        probe.assert_catches_an_unquoted_value();
     }
 }

@@ -232,9 +232,9 @@ fn load_packs(names: &[String], json: bool) -> Result<Vec<PolicyPack>, Exit> {
                 name.as_str(),
                 format!("--policy: {e}"),
                 format!(
-                    "name a vendored pack ({}) or a readable .guard file or directory of them, at most {} bytes",
+                    "name a vendored pack ({}) or a readable .guard file or directory of them, at most {} MiB of rules",
                     PolicyPack::BUILTIN.join(", "),
-                    hyperforge::policy::MAX_RULE_BYTES
+                    hyperforge::policy::MAX_RULE_BYTES >> 20
                 ),
             )),
         }

@@ -436,16 +436,17 @@ pub fn check_templates(templates: &[(&str, &str)], pack: &PolicyPack) -> Diagnos
     let mut lines = 0usize;
     for rule in &pack.rules {
         let depth = rule_nesting(&rule.text);
-        lines = lines.saturating_add(rule_lines(&rule.text));
+        // Only the files evaluated count towards the pack's lines.
+        let with_it = lines.saturating_add(rule_lines(&rule.text));
         let longest = rule
             .text
             .lines()
             .map(|l| l.chars().count())
             .max()
             .unwrap_or(0);
-        let refused = if lines > MAX_RULE_LINES {
+        let refused = if with_it > MAX_RULE_LINES {
             Some(format!(
-                "with it the pack holds {lines} lines of rules; at most {MAX_RULE_LINES} are evaluated at once"
+                "with it the pack holds {with_it} lines of rules; at most {MAX_RULE_LINES} are evaluated at once"
             ))
         } else if longest > MAX_RULE_LINE {
             Some(format!(
@@ -461,8 +462,17 @@ pub fn check_templates(templates: &[(&str, &str)], pack: &PolicyPack) -> Diagnos
             })
         };
         match refused {
-            Some(why) => out.push(invalid_rule(&rule.origin, &why)),
-            None => rules.push(rule.clone()),
+            Some(why) => {
+                let mut d = invalid_rule(&rule.origin, &why);
+                d.help = format!(
+                    "keep rule files within what Guard evaluates safely: brackets nested at most {MAX_RULE_NESTING} deep, lines of at most {MAX_RULE_LINE} characters, at most {MAX_RULE_LINES} lines of rules per pack (split the rules over several --policy arguments), and no variable whose value reads itself"
+                );
+                out.push(d);
+            }
+            None => {
+                lines = with_it;
+                rules.push(rule.clone());
+            }
         }
     }
     if rules.is_empty() {

@@ -300,6 +300,7 @@ mod tests {
         FleetMemberManifest, OperationPreferences, RegionConcurrency, StackInstanceManifest,
         StackSetManifest,
     };
+    use crate::assembly::plan::shell_probe::ShellProbe;
     use std::collections::BTreeMap;
 
     fn fleet(value: &str, permission_model: PermissionModel) -> FleetManifest {
@@ -376,29 +377,12 @@ mod tests {
             .collect()
     }
 
+    #[cfg(unix)]
     #[test]
     fn hostile_values_in_a_fleet_never_run_as_commands() {
-        use std::os::unix::fs::PermissionsExt;
-        let dir = std::env::temp_dir().join(format!("hyperforge-fleet-{}", std::process::id()));
-        let bin = dir.join("bin");
-        std::fs::create_dir_all(&bin).unwrap();
-        for tool in ["aws", "hyperforge", "sleep"] {
-            let path = bin.join(tool);
-            std::fs::write(&path, "#!/bin/sh\necho SUCCEEDED\n").unwrap();
-            std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
-        }
-        let pwned = dir.join("pwned");
-        let p = pwned.display();
-        let hostile = [
-            format!("x$(touch {p})"),
-            format!("x`touch {p}`"),
-            format!("x'; touch {p}; '"),
-            format!("x\"; touch {p}; \""),
-            format!("x\ntouch {p}\n"),
-        ];
-        let path = format!("{}:/usr/bin:/bin", bin.display());
+        let probe = ShellProbe::new("fleet", &["aws", "hyperforge", "sleep"], "echo SUCCEEDED");
         let mut ran = 0;
-        for value in &hostile {
+        for value in &probe.hostile {
             for model in [
                 PermissionModel::SelfManaged {
                     administration_role_arn: Some(value.clone()),
@@ -410,29 +394,13 @@ mod tests {
             ] {
                 let text = render_fleet(&fleet(value, model)).unwrap();
                 for script in scripts(&text) {
-                    std::process::Command::new("sh")
-                        .arg("-c")
-                        .arg(&script)
-                        .env("PATH", &path)
-                        .stdout(std::process::Stdio::null())
-                        .stderr(std::process::Stdio::null())
-                        .status()
-                        .unwrap();
+                    probe.run(&script, &[]);
                     ran += 1;
-                    assert!(!pwned.exists(), "a value ran as a command:\n{script}");
+                    assert!(!probe.ran(), "a value ran as a command:\n{script}");
                 }
             }
         }
-        assert!(ran >= hostile.len() * 2 * 4, "{ran} scripts ran");
-        // The check itself: an unquoted value does run.
-        std::process::Command::new("sh")
-            .arg("-c")
-            .arg(format!("echo {}", hostile[0]))
-            .env("PATH", &path)
-            .stdout(std::process::Stdio::null())
-            .status()
-            .unwrap();
-        assert!(pwned.exists());
-        let _ = std::fs::remove_dir_all(&dir);
+        assert!(ran >= probe.hostile.len() * 2 * 4, "{ran} scripts ran");
+        probe.assert_catches_an_unquoted_value();
     }
 }

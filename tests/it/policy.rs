@@ -315,20 +315,33 @@ fn a_pack_holds_a_bounded_number_of_rule_lines() {
             clause.repeat(clauses)
         )
     };
-    for (clauses, refused) in [(MAX_RULE_LINES - 3, false), (MAX_RULE_LINES - 2, true)] {
+    for (clauses, refused) in [(MAX_RULE_LINES - 4, false), (MAX_RULE_LINES - 2, true)] {
         let text = file(clauses);
         assert_eq!(rule_lines(&text), clauses + 3);
         let pack = PolicyPack {
             name: "many".into(),
-            rules: vec![RuleFile {
-                origin: "many.guard".into(),
-                text,
-            }],
+            rules: vec![
+                RuleFile {
+                    origin: "many.guard".into(),
+                    text,
+                },
+                // A refused file does not count: the next one still fits.
+                RuleFile {
+                    origin: "small.guard".into(),
+                    text: "rule SMALL { Resources.*.Type exists }\n".into(),
+                },
+            ],
         };
         let report = assembly.check_policies(&pack).diagnostics;
         let bounded = report
             .iter()
             .any(|d| d.code == Code::PolicyRuleInvalid && d.message.contains("lines of rules"));
         assert_eq!(bounded, refused, "{clauses}: {report}");
+        if refused {
+            let d = report.with_code(Code::PolicyRuleInvalid).next().unwrap();
+            assert_eq!(d.path, "many.guard", "{report}");
+            assert!(d.help.contains("split the rules"), "{}", d.help);
+            assert!(!report.iter().any(|d| d.path == "small.guard"), "{report}");
+        }
     }
 }
