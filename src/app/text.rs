@@ -176,6 +176,14 @@ impl Text {
         Some(out)
     }
 
+    /// The literal parts, in order.
+    pub fn literal_parts(&self) -> impl Iterator<Item = &str> {
+        self.0.iter().filter_map(|p| match p {
+            Part::Lit(s) => Some(s.as_str()),
+            _ => None,
+        })
+    }
+
     /// The references the text contains.
     pub fn references(&self) -> impl Iterator<Item = &AttrRef> {
         self.0.iter().filter_map(|p| match p {

@@ -165,6 +165,11 @@ impl KedaOperatorRole {
     }
 }
 
+/// Why KEDA may query every Prometheus workspace of the account in the stack's region.
+pub(crate) const WORKSPACE_QUERY_REASON: &str = "KEDA queries the workspace each ScaledObject \
+    names, which the cluster's users choose after deployment; the action only reads metrics, \
+    in the stack's account and region.";
+
 /// The policy of the KEDA operator's role: `aps:QueryMetrics` on the account's workspaces in
 /// the stack's region.
 pub fn keda_operator_policy() -> crate::resources::iam::PolicyDocument {
@@ -173,7 +178,8 @@ pub fn keda_operator_policy() -> crate::resources::iam::PolicyDocument {
     PolicyDocument::new().statement(
         Statement::allow(["aps:QueryMetrics"])
             .sid("QueryPrometheusWorkspaces")
-            .resource(Text::arn("aps", true, true, Text::lit("workspace/*"))),
+            .resource(Text::arn("aps", true, true, Text::lit("workspace/*")))
+            .wildcards_because(WORKSPACE_QUERY_REASON),
     )
 }
 

@@ -280,7 +280,12 @@ impl Construct for EcrPullThroughCache {
                     document: PolicyDocument::new().statement(
                         Statement::allow(["ecr:BatchImportUpstreamImage", "ecr:CreateRepository"])
                             .sid("PullThroughCache")
-                            .resource(repositories.clone()),
+                            .resource(repositories.clone())
+                            .wildcards_because(
+                                "The cache creates a repository on the first pull of each \
+                                 upstream image, named after that image; the statement names \
+                                 only the cache's own prefix in the stack's account and region.",
+                            ),
                     ),
                 },
             );

@@ -634,7 +634,8 @@ impl EksCluster {
         scope.add(
             "AdminHostSecurityGroup",
             res::SecurityGroup {
-                description: format!("Admin host of EKS cluster {} (no inbound rules)", self.name),
+                description: "Admin host of the EKS cluster of this stack (no inbound rules)"
+                    .to_owned(),
                 vpc: vpc.id(),
                 name_tag: name.clone(),
                 egress: vec![res::CidrEgress {
@@ -701,6 +702,19 @@ impl EksCluster {
                 },
                 name_tag: name,
             },
+        )
+        .acknowledge(
+            res::Rule::EC2_WITHOUT_TERMINATION_PROTECTION,
+            "The admin host only carries Session Manager tunnels to the cluster's private API \
+             and holds no data; it is replaced or deleted with its stack, which termination \
+             protection would block.",
+        )
+        .acknowledge_part(
+            res::Rule::CDK_NAG_EC26_FAILURE,
+            res::AckScope::Finding("AwsSolutions-EC26"),
+            "The root volume is encrypted (`BlockDeviceMappings[0].Ebs.Encrypted: true`, checked \
+             by checkov CKV_AWS_8); the rule fails to run on an instance without a launch \
+             template when its template holds one.",
         );
     }
 }

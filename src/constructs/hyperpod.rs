@@ -377,6 +377,14 @@ pub fn is_training_plan_arn(arn: &str) -> bool {
     crate::app::arn::is_training_plan_arn(arn)
 }
 
+/// Why the nodes' network-interface statements name every interface of the account.
+const ENI_REASON: &str = "HyperPod creates the nodes' network interfaces at run time, so their \
+    ids are unknown when the policy is written; creating one is limited to the cluster's own \
+    subnets and security groups, which the statement names.";
+
+/// Why a statement of Describe actions names no resource.
+pub(crate) const NO_RESOURCE_LEVEL_PERMISSIONS: &str = "These actions support no resource-level permissions (Service Authorization Reference): IAM accepts only `*` for them.";
+
 impl HyperPodCluster {
     /// A cluster `name` orchestrated by `eks`, its nodes in `subnets` with `security_group`,
     /// running `lifecycle`'s scripts on creation.
@@ -486,14 +494,16 @@ impl HyperPodCluster {
                     "ec2:ModifyNetworkInterfaceAttribute",
                     "ec2:UnassignPrivateIpAddresses",
                 ])
-                .sid("ManageClusterNetworkInterfaces");
+                .sid("ManageClusterNetworkInterfaces")
+                .wildcards_because(ENI_REASON);
                 st.resources = eni_resources;
                 st
             })
             .statement(
                 Statement::allow(["ec2:CreateTags"])
                     .sid("TagNetworkInterfaces")
-                    .resource(eni_arn),
+                    .resource(eni_arn)
+                    .wildcards_because(ENI_REASON),
             )
             .statement(
                 Statement::allow([
@@ -507,7 +517,8 @@ impl HyperPodCluster {
                     "ecr:GetAuthorizationToken",
                 ])
                 .sid("DescribeNetworkAndAuthenticateToRegistries")
-                .resource("*"),
+                .resource("*")
+                .wildcards_because(NO_RESOURCE_LEVEL_PERMISSIONS),
             )
             .statement(
                 Statement::allow([
@@ -520,6 +531,11 @@ impl HyperPodCluster {
                     Text::lit("arn:")
                         .push_pseudo(Pseudo::Partition)
                         .push_lit(":ecr:*:*:repository/*"),
+                )
+                .wildcards_because(
+                    "Nodes pull the images their pods name, from whichever registry account \
+                     and region the workload uses (HyperPod's execution-role guidance grants \
+                     the same); the actions only read.",
                 ),
             )
             .statement(
@@ -530,7 +546,11 @@ impl HyperPodCluster {
             .statement(
                 Statement::allow(["cloudwatch:DescribeAlarms"])
                     .sid("ReadAlarms")
-                    .resource(Text::arn("cloudwatch", true, true, Text::lit("alarm:*"))),
+                    .resource(Text::arn("cloudwatch", true, true, Text::lit("alarm:*")))
+                    .wildcards_because(
+                        "HyperPod's node health agent reads the account's alarms in the \
+                         cluster's region by names it does not publish; the action only reads.",
+                    ),
             )
             .statement(
                 Statement::allow(["s3:ListBucket"])
@@ -540,7 +560,11 @@ impl HyperPodCluster {
             .statement(
                 Statement::allow(["s3:GetObject"])
                     .sid("ReadLifecycleScripts")
-                    .resource(Text::attr(lifecycle_bucket.arn()).push_lit("/*")),
+                    .resource(Text::attr(lifecycle_bucket.arn()).push_lit("/*"))
+                    .wildcards_because(
+                        "The objects of the lifecycle bucket, which holds only this cluster's \
+                         lifecycle scripts; the action only reads.",
+                    ),
             )
     }
 

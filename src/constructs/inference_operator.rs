@@ -114,7 +114,12 @@ impl InferenceOperator {
                 .push_lit(format!(":s3:::{name}"))
         };
         let list = Statement::allow(["s3:ListBucket"]).sid("ListModelBuckets");
-        let read = Statement::allow(["s3:GetObject"]).sid("ReadModels");
+        let read = Statement::allow(["s3:GetObject"])
+            .sid("ReadModels")
+            .wildcards_because(
+                "The objects of the model buckets the endpoints serve from, named one by one; \
+                 the model files are staged at deploy time and the action only reads.",
+            );
         let (list, read) = buckets.iter().fold((list, read), |(list, read), b| {
             (
                 list.resource(bucket(b)),
@@ -419,12 +424,20 @@ pub fn tls_certificates_policy(tls_bucket: &Ref<kind::Bucket>) -> PolicyDocument
                 "s3:PutObjectTagging",
             ])
             .sid("WriteCertificates")
-            .resource(Text::attr(tls_bucket.arn()).push_lit("/*")),
+            .resource(Text::attr(tls_bucket.arn()).push_lit("/*"))
+            .wildcards_because(
+                "The objects of the operator's own TLS bucket, which holds only the \
+                 certificates the operator writes under names it chooses.",
+            ),
         )
         .statement(
             Statement::allow(["acm:AddTagsToCertificate"])
                 .sid("TagCertificates")
-                .resource(Text::arn("acm", true, true, Text::lit("certificate/*"))),
+                .resource(Text::arn("acm", true, true, Text::lit("certificate/*")))
+                .wildcards_because(
+                    "The operator imports its certificates at run time, so their ids are \
+                     unknown when the policy is written; the action only adds tags.",
+                ),
         )
 }
 
@@ -439,12 +452,14 @@ pub fn keda_metrics_policy() -> PolicyDocument {
                 "cloudwatch:ListMetrics",
             ])
             .sid("ReadCloudWatchMetrics")
-            .resource("*"),
+            .resource("*")
+            .wildcards_because(super::hyperpod::NO_RESOURCE_LEVEL_PERMISSIONS),
         )
         .statement(
             Statement::allow(["aps:QueryMetrics"])
                 .sid("QueryPrometheus")
-                .resource(Text::arn("aps", true, true, Text::lit("workspace/*"))),
+                .resource(Text::arn("aps", true, true, Text::lit("workspace/*")))
+                .wildcards_because(super::controllers::WORKSPACE_QUERY_REASON),
         )
 }
 

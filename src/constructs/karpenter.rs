@@ -729,6 +729,14 @@ pub fn controller_policy(
                 .sid("DiscoverApiEndpoint")
                 .resource(Text::attr(cluster_arn)),
         )
+        .wildcards_because(
+            "Karpenter's published controller policy (its CloudFormation reference, statement by \
+             statement): it launches instances from images, snapshots, subnets, security groups \
+             and reservations it discovers at run time and manages the instances, launch \
+             templates and instance profiles it creates, whose ids are unknown when the policy is \
+             written; changes are limited to resources tagged for this cluster, and actions \
+             without resource-level permissions take `*`.",
+        )
 }
 
 // --- Stack-file form -------------------------------------------------------------------------

@@ -249,7 +249,8 @@ impl Construct for LogShipping {
             "logs:CreateLogStream",
             "logs:PutLogEvents",
             "logs:DescribeLogStreams",
-        ]);
+        ])
+        .wildcards_because(super::network::LOG_STREAMS_REASON);
         for arn in &groups {
             write = write
                 .resource(arn.clone())

@@ -201,6 +201,11 @@ pub const LOG_RETENTION_RANGE: Ints = Ints::new(
 
 /// The child id of the HyperPod subnet.
 pub const HYPERPOD_SUBNET: &str = "HyperPodSubnet";
+/// Why a writer of one log group may write any of its streams.
+pub(crate) const LOG_STREAMS_REASON: &str = "`:*` after the log group's ARN names its log \
+    streams, which the writer creates at run time under names it derives from its sources; \
+    the statement names each log group it writes.";
+
 /// The child id of the GPU node subnet.
 pub const GPU_SUBNET: &str = "GpuSubnet";
 
@@ -852,7 +857,8 @@ impl Network {
                             "logs:DescribeLogStreams",
                         ])
                         .resource(log_group_arn.clone())
-                        .resource(log_group_arn.push_lit(":*")),
+                        .resource(log_group_arn.push_lit(":*"))
+                        .wildcards_because(LOG_STREAMS_REASON),
                     ),
                 )],
                 name: None,

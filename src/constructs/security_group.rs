@@ -1,4 +1,4 @@
-//! The cluster security group shared by the EKS control plane and the HyperPod nodes: all
+//! The cluster security group shared by the EKS control plane and the cluster's nodes: all
 //! traffic to and from itself (EFA needs both directions), egress to anywhere, and the FSx for
 //! Lustre ports from itself. No ingress from outside the group.
 
@@ -78,7 +78,9 @@ impl Construct for ClusterSecurityGroup {
         scope.add(
             "Group",
             SecurityGroup {
-                description: format!("{stack_name} cluster: EKS control plane and HyperPod nodes; all traffic within the group, no ingress from outside"),
+                // The description is fixed text (CloudFormation replaces the group when it
+                // changes, and packs read it as a literal); the Name tag names the stack.
+                description: "Cluster: the EKS control plane and the cluster nodes; all traffic within the group, no ingress from outside".to_owned(),
                 vpc: self.vpc.id(),
                 name_tag: format!("{stack_name}-cluster"),
                 egress: vec![CidrEgress {

@@ -253,11 +253,17 @@ pub fn prefix_policy(bucket: &str, prefixes: &[String], write: bool) -> PolicyDo
             "s3:ListMultipartUploadParts",
         ]);
     }
-    let mut objects = Statement::allow(actions).sid(if write {
-        "StageModelObjects"
-    } else {
-        "ReadModelObjects"
-    });
+    let mut objects = Statement::allow(actions)
+        .sid(if write {
+            "StageModelObjects"
+        } else {
+            "ReadModelObjects"
+        })
+        .wildcards_because(
+            "The objects under the model's own prefix, named prefix by prefix: the weights \
+             files and their revisions are known only when they are staged; requests are \
+             limited to buckets of the stack's account.",
+        );
     for p in prefixes {
         objects = objects.resource(bucket_arn(bucket, &format!("/{p}*")));
     }

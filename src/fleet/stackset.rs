@@ -12,7 +12,8 @@
 //!
 //! Intrinsics go only where CloudFormation evaluates them: resource properties and output
 //! values and export names. Elsewhere (descriptions, metadata) a member value is replaced by
-//! its parameter's name in angle brackets, as documentation. The arguments of `Ref`,
+//! its parameter's name in angle brackets, as documentation, and in cdk-nag's acknowledged
+//! findings, which name the properties as that pack flattens them. The arguments of `Ref`,
 //! `Fn::GetAtt`, `Condition`, `Fn::FindInMap`, a `Fn::Join` or `Fn::Split` delimiter and a
 //! `Fn::If` condition name are names, never rewritten.
 
@@ -84,7 +85,10 @@ pub fn generalize(template: &Value, tokens: &[Token]) -> Generalized {
                         for (key, value) in resource.iter_mut() {
                             match key.as_str() {
                                 "Properties" => cx.evaluated(value),
-                                "Metadata" => cx.textual(value),
+                                "Metadata" => {
+                                    cx.findings(value);
+                                    cx.textual(value);
+                                }
                                 _ => cx.kept(value),
                             }
                         }
@@ -252,6 +256,34 @@ impl<'a> Cx<'a> {
     fn sub_template(&mut self, s: &mut String) {
         if self.holds_token(s) {
             self.replace(s, |t| format!("${{{}}}", t.parameter));
+        }
+    }
+
+    /// The findings cdk-nag's acknowledgements apply to (`cdk_nag.rules_to_suppress[].
+    /// applies_to`) name the properties as cdk-nag flattens them, where a parameter is
+    /// `<Name>`: every value the properties now take from a parameter (pseudo parameters too)
+    /// is spelled so, in the same places.
+    fn findings(&mut self, metadata: &mut Value) {
+        let Some(rules) = metadata
+            .pointer_mut("/cdk_nag/rules_to_suppress")
+            .and_then(Value::as_array_mut)
+        else {
+            return;
+        };
+        let findings = rules
+            .iter_mut()
+            .filter_map(|rule| rule.get_mut("applies_to").and_then(Value::as_array_mut))
+            .flatten()
+            .filter_map(|f| match f {
+                Value::String(s) => Some(s),
+                _ => None,
+            });
+        for finding in findings {
+            for t in self.tokens {
+                if finding.contains(t.value.as_str()) {
+                    *finding = finding.replace(t.value.as_str(), &format!("<{}>", t.parameter));
+                }
+            }
         }
     }
 

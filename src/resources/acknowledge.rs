@@ -54,6 +54,42 @@ impl Rule {
         cdk_nag: &[],
     };
 
+    /// An IAM policy allowing actions or resources through a `*`. Acknowledged per wildcard
+    /// (see [`AckScope`]), never for the whole role.
+    pub const IAM_WILDCARD: Rule = Rule {
+        checkov: &[],
+        guard: &[],
+        cfn_nag: &[],
+        cdk_nag: &["AwsSolutions-IAM5"],
+    };
+
+    /// An IAM role with an AWS managed policy attached. Acknowledged per policy.
+    pub const AWS_MANAGED_POLICY: Rule = Rule {
+        checkov: &[],
+        guard: &[],
+        cfn_nag: &[],
+        cdk_nag: &["AwsSolutions-IAM4"],
+    };
+
+    /// An EC2 instance outside an Auto Scaling group without termination protection.
+    pub const EC2_WITHOUT_TERMINATION_PROTECTION: Rule = Rule {
+        checkov: &[],
+        guard: &[],
+        cfn_nag: &[],
+        cdk_nag: &["AwsSolutions-EC29"],
+    };
+
+    /// cdk-nag's EC26 (encrypted EBS volumes) failing to run on an instance without a launch
+    /// template when its template holds one: the rule reads the launch template's name of an
+    /// instance that has none (cdk-nag 2.38.2 `EC2EBSVolumeEncrypted`). cdk-nag 3 reports the
+    /// failure as the rule's own finding.
+    pub const CDK_NAG_EC26_FAILURE: Rule = Rule {
+        checkov: &[],
+        guard: &[],
+        cfn_nag: &[],
+        cdk_nag: &["CdkNagValidationFailure"],
+    };
+
     /// A CloudWatch Logs group keeping its events for less than a year.
     pub const LOG_RETENTION_UNDER_A_YEAR: Rule = Rule::checkov(&["CKV_AWS_338"]);
 
@@ -90,6 +126,62 @@ pub struct Acknowledgement {
     pub rule: Rule,
     /// Why it does not apply: written beside every tool's suppression, for the reviewer.
     pub reason: String,
+    /// The part of the resource it covers; `None`: all of it.
+    pub scope: Option<AckScope>,
+}
+
+/// The part of a resource an acknowledgement covers, for the packs that report one finding
+/// per part (cdk-nag's `applies_to`): each backend names the findings from what it rendered.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum AckScope {
+    /// The wildcards of statement `statement` of the role's inline policy `policy` (of the
+    /// policy itself, for a policy resource: `policy` 0).
+    Statement {
+        /// The inline policy's index.
+        policy: usize,
+        /// The statement's index in that policy.
+        statement: usize,
+    },
+    /// The AWS managed policy of this name attached to the role.
+    ManagedPolicy(String),
+    /// One finding, as the pack names it (for cdk-nag's `CdkNagValidationFailure`: the rule
+    /// that failed to run).
+    Finding(&'static str),
+}
+
+/// Why hyperforge attaches an AWS managed policy rather than writing its own: the service
+/// documents that policy as what the role needs and keeps it current as the service gains
+/// features. `None` for a policy hyperforge does not attach (a user's own choice, which the
+/// packs report).
+pub fn aws_managed_policy_reason(name: &str) -> Option<&'static str> {
+    Some(match name {
+        "AmazonEKSClusterPolicy" => {
+            "Amazon EKS requires this AWS managed policy on the cluster IAM role and updates it \
+             as EKS gains features (Amazon EKS User Guide, cluster IAM role)."
+        }
+        "AmazonEKSWorkerNodePolicy"
+        | "AmazonEKS_CNI_Policy"
+        | "AmazonEC2ContainerRegistryPullOnly" => {
+            "Amazon EKS documents these AWS managed policies as the node IAM role's permissions \
+             (to join the cluster, assign pod IP addresses and pull images) and updates them \
+             with EKS (Amazon EKS User Guide, node IAM role)."
+        }
+        "AmazonSSMManagedInstanceCore" => {
+            "The instance is reached only through Session Manager; this AWS managed policy is \
+             the instance profile permission the Systems Manager agent needs (AWS Systems \
+             Manager User Guide, instance profile)."
+        }
+        "AmazonSageMakerClusterInstanceRolePolicy" => {
+            "SageMaker HyperPod documents this AWS managed policy as the cluster instance \
+             role's baseline permissions (SageMaker Developer Guide, IAM for HyperPod)."
+        }
+        "AmazonSageMakerHyperPodInferenceAccess" | "AmazonSageMakerHyperPodGatedModelAccess" => {
+            "The HyperPod inference operator's installation attaches this AWS managed policy to \
+             its roles; AWS updates it with the operator (SageMaker Developer Guide, HyperPod \
+             inference operator set-up)."
+        }
+        _ => return None,
+    })
 }
 
 /// Why the roles hyperforge writes keep their permissions inline.

@@ -23,6 +23,17 @@ impl PolicyDocument {
         self
     }
 
+    /// Gives every statement with a wildcard and no reason of its own `reason` (for a
+    /// policy published upstream, where one reason covers the whole document).
+    pub fn wildcards_because(mut self, reason: &str) -> Self {
+        for s in &mut self.statements {
+            if s.wildcard_reason.is_none() && s.has_wildcard() {
+                s.wildcard_reason = Some(reason.to_owned());
+            }
+        }
+        self
+    }
+
     /// Every reference used anywhere in the document.
     pub fn references(&self) -> Vec<AttrRef> {
         let mut out = Vec::new();
@@ -107,6 +118,9 @@ pub struct Statement {
     pub resources: Vec<Text>,
     /// Conditions.
     pub conditions: Vec<Condition>,
+    /// Why a `*` in its actions or resources cannot be narrowed: written as each policy
+    /// pack's acknowledgement of exactly those wildcards. `None`: none is acknowledged.
+    pub wildcard_reason: Option<String>,
 }
 
 impl Statement {
@@ -123,6 +137,7 @@ impl Statement {
             actions: actions.into_iter().map(Into::into).collect(),
             resources: Vec::new(),
             conditions: Vec::new(),
+            wildcard_reason: None,
         }
     }
 
@@ -136,6 +151,25 @@ impl Statement {
             allow: false,
             ..Statement::allow(actions)
         }
+    }
+
+    /// Says why the wildcards of this statement cannot be narrowed (an `Allow` on objects
+    /// under a prefix, on resources a controller creates at run time, on actions without
+    /// resource-level permissions). The policy packs' acknowledgements name each wildcard.
+    pub fn wildcards_because(mut self, reason: impl Into<String>) -> Self {
+        self.wildcard_reason = Some(reason.into());
+        self
+    }
+
+    /// Whether it allows an action or a resource through a `*` (a wildcard the policy packs
+    /// report).
+    pub fn has_wildcard(&self) -> bool {
+        self.allow
+            && (self.actions.iter().any(|a| a.contains('*'))
+                || self
+                    .resources
+                    .iter()
+                    .any(|r| r.literal_parts().any(|l| l.contains('*'))))
     }
 
     /// Sets the statement id.
@@ -225,6 +259,15 @@ pub fn deny_insecure_transport(bucket_arn: AttrRef) -> Statement {
 /// balancers, target groups and security groups, change only those it tagged for its cluster,
 /// and open the targets' security groups to its own.
 pub fn load_balancer_controller_policy() -> PolicyDocument {
+    load_balancer_controller_statements().wildcards_because(
+        "The AWS Load Balancer Controller's published IAM policy: it creates load balancers, \
+         target groups, listeners and security groups at run time, so their ids are unknown \
+         when the policy is written; changes are limited to resources tagged for its cluster \
+         (`elbv2.k8s.aws/cluster`), and actions without resource-level permissions take `*`.",
+    )
+}
+
+fn load_balancer_controller_statements() -> PolicyDocument {
     let elb = |resource: &str| Text::arn("elasticloadbalancing", true, true, Text::lit(resource));
     let elbv2_tagged = |st: Statement| {
         st.condition(

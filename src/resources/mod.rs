@@ -21,7 +21,7 @@ mod network;
 pub(crate) mod operations;
 pub mod plan;
 
-pub use acknowledge::{Acknowledgement, Rule};
+pub use acknowledge::{AckScope, Acknowledgement, Rule};
 pub use compute::*;
 pub use eks::*;
 pub use fsx::*;
@@ -149,6 +149,22 @@ impl Resource {
         self.acknowledged.push(Acknowledgement {
             rule,
             reason: reason.into(),
+            scope: None,
+        });
+        self
+    }
+
+    /// Acknowledges a scanner rule for one part of this resource (one finding of the rule).
+    pub fn acknowledge_part(
+        &mut self,
+        rule: Rule,
+        scope: AckScope,
+        reason: impl Into<String>,
+    ) -> &mut Self {
+        self.acknowledged.push(Acknowledgement {
+            rule,
+            reason: reason.into(),
+            scope: Some(scope),
         });
         self
     }
@@ -162,12 +178,19 @@ impl Resource {
                 out.push(Acknowledgement {
                     rule,
                     reason: reason.to_owned(),
+                    scope: None,
                 });
             }
         };
         match &self.kind {
-            ResourceKind::Role(role) if !role.inline.is_empty() => {
-                add(Rule::IAM_INLINE_POLICY, acknowledge::INLINE_POLICY_REASON)
+            ResourceKind::Role(role) => {
+                if !role.inline.is_empty() {
+                    add(Rule::IAM_INLINE_POLICY, acknowledge::INLINE_POLICY_REASON);
+                }
+                out.extend(role_acknowledgements(role));
+            }
+            ResourceKind::RolePolicy(policy) => {
+                out.extend(wildcard_acknowledgements(0, &policy.document));
             }
             ResourceKind::Bucket(bucket) => match &bucket.access_logs {
                 AccessLogs::Off(reason) => add(Rule::S3_ACCESS_LOGGING, reason),
@@ -184,6 +207,41 @@ impl Resource {
         }
         out
     }
+}
+
+/// The acknowledgements of the wildcards of policy `policy`'s statements that carry a
+/// reason.
+fn wildcard_acknowledgements(policy: usize, doc: &iam::PolicyDocument) -> Vec<Acknowledgement> {
+    doc.statements
+        .iter()
+        .enumerate()
+        .filter(|(_, s)| s.has_wildcard())
+        .filter_map(|(statement, s)| {
+            Some(Acknowledgement {
+                rule: Rule::IAM_WILDCARD,
+                reason: s.wildcard_reason.clone()?,
+                scope: Some(AckScope::Statement { policy, statement }),
+            })
+        })
+        .collect()
+}
+
+/// A role's acknowledgements that cover one part of it: each statement's wildcards that
+/// carry a reason, each AWS managed policy hyperforge attaches for a documented reason.
+fn role_acknowledgements(role: &kinds::Role) -> Vec<Acknowledgement> {
+    let wildcards = role
+        .inline
+        .iter()
+        .enumerate()
+        .flat_map(|(policy, (_, doc))| wildcard_acknowledgements(policy, doc));
+    let managed = role.managed.iter().filter_map(|name| {
+        Some(Acknowledgement {
+            rule: Rule::AWS_MANAGED_POLICY,
+            reason: acknowledge::aws_managed_policy_reason(name)?.to_owned(),
+            scope: Some(AckScope::ManagedPolicy(name.clone())),
+        })
+    });
+    wildcards.chain(managed).collect()
 }
 
 /// Every resource of one stack, in expansion order (constructs in the order added).

@@ -1,5 +1,5 @@
-//! The synthesized reference apps checked by real external tools: cfn-lint and checkov
-//! for CloudFormation, checkov for Terraform JSON, kubernetes-validate (strict) for built-in Kubernetes kinds, and
+//! The synthesized reference apps checked by real external tools: cfn-lint, checkov and
+//! cdk-nag's AwsSolutions pack (releases 2.x and 3.x) for CloudFormation, checkov for Terraform JSON, kubernetes-validate (strict) for built-in Kubernetes kinds, and
 //! the vendored CRD schemas for the custom resources (HyperPod's InferenceEndpointConfig,
 //! Karpenter's NodePool and EC2NodeClass).
 //!
@@ -87,6 +87,37 @@ pub(crate) fn checkov_cloudformation(templates: &[PathBuf]) -> Result<String, St
     })
 }
 
+/// cdk-nag's AwsSolutions pack, releases 2.x and 3.x, over the given templates included
+/// into a CDK app (tests/tools/cdk-nag/check.js): every unacknowledged error or warning
+/// fails. The packages come from `$HYPERFORGE_VENV/cdk-nag` (install-validators.sh).
+pub(crate) fn cdk_nag(templates: &[PathBuf]) -> Result<String, String> {
+    assert!(!templates.is_empty(), "cdk_nag called without templates");
+    let modules = common::venv().join("cdk-nag/node_modules");
+    assert!(
+        modules.join("cdk-nag").is_dir() && modules.join("cdk-nag-v2").is_dir(),
+        "cdk-nag not found in {}: run tests/tools/install-validators.sh (the README's test command does)",
+        modules.display()
+    );
+    let out = std::process::Command::new("node")
+        .arg(common::script("cdk-nag/check.js"))
+        .args(templates)
+        .env("NODE_PATH", &modules)
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap_or_else(|e| panic!("cannot start node (cdk-nag runs on Node.js 18+): {e}"));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    match out.status.code() {
+        Some(0) => Ok(stderr.lines().last().unwrap_or_default().to_owned()),
+        Some(1) => Err(format!("{stdout}{}", tail(&stderr, 1))),
+        _ => panic!(
+            "cdk-nag could not run ({}):\n{stdout}\n{}",
+            out.status,
+            tail(&stderr, 30)
+        ),
+    }
+}
+
 /// One accepted checkov finding on the generated Terraform: `check` on any of `resources`.
 pub(crate) struct TerraformSkip {
     pub(crate) check: String,
@@ -118,8 +149,8 @@ pub(crate) fn assert_terraform_passes(dir: &Path) {
     }
 }
 
-/// Every CloudFormation template of the assembly in `dir` passes cfn-lint and checkov (for
-/// the tests of one stack's own artifacts).
+/// Every CloudFormation template of the assembly in `dir` passes cfn-lint, checkov and
+/// cdk-nag (for the tests of one stack's own artifacts).
 pub(crate) fn assert_cloudformation_passes(dir: &Path) {
     let templates = artifacts_with_format(dir, "cloudformation");
     assert!(!templates.is_empty(), "no template in {}", dir.display());
@@ -127,6 +158,10 @@ pub(crate) fn assert_cloudformation_passes(dir: &Path) {
         panic!("{findings}");
     }
     match checkov_cloudformation(&templates) {
+        Ok(report) => eprintln!("{report}"),
+        Err(findings) => panic!("{findings}"),
+    }
+    match cdk_nag(&templates) {
         Ok(report) => eprintln!("{report}"),
         Err(findings) => panic!("{findings}"),
     }
@@ -500,6 +535,18 @@ fn cloudformation_templates_pass_checkov() {
     let apps = synth_reference_apps();
     let checked = check_each_app(&apps, "cloudformation", |files| {
         checkov_cloudformation(files).map(|report| eprintln!("{report}"))
+    });
+    assert!(
+        checked > 0,
+        "no reference app has a cloudformation artifact"
+    );
+}
+
+#[test]
+fn cloudformation_templates_pass_cdk_nag() {
+    let apps = synth_reference_apps();
+    let checked = check_each_app(&apps, "cloudformation", |files| {
+        cdk_nag(files).map(|report| eprintln!("{report}"))
     });
     assert!(
         checked > 0,
@@ -981,6 +1028,65 @@ fn checkov_passes_valid_template_and_reports_failed_checks() {
     let findings =
         checkov_cloudformation(&[bad]).expect_err("checkov passed SSH open to the world");
     assert!(findings.contains("CKV_AWS_24"), "{findings}");
+}
+
+/// A bucket without a TLS-only policy and a role allowing `s3:GetObject` on every resource:
+/// cdk-nag reports both, in both releases, until each is acknowledged, the role's wildcard
+/// only by its finding (`applies_to`).
+#[test]
+fn cdk_nag_reports_findings_and_reads_acknowledgements() {
+    let template = |bucket_metadata: &str, role_metadata: &str| {
+        format!(
+            r#"{{"AWSTemplateFormatVersion": "2010-09-09", "Resources": {{
+            "Bucket": {{"Type": "AWS::S3::Bucket", {bucket_metadata} "Properties": {{
+                "PublicAccessBlockConfiguration": {{"BlockPublicAcls": true, "BlockPublicPolicy": true,
+                    "IgnorePublicAcls": true, "RestrictPublicBuckets": true}}}}}},
+            "Role": {{"Type": "AWS::IAM::Role", {role_metadata} "Properties": {{
+                "AssumeRolePolicyDocument": {{"Version": "2012-10-17", "Statement": [{{"Effect": "Allow",
+                    "Principal": {{"Service": "ec2.amazonaws.com"}}, "Action": "sts:AssumeRole"}}]}},
+                "Policies": [{{"PolicyName": "read", "PolicyDocument": {{"Version": "2012-10-17",
+                    "Statement": [{{"Effect": "Allow", "Action": "s3:GetObject", "Resource": "*"}}]}}}}]}}}}}}}}"#
+        )
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let bare = write(dir.path(), "bare.template.json", &template("", ""));
+    let findings = cdk_nag(&[bare]).expect_err("cdk-nag passed a bucket without TLS-only access");
+    for expected in [
+        "cdk-nag 2.x\terror\tAwsSolutions-S10",
+        "cdk-nag 3.x\terror\tAwsSolutions-S10",
+        "AwsSolutions-IAM5[Resource::*]",
+        "AwsSolutions-S1",
+    ] {
+        assert!(findings.contains(expected), "{expected}:\n{findings}");
+    }
+
+    let reason = "A fixture: this is acknowledged for the test.";
+    let bucket = format!(
+        r#""Metadata": {{"cdk_nag": {{"rules_to_suppress": [{{"id": "AwsSolutions-S10", "reason": "{reason}"}},
+            {{"id": "AwsSolutions-S1", "reason": "{reason}"}}]}}}},"#
+    );
+    let other_finding = format!(
+        r#""Metadata": {{"cdk_nag": {{"rules_to_suppress": [{{"id": "AwsSolutions-IAM5", "reason": "{reason}",
+            "applies_to": ["Resource::arn:aws:s3:::other/*"]}}]}}}},"#
+    );
+    let narrow = write(
+        dir.path(),
+        "narrow.template.json",
+        &template(&bucket, &other_finding),
+    );
+    let findings = cdk_nag(&[narrow]).expect_err("an acknowledgement of another finding applied");
+    assert!(findings.contains("IAM5[Resource::*]"), "{findings}");
+    assert!(!findings.contains("S10"), "{findings}");
+
+    let this_finding = other_finding.replace("arn:aws:s3:::other/*", "*");
+    let acknowledged = write(
+        dir.path(),
+        "acknowledged.template.json",
+        &template(&bucket, &this_finding),
+    );
+    if let Err(findings) = cdk_nag(&[acknowledged]) {
+        panic!("cdk-nag ignored the acknowledgements:\n{findings}");
+    }
 }
 
 #[test]

@@ -5,7 +5,7 @@
 //! that leaves the previous output as it was.
 
 use crate::common::{run, tool};
-use crate::external_validators::checkov_cloudformation;
+use crate::external_validators::{cdk_nag, checkov_cloudformation};
 use hyperforge::assembly::fleet::{
     Amount, OperationPreferences, PermissionModel, RegionConcurrency,
 };
@@ -195,6 +195,9 @@ fn stackset_templates_pass_cfn_lint_and_checkov() {
         "cfn-lint findings:\n{lint}"
     );
     if let Err(findings) = checkov_cloudformation(&templates) {
+        panic!("{findings}");
+    }
+    if let Err(findings) = cdk_nag(&templates) {
         panic!("{findings}");
     }
 }

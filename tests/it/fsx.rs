@@ -120,7 +120,7 @@ fn cloudformation_has_the_file_system_and_its_link() {
     assert_eq!(p["FileSystemPath"], "/models");
     assert_eq!(
         p["DataRepositoryPath"],
-        json!({"Fn::Sub": ["s3://${LifecycleBucketName}/models/", {"LifecycleBucketName": {"Ref": "LifecycleBucket"}}]})
+        json!({"Fn::Sub": "s3://${LifecycleBucket}/models/"})
     );
     assert_eq!(p["BatchImportMetaDataOnCreate"], true);
     assert_eq!(

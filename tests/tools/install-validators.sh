@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
-# Create (or reuse) the Python virtualenv holding the external validators:
-# cfn-lint, checkov, kubernetes-validate, moto server, ShellCheck, jsonschema and PyYAML.
+# Create (or reuse) the directory holding the external validators: a Python virtualenv with
+# cfn-lint, checkov, kubernetes-validate, moto server, ShellCheck, jsonschema and PyYAML, and
+# beside it (in cdk-nag/) the npm packages of cdk-nag's AwsSolutions pack, from the lock file
+# tests/tools/cdk-nag/package-lock.json.
 #
 #   tests/tools/install-validators.sh
 #
-# The venv lives at ${HYPERFORGE_VENV:-<repo>/.venv-validators}. A stamp file inside it
-# records the requirement set it was built from; when it matches, pip is not run at all.
+# It lives at ${HYPERFORGE_VENV:-<repo>/.venv-validators}. A stamp file for each part records
+# what it was built from; when it matches, pip (or npm) is not run at all.
 set -euo pipefail
 
 repo_root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
@@ -33,8 +35,32 @@ tools_present() {
     "$venv/bin/python" -c 'import jsonschema, yaml' >/dev/null 2>&1
 }
 
+# --- cdk-nag (npm) ------------------------------------------------------------------------
+nag_source="$repo_root/tests/tools/cdk-nag"
+nag_dir="$venv/cdk-nag"
+nag_stamp="$nag_dir/.hyperforge-lock.sha256"
+
+install_cdk_nag() {
+    command -v node >/dev/null 2>&1 || die "node not found; install Node.js 18+ (cdk-nag runs on it)"
+    command -v npm >/dev/null 2>&1 || die "npm not found; install it with Node.js"
+    local want_nag
+    want_nag="$( { cat "$nag_source/package.json" "$nag_source/package-lock.json"; node --version; } | sha256sum | cut -d' ' -f1)"
+    if [[ -f "$nag_stamp" && "$(cat "$nag_stamp")" == "$want_nag" && -f "$nag_dir/node_modules/cdk-nag/package.json" && -f "$nag_dir/node_modules/cdk-nag-v2/package.json" ]]; then
+        log "up to date: $nag_dir"
+        return
+    fi
+    log "installing cdk-nag from ${nag_source#"$repo_root"/}/package-lock.json (npm ci)"
+    rm -rf "$nag_dir"
+    mkdir -p "$nag_dir"
+    cp "$nag_source/package.json" "$nag_source/package-lock.json" "$nag_dir/"
+    (cd "$nag_dir" && npm ci --no-audit --no-fund --ignore-scripts --loglevel=error) \
+        || die "npm ci failed in $nag_dir; see the messages above"
+    echo "$want_nag" >"$nag_stamp"
+}
+
 if [[ -f "$stamp" && "$(cat "$stamp")" == "$want" ]] && tools_present; then
     log "up to date: $venv"
+    install_cdk_nag
     exit 0
 fi
 
@@ -58,3 +84,5 @@ tools_present || die "a validator executable is missing from $venv/bin after ins
 
 echo "$want" >"$stamp"
 log "installed in $((SECONDS - start)) s: $("$venv/bin/cfn-lint" --version 2>&1 | head -n1), checkov $("$venv/bin/checkov" --version 2>/dev/null | head -n1)"
+
+install_cdk_nag

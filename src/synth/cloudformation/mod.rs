@@ -9,6 +9,7 @@ pub mod expr;
 pub mod l1;
 pub mod l1_support;
 mod lower;
+mod nag;
 mod resources;
 mod template;
 

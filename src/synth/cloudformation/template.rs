@@ -5,6 +5,7 @@
 
 use super::expr::Expr;
 use super::l1_support::{CfnResource, TagStyle};
+use super::nag;
 use crate::app::text::{Part, Pseudo, StackInput, Text};
 use crate::app::{logical_id, Attr, AttrRef, Kind, Stack, StageId, StageKind, Tags};
 use crate::diagnostics::{suggest, Code, Diagnostics};
@@ -282,12 +283,19 @@ impl<'a> StackTemplates<'a> {
                     Pseudo::AccountId => "${AWS::AccountId}",
                     Pseudo::UrlSuffix => "${AWS::URLSuffix}",
                 }),
-                Part::Ref(r) => {
-                    let name = format!("{}{}", logical_id(&r.path), r.attr.as_str());
-                    let value = self.attr(stage, r);
-                    template.push_str(&format!("${{{name}}}"));
-                    vars.insert(name, value);
-                }
+                // A resource of this template is named in place (`${Bucket.Arn}`), as a person
+                // writes it and as policy packs that read bucket ARNs out of `Fn::Sub` expect
+                // (cdk-nag's S10 matches the logical id followed by `/*`); an import needs a
+                // variable.
+                Part::Ref(r) => match self.attr(stage, r) {
+                    Expr::GetAtt(id, attr) => template.push_str(&format!("${{{id}.{attr}}}")),
+                    Expr::Ref(id) => template.push_str(&format!("${{{id}}}")),
+                    value => {
+                        let name = format!("{}{}", logical_id(&r.path), r.attr.as_str());
+                        template.push_str(&format!("${{{name}}}"));
+                        vars.insert(name, value);
+                    }
+                },
                 Part::Input(i) => {
                     self.input(stage, i);
                     template.push_str(&format!("${{{}}}", i.name));
@@ -722,7 +730,7 @@ fn render(stack: &Stack, stage: StageId, t: StageTemplate) -> Value {
         }
         let mut metadata = Map::new();
         metadata.insert("hyperforge:path".into(), json!(stack.display_path(&r.path)));
-        acknowledgement_metadata(&mut metadata, &r.acknowledgements);
+        acknowledgement_metadata(&mut metadata, &r.acknowledgements, &r.properties);
         m.insert("Metadata".into(), Value::Object(metadata));
         if !matches!(&r.properties, Value::Object(p) if p.is_empty()) {
             m.insert("Properties".into(), r.properties);
@@ -749,9 +757,18 @@ fn render(stack: &Stack, stage: StageId, t: StageTemplate) -> Value {
 /// Writes acknowledgements into each tool's native metadata: `checkov.skip`,
 /// `guard.SuppressedRules` (with `guard.SuppressionReasons`, which Guard ignores),
 /// `cfn_nag.rules_to_suppress`, `cdk_nag.rules_to_suppress`.
-fn acknowledgement_metadata(metadata: &mut Map<String, Value>, acks: &[Acknowledgement]) {
+/// A scoped acknowledgement becomes cdk-nag's `applies_to`: the findings of that part of
+/// the resource, named from the rendered `properties` (and left out when it has none).
+fn acknowledgement_metadata(
+    metadata: &mut Map<String, Value>,
+    acks: &[Acknowledgement],
+    properties: &Value,
+) {
+    let (scoped, whole): (Vec<&Acknowledgement>, Vec<&Acknowledgement>) =
+        acks.iter().partition(|a| a.scope.is_some());
     let with_reason = |ids: fn(&Acknowledgement) -> &'static [&'static str], reason: &str| {
-        acks.iter()
+        whole
+            .iter()
             .flat_map(|a| {
                 ids(a)
                     .iter()
@@ -764,7 +781,7 @@ fn acknowledgement_metadata(metadata: &mut Map<String, Value>, acks: &[Acknowled
         metadata.insert("checkov".into(), json!({"skip": checkov}));
     }
     // Guard reads only the rule names; the reasons ride beside them, for the reviewer.
-    let guard: Vec<(&str, &str)> = acks
+    let guard: Vec<(&str, &str)> = whole
         .iter()
         .flat_map(|a| a.rule.guard.iter().map(|id| (*id, a.reason.as_str())))
         .collect();
@@ -783,7 +800,29 @@ fn acknowledgement_metadata(metadata: &mut Map<String, Value>, acks: &[Acknowled
     if !cfn_nag.is_empty() {
         metadata.insert("cfn_nag".into(), json!({"rules_to_suppress": cfn_nag}));
     }
-    let cdk_nag = with_reason(|a| a.rule.cdk_nag, "reason");
+    let mut cdk_nag = with_reason(|a| a.rule.cdk_nag, "reason");
+    // One entry per rule and reason, listing every finding it covers.
+    let mut granular: BTreeMap<(&str, &str), Vec<String>> = BTreeMap::new();
+    for a in &scoped {
+        let findings = a
+            .scope
+            .as_ref()
+            .map(|scope| nag::findings(properties, scope))
+            .unwrap_or_default();
+        for id in a.rule.cdk_nag {
+            granular
+                .entry((id, a.reason.as_str()))
+                .or_default()
+                .extend(findings.iter().cloned());
+        }
+    }
+    for ((id, reason), mut findings) in granular {
+        findings.sort();
+        findings.dedup();
+        if !findings.is_empty() {
+            cdk_nag.push(json!({"id": id, "reason": reason, "applies_to": findings}));
+        }
+    }
     if !cdk_nag.is_empty() {
         metadata.insert("cdk_nag".into(), json!({"rules_to_suppress": cdk_nag}));
     }
