@@ -261,8 +261,13 @@ pub(crate) fn known_gpu_types_help(ml: bool) -> String {
 /// Expands every construct of `stack` into the resource layer, once; `tags` are the stack's
 /// effective tags ([`Stack::effective_tags`]).
 pub fn expand(stack: &Stack, tags: &Tags) -> ResourceGraph {
+    expand_where(stack, tags, |_| true)
+}
+
+/// [`expand`], of the constructs `keep` accepts only (references to the others dangle).
+pub fn expand_where(stack: &Stack, tags: &Tags, keep: impl Fn(&Node) -> bool) -> ResourceGraph {
     let mut graph = ResourceGraph::default();
-    for node in stack.nodes() {
+    for node in stack.nodes().iter().filter(|n| keep(n)) {
         let Some(construct) = ConstructRef::of(node.construct.as_ref()) else {
             continue;
         };

@@ -154,6 +154,82 @@ fn override_location(
     }
 }
 
+/// Whether a diagnostic is about a property override or a Kubernetes patch (which the
+/// backends find on what they render).
+fn about_override(code: Code) -> bool {
+    matches!(
+        code,
+        Code::UnknownOverrideTarget
+            | Code::OverrideUnknownProperty
+            | Code::OverrideWrongType
+            | Code::OverrideOfValidatedProperty
+            | Code::OverrideCloudFormationOnly
+            | Code::UnknownTerraformOverrideTarget
+            | Code::UnknownPatchTarget
+            | Code::PatchFailed
+            | Code::PatchChangesIdentity
+    )
+}
+
+/// The override and patch mistakes of an app whose checks found errors (`found`), so that
+/// they come with the others rather than after those are fixed. Only what passed its checks
+/// is built: a stack whose structure is sound, and in it each construct no diagnostic names
+/// (its bounds held), expanded and lowered for these mistakes alone. What else the backends
+/// report may follow from the errors and is dropped, as are mistakes about the resources of
+/// constructs left out.
+fn override_mistakes(app: &App, found: &Diagnostics) -> Diagnostics {
+    let mut mistakes = Diagnostics::new();
+    for stack in app.stacks() {
+        if stack.overrides().is_empty()
+            && stack.terraform_overrides().is_empty()
+            && stack.patches().is_empty()
+        {
+            continue;
+        }
+        let mut structure = Diagnostics::new();
+        stack.validate_structure(app.tags(), &mut structure);
+        if structure.has_errors() {
+            continue;
+        }
+        let named = |id: &str| {
+            let shown = stack.display_path(id);
+            let below = format!("{shown}/");
+            found
+                .iter()
+                .any(|d| d.path == shown || d.path.starts_with(&below))
+        };
+        let left_out: Vec<String> = stack
+            .nodes()
+            .iter()
+            .filter(|n| named(&n.id))
+            .map(|n| format!("{}/", stack.display_path(&n.id)))
+            .collect();
+        let tags = stack.effective_tags(app.tags());
+        let graph = crate::constructs::expand_where(stack, &tags, |n| !named(&n.id));
+        let input = BackendInput {
+            stack,
+            graph: &graph,
+            tags: &tags,
+            formats: Formats::all(),
+        };
+        let mut reported = Diagnostics::new();
+        for backend in BACKENDS {
+            if let Err(e) = backend.synth_stack(&input, &mut reported) {
+                reported.extend(e);
+            }
+        }
+        for d in reported {
+            let about_left_out = left_out
+                .iter()
+                .any(|p| d.path.starts_with(p.as_str()) || format!("{}/", d.path) == *p);
+            if about_override(d.code) && !about_left_out {
+                mistakes.push(d);
+            }
+        }
+    }
+    mistakes
+}
+
 /// Every diagnostic of `app` as the checks report them.
 fn check(app: &App) -> Diagnostics {
     let mut ds = Diagnostics::new();
@@ -352,6 +428,8 @@ pub fn synthesize_timed(
     let start = Instant::now();
     let mut ds = check(app);
     if ds.has_errors() {
+        let mistakes = override_mistakes(app, &ds);
+        ds.extend(mistakes);
         settle(app, &mut ds);
         return Err(ds);
     }

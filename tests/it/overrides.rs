@@ -550,3 +550,46 @@ fn override_and_patch_diagnostics_point_at_their_own_lines() {
         "{ds}"
     );
 }
+
+/// Override and patch mistakes come with the other errors, not after they are fixed; an
+/// override of a construct that has errors of its own is not judged (its resources were not
+/// built).
+#[test]
+fn override_and_patch_mistakes_come_with_the_other_errors() {
+    let ds = errors(&app(|s| {
+        let foundation = s.stage_of("Network").expect("the foundation stage");
+        s.add(
+            foundation,
+            hyperforge::constructs::EksCluster::new("Other", "not a cluster name!"),
+        );
+        s.override_property("GpuNodes/NodeGroup", "UpdateConfg.MaxUnavailable", json!(1));
+        s.override_property("Other/Cluster", "Nme", json!("x"));
+        s.patch_object("KimiK3/Deploymnet", ObjectPatch::Merge(json!({})));
+    }));
+    assert!(
+        ds.iter().any(|d| d.path == format!("{STACK}/Other")
+            && d.severity == hyperforge::diagnostics::Severity::Error),
+        "{ds}"
+    );
+    assert!(
+        ds.contains(
+            Code::OverrideUnknownProperty,
+            &format!("{STACK}/GpuNodes/NodeGroup")
+        ),
+        "{ds}"
+    );
+    assert!(
+        ds.with_code(Code::UnknownPatchTarget).next().is_some(),
+        "{ds}"
+    );
+    assert!(
+        !ds.iter()
+            .any(|d| d.path.starts_with(&format!("{STACK}/Other/"))),
+        "an override of a construct with errors was judged:\n{ds}"
+    );
+    assert!(
+        ds.with_code(Code::OverrideUnknownProperty)
+            .all(|d| d.location.is_some()),
+        "{ds}"
+    );
+}
