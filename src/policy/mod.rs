@@ -213,6 +213,175 @@ pub fn variable_cycle(text: &str) -> Option<String> {
         .find_map(|name| visit(name, &refs, &mut Vec::new(), &mut done))
 }
 
+/// The most a regular expression of a rule file may cost to compile, in the units of
+/// [`regex_cost`] (about 0.5 µs each, measured with Guard's engine): Guard compiles a rule's
+/// expression again for every value it compares, so an expression such as `/[\w\-]{1,451}/`
+/// (350,000 units, 150 ms a compile) is paid once per resource. The vendored rules' costliest,
+/// an ACM certificate ARN with `[\w\-]{1,64}`, costs 52,000 (26 ms).
+pub const MAX_REGEX_COST: u64 = 100_000;
+
+/// The most the regular expressions of one rule file may cost together (about 0.5 s of
+/// compiling, once each).
+pub const MAX_RULE_FILE_REGEX_COST: u64 = 1_000_000;
+
+/// What compiling the regular expression `pattern` costs, in states of its automaton: each
+/// literal byte and each range of a class is one, a counted repetition repeats its operand's
+/// cost (Unicode classes such as `\w` hold hundreds of ranges, so `\w{50}` costs about
+/// 38,000). Look-arounds and atomic groups, which only Guard's engine reads, are costed as
+/// plain groups and back-references as nothing. `None` when the `regex` syntax does not parse
+/// it even so: then [`repetition_cost`] bounds it.
+pub fn regex_cost(pattern: &str) -> Option<u64> {
+    use regex_syntax::hir::{Class, HirKind};
+    fn cost(hir: &regex_syntax::hir::Hir) -> u64 {
+        match hir.kind() {
+            HirKind::Empty | HirKind::Look(_) => 1,
+            HirKind::Literal(l) => l.0.len() as u64,
+            HirKind::Class(Class::Unicode(c)) => c.ranges().len() as u64,
+            HirKind::Class(Class::Bytes(c)) => c.ranges().len() as u64,
+            HirKind::Repetition(r) => {
+                let copies = r.max.unwrap_or(r.min.saturating_add(1)).max(1);
+                cost(&r.sub).saturating_mul(u64::from(copies))
+            }
+            HirKind::Capture(c) => cost(&c.sub),
+            HirKind::Concat(all) | HirKind::Alternation(all) => {
+                all.iter().map(cost).fold(0u64, u64::saturating_add)
+            }
+        }
+    }
+    let parse = |p: &str| {
+        regex_syntax::ParserBuilder::new()
+            .nest_limit(MAX_RULE_NESTING as u32)
+            .build()
+            .parse(p)
+            .ok()
+    };
+    let hir = parse(pattern).or_else(|| {
+        let mut plain = pattern.to_owned();
+        for group in ["(?<=", "(?<!", "(?=", "(?!", "(?>"] {
+            plain = plain.replace(group, "(?:");
+        }
+        for n in 1..=9 {
+            plain = plain.replace(&format!("\\{n}"), "");
+        }
+        parse(&plain)
+    })?;
+    Some(cost(&hir))
+}
+
+/// A bound on the cost of a pattern the `regex` syntax does not parse: the product of its
+/// counted repetitions' counts (`{n}`, `{n,m}`: the larger), times the pattern's length, times
+/// 1,000 (about the ranges of a Unicode class such as `\w`), as if every repetition applied to
+/// the whole pattern and every character were such a class.
+pub fn repetition_cost(pattern: &str) -> u64 {
+    let bytes = pattern.as_bytes();
+    let mut product = 1u64;
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i] == b'{' {
+            let counts: String = bytes[i + 1..]
+                .iter()
+                .take_while(|b| b.is_ascii_digit() || **b == b',')
+                .map(|b| char::from(*b))
+                .collect();
+            let largest = counts
+                .split(',')
+                .filter_map(|n| n.parse::<u64>().ok())
+                .max()
+                .unwrap_or(1);
+            product = product.saturating_mul(largest.max(1));
+        }
+        i += 1;
+    }
+    product
+        .saturating_mul(pattern.len() as u64)
+        .saturating_mul(1_000)
+}
+
+/// The regular expressions of Guard rule text (`/.../`, a `\/` inside being a slash), outside
+/// strings and comments, as Guard's parser reads them.
+pub fn rule_regexes(text: &str) -> Vec<String> {
+    let mut found = Vec::new();
+    let mut chars = text.chars().peekable();
+    while let Some(c) = chars.next() {
+        match c {
+            '#' => {
+                for c in chars.by_ref() {
+                    if c == '\n' {
+                        break;
+                    }
+                }
+            }
+            '"' | '\'' => {
+                let quote = c;
+                while let Some(c) = chars.next() {
+                    if c == '\\' {
+                        chars.next();
+                    } else if c == quote {
+                        break;
+                    }
+                }
+            }
+            '/' => {
+                let mut pattern = String::new();
+                let mut closed = false;
+                while let Some(c) = chars.next() {
+                    if c == '\\' && chars.peek() == Some(&'/') {
+                        chars.next();
+                        pattern.push('/');
+                    } else if c == '/' {
+                        closed = true;
+                        break;
+                    } else {
+                        pattern.push(c);
+                    }
+                }
+                if closed {
+                    found.push(pattern);
+                }
+            }
+            _ => {}
+        }
+    }
+    found
+}
+
+/// Why the regular expressions of Guard rule text cost too much to compile, when they do: one
+/// passes [`MAX_REGEX_COST`], or together they pass [`MAX_RULE_FILE_REGEX_COST`].
+pub fn costly_regex(text: &str) -> Option<String> {
+    let costs: Vec<(String, u64)> = rule_regexes(text)
+        .into_iter()
+        .map(|p| {
+            let cost = regex_cost(&p).unwrap_or_else(|| repetition_cost(&p));
+            (p, cost)
+        })
+        .collect();
+    if let Some((pattern, cost)) = costs
+        .iter()
+        .filter(|(_, cost)| *cost > MAX_REGEX_COST)
+        .max_by_key(|(_, cost)| *cost)
+    {
+        let shown: String = pattern.chars().take(60).collect();
+        let more = if shown.len() < pattern.len() {
+            "..."
+        } else {
+            ""
+        };
+        return Some(format!(
+            "its regular expression `/{shown}{more}/` costs about {cost} automaton states to compile, and Guard compiles it again for every value it compares; at most {MAX_REGEX_COST} are accepted"
+        ));
+    }
+    let total = costs
+        .iter()
+        .map(|(_, c)| *c)
+        .fold(0u64, u64::saturating_add);
+    (total > MAX_RULE_FILE_REGEX_COST).then(|| {
+        format!(
+            "its {} regular expressions cost about {total} automaton states to compile together; at most {MAX_RULE_FILE_REGEX_COST} are accepted in one file",
+            costs.len()
+        )
+    })
+}
+
 /// The deepest bracket nesting of Guard rule text, outside strings and comments (a bracket in
 /// a regular expression counts: that overestimates, never underestimates).
 pub fn rule_nesting(text: &str) -> usize {
@@ -456,6 +625,8 @@ pub fn check_templates(templates: &[(&str, &str)], pack: &PolicyPack) -> Diagnos
             Some(format!(
                 "its brackets nest {depth} levels deep; at most {MAX_RULE_NESTING} are read"
             ))
+        } else if let Some(why) = costly_regex(&rule.text) {
+            Some(why)
         } else {
             variable_cycle(&rule.text).map(|cycle| {
                 format!("its variables refer to themselves ({cycle}), which Guard cannot resolve")
@@ -465,7 +636,7 @@ pub fn check_templates(templates: &[(&str, &str)], pack: &PolicyPack) -> Diagnos
             Some(why) => {
                 let mut d = invalid_rule(&rule.origin, &why);
                 d.help = format!(
-                    "keep rule files within what Guard evaluates safely: brackets nested at most {MAX_RULE_NESTING} deep, lines of at most {MAX_RULE_LINE} characters, at most {MAX_RULE_LINES} lines of rules per pack (split the rules over several --policy arguments), and no variable whose value reads itself"
+                    "keep rule files within what Guard evaluates safely: brackets nested at most {MAX_RULE_NESTING} deep, lines of at most {MAX_RULE_LINE} characters, at most {MAX_RULE_LINES} lines of rules per pack (split the rules over several --policy arguments), regular expressions without large counted repetitions of Unicode classes (`[0-9A-Za-z_-]{{1,64}}` rather than `[\\w\\-]{{1,451}}`), and no variable whose value reads itself"
                 );
                 out.push(d);
             }

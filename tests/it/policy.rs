@@ -345,3 +345,61 @@ fn a_pack_holds_a_bounded_number_of_rule_lines() {
         }
     }
 }
+
+/// Guard compiles a rule's regular expression again for every value it compares, and a
+/// counted repetition of a Unicode class (`\w{1000}`: 300 ms a compile) multiplies that: such
+/// a rule file is HF1002 before Guard sees it. The vendored rules' expressions are far below
+/// the bound, and slashes in strings and comments are no expressions.
+#[test]
+fn costly_regular_expressions_are_refused_before_guard_compiles_them() {
+    use hyperforge::policy::{
+        costly_regex, regex_cost, repetition_cost, rule_regexes, MAX_REGEX_COST,
+    };
+    assert_eq!(
+        rule_regexes("rule R { x == /a\\/b/ } # /c/\nlet y = 'd/e/f' \"/g/\" /h{2}/"),
+        ["a/b", "h{2}"]
+    );
+    assert_eq!(regex_cost("abc"), Some(3));
+    assert!(regex_cost(r"\w{50}").unwrap() > 30_000);
+    assert!(regex_cost(r"^arn:aws[a-z-]*:s3:::[a-z0-9.-]{3,63}$").unwrap() < 2_000);
+    // Look-arounds parse only in Guard's engine: they are costed as groups.
+    assert!(regex_cost(r"(?=\w{500})x").unwrap() > MAX_REGEX_COST);
+    assert!(regex_cost(r"(?<!a)\d{3}(?=b)\1").unwrap() < 1_000);
+    // What no syntax reads is bounded by its repetitions.
+    assert_eq!(regex_cost(r"\w{5}("), None);
+    assert!(repetition_cost(r"\w{5}{20}(") > MAX_REGEX_COST);
+
+    let mut largest = 0;
+    for rule in PolicyPack::all_builtin().rules {
+        for pattern in rule_regexes(&rule.text) {
+            let cost = regex_cost(&pattern).unwrap_or_else(|| repetition_cost(&pattern));
+            largest = largest.max(cost);
+        }
+        assert_eq!(costly_regex(&rule.text), None, "{}", rule.origin);
+    }
+    assert!(
+        (40_000..MAX_REGEX_COST).contains(&largest),
+        "the vendored rules' costliest expression: {largest}"
+    );
+
+    let assembly = reference::kimi_k3_eks().synth().unwrap();
+    for pattern in [r"\d{2000}", r"[\w\-]{1,451}", r"(?=\w{500})x"] {
+        let pack = PolicyPack {
+            name: "regex".into(),
+            rules: vec![RuleFile {
+                origin: "regex.guard".into(),
+                text: format!("rule R {{ Resources.*.Properties.BucketName == /{pattern}/ }}\n"),
+            }],
+        };
+        let started = std::time::Instant::now();
+        let report = assembly.check_policies(&pack).diagnostics;
+        assert!(
+            report
+                .iter()
+                .any(|d| d.code == Code::PolicyRuleInvalid
+                    && d.message.contains("regular expression")),
+            "{pattern}: {report}"
+        );
+        eprintln!("{pattern}: refused in {:?}", started.elapsed());
+    }
+}
