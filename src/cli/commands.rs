@@ -172,6 +172,14 @@ pub fn synth(global: &Global, color: Color, args: &SynthArgs) -> Exit {
                 args.check,
             ));
         }
+        // Guard rules read CloudFormation templates: with none written, none would be
+        // checked and the option would do nothing.
+        if !args.policy.is_empty() && !formats.contains(hyperforge::Format::CloudFormation) {
+            eprintln!(
+                "error: --policy evaluates Guard rules over the CloudFormation templates, and --format writes none\n  = help: add `cloudformation` to --format, or check the rules with `hyperforge validate --policy ...`"
+            );
+            return Err(Exit::Usage);
+        }
         let packs = load_packs(&args.policy, false)?;
         let app = load(global, &args.select.names)?;
         let assembly = synthesize(&app, &options)?;

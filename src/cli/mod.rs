@@ -132,6 +132,7 @@ Examples:
 --policy evaluates Guard rules over the CloudFormation templates before anything is written, as
 validate does: a failed rule (HF1001), a rule file that cannot be read or evaluated (HF1002)
 or, with --deny-warnings, a warning leaves the output directory as it was and exits non-zero.
+It needs the CloudFormation templates: with --format, include cloudformation.
 
 With --check nothing is written: the assembly is regenerated in memory and compared with the
 output directory (missing, extra and changed files); any difference is printed as a unified

@@ -385,6 +385,31 @@ fn synth_applies_its_policies_like_validate() {
             );
         }
     }
+    // Guard rules read CloudFormation templates: asked for without any, the option would
+    // do nothing, so the command refuses it.
+    let o = hyperforge(
+        &root,
+        &[
+            "synth",
+            "kimi-k3-eks",
+            "--format",
+            "terraform",
+            "--policy",
+            "no-vpc.guard",
+            "--out",
+            out_arg,
+        ],
+    );
+    assert_eq!(code(&o), 2, "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("--format writes none"),
+        "{}",
+        stderr(&o)
+    );
+    assert_eq!(
+        std::fs::read_to_string(out.join("manifest.json")).unwrap(),
+        "previous\n"
+    );
     std::fs::remove_dir_all(&out).unwrap();
     let o = hyperforge(
         &root,
