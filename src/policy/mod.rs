@@ -218,11 +218,12 @@ pub fn variable_cycle(text: &str) -> Option<String> {
 /// expression again for every value it compares, so an expression such as `/[\w\-]{1,451}/`
 /// (350,000 units, 150 ms a compile) is paid once per resource. The vendored rules' costliest,
 /// an ACM certificate ARN with `[\w\-]{1,64}`, costs 52,000 (26 ms).
-pub const MAX_REGEX_COST: u64 = 100_000;
+pub const MAX_REGEX_COST: u64 = 60_000;
 
-/// The most the regular expressions of one rule file may cost together (about 0.5 s of
-/// compiling, once each).
-pub const MAX_RULE_FILE_REGEX_COST: u64 = 1_000_000;
+/// The most the regular expressions of one pack may cost together (about 1 s of compiling,
+/// once each; Guard's parser may compile one several times). The vendored packs' cost about
+/// 110,000 together.
+pub const MAX_PACK_REGEX_COST: u64 = 2_000_000;
 
 /// What compiling the regular expression `pattern` costs, in states of its automaton: each
 /// literal byte and each range of a class is one, a counted repetition repeats its operand's
@@ -298,12 +299,21 @@ pub fn repetition_cost(pattern: &str) -> u64 {
 }
 
 /// The regular expressions of Guard rule text (`/.../`, a `\/` inside being a slash), outside
-/// strings and comments, as Guard's parser reads them.
+/// strings, comments and custom messages (`<< ... >>`), as Guard's parser reads them.
 pub fn rule_regexes(text: &str) -> Vec<String> {
     let mut found = Vec::new();
     let mut chars = text.chars().peekable();
     while let Some(c) = chars.next() {
         match c {
+            '<' if chars.peek() == Some(&'<') => {
+                let mut previous = '\0';
+                for c in chars.by_ref() {
+                    if previous == '>' && c == '>' {
+                        break;
+                    }
+                    previous = c;
+                }
+            }
             '#' => {
                 for c in chars.by_ref() {
                     if c == '\n' {
@@ -345,41 +355,34 @@ pub fn rule_regexes(text: &str) -> Vec<String> {
     found
 }
 
-/// Why the regular expressions of Guard rule text cost too much to compile, when they do: one
-/// passes [`MAX_REGEX_COST`], or together they pass [`MAX_RULE_FILE_REGEX_COST`].
-pub fn costly_regex(text: &str) -> Option<String> {
-    let costs: Vec<(String, u64)> = rule_regexes(text)
+/// The costs of the regular expressions of Guard rule text ([`regex_cost`], else
+/// [`repetition_cost`]).
+pub fn regex_costs(text: &str) -> Vec<(String, u64)> {
+    rule_regexes(text)
         .into_iter()
         .map(|p| {
             let cost = regex_cost(&p).unwrap_or_else(|| repetition_cost(&p));
             (p, cost)
         })
-        .collect();
-    if let Some((pattern, cost)) = costs
-        .iter()
+        .collect()
+}
+
+/// Why a regular expression of Guard rule text costs too much to compile, when one passes
+/// [`MAX_REGEX_COST`].
+pub fn costly_regex(text: &str) -> Option<String> {
+    let (pattern, cost) = regex_costs(text)
+        .into_iter()
         .filter(|(_, cost)| *cost > MAX_REGEX_COST)
-        .max_by_key(|(_, cost)| *cost)
-    {
-        let shown: String = pattern.chars().take(60).collect();
-        let more = if shown.len() < pattern.len() {
-            "..."
-        } else {
-            ""
-        };
-        return Some(format!(
-            "its regular expression `/{shown}{more}/` costs about {cost} automaton states to compile, and Guard compiles it again for every value it compares; at most {MAX_REGEX_COST} are accepted"
-        ));
-    }
-    let total = costs
-        .iter()
-        .map(|(_, c)| *c)
-        .fold(0u64, u64::saturating_add);
-    (total > MAX_RULE_FILE_REGEX_COST).then(|| {
-        format!(
-            "its {} regular expressions cost about {total} automaton states to compile together; at most {MAX_RULE_FILE_REGEX_COST} are accepted in one file",
-            costs.len()
-        )
-    })
+        .max_by_key(|(_, cost)| *cost)?;
+    let shown: String = pattern.chars().take(60).collect();
+    let more = if shown.len() < pattern.len() {
+        "..."
+    } else {
+        ""
+    };
+    Some(format!(
+        "its regular expression `/{shown}{more}/` costs about {cost} automaton states to compile, and Guard compiles it again for every value it compares; at most {MAX_REGEX_COST} are accepted"
+    ))
 }
 
 /// The deepest bracket nesting of Guard rule text, outside strings and comments (a bracket in
@@ -602,11 +605,14 @@ pub fn check_templates(templates: &[(&str, &str)], pack: &PolicyPack) -> Diagnos
     // So are line lengths (Guard's columns cost the line's length each), and every variable's
     // value must be free of itself (Guard would recurse without end on one).
     let mut rules = Vec::new();
-    let mut lines = 0usize;
+    let (mut lines, mut compiling) = (0usize, 0u64);
     for rule in &pack.rules {
         let depth = rule_nesting(&rule.text);
-        // Only the files evaluated count towards the pack's lines.
+        // Only the files evaluated count towards the pack's lines and compiling.
         let with_it = lines.saturating_add(rule_lines(&rule.text));
+        let compiling_with_it = regex_costs(&rule.text)
+            .iter()
+            .fold(compiling, |total, (_, cost)| total.saturating_add(*cost));
         let longest = rule
             .text
             .lines()
@@ -627,6 +633,10 @@ pub fn check_templates(templates: &[(&str, &str)], pack: &PolicyPack) -> Diagnos
             ))
         } else if let Some(why) = costly_regex(&rule.text) {
             Some(why)
+        } else if compiling_with_it > MAX_PACK_REGEX_COST {
+            Some(format!(
+                "with it the pack's regular expressions cost about {compiling_with_it} automaton states to compile; at most {MAX_PACK_REGEX_COST} are compiled at once"
+            ))
         } else {
             variable_cycle(&rule.text).map(|cycle| {
                 format!("its variables refer to themselves ({cycle}), which Guard cannot resolve")
@@ -642,6 +652,7 @@ pub fn check_templates(templates: &[(&str, &str)], pack: &PolicyPack) -> Diagnos
             }
             None => {
                 lines = with_it;
+                compiling = compiling_with_it;
                 rules.push(rule.clone());
             }
         }
