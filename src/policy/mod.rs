@@ -298,6 +298,32 @@ pub fn repetition_cost(pattern: &str) -> u64 {
         .saturating_mul(1_000)
 }
 
+/// Skips the comment or string `c` opens in Guard rule text (`#` to the end of the line,
+/// `'...'` or `"..."` with backslash escapes); whether it opened one.
+fn skip_comment_or_string(c: char, chars: &mut std::iter::Peekable<std::str::Chars<'_>>) -> bool {
+    match c {
+        '#' => {
+            for c in chars.by_ref() {
+                if c == '\n' {
+                    break;
+                }
+            }
+            true
+        }
+        '"' | '\'' => {
+            while let Some(next) = chars.next() {
+                if next == '\\' {
+                    chars.next();
+                } else if next == c {
+                    break;
+                }
+            }
+            true
+        }
+        _ => false,
+    }
+}
+
 /// The regular expressions of Guard rule text (`/.../`, a `\/` inside being a slash), outside
 /// strings, comments and custom messages (`<< ... >>`), as Guard's parser reads them.
 pub fn rule_regexes(text: &str) -> Vec<String> {
@@ -314,23 +340,7 @@ pub fn rule_regexes(text: &str) -> Vec<String> {
                     previous = c;
                 }
             }
-            '#' => {
-                for c in chars.by_ref() {
-                    if c == '\n' {
-                        break;
-                    }
-                }
-            }
-            '"' | '\'' => {
-                let quote = c;
-                while let Some(c) = chars.next() {
-                    if c == '\\' {
-                        chars.next();
-                    } else if c == quote {
-                        break;
-                    }
-                }
-            }
+            _ if skip_comment_or_string(c, &mut chars) => {}
             '/' => {
                 let mut pattern = String::new();
                 let mut closed = false;
@@ -389,26 +399,10 @@ pub fn costly_regex(text: &str) -> Option<String> {
 /// a regular expression counts: that overestimates, never underestimates).
 pub fn rule_nesting(text: &str) -> usize {
     let (mut depth, mut deepest) = (0usize, 0usize);
-    let mut chars = text.chars();
+    let mut chars = text.chars().peekable();
     while let Some(c) = chars.next() {
         match c {
-            '#' => {
-                for c in chars.by_ref() {
-                    if c == '\n' {
-                        break;
-                    }
-                }
-            }
-            '"' | '\'' => {
-                let quote = c;
-                while let Some(c) = chars.next() {
-                    if c == '\\' {
-                        chars.next();
-                    } else if c == quote {
-                        break;
-                    }
-                }
-            }
+            _ if skip_comment_or_string(c, &mut chars) => {}
             '[' | '{' | '(' => {
                 depth += 1;
                 deepest = deepest.max(depth);
