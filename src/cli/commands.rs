@@ -433,12 +433,52 @@ pub fn fill(global: &Global, args: &FillArgs) -> Exit {
     })())
 }
 
+/// Where each endpoint's weights come from and what each staged copy costs, as the manifest's
+/// inventory records them (S3 Standard storage priced for `region` from the catalog).
+fn weights_lines(
+    inventory: &hyperforge::assembly::inventory::Inventory,
+    region: &str,
+) -> Vec<String> {
+    let minutes = |secs: u64| secs.div_ceil(60);
+    let served = inventory.endpoints.iter().map(|e| {
+        let cold = e.cold_start_secs.map_or(String::new(), |s| {
+            format!(": about {} min from node ready to serving", minutes(s))
+        });
+        format!(
+            "{}/{} serves {} from {}{cold}",
+            e.namespace, e.name, e.model_id, e.weights_source
+        )
+    });
+    let staged = inventory.stagings.iter().map(|st| {
+        let size = st.weight_bytes.map_or(String::new(), |b| {
+            format!(" ({:.1} GiB)", b as f64 / f64::from(1u32 << 30))
+        });
+        let time = st.estimate_secs.map_or(String::new(), |s| {
+            format!(", about {} min once", minutes(s))
+        });
+        let price = match st.weight_bytes.and_then(|b| {
+            hyperforge::catalog::storage_usd_per_month(
+                b,
+                hyperforge::catalog::StoreKind::S3Standard,
+                region,
+            )
+        }) {
+            Some(usd) => format!(", ${usd:.2}/month in S3 Standard"),
+            None => ", storage not priced in this region".to_owned(),
+        };
+        format!(
+            "{}/{} stages {}@{} into s3://{}/{}{size} from the Hub{time}{price}",
+            st.namespace, st.job, st.model_id, st.revision, st.bucket, st.prefix
+        )
+    });
+    served.chain(staged).collect()
+}
+
 /// `hyperforge list`.
 pub fn list(global: &Global) -> Exit {
     run((|| {
         let app = load(global, &[])?;
         let assembly = synthesize(&app, &SynthOptions::default())?;
-        let costs = hyperforge::cost::estimate(&app);
         let mut out = String::new();
         for stack in &assembly.manifest().stacks {
             out.push_str(&format!("{} ({})\n", stack.name, stack.region));
@@ -472,16 +512,14 @@ pub fn list(global: &Global) -> Exit {
                     }
                 }
             }
-            if let Some(cost) = costs.stacks.iter().find(|c| c.stack == stack.name) {
-                let lines = cost.weights_lines();
-                if !lines.is_empty() {
-                    out.push_str("  weights:\n");
-                    for line in lines {
-                        out.push_str(&format!("  {line}\n"));
-                    }
+            let inventory = &stack.inventory;
+            let weights = weights_lines(inventory, &stack.region);
+            if !weights.is_empty() {
+                out.push_str("  weights:\n");
+                for line in weights {
+                    out.push_str(&format!("    {line}\n"));
                 }
             }
-            let inventory = &stack.inventory;
             if !inventory.alerts.is_empty() {
                 out.push_str("  alerts:\n");
                 for a in &inventory.alerts {

@@ -443,6 +443,15 @@ fn list_catalog_explain_cost_completions() {
         .lines()
         .any(|l| l.contains("kimi-k3-hyperpod/") && l.contains("-inference.yaml")));
     assert!(text.contains("kimi-k3-eks/RUNBOOK.md"));
+    // The weights lines come from the manifest's inventory, as the runbook's do.
+    assert!(
+        text.contains("kimi-k3/kimi-k3 serves moonshotai/Kimi-K3 from S3")
+            && text.contains("from node ready to serving")
+            && text.contains("stages moonshotai/Kimi-K3@")
+            && text.contains("into s3://kimi-k3-eks-weights-")
+            && text.contains("/month in S3 Standard"),
+        "{text}"
+    );
     // Each stack's capacity end and when it is warned of.
     assert!(text.contains("capacity ends:"));
     assert!(text.contains(
