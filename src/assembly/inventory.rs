@@ -231,6 +231,22 @@ pub struct StagingEntry {
     pub hf_token: Option<SecretKeyEntry>,
 }
 
+impl StagingEntry {
+    /// The copy's size, GiB, when known.
+    pub fn size_gib(&self) -> Option<f64> {
+        self.weight_bytes
+            .map(|b| crate::catalog::memory::gib(b as f64))
+    }
+
+    /// What keeping the copy costs a month in S3 Standard in `region`, USD, when its size and
+    /// the region's price are known.
+    pub fn storage_usd_per_month(&self, region: &str) -> Option<f64> {
+        self.weight_bytes.and_then(|b| {
+            crate::catalog::storage_usd_per_month(b, crate::catalog::StoreKind::S3Standard, region)
+        })
+    }
+}
+
 /// A warning scheduled before reserved capacity ends.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct CapacityEndEntry {

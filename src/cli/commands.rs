@@ -434,7 +434,7 @@ pub fn fill(global: &Global, args: &FillArgs) -> Exit {
 }
 
 /// Where each endpoint's weights come from and what each staged copy costs, as the manifest's
-/// inventory records them (S3 Standard storage priced for `region` from the catalog).
+/// inventory records them (S3 Standard storage priced for `region`).
 fn weights_lines(
     inventory: &hyperforge::assembly::inventory::Inventory,
     region: &str,
@@ -450,19 +450,13 @@ fn weights_lines(
         )
     });
     let staged = inventory.stagings.iter().map(|st| {
-        let size = st.weight_bytes.map_or(String::new(), |b| {
-            format!(" ({:.1} GiB)", b as f64 / f64::from(1u32 << 30))
-        });
+        let size = st
+            .size_gib()
+            .map_or(String::new(), |gib| format!(" ({gib:.1} GiB)"));
         let time = st.estimate_secs.map_or(String::new(), |s| {
             format!(", about {} min once", minutes(s))
         });
-        let price = match st.weight_bytes.and_then(|b| {
-            hyperforge::catalog::storage_usd_per_month(
-                b,
-                hyperforge::catalog::StoreKind::S3Standard,
-                region,
-            )
-        }) {
+        let price = match st.storage_usd_per_month(region) {
             Some(usd) => format!(", ${usd:.2}/month in S3 Standard"),
             None => ", storage not priced in this region".to_owned(),
         };

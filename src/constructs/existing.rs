@@ -385,16 +385,14 @@ fn is_issuer_url(url: &str, region: &str) -> bool {
 
 /// Whether `arn` is a KMS key ARN of `region`: `arn:<partition>:kms:<region>:<account>:key/<id>`.
 fn is_kms_key_arn(arn: &str, region: &str) -> bool {
-    let parts: Vec<&str> = arn.splitn(6, ':').collect();
-    crate::app::arn::Arn::parse(arn).is_some()
-        && matches!(parts.as_slice(), ["arn", partition, "kms", r, account, resource]
-        if crate::app::arn::PARTITIONS.contains(partition)
-            && *r == region
-            && account.len() == 12
-            && account.bytes().all(|b| b.is_ascii_digit())
-            && resource.strip_prefix("key/").is_some_and(|id| {
+    crate::app::arn::Arn::parse(arn).is_some_and(|a| {
+        a.service == "kms"
+            && a.region == region
+            && a.account.len() == 12
+            && a.resource.strip_prefix("key/").is_some_and(|id| {
                 !id.is_empty() && id.bytes().all(|b| b.is_ascii_hexdigit() || b == b'-')
-            }))
+            })
+    })
 }
 
 impl Construct for ExistingEksCluster {

@@ -382,9 +382,6 @@ const ENI_REASON: &str = "HyperPod creates the nodes' network interfaces at run 
     ids are unknown when the policy is written; creating one is limited to the cluster's own \
     subnets and security groups, which the statement names.";
 
-/// Why a statement of Describe actions names no resource.
-pub(crate) const NO_RESOURCE_LEVEL_PERMISSIONS: &str = "These actions support no resource-level permissions (Service Authorization Reference): IAM accepts only `*` for them.";
-
 impl HyperPodCluster {
     /// A cluster `name` orchestrated by `eks`, its nodes in `subnets` with `security_group`,
     /// running `lifecycle`'s scripts on creation.
@@ -518,7 +515,7 @@ impl HyperPodCluster {
                 ])
                 .sid("DescribeNetworkAndAuthenticateToRegistries")
                 .resource("*")
-                .wildcards_because(NO_RESOURCE_LEVEL_PERMISSIONS),
+                .wildcards_because(crate::resources::iam::NO_RESOURCE_LEVEL_PERMISSIONS),
             )
             .statement(
                 Statement::allow([
@@ -534,8 +531,8 @@ impl HyperPodCluster {
                 )
                 .wildcards_because(
                     "Nodes pull the images their pods name, from whichever registry account \
-                     and region the workload uses (HyperPod's execution-role guidance grants \
-                     the same); the actions only read.",
+                     and region the workload uses; AWS's HyperPod execution-role template \
+                     (sagemaker-iam-role-stack.yaml) grants the same, and the actions only read.",
                 ),
             )
             .statement(
@@ -548,8 +545,10 @@ impl HyperPodCluster {
                     .sid("ReadAlarms")
                     .resource(Text::arn("cloudwatch", true, true, Text::lit("alarm:*")))
                     .wildcards_because(
-                        "HyperPod's node health agent reads the account's alarms in the \
-                         cluster's region by names it does not publish; the action only reads.",
+                        "AWS's HyperPod execution-role template (sagemaker-iam-role-stack.yaml) \
+                         grants it on every alarm, names none, and documents no narrower \
+                         scope; scoped here to the stack's account and region, and it only \
+                         reads.",
                     ),
             )
             .statement(

@@ -453,7 +453,7 @@ pub fn keda_metrics_policy() -> PolicyDocument {
             ])
             .sid("ReadCloudWatchMetrics")
             .resource("*")
-            .wildcards_because(super::hyperpod::NO_RESOURCE_LEVEL_PERMISSIONS),
+            .wildcards_because(crate::resources::iam::NO_RESOURCE_LEVEL_PERMISSIONS),
         )
         .statement(
             Statement::allow(["aps:QueryMetrics"])

@@ -250,7 +250,7 @@ impl Construct for LogShipping {
             "logs:PutLogEvents",
             "logs:DescribeLogStreams",
         ])
-        .wildcards_because(super::network::LOG_STREAMS_REASON);
+        .wildcards_because(crate::resources::iam::LOG_STREAMS_REASON);
         for arn in &groups {
             write = write
                 .resource(arn.clone())

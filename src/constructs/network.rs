@@ -201,11 +201,6 @@ pub const LOG_RETENTION_RANGE: Ints = Ints::new(
 
 /// The child id of the HyperPod subnet.
 pub const HYPERPOD_SUBNET: &str = "HyperPodSubnet";
-/// Why a writer of one log group may write any of its streams.
-pub(crate) const LOG_STREAMS_REASON: &str = "`:*` after the log group's ARN names its log \
-    streams, which the writer creates at run time under names it derives from its sources; \
-    the statement names each log group it writes.";
-
 /// The child id of the GPU node subnet.
 pub const GPU_SUBNET: &str = "GpuSubnet";
 
@@ -858,7 +853,7 @@ impl Network {
                         ])
                         .resource(log_group_arn.clone())
                         .resource(log_group_arn.push_lit(":*"))
-                        .wildcards_because(LOG_STREAMS_REASON),
+                        .wildcards_because(crate::resources::iam::LOG_STREAMS_REASON),
                     ),
                 )],
                 name: None,

@@ -56,39 +56,19 @@ impl Rule {
 
     /// An IAM policy allowing actions or resources through a `*`. Acknowledged per wildcard
     /// (see [`AckScope`]), never for the whole role.
-    pub const IAM_WILDCARD: Rule = Rule {
-        checkov: &[],
-        guard: &[],
-        cfn_nag: &[],
-        cdk_nag: &["AwsSolutions-IAM5"],
-    };
+    pub const IAM_WILDCARD: Rule = Rule::cdk_nag(&["AwsSolutions-IAM5"]);
 
     /// An IAM role with an AWS managed policy attached. Acknowledged per policy.
-    pub const AWS_MANAGED_POLICY: Rule = Rule {
-        checkov: &[],
-        guard: &[],
-        cfn_nag: &[],
-        cdk_nag: &["AwsSolutions-IAM4"],
-    };
+    pub const AWS_MANAGED_POLICY: Rule = Rule::cdk_nag(&["AwsSolutions-IAM4"]);
 
     /// An EC2 instance outside an Auto Scaling group without termination protection.
-    pub const EC2_WITHOUT_TERMINATION_PROTECTION: Rule = Rule {
-        checkov: &[],
-        guard: &[],
-        cfn_nag: &[],
-        cdk_nag: &["AwsSolutions-EC29"],
-    };
+    pub const EC2_WITHOUT_TERMINATION_PROTECTION: Rule = Rule::cdk_nag(&["AwsSolutions-EC29"]);
 
     /// cdk-nag's EC26 (encrypted EBS volumes) failing to run on an instance without a launch
     /// template when its template holds one: the rule reads the launch template's name of an
     /// instance that has none (cdk-nag 2.38.2 `EC2EBSVolumeEncrypted`). cdk-nag 3 reports the
     /// failure as the rule's own finding.
-    pub const CDK_NAG_EC26_FAILURE: Rule = Rule {
-        checkov: &[],
-        guard: &[],
-        cfn_nag: &[],
-        cdk_nag: &["CdkNagValidationFailure"],
-    };
+    pub const CDK_NAG_EC26_FAILURE: Rule = Rule::cdk_nag(&["CdkNagValidationFailure"]);
 
     /// A CloudWatch Logs group keeping its events for less than a year.
     pub const LOG_RETENTION_UNDER_A_YEAR: Rule = Rule::checkov(&["CKV_AWS_338"]);
@@ -107,6 +87,16 @@ impl Rule {
 
     /// Secrets read from environment variables.
     pub const K8S_SECRETS_AS_ENVIRONMENT: Rule = Rule::checkov(&["CKV_K8S_35"]);
+
+    /// A rule only cdk-nag has.
+    pub const fn cdk_nag(ids: &'static [&'static str]) -> Rule {
+        Rule {
+            checkov: &[],
+            guard: &[],
+            cfn_nag: &[],
+            cdk_nag: ids,
+        }
+    }
 
     /// A rule only checkov has.
     pub const fn checkov(ids: &'static [&'static str]) -> Rule {

@@ -209,6 +209,15 @@ impl Statement {
     }
 }
 
+/// Why a statement of actions without resource-level permissions names no resource.
+pub const NO_RESOURCE_LEVEL_PERMISSIONS: &str = "These actions support no resource-level \
+    permissions (Service Authorization Reference): IAM accepts only `*` for them.";
+
+/// Why a writer of one log group may write any of its streams.
+pub const LOG_STREAMS_REASON: &str = "`:*` after the log group's ARN names its log streams, \
+    which the writer creates at run time under names it derives from its sources; the \
+    statement names each log group it writes.";
+
 /// The trust policy of a role assumed by an AWS service.
 pub fn service_trust(service: &str) -> PolicyDocument {
     PolicyDocument::new()

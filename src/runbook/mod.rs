@@ -1193,12 +1193,11 @@ fn staging(region: &str, st: &StagingEntry) -> StagingData {
             .unwrap_or_default(),
         limit: st.limited_by.clone().unwrap_or_default(),
         size_gib: st
-            .weight_bytes
-            .map(|b| format!("{:.1}", catalog::memory::gib(b as f64)))
+            .size_gib()
+            .map(|gib| format!("{gib:.1}"))
             .unwrap_or_default(),
         storage_usd_per_month: st
-            .weight_bytes
-            .and_then(|b| catalog::storage_usd_per_month(b, catalog::StoreKind::S3Standard, region))
+            .storage_usd_per_month(region)
             .map(|usd| format!("{usd:.2}"))
             .unwrap_or_default(),
         token_secret: st

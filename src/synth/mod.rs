@@ -44,7 +44,7 @@ impl App {
 
 /// Every diagnostic of `app`, without synthesizing: located, acknowledgements applied.
 pub fn validate(app: &App) -> Diagnostics {
-    let mut ds = check(app);
+    let (mut ds, _) = check(app);
     settle(app, &mut ds);
     ds
 }
@@ -173,39 +173,36 @@ fn about_override(code: Code) -> bool {
 
 /// The override and patch mistakes of an app whose checks found errors (`found`), so that
 /// they come with the others rather than after those are fixed. Only what passed its checks
-/// is built: a stack whose structure is sound, and in it each construct no diagnostic names
+/// is built: a stack whose structure is `sound`, and in it each construct no diagnostic names
 /// (its bounds held), expanded and lowered for these mistakes alone. What else the backends
 /// report may follow from the errors and is dropped, as are mistakes about the resources of
 /// constructs left out.
-fn override_mistakes(app: &App, found: &Diagnostics) -> Diagnostics {
+fn override_mistakes(app: &App, found: &Diagnostics, sound: &[bool]) -> Diagnostics {
+    // `path` is the construct's display path or one below it.
+    let at_or_below = |path: &str, construct: &str| {
+        path.strip_prefix(construct)
+            .is_some_and(|rest| rest.is_empty() || rest.starts_with('/'))
+    };
     let mut mistakes = Diagnostics::new();
-    for stack in app.stacks() {
+    for (stack, _) in app.stacks().iter().zip(sound).filter(|(_, sound)| **sound) {
         if stack.overrides().is_empty()
             && stack.terraform_overrides().is_empty()
             && stack.patches().is_empty()
         {
             continue;
         }
-        let mut structure = Diagnostics::new();
-        stack.validate_structure(app.tags(), &mut structure);
-        if structure.has_errors() {
-            continue;
-        }
-        let named = |id: &str| {
-            let shown = stack.display_path(id);
-            let below = format!("{shown}/");
-            found
-                .iter()
-                .any(|d| d.path == shown || d.path.starts_with(&below))
-        };
         let left_out: Vec<String> = stack
             .nodes()
             .iter()
-            .filter(|n| named(&n.id))
-            .map(|n| format!("{}/", stack.display_path(&n.id)))
+            .map(|n| stack.display_path(&n.id))
+            .filter(|shown| found.iter().any(|d| at_or_below(&d.path, shown)))
             .collect();
+        let kept = |n: &crate::app::Node| {
+            let shown = stack.display_path(&n.id);
+            !left_out.contains(&shown)
+        };
         let tags = stack.effective_tags(app.tags());
-        let graph = crate::constructs::expand_where(stack, &tags, |n| !named(&n.id));
+        let graph = crate::constructs::expand_where(stack, &tags, kept);
         let input = BackendInput {
             stack,
             graph: &graph,
@@ -219,10 +216,7 @@ fn override_mistakes(app: &App, found: &Diagnostics) -> Diagnostics {
             }
         }
         for d in reported {
-            let about_left_out = left_out
-                .iter()
-                .any(|p| d.path.starts_with(p.as_str()) || format!("{}/", d.path) == *p);
-            if about_override(d.code) && !about_left_out {
+            if about_override(d.code) && !left_out.iter().any(|c| at_or_below(&d.path, c)) {
                 mistakes.push(d);
             }
         }
@@ -230,10 +224,12 @@ fn override_mistakes(app: &App, found: &Diagnostics) -> Diagnostics {
     mistakes
 }
 
-/// Every diagnostic of `app` as the checks report them.
-fn check(app: &App) -> Diagnostics {
+/// Every diagnostic of `app` as the checks report them, and for each stack whether its
+/// structure is sound (no structural error).
+fn check(app: &App) -> (Diagnostics, Vec<bool>) {
     let mut ds = Diagnostics::new();
     let mut names = BTreeSet::new();
+    let mut sound = Vec::new();
     for stack in app.stacks() {
         if !names.insert(stack.name()) {
             ds.report(
@@ -243,13 +239,16 @@ fn check(app: &App) -> Diagnostics {
                 "stack names prefix CloudFormation stack names and artifact folders; make them unique",
             );
         }
-        stack.validate_structure(app.tags(), &mut ds);
+        let mut structure = Diagnostics::new();
+        stack.validate_structure(app.tags(), &mut structure);
+        sound.push(!structure.has_errors());
+        ds.extend(structure);
         for placed in Placements::new(stack).all() {
             placed.construct.validate(&placed.cx, &mut ds);
         }
     }
     crate::validate::app(app, &mut ds);
-    ds
+    (ds, sound)
 }
 
 /// How synthesis treats diagnostics, and which output formats it writes.
@@ -426,9 +425,9 @@ pub fn synthesize_timed(
 ) -> Result<(Assembly, SynthTimings), Diagnostics> {
     let mut timings = SynthTimings::default();
     let start = Instant::now();
-    let mut ds = check(app);
+    let (mut ds, sound) = check(app);
     if ds.has_errors() {
-        let mistakes = override_mistakes(app, &ds);
+        let mistakes = override_mistakes(app, &ds, &sound);
         ds.extend(mistakes);
         settle(app, &mut ds);
         return Err(ds);

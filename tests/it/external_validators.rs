@@ -520,38 +520,31 @@ fn check_each_app(
 // The reference apps
 // ---------------------------------------------------------------------------------
 
-#[test]
-fn cloudformation_templates_pass_cfn_lint() {
+/// Every reference app's templates pass `check`; at least one app has templates.
+fn reference_templates_pass(check: impl Fn(&[PathBuf]) -> Result<(), String>) {
     let apps = synth_reference_apps();
-    let checked = check_each_app(&apps, "cloudformation", cfn_lint);
+    let checked = check_each_app(&apps, "cloudformation", check);
     assert!(
         checked > 0,
         "no reference app has a cloudformation artifact"
     );
+}
+
+#[test]
+fn cloudformation_templates_pass_cfn_lint() {
+    reference_templates_pass(cfn_lint);
 }
 
 #[test]
 fn cloudformation_templates_pass_checkov() {
-    let apps = synth_reference_apps();
-    let checked = check_each_app(&apps, "cloudformation", |files| {
+    reference_templates_pass(|files| {
         checkov_cloudformation(files).map(|report| eprintln!("{report}"))
     });
-    assert!(
-        checked > 0,
-        "no reference app has a cloudformation artifact"
-    );
 }
 
 #[test]
 fn cloudformation_templates_pass_cdk_nag() {
-    let apps = synth_reference_apps();
-    let checked = check_each_app(&apps, "cloudformation", |files| {
-        cdk_nag(files).map(|report| eprintln!("{report}"))
-    });
-    assert!(
-        checked > 0,
-        "no reference app has a cloudformation artifact"
-    );
+    reference_templates_pass(|files| cdk_nag(files).map(|report| eprintln!("{report}")));
 }
 
 #[test]

@@ -30,6 +30,29 @@ fn env_u64(name: &str, default: u64) -> u64 {
         .unwrap_or(default)
 }
 
+/// Runs `bytes` through `target`: its outcome, or `None` after noting in `findings` a broken
+/// invariant or an input slower than its budget.
+fn run_noting(
+    target: Target,
+    name: &str,
+    bytes: &[u8],
+    findings: &mut Vec<String>,
+) -> Option<harness::Outcome> {
+    let start = Instant::now();
+    let result = harness::run(target, bytes, None);
+    let took = start.elapsed();
+    match result {
+        Err(f) => findings.push(format!("{name} [{}]: {}", target.name(), f.what)),
+        Ok(_) if took > harness::budget(bytes.len(), PER_MIB) => findings.push(format!(
+            "{name} [{}]: {took:?} for {} bytes",
+            target.name(),
+            bytes.len()
+        )),
+        Ok(outcome) => return Some(outcome),
+    }
+    None
+}
+
 #[test]
 fn corpus_and_fresh_mutations_keep_the_invariants() {
     let repo = Path::new(env!("CARGO_MANIFEST_DIR"));
@@ -55,23 +78,9 @@ fn corpus_and_fresh_mutations_keep_the_invariants() {
         )
     });
     for (target, name, bytes) in seeds_both.chain(mutations) {
-        let start = Instant::now();
-        let result = harness::run(target, &bytes, None);
-        let took = start.elapsed();
-        if matches!(
-            (&result, target),
-            (Ok(harness::Outcome::Accepted), Target::Synth)
-        ) {
+        let outcome = run_noting(target, &name, &bytes, &mut findings);
+        if target == Target::Synth && outcome == Some(harness::Outcome::Accepted) {
             synthesized += 1;
-        }
-        match result {
-            Err(f) => findings.push(format!("{name} [{}]: {}", target.name(), f.what)),
-            Ok(_) if took > harness::budget(bytes.len(), PER_MIB) => findings.push(format!(
-                "{name} [{}]: {took:?} for {} bytes",
-                target.name(),
-                bytes.len()
-            )),
-            Ok(_) => {}
         }
     }
     // The synthesis target must reach synthesis: a pipeline refusing every input would pass
@@ -102,18 +111,10 @@ fn fleet_and_policy_files_keep_the_invariants() {
                 (0..iterations).map(|i| (format!("input {i}"), harness::input(&seeds, seed, i))),
             );
         for (name, bytes) in inputs {
-            let start = Instant::now();
-            let result = harness::run(target, &bytes, None);
-            let took = start.elapsed();
-            match result {
-                Err(f) => findings.push(format!("{name} [{}]: {}", target.name(), f.what)),
-                Ok(_) if took > harness::budget(bytes.len(), PER_MIB) => findings.push(format!(
-                    "{name} [{}]: {took:?} for {} bytes",
-                    target.name(),
-                    bytes.len()
-                )),
-                Ok(harness::Outcome::Accepted) => accepted += 1,
-                Ok(harness::Outcome::Refused) => refused += 1,
+            match run_noting(target, &name, &bytes, &mut findings) {
+                Some(harness::Outcome::Accepted) => accepted += 1,
+                Some(harness::Outcome::Refused) => refused += 1,
+                None => {}
             }
         }
         // Both outcomes occur: a target refusing (or accepting) everything would pass vacuously.

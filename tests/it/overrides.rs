@@ -45,6 +45,17 @@ fn tf_resource(assembly: &hyperforge::Assembly, ty: &str, name: &str) -> Value {
     panic!("no Terraform resource {ty}.{name}")
 }
 
+/// `ds` holds the misspelt-property error of an override of the GPU node group.
+fn assert_misspelt_on_the_node_group(ds: &hyperforge::Diagnostics) {
+    assert!(
+        ds.contains(
+            Code::OverrideUnknownProperty,
+            &format!("{STACK}/GpuNodes/NodeGroup")
+        ),
+        "{ds}"
+    );
+}
+
 fn message(ds: &hyperforge::Diagnostics, code: Code) -> String {
     ds.with_code(code)
         .map(|d| d.to_string())
@@ -57,13 +68,7 @@ fn a_misspelt_property_is_an_error_with_a_suggestion() {
     let ds = errors(&app(|s| {
         s.override_property("GpuNodes/NodeGroup", "UpdateConfg.MaxUnavailable", json!(1));
     }));
-    assert!(
-        ds.contains(
-            Code::OverrideUnknownProperty,
-            &format!("{STACK}/GpuNodes/NodeGroup")
-        ),
-        "{ds}"
-    );
+    assert_misspelt_on_the_node_group(&ds);
     assert!(
         message(&ds, Code::OverrideUnknownProperty).contains("did you mean `UpdateConfig`?"),
         "{ds}"
@@ -467,13 +472,7 @@ fn patch_errors_are_reported_with_every_other_error() {
         &format!("{STACK}/KimiK3/Service")
     ));
     // The CloudFormation override's error is reported in the same run.
-    assert!(
-        ds.contains(
-            Code::OverrideUnknownProperty,
-            &format!("{STACK}/GpuNodes/NodeGroup")
-        ),
-        "{ds}"
-    );
+    assert_misspelt_on_the_node_group(&ds);
 }
 
 #[test]
@@ -571,13 +570,7 @@ fn override_and_patch_mistakes_come_with_the_other_errors() {
             && d.severity == hyperforge::diagnostics::Severity::Error),
         "{ds}"
     );
-    assert!(
-        ds.contains(
-            Code::OverrideUnknownProperty,
-            &format!("{STACK}/GpuNodes/NodeGroup")
-        ),
-        "{ds}"
-    );
+    assert_misspelt_on_the_node_group(&ds);
     assert!(
         ds.with_code(Code::UnknownPatchTarget).next().is_some(),
         "{ds}"

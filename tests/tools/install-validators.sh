@@ -43,6 +43,8 @@ nag_stamp="$nag_dir/.hyperforge-lock.sha256"
 install_cdk_nag() {
     command -v node >/dev/null 2>&1 || die "node not found; install Node.js 18+ (cdk-nag runs on it)"
     command -v npm >/dev/null 2>&1 || die "npm not found; install it with Node.js"
+    node -e 'process.exit(Number(process.versions.node.split(".")[0]) >= 18 ? 0 : 1)' \
+        || die "Node.js $(node --version) is too old; cdk-nag needs 18.12 or later"
     local want_nag
     want_nag="$( { cat "$nag_source/package.json" "$nag_source/package-lock.json"; node --version; } | sha256sum | cut -d' ' -f1)"
     if [[ -f "$nag_stamp" && "$(cat "$nag_stamp")" == "$want_nag" && -f "$nag_dir/node_modules/cdk-nag/package.json" && -f "$nag_dir/node_modules/cdk-nag-v2/package.json" ]]; then
