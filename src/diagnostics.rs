@@ -145,8 +145,8 @@ codes! {
         "The zone id's prefix names its region (`usw2` is us-west-2). A subnet can only be placed in a zone of the stack's region.";
     InvalidLogRetention = "HF0107", Error, "log retention is not a CloudWatch Logs retention period",
         "CloudWatch Logs accepts 1, 3, 5, 7, 14, 30, 60, 90, 120, 150, 180, 365, 400, 545, 731, 1096, 1827, 2192, 2557, 2922, 3288 or 3653 days.";
-    TooManyAvailabilityZones = "HF0108", Error, "more availability zones than any region has",
-        "No AWS region has more than 6 availability zones; a network spans at most that many.";
+    TooManyAvailabilityZones = "HF0108", Error, "more availability zones than the region has",
+        "A network spreads its public and private subnets over distinct zones of its region, each placed by zone id: at most as many as the region has where every account can create an EKS cluster's subnets (two in us-west-1, five in us-east-1, where EKS refuses use1-az3), and never more than 6, the most any region has.";
     InvalidName = "HF0201", Error, "resource name is malformed or too long",
         "Names must satisfy the service's rules: EKS cluster names 1-100 characters `[0-9A-Za-z][A-Za-z0-9-_]*`; HyperPod cluster and instance group names 1-63 characters `[a-zA-Z0-9](-*[a-zA-Z0-9])*`; S3 bucket name prefixes lowercase letters, digits and hyphens.";
     UnsupportedKubernetesVersion = "HF0202", Error, "Kubernetes version is not supported",
@@ -292,7 +292,7 @@ codes! {
     LoadFormatCannotReadS3 = "HF0425", Error, "the load format cannot read weights from S3",
         "An EKS Deployment serving staged weights streams them from S3 into GPU memory with vLLM's Run:ai model streamer (`--load-format runai_streamer`), the loader that reads `s3://` paths. Leave `load_format` unset or set it to `runai_streamer`.";
     LoadBalancerMissesServingZone = "HF0426", Warning, "the load balancer's subnets may leave out the serving nodes' zone",
-        "A Network Load Balancer sends traffic only to targets in the zones it has a subnet in (ELB User Guide, \"Availability Zones and load balancer nodes\"): a pod on a node in another zone is registered and never receives a request. Zone names map to zone ids differently in each account, so subnets placed by zone name (`Fn::GetAZs`) and a subnet placed by zone id (a Capacity Block's or training plan's zone, chosen when the stack is deployed) may or may not share a zone. Leave `load_balancer_subnets` out for an internal load balancer: it is then placed in the subnets of the nodes serving the model (a Capacity Block's GPU subnet), and the NetworkPolicy admits exactly their blocks. An internet-facing load balancer needs a public subnet in each serving zone.";
+        "A Network Load Balancer sends traffic only to targets in the zones it has a subnet in (ELB User Guide, \"Availability Zones and load balancer nodes\"): a pod on a node in another zone is registered and never receives a request. Each subnet's zone id is an input given when the stack is deployed (the network's zones, a Capacity Block's or training plan's zone), so subnets placed by different inputs may or may not share a zone. Leave `load_balancer_subnets` out for an internal load balancer: it is then placed in the subnets of the nodes serving the model (a Capacity Block's GPU subnet), and the NetworkPolicy admits exactly their blocks. An internet-facing load balancer needs a public subnet in each serving zone.";
     InvalidContextLength = "HF0420", Error, "max model length is out of range",
         "`max_model_len` is a number of tokens from 1 to 16 Mi (16,777,216), above the longest context window published; a catalog model's own window is checked separately (HF0508).";
     InvalidThroughput = "HF0410", Error, "storage throughput must be positive",

@@ -16,7 +16,7 @@ use crate::resources::iam::{
 use crate::resources::{
     DefaultSecurityGroup, Eip, FlowLog, GatewayEndpoint, InternetGateway, KmsKey, LogGroup,
     NatGateway, Role, Route, RouteTable, RouteTarget, Rule, Scope, StackInput, Subnet,
-    SubnetRouteTableAssociation, Vpc, VpcCidrBlock, Zone,
+    SubnetRouteTableAssociation, Vpc, VpcCidrBlock,
 };
 
 /// How many NAT gateways the VPC gets.
@@ -56,8 +56,9 @@ pub fn zone_input_description(child: &str) -> &'static str {
     }
 }
 
-/// The zone id `subnet` is pinned to, when it is a zonal subnet of a network in `stack`
-/// (subnets placed by zone index have no fixed zone id).
+/// The zone id `subnet` is pinned to by the description, when it is a zonal subnet of a
+/// network in `stack` or an existing subnet (the spread subnets' zones are the deployer's
+/// inputs, defaulting to the region's zones).
 pub fn zone_of_subnet<'a>(stack: &'a Stack, subnet: &Ref<kind::Subnet>) -> Option<&'a str> {
     stack.nodes().iter().find_map(|n| {
         let any = n.construct.as_any();
@@ -87,15 +88,13 @@ pub struct SubnetFacts {
     pub zone: ZoneKey,
 }
 
-/// What fixes a subnet's availability zone, as far as the description knows it. Zone names
-/// map to zone ids differently in each account, so two subnets are known to share a zone only
-/// when the same thing fixes both: the same position in the region's zone list, the same
-/// deploy-time zone-id input, or the same given zone.
+/// What fixes a subnet's availability zone, as far as the description knows it. Every subnet
+/// a network creates is placed by zone id, each zone an input the deployer may change, so two
+/// subnets are known to share a zone only when the same thing fixes both: the same zone-id
+/// input, or the same given zone.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum ZoneKey {
-    /// The region's zone at this position (`Fn::GetAZs`, by name: account-specific).
-    Index(u32),
-    /// The zone whose id the deploy-time input of this name holds (a zonal subnet's).
+    /// The zone whose id the deploy-time input of this name holds.
     Input(String),
     /// This zone (an existing subnet's, as given).
     Given(String),
@@ -105,6 +104,33 @@ pub enum ZoneKey {
 pub fn zone_input_name(network: &str, child: &str) -> String {
     format!("{}AzId", logical_id(&format!("{network}/{child}")))
 }
+
+/// The name of the zone-id input of the network's zone `az_index` (0-based): its public and
+/// private subnets there.
+pub fn spread_zone_input_name(network: &str, az_index: u32) -> String {
+    format!("{}Zone{}AzId", logical_id(network), az_index + 1)
+}
+
+/// The zone-id input of the network's zone `az_index` in `region`: by default the region's
+/// zone at that place among those every account can create EKS cluster subnets in
+/// (`catalog::regions::spread_zone_ids`).
+pub fn spread_zone_input(network: &str, az_index: u32, region: &str) -> StackInput {
+    let n = az_index + 1;
+    StackInput {
+        name: spread_zone_input_name(network, az_index),
+        description: format!(
+            "Availability Zone id of the network's zone {n}: its public subnet {n} and private subnet {n} (aws ec2 describe-availability-zones lists the account's)."
+        ),
+        default: crate::catalog::regions::spread_zone_ids(region)
+            .get(az_index as usize)
+            .map(|z| (*z).to_owned()),
+        pattern: Some(AZ_ID_PATTERN.to_owned()),
+        expected: AZ_ID_EXPECTED.to_owned(),
+    }
+}
+
+/// What a zone-id input holds, completing "must be".
+const AZ_ID_EXPECTED: &str = "an Availability Zone id: the region's zone prefix, -az and a number";
 
 /// The zonal subnets of `stack`'s networks that `role` names (`gpu`, `hyperpod`: the child id
 /// without `Subnet`, in lower case, as the `hyperforge:subnet` tag has it), in the order the
@@ -239,7 +265,7 @@ pub struct SubnetPlan {
     pub id: String,
     /// Its block.
     pub cidr: Ipv4Cidr,
-    /// Which of the region's zones (0-based, by `Fn::GetAZs` order).
+    /// Which of the network's zones (0-based): its zone-id input.
     pub az_index: u32,
 }
 
@@ -370,7 +396,7 @@ impl Network {
                     private_subnet_name(stack, s.az_index)
                 },
                 public,
-                zone: ZoneKey::Index(s.az_index),
+                zone: ZoneKey::Input(spread_zone_input_name(id, s.az_index)),
             })
         };
         planned(&plan.public_subnets, true)
@@ -476,6 +502,25 @@ impl Network {
                 format!("use 2 to {MAX_AVAILABILITY_ZONES} zones"),
             );
         }
+        let spread = crate::catalog::regions::spread_zone_ids(stack.region());
+        if !spread.is_empty()
+            && self.availability_zones <= MAX_AVAILABILITY_ZONES
+            && self.availability_zones as usize > spread.len()
+        {
+            ds.report_field(
+                Code::TooManyAvailabilityZones,
+                path,
+                "availability_zones",
+                format!(
+                    "{} availability zones requested; {} has {} where every account can create an EKS cluster's subnets ({})",
+                    self.availability_zones,
+                    stack.region(),
+                    spread.len(),
+                    spread.join(", ")
+                ),
+                format!("use 2 to {} zones in {}", spread.len(), stack.region()),
+            );
+        }
         if i64::from(self.availability_zones) < AVAILABILITY_ZONES.min {
             ds.report_field(
                 Code::TooFewAvailabilityZones,
@@ -575,6 +620,7 @@ impl Construct for Network {
         // A network without a plan has errors, and synthesis stops at validation.
         let Some(plan) = self.plan() else { return };
         let stack_name = scope.stack().name().to_owned();
+        let region = scope.stack().region().to_owned();
         let handle = self.handle(&stack_name);
         let at = |child: &str, kind: Kind, attr: Attr| AttrRef {
             stack: stack_name.clone(),
@@ -635,7 +681,7 @@ impl Construct for Network {
                 Subnet {
                     vpc: vpc.clone(),
                     cidr: sp.cidr.to_string(),
-                    zone: Zone::Index(sp.az_index),
+                    zone_id: spread_zone_input(&self.id, sp.az_index, &region),
                     tags: vec![
                         (
                             "Name".to_owned(),
@@ -723,7 +769,7 @@ impl Construct for Network {
                 Subnet {
                     vpc: vpc.clone(),
                     cidr: sp.cidr.to_string(),
-                    zone: Zone::Index(sp.az_index),
+                    zone_id: spread_zone_input(&self.id, sp.az_index, &region),
                     tags: vec![("Name".to_owned(), name.clone()), internal_elb()],
                 },
             );
@@ -745,8 +791,7 @@ impl Construct for Network {
                 description: zone_input_description(child).to_owned(),
                 default: Some(az_id.to_string()),
                 pattern: Some(AZ_ID_PATTERN.to_owned()),
-                expected: "an Availability Zone id: the region's zone prefix, -az and a number"
-                    .to_owned(),
+                expected: AZ_ID_EXPECTED.to_owned(),
             };
             let cidr_block = scope.path(&cidr_block);
             scope
@@ -755,7 +800,7 @@ impl Construct for Network {
                     Subnet {
                         vpc: vpc.clone(),
                         cidr: block.to_string(),
-                        zone: Zone::IdInput(zone),
+                        zone_id: zone,
                         tags: vec![
                             ("Name".to_owned(), name.clone()),
                             internal_elb(),

@@ -2264,11 +2264,10 @@ impl VllmDeployment {
                 path,
                 "load_balancer_subnets",
                 format!(
-                    "the load balancer's subnets may leave out the zone of `{}`, where the nodes serving the model run ({}); in accounts where the zones differ, the pod receives no traffic",
+                    "the load balancer's subnets may leave out the zone of `{}`, where the nodes serving the model run ({}); when the zones given differ, the pod receives no traffic",
                     facts.name,
                     match &facts.zone {
                         ZoneKey::Input(input) => format!("the zone id given as {input}"),
-                        ZoneKey::Index(i) => format!("the region's zone {}", i + 1),
                         ZoneKey::Given(z) => format!("zone {z}"),
                     }
                 ),

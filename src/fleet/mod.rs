@@ -193,8 +193,11 @@ impl FleetMember {
     }
 }
 
-/// The names member values are known by, with the StackSet parameter each becomes; the
-/// region and the account become pseudo parameters.
+/// The names member values are known by, with the StackSet parameter each becomes where a
+/// template holds it as text; the region and the account become pseudo parameters. The
+/// capacity's id and zone have none: constructs take them as declared inputs
+/// (`GpuNodesCapacityReservationId`, `NetworkGpuSubnetAzId`), which every StackSet binds by
+/// name, so a template holds them only as those parameters' values.
 const KNOWN_VALUES: &[(&str, &str, &str)] = &[
     (
         "member",
@@ -203,16 +206,8 @@ const KNOWN_VALUES: &[(&str, &str, &str)] = &[
     ),
     ("region", "AWS::Region", ""),
     ("account", "AWS::AccountId", ""),
-    (
-        "capacity_id",
-        "FleetCapacityId",
-        "The member's Capacity Block id or training plan ARN.",
-    ),
-    (
-        "zone_id",
-        "FleetZoneId",
-        "The zone id of the member's capacity.",
-    ),
+    ("capacity_id", "", ""),
+    ("zone_id", "", ""),
     ("model", "FleetModel", "The model the member serves."),
     (
         "organizational_unit",
@@ -1005,8 +1000,11 @@ impl Fleet {
                 m.values
                     .iter()
                     .filter(|(k, _)| varying.contains(k.as_str()))
-                    .map(|(k, v)| {
+                    .filter_map(|(k, v)| {
                         let known = KNOWN_VALUES.iter().find(|(name, _, _)| name == k);
+                        if known.is_some_and(|(_, parameter, _)| parameter.is_empty()) {
+                            return None;
+                        }
                         let (parameter, description) = match known {
                             Some((_, p, d)) => ((*p).to_owned(), (*d).to_owned()),
                             None => (
@@ -1014,13 +1012,13 @@ impl Fleet {
                                 format!("The member's `{k}` value."),
                             ),
                         };
-                        Token {
+                        Some(Token {
                             value: v.clone(),
                             pseudo: parameter.starts_with("AWS::"),
                             in_text: k == "member",
                             parameter,
                             description,
-                        }
+                        })
                     })
                     .collect()
             })
@@ -1042,12 +1040,9 @@ impl Fleet {
         let mut overrides = BTreeMap::new();
         let mut forms = Vec::new();
         let mut new_references = BTreeMap::new();
-        let stages = assembly
-            .manifest()
-            .stacks
-            .first()
-            .map(|s| s.stages.as_slice())
-            .unwrap_or_default();
+        let stack = assembly.manifest().stacks.first();
+        let stages = stack.map(|s| s.stages.as_slice()).unwrap_or_default();
+        let inputs = stack.map(|s| s.inputs.as_slice()).unwrap_or_default();
         for (index, stage) in stages.iter().enumerate() {
             let StageManifest::CloudFormation {
                 artifacts,
@@ -1062,7 +1057,26 @@ impl Fleet {
             let Some(text) = artifacts.first().and_then(|a| assembly.file(&a.path)) else {
                 continue;
             };
-            let own = &tokens[member.index];
+            // The stage's declared inputs with the member's values: bound by name.
+            let bound: BTreeMap<String, String> = inputs
+                .iter()
+                .filter(|i| i.stages.iter().any(|s| s == stage.name()))
+                .filter_map(|i| Some((i.name.clone(), i.default.clone()?)))
+                .collect();
+            let identity = &tokens[member.index];
+            // The fast comparison cuts the text at the inputs' values too.
+            let own: Vec<Token> = identity
+                .iter()
+                .cloned()
+                .chain(bound.iter().map(|(parameter, value)| Token {
+                    value: value.clone(),
+                    parameter: parameter.clone(),
+                    pseudo: false,
+                    description: String::new(),
+                    in_text: false,
+                }))
+                .collect();
+            let own = own.as_slice();
             // Most members' templates are the first member's with their own values in its
             // values' places: a comparison of the text, without parsing.
             let reference = references
@@ -1082,10 +1096,10 @@ impl Fleet {
             let Ok(template) = serde_json::from_slice::<Value>(text) else {
                 continue;
             };
-            let g = generalize(&template, own);
+            let g = generalize(&template, identity, &bound);
             let mut bytes = serde_json::to_vec_pretty(&g.template).unwrap_or_default();
             bytes.push(b'\n');
-            if references.is_none() && g.textually_faithful {
+            if references.is_none() && g.textually_faithful && only_as_defaults(text, &bound) {
                 new_references.insert(
                     index,
                     StageReference::new(stage.name(), text, own, &g.overrides, &bytes),
@@ -1504,6 +1518,18 @@ fn stack_sets_template(manifest: &FleetManifest) -> Value {
     })
 }
 
+/// Whether each bound input's value occurs in `text` only as parameter defaults (as often as
+/// inputs hold it): only then is another member's text with its own values in those places
+/// its own template with the same inputs bound. A value also written elsewhere stays
+/// literal in the generalized template, so members are then compared parsed.
+fn only_as_defaults(text: &[u8], bound: &BTreeMap<String, String>) -> bool {
+    bound.values().all(|value| {
+        let holders = bound.values().filter(|v| *v == value).count();
+        let needle = value.as_bytes();
+        !needle.is_empty() && text.windows(needle.len()).filter(|w| *w == needle).count() == holders
+    })
+}
+
 /// The first member's template of a stage, cut at its values: the others' templates are
 /// compared with it, each with its own values in those places.
 struct StageReference {
@@ -1621,5 +1647,24 @@ impl StageReference {
             out.insert(key.clone(), value);
         }
         Some(out)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_text_comparison_is_used_only_when_inputs_values_are_only_defaults() {
+        let bound = BTreeMap::from([
+            ("A".to_owned(), "usw2-az1".to_owned()),
+            ("B".to_owned(), "usw2-az1".to_owned()),
+            ("C".to_owned(), "cr-1".to_owned()),
+        ]);
+        let text = br#"{"A": {"Default": "usw2-az1"}, "B": {"Default": "usw2-az1"}, "C": {"Default": "cr-1"}}"#;
+        assert!(only_as_defaults(text, &bound));
+        let elsewhere = br#"{"A": {"Default": "usw2-az1"}, "B": {"Default": "usw2-az1"}, "C": {"Default": "cr-1"}, "Tag": "cr-1"}"#;
+        assert!(!only_as_defaults(elsewhere, &bound));
+        assert!(only_as_defaults(b"{}", &BTreeMap::new()));
     }
 }

@@ -53,8 +53,14 @@ pub struct Generalized {
 }
 
 /// Rewrites `template` (one member's) with `tokens` (its values, longest first is not
-/// required: they are ordered here) as parameters.
-pub fn generalize(template: &Value, tokens: &[Token]) -> Generalized {
+/// required: they are ordered here) as parameters, and takes the default of every parameter
+/// in `bound` (a declared input, by name, with the member's value) out: the value becomes
+/// the member's override.
+pub fn generalize(
+    template: &Value,
+    tokens: &[Token],
+    bound: &BTreeMap<String, String>,
+) -> Generalized {
     let mut tokens: Vec<&Token> = tokens.iter().filter(|t| !t.value.is_empty()).collect();
     // Longest first, so a member name holding the region is replaced whole.
     tokens.sort_by(|a, b| {
@@ -126,14 +132,10 @@ pub fn generalize(template: &Value, tokens: &[Token]) -> Generalized {
                         let Some(parameter) = parameter.as_object_mut() else {
                             continue;
                         };
-                        let member_default = parameter
-                            .get("Default")
-                            .and_then(Value::as_str)
-                            .filter(|d| cx.holds_token(d))
-                            .map(str::to_owned);
-                        if let Some(default) = member_default {
+                        // A declared input is bound by its name, never found by its value.
+                        if let Some(value) = bound.get(name) {
                             parameter.remove("Default");
-                            overrides.insert(name.clone(), default);
+                            overrides.insert(name.clone(), value.clone());
                         }
                         for (key, value) in parameter.iter_mut() {
                             match key.as_str() {
@@ -391,7 +393,7 @@ mod tests {
     use super::*;
     use serde_json::json;
 
-    fn tokens(member: &str, region: &str, capacity: &str) -> Vec<Token> {
+    fn tokens(member: &str, region: &str) -> Vec<Token> {
         vec![
             Token {
                 value: member.into(),
@@ -407,14 +409,12 @@ mod tests {
                 description: String::new(),
                 in_text: false,
             },
-            Token {
-                value: capacity.into(),
-                parameter: "FleetCapacityId".into(),
-                pseudo: false,
-                description: "the capacity".into(),
-                in_text: false,
-            },
         ]
+    }
+
+    /// The member's declared inputs: the template's `Reservation` parameter.
+    fn bound(capacity: &str) -> BTreeMap<String, String> {
+        BTreeMap::from([("Reservation".to_owned(), capacity.to_owned())])
     }
 
     fn template(member: &str, region: &str, capacity: &str) -> Value {
@@ -445,11 +445,13 @@ mod tests {
     fn members_generalize_to_one_template_with_their_values_as_overrides() {
         let a = generalize(
             &template("kimi-use1", "us-east-1", "cr-0aaaaaaaaaaaaaaaa"),
-            &tokens("kimi-use1", "us-east-1", "cr-0aaaaaaaaaaaaaaaa"),
+            &tokens("kimi-use1", "us-east-1"),
+            &bound("cr-0aaaaaaaaaaaaaaaa"),
         );
         let b = generalize(
             &template("kimi-usw2", "us-west-2", "cr-0bbbbbbbbbbbbbbbb"),
-            &tokens("kimi-usw2", "us-west-2", "cr-0bbbbbbbbbbbbbbbb"),
+            &tokens("kimi-usw2", "us-west-2"),
+            &bound("cr-0bbbbbbbbbbbbbbbb"),
         );
         assert_eq!(
             a.template,
@@ -490,8 +492,8 @@ mod tests {
         );
         assert!(t["Parameters"]["Reservation"].get("Default").is_none());
         assert_eq!(t["Parameters"]["FleetMember"]["Type"], json!("String"));
-        // The capacity id was only a parameter default: no parameter of its own.
-        assert!(t["Parameters"].get("FleetCapacityId").is_none());
+        // The capacity id is the declared input's value: no parameter of its own.
+        assert_eq!(t["Parameters"].as_object().unwrap().len(), 2);
         assert_eq!(
             a.overrides,
             BTreeMap::from([
@@ -514,17 +516,50 @@ mod tests {
 
     #[test]
     fn a_member_value_where_cloudformation_reads_text_as_written_is_noted() {
-        let t = tokens("m-a", "us-east-1", "cr-1");
-        let faithful = generalize(&template("m-a", "us-east-1", "cr-1"), &t);
+        let t = tokens("m-a", "us-east-1");
+        let none = BTreeMap::new();
+        let faithful = generalize(&template("m-a", "us-east-1", "cr-1"), &t, &bound("cr-1"));
         assert!(faithful.textually_faithful);
         let conditions = json!({
             "Conditions": {"East": {"Fn::Equals": [{"Ref": "AWS::Region"}, "us-east-1"]}},
             "Resources": {"R": {"Type": "T", "Properties": {"Name": "m-a"}}}
         });
-        assert!(!generalize(&conditions, &t).textually_faithful);
+        assert!(!generalize(&conditions, &t, &none).textually_faithful);
         let depends =
             json!({"Resources": {"R": {"Type": "T", "DependsOn": "m-a", "Properties": {}}}});
-        assert!(!generalize(&depends, &t).textually_faithful);
+        assert!(!generalize(&depends, &t, &none).textually_faithful);
+    }
+
+    #[test]
+    fn inputs_are_bound_by_name_and_their_values_are_never_searched_for() {
+        // The reservation id also written as a literal (not through its input) stays literal:
+        // the two members' templates then differ there, instead of one member's id being
+        // deployed to the other.
+        let with_literal = |member: &str, capacity: &str| {
+            let mut t = template(member, "us-east-1", capacity);
+            t["Resources"]["Bucket"]["Properties"]["Reservation"] = json!(capacity);
+            t
+        };
+        let a = generalize(
+            &with_literal("m-a", "cr-0aaaaaaaaaaaaaaaa"),
+            &tokens("m-a", "us-east-1"),
+            &bound("cr-0aaaaaaaaaaaaaaaa"),
+        );
+        let b = generalize(
+            &with_literal("m-b", "cr-0bbbbbbbbbbbbbbbb"),
+            &tokens("m-b", "us-east-1"),
+            &bound("cr-0bbbbbbbbbbbbbbbb"),
+        );
+        let why = first_difference(&a.template, &b.template);
+        assert!(
+            why.contains("/Resources/Bucket/Properties/Reservation"),
+            "{why}"
+        );
+        // A parameter is bound whatever its default: the override is the member's value.
+        assert_eq!(a.overrides["Reservation"], "cr-0aaaaaaaaaaaaaaaa");
+        assert!(a.template["Parameters"]["Reservation"]
+            .get("Default")
+            .is_none());
     }
 
     #[test]
@@ -534,13 +569,16 @@ mod tests {
                 "Name": member, "Registry": "602401143452.dkr.ecr.us-east-1.amazonaws.com", "Region": region
             }}}})
         };
+        let none = BTreeMap::new();
         let a = generalize(
             &fixed("m-a", "us-east-1"),
-            &tokens("m-a", "us-east-1", "cr-1"),
+            &tokens("m-a", "us-east-1"),
+            &none,
         );
         let b = generalize(
             &fixed("m-b", "us-west-2"),
-            &tokens("m-b", "us-west-2", "cr-2"),
+            &tokens("m-b", "us-west-2"),
+            &none,
         );
         assert_ne!(a.template, b.template);
         let why = first_difference(&a.template, &b.template);

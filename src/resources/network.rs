@@ -46,16 +46,6 @@ pub struct VpcCidrBlock {
     pub cidr: String,
 }
 
-/// Where a subnet is placed.
-#[derive(Clone, Debug, PartialEq)]
-pub enum Zone {
-    /// The region's available zone at this index (0-based, in the order the region lists
-    /// them).
-    Index(u32),
-    /// The zone whose id (`usw2-az2`) is given when the stack is deployed.
-    IdInput(StackInput),
-}
-
 /// A subnet. Instances launched in it get no public address.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Subnet {
@@ -63,8 +53,9 @@ pub struct Subnet {
     pub vpc: AttrRef,
     /// Its block.
     pub cidr: String,
-    /// Its zone.
-    pub zone: Zone,
+    /// Its zone, by id (`usw2-az2`): the same zone in every account, given when the stack is
+    /// deployed (a zone name maps to a different zone in each account).
+    pub zone_id: StackInput,
     /// Its tags, in order (`Name` first).
     pub tags: Vec<(String, String)>,
 }
@@ -194,10 +185,7 @@ impl ResourceFacts for Subnet {
         vec![self.vpc.clone()]
     }
     fn inputs(&self) -> Vec<StackInput> {
-        match &self.zone {
-            Zone::Index(_) => Vec::new(),
-            Zone::IdInput(i) => vec![i.clone()],
-        }
+        vec![self.zone_id.clone()]
     }
 }
 

@@ -1,10 +1,9 @@
 //! The load balancer reaches the serving pod in every account: a Network Load Balancer sends
-//! traffic only to targets in zones it has a subnet in, and zone names map to zone ids
-//! differently in each account. A property over every mapping of the region's zone names to
-//! its zone ids, and every zone id the deployer may give: the zones of the Service's
-//! load balancer subnets (read from the synthesized Service and templates) include the zone of
-//! every subnet the serving nodes launch in. The NetworkPolicy admits exactly the load
-//! balancer subnets' blocks.
+//! traffic only to targets in zones it has a subnet in. Every subnet is placed by zone id, each
+//! zone a deploy-time input. A property over every zone id the deployer may give each input:
+//! the zones of the Service's load balancer subnets (read from the synthesized Service and
+//! templates) include the zone of every subnet the serving nodes launch in. The NetworkPolicy
+//! admits exactly the load balancer subnets' blocks.
 
 use hyperforge::app::Stack;
 use hyperforge::constructs::*;
@@ -14,29 +13,24 @@ use serde::Deserialize;
 use serde_json::Value;
 use std::collections::BTreeMap;
 
-/// How a subnet's zone is fixed in a template.
-#[derive(Clone, Debug, PartialEq)]
-enum Zone {
-    /// `Fn::Select [i, Fn::GetAZs]`: the account's i-th zone name.
-    Index(usize),
-    /// `AvailabilityZoneId: Ref P`: the zone id the deployer gives for P.
-    Input(String),
-}
-
-/// The subnets of a foundation template: `Name` tag -> (zone, block, `hyperforge:subnet`
-/// tag, logical id).
-fn subnets(template: &Value) -> BTreeMap<String, (Zone, String, String, String)> {
+/// The subnets of a foundation template: `Name` tag -> (the parameter holding its zone id,
+/// block, `hyperforge:subnet` tag, logical id). Every subnet is placed by zone id
+/// (`AvailabilityZoneId: Ref P`), never by a zone name, which is another zone in each account.
+fn subnets(template: &Value) -> BTreeMap<String, (String, String, String, String)> {
     let mut out = BTreeMap::new();
     for (id, r) in template["Resources"].as_object().unwrap() {
         if r["Type"] != "AWS::EC2::Subnet" {
             continue;
         }
         let p = &r["Properties"];
-        let zone = if let Some(i) = p["AvailabilityZone"]["Fn::Select"][0].as_u64() {
-            Zone::Index(i as usize)
-        } else {
-            Zone::Input(p["AvailabilityZoneId"]["Ref"].as_str().unwrap().to_owned())
-        };
+        assert!(
+            p.get("AvailabilityZone").is_none(),
+            "{id} is placed by name"
+        );
+        let zone = p["AvailabilityZoneId"]["Ref"]
+            .as_str()
+            .unwrap_or_else(|| panic!("{id} is not placed by a zone-id input"))
+            .to_owned();
         let tag = |key: &str| {
             p["Tags"]
                 .as_array()
@@ -66,7 +60,7 @@ struct Placement {
     lb: Vec<String>,
     serving: Vec<String>,
     admitted: Vec<String>,
-    subnets: BTreeMap<String, (Zone, String, String, String)>,
+    subnets: BTreeMap<String, (String, String, String, String)>,
 }
 
 fn placement(assembly: &hyperforge::Assembly, stack: &str) -> Placement {
@@ -162,52 +156,30 @@ fn placement(assembly: &hyperforge::Assembly, stack: &str) -> Placement {
     }
 }
 
-/// The property: under every mapping of zone positions to the region's zone ids (4 of them,
-/// as us-west-2 has) and every zone id given for each input, the load balancer has a subnet in
-/// each serving subnet's zone. Returns a counterexample, if any.
+/// The property: under every zone id given for each input (one of 4, as us-west-2 has), the
+/// load balancer has a subnet in each serving subnet's zone. Returns a counterexample, if any.
 fn uncovered(p: &Placement) -> Option<String> {
     const IDS: usize = 4;
     let inputs: Vec<String> = {
-        let mut v: Vec<String> = p
-            .subnets
-            .values()
-            .filter_map(|(z, ..)| match z {
-                Zone::Input(i) => Some(i.clone()),
-                Zone::Index(_) => None,
-            })
-            .collect();
+        let mut v: Vec<String> = p.subnets.values().map(|(z, ..)| z.clone()).collect();
         v.sort();
         v.dedup();
         v
     };
-    let positions = 2;
-    // Injective mappings of positions 0 and 1 to zone ids, times the ids of each input.
-    for a in 0..IDS {
-        for b in (0..IDS).filter(|b| *b != a) {
-            let mapping = [a, b];
-            let combos = IDS.pow(inputs.len() as u32);
-            for combo in 0..combos {
-                let given: BTreeMap<&str, usize> = inputs
-                    .iter()
-                    .enumerate()
-                    .map(|(k, i)| (i.as_str(), combo / IDS.pow(k as u32) % IDS))
-                    .collect();
-                let zone = |name: &str| match &p.subnets[name].0 {
-                    Zone::Index(i) => {
-                        assert!(*i < positions);
-                        mapping[*i]
-                    }
-                    Zone::Input(i) => given[i.as_str()],
-                };
-                let lb: Vec<usize> = p.lb.iter().map(|n| zone(n)).collect();
-                for s in &p.serving {
-                    if !lb.contains(&zone(s)) {
-                        return Some(format!(
-                            "zone names -> ids {mapping:?}, inputs {given:?}: `{s}` is in zone {} and the load balancer in {lb:?}",
-                            zone(s)
-                        ));
-                    }
-                }
+    for combo in 0..IDS.pow(inputs.len() as u32) {
+        let given: BTreeMap<&str, usize> = inputs
+            .iter()
+            .enumerate()
+            .map(|(k, i)| (i.as_str(), combo / IDS.pow(k as u32) % IDS))
+            .collect();
+        let zone = |name: &str| given[p.subnets[name].0.as_str()];
+        let lb: Vec<usize> = p.lb.iter().map(|n| zone(n)).collect();
+        for s in &p.serving {
+            if !lb.contains(&zone(s)) {
+                return Some(format!(
+                    "inputs {given:?}: `{s}` is in zone {} and the load balancer in {lb:?}",
+                    zone(s)
+                ));
             }
         }
     }
@@ -215,7 +187,7 @@ fn uncovered(p: &Placement) -> Option<String> {
 }
 
 #[test]
-fn the_load_balancer_has_every_serving_zone_under_every_zone_mapping() {
+fn the_load_balancer_has_every_serving_zone_whatever_zones_are_given() {
     for (app, stack) in [
         (hyperforge::reference::kimi_k3_eks(), "kimi-k3-eks"),
         (
@@ -237,11 +209,12 @@ fn the_load_balancer_has_every_serving_zone_under_every_zone_mapping() {
     }
 }
 
-/// A load balancer placed in the private subnets (by zone name) while the nodes run in the
-/// Capacity Block's subnet (by zone id) misses the pod's zone in some accounts: the property
-/// finds the mapping, and validation warns (`HF0426`) with the way out.
+/// A load balancer placed in the private subnets (zones 1 and 2) while the nodes run in the
+/// Capacity Block's subnet (its own zone input) misses the pod's zone unless the zones given
+/// happen to agree: the property finds the values, and validation warns (`HF0426`) with the
+/// way out.
 #[test]
-fn private_subnets_by_name_miss_the_blocks_zone_and_are_warned_about() {
+fn private_subnets_may_miss_the_blocks_zone_and_are_warned_about() {
     let app = |given: bool| {
         let mut stack = Stack::new("zones", "us-west-2");
         let f = stack.cloudformation_stage("foundation");
@@ -306,4 +279,62 @@ fn private_subnets_by_name_miss_the_blocks_zone_and_are_warned_about() {
     assert_eq!(uncovered(&p), None);
     assert_eq!(p.lb, ["zones-gpu"]);
     assert_eq!(p.admitted, ["100.64.0.0/16"]);
+}
+
+/// Every subnet of every reference stack is placed by a zone-id input; the spread zones default
+/// to the region's zones where every account can create EKS cluster subnets, and a network
+/// asking for more zones than its region has is refused at its field.
+#[test]
+fn every_subnet_is_placed_by_zone_id_and_spread_zones_come_from_the_region() {
+    for app in [
+        hyperforge::reference::kimi_k3_eks(),
+        hyperforge::reference::kimi_k3_eks_karpenter(),
+        hyperforge::reference::kimi_k3_hyperpod(),
+    ] {
+        let assembly = app.synth().unwrap_or_else(|e| panic!("{e}"));
+        let stack = &assembly.manifest().stacks[0];
+        let path = crate::common::stage_file(&assembly, &stack.name, "foundation", "template.json");
+        let template: Value = serde_json::from_str(assembly.text(&path).unwrap()).unwrap();
+        let placed = subnets(&template);
+        assert!(placed.len() >= 5, "{}: {placed:?}", stack.name);
+        let parameters = &template["Parameters"];
+        assert_eq!(parameters["NetworkZone1AzId"]["Default"], "usw2-az1");
+        assert_eq!(parameters["NetworkZone2AzId"]["Default"], "usw2-az2");
+    }
+
+    let network = |region: &str, zones: u32| {
+        let mut stack = Stack::new("zones", region);
+        let f = stack.cloudformation_stage("foundation");
+        stack.add(f, Network::new("Network").availability_zones(zones));
+        App::new().stack(stack)
+    };
+    // us-west-1: two zones any account has (usw1-az2 takes no EKS cluster subnets).
+    let ds = network("us-west-1", 3).validate();
+    let refused = ds
+        .iter()
+        .find(|d| d.code == Code::TooManyAvailabilityZones)
+        .unwrap_or_else(|| panic!("{ds:?}"));
+    assert!(
+        refused.message.contains("usw1-az1, usw1-az3"),
+        "{}",
+        refused.message
+    );
+    assert_eq!(refused.field.as_deref(), Some("availability_zones"));
+    assert!(!network("us-west-1", 2).validate().has_errors());
+    // us-east-1: five, without use1-az3.
+    let assembly = network("us-east-1", 5).synth().unwrap();
+    let path = crate::common::stage_file(&assembly, "zones", "foundation", "template.json");
+    let template: Value = serde_json::from_str(assembly.text(&path).unwrap()).unwrap();
+    let defaults: Vec<&str> = (1..=5)
+        .map(|i| {
+            template["Parameters"][format!("NetworkZone{i}AzId")]["Default"]
+                .as_str()
+                .unwrap()
+        })
+        .collect();
+    assert_eq!(
+        defaults,
+        ["use1-az1", "use1-az2", "use1-az4", "use1-az5", "use1-az6"]
+    );
+    assert!(network("us-east-1", 6).validate().has_errors());
 }

@@ -29,8 +29,6 @@ pub enum Expr {
     Base64(Box<Expr>),
     /// `{"Fn::Split": ["delimiter", source]}`.
     Split(String, Box<Expr>),
-    /// `{"Fn::GetAZs": "region"}` (empty string: the stack's region).
-    GetAzs(String),
     /// `{"Fn::ToJsonString": value}`.
     ToJsonString(Box<Expr>),
     /// A string literal.
@@ -153,7 +151,6 @@ impl Serialize for Expr {
             Expr::Split(delimiter, source) => {
                 One("Fn::Split", &Pair(delimiter.as_str(), source.as_ref())).serialize(serializer)
             }
-            Expr::GetAzs(region) => One("Fn::GetAZs", region).serialize(serializer),
             Expr::ToJsonString(value) => {
                 One("Fn::ToJsonString", value.as_ref()).serialize(serializer)
             }
@@ -253,8 +250,12 @@ mod tests {
             json!({"Fn::ImportValue": "stack:NetworkVpc:Id"})
         );
         assert_eq!(
-            Expr::Select(0, Box::new(Expr::GetAzs(String::new()))).to_json(),
-            json!({"Fn::Select": [0, {"Fn::GetAZs": ""}]})
+            Expr::Select(
+                1,
+                Box::new(Expr::Split("//".into(), Box::new(Expr::str("s3://b"))))
+            )
+            .to_json(),
+            json!({"Fn::Select": [1, {"Fn::Split": ["//", "s3://b"]}]})
         );
         let mut vars = BTreeMap::new();
         vars.insert("Bucket".to_owned(), Expr::reference("Bucket"));

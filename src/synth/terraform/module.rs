@@ -429,11 +429,6 @@ impl<'a> RootModule<'a> {
         expr
     }
 
-    /// Declares a data source `data.<ty>.<name>` once (in a fixed order: by type).
-    pub fn data_source(&mut self, ty: &'static str, body: Value) {
-        self.data_named(ty, "current", body);
-    }
-
     /// Declares a data source `data.<ty>.<name>` once (the first body given wins) and returns
     /// its address.
     pub fn data_named(&mut self, ty: &'static str, name: &str, body: Value) -> String {

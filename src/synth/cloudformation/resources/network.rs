@@ -11,7 +11,7 @@ use crate::app::{logical_id, Attr, AttrRef};
 use crate::resources::{
     DefaultSecurityGroup, Eip, FlowLog, GatewayEndpoint, InternetGateway, LogGroup, NatGateway,
     Resource, Route, RouteTable, RouteTarget, StackInput, Subnet, SubnetRouteTableAssociation, Vpc,
-    VpcCidrBlock, Zone,
+    VpcCidrBlock,
 };
 
 /// The logical id of the attachment of internet gateway `gateway`.
@@ -76,21 +76,14 @@ pub(super) fn vpc_cidr_block(cx: Cx, r: &Resource, b: &VpcCidrBlock) {
 
 pub(super) fn subnet(cx: Cx, r: &Resource, sn: &Subnet) {
     let vpc = cx.attr(r.stage, &sn.vpc);
-    let (availability_zone, availability_zone_id) = match &sn.zone {
-        Zone::Index(i) => (
-            Some(e(Expr::Select(*i, Box::new(Expr::GetAzs(String::new()))))),
-            None,
-        ),
-        Zone::IdInput(input) => (None, Some(e(parameter(cx, r.stage, input)))),
-    };
+    let zone_id = parameter(cx, r.stage, &sn.zone_id);
     cx.add(
         r.stage,
         &r.path,
         &ec2_subnet::Subnet {
             vpc_id: e(vpc),
             cidr_block: Some(s(&sn.cidr)),
-            availability_zone,
-            availability_zone_id,
+            availability_zone_id: Some(e(zone_id)),
             map_public_ip_on_launch: Some(false.into()),
             tags: Some(
                 sn.tags

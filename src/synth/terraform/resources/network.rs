@@ -10,7 +10,7 @@ use crate::app::{logical_id, AttrRef};
 use crate::resources::{
     DefaultSecurityGroup, Eip, FlowLog, GatewayEndpoint, InternetGateway, LogGroup, NatGateway,
     Resource, Route, RouteTable, RouteTarget, StackInput, Subnet, SubnetRouteTableAssociation, Vpc,
-    VpcCidrBlock, Zone,
+    VpcCidrBlock,
 };
 use serde_json::{json, Map, Value};
 
@@ -57,20 +57,7 @@ pub(super) fn subnet(cx: Cx, r: &Resource, sn: &Subnet) {
     let mut body = Map::new();
     body.insert("vpc_id".into(), cx.attr(&sn.vpc));
     body.insert("cidr_block".into(), json!(sn.cidr));
-    match &sn.zone {
-        Zone::Index(i) => {
-            cx.data_source("aws_availability_zones", json!({"state": "available"}));
-            body.insert(
-                "availability_zone".into(),
-                json!(format!(
-                    "${{data.aws_availability_zones.current.names[{i}]}}"
-                )),
-            );
-        }
-        Zone::IdInput(input) => {
-            body.insert("availability_zone_id".into(), variable(cx, input));
-        }
-    }
+    body.insert("availability_zone_id".into(), variable(cx, &sn.zone_id));
     body.insert("map_public_ip_on_launch".into(), json!(false));
     let tags: Map<String, Value> = sn.tags.iter().map(|(k, v)| (k.clone(), json!(v))).collect();
     body.insert("tags".into(), Value::Object(tags));
