@@ -86,6 +86,68 @@ pub struct StackCost {
     pub served: Vec<ServedWeights>,
     /// The copies of weights its staging Jobs keep in S3.
     pub staged: Vec<StagedCopy>,
+    /// Its reservations with a window: what the window cost and what of it serves nothing.
+    pub reservations: Vec<ReservationCost>,
+}
+
+/// A Capacity Block with a window: its schedule and, when its upfront fee is given, what the
+/// window and its minutes that serve nothing cost.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ReservationCost {
+    /// The group or pool it feeds.
+    pub path: String,
+    /// Its reservation id.
+    pub reservation: String,
+    /// Its window, the cold start and the drain, in UTC minutes.
+    pub schedule: catalog::capacity::BlockSchedule,
+    /// What it cost, paid up front, USD, when given.
+    pub upfront_fee_usd: Option<f64>,
+}
+
+impl ReservationCost {
+    /// The window's length, minutes.
+    pub fn window_minutes(&self) -> i64 {
+        self.schedule.end - self.schedule.start
+    }
+
+    /// The share of the fee paid for the minutes that serve nothing, USD, when the fee and the
+    /// cold start are known.
+    pub fn idle_usd(&self) -> Option<f64> {
+        let fee = self.upfront_fee_usd?;
+        let idle = self.schedule.idle_minutes?;
+        let window = self.window_minutes();
+        (window > 0).then(|| fee * idle.min(window) as f64 / window as f64)
+    }
+
+    /// The line `hyperforge cost` prints for it, indented by two spaces.
+    pub fn lines(&self) -> Vec<String> {
+        use catalog::time::format_utc;
+        let s = &self.schedule;
+        let mut out = vec![format!(
+            "  Capacity Block {} ({}): {}-day window {} to {}",
+            self.reservation,
+            self.path,
+            s.days,
+            format_utc(s.start),
+            format_utc(s.end)
+        )];
+        let idle = s.idle_minutes.map(|m| {
+            format!("{m} min of it serve nothing (cold start, then the drain before the end)")
+        });
+        out.push(match (self.upfront_fee_usd, self.idle_usd(), idle) {
+            (Some(fee), Some(idle_usd), Some(idle)) => {
+                format!("    ${fee:.2} paid up front; {idle}: ${idle_usd:.2}")
+            }
+            (Some(fee), _, _) => format!(
+                "    ${fee:.2} paid up front; the minutes serving nothing are not known (no model with an estimated cold start runs there)"
+            ),
+            (None, _, Some(idle)) => format!(
+                "    unpriced: a Capacity Block's price is set at purchase (give `upfront_fee_usd`); {idle}"
+            ),
+            (None, _, None) => "    unpriced: a Capacity Block's price is set at purchase (give `upfront_fee_usd`)".to_owned(),
+        });
+        out
+    }
 }
 
 /// Where a served model's weights come from at pod start.
@@ -289,6 +351,45 @@ fn claim_line(claim: CapacityClaim, region: &str) -> CostLine {
     )
 }
 
+/// The reservations with a window among `claims`, each with the cold start of a model served
+/// on its instance type (`served_types`).
+fn reservations(
+    claims: &[CapacityClaim],
+    served_types: &[(String, Option<u64>)],
+) -> Vec<ReservationCost> {
+    claims
+        .iter()
+        .filter_map(|claim| match &claim.source {
+            CapacitySource::CapacityBlock {
+                reservation,
+                window: Some((start, end)),
+                upfront_fee_usd,
+                ..
+            } => {
+                let ec2_type = claim
+                    .instance_type
+                    .strip_prefix("ml.")
+                    .unwrap_or(&claim.instance_type);
+                let cold = served_types
+                    .iter()
+                    .find(|(t, _)| t == ec2_type)
+                    .and_then(|(_, secs)| *secs)
+                    .map(catalog::capacity::minutes_from_secs);
+                let drain = catalog::capacity::minutes_from_secs(
+                    crate::constructs::vllm::objects::TERMINATION_GRACE_SECS,
+                );
+                Some(ReservationCost {
+                    path: claim.path.clone(),
+                    reservation: reservation.clone(),
+                    schedule: catalog::capacity::block_schedule(*start, *end, cold, drain),
+                    upfront_fee_usd: *upfront_fee_usd,
+                })
+            }
+            _ => None,
+        })
+        .collect()
+}
+
 /// The estimate for every stack of `app`.
 pub fn estimate(app: &App) -> CostReport {
     let stacks = app
@@ -302,12 +403,19 @@ pub fn estimate(app: &App) -> CostReport {
                 .all()
                 .flat_map(|p| p.facts().capacity)
                 .collect();
+            let mut served_types: Vec<(String, Option<u64>)> = Vec::new();
             for placed in Placements::new(stack).all() {
                 let facts = placed.facts();
                 for claim in facts.capacity {
                     lines.push(claim_line(claim, stack.region()));
                 }
                 for m in &facts.served_models {
+                    served_types.push((
+                        m.instance_type.to_owned(),
+                        m.server
+                            .cold_start(m.instance_type, m.hyperpod)
+                            .map(|c| c.total_secs),
+                    ));
                     served.push(ServedWeights {
                         path: placed.cx.path.to_owned(),
                         model: m.server.model_id().to_owned(),
@@ -342,12 +450,14 @@ pub fn estimate(app: &App) -> CostReport {
                     });
                 }
             }
+            let reservations = reservations(&claims, &served_types);
             StackCost {
                 stack: stack.name().to_owned(),
                 region: stack.region().to_owned(),
                 lines,
                 served,
                 staged,
+                reservations,
             }
         })
         .collect();
@@ -358,7 +468,7 @@ pub fn estimate(app: &App) -> CostReport {
         excluded: vec![
             "NAT gateway and EKS control-plane hourly fees (no sourced price in the catalog)",
             "EBS volumes, data transfer, S3 beyond the staged weights, CloudWatch Logs and KMS",
-            "Capacity Block and training-plan purchase prices (set at purchase)",
+            "Capacity Block and training-plan purchase prices (set at purchase), but for a block's upfront fee when given",
         ],
     }
 }
@@ -400,6 +510,12 @@ impl fmt::Display for CostReport {
                     ""
                 }
             )?;
+            if !stack.reservations.is_empty() {
+                writeln!(f, "  reservations (UTC):")?;
+                for line in stack.reservations.iter().flat_map(ReservationCost::lines) {
+                    writeln!(f, "  {line}")?;
+                }
+            }
             if !stack.served.is_empty() || !stack.staged.is_empty() {
                 writeln!(f, "  weights:")?;
                 for line in stack.weights_lines() {
@@ -414,6 +530,39 @@ impl fmt::Display for CostReport {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The fixture block: 2026-12-10 04:55 to 2026-12-17 11:30 UTC, a 95-minute cold start,
+    /// paid $100,000 up front.
+    #[test]
+    fn a_windows_cost_and_its_idle_minutes_come_from_the_upfront_fee() {
+        let start = catalog::time::parse_utc_minutes("2026-12-10T04:55:00Z").unwrap();
+        let end = catalog::time::parse_utc_minutes("2026-12-17T11:30:00Z").unwrap();
+        let mut r = ReservationCost {
+            path: "s/Gpu".into(),
+            reservation: "cr-0123456789abcdef0".into(),
+            schedule: catalog::capacity::block_schedule(start, end, Some(95), 1),
+            upfront_fee_usd: Some(100_000.0),
+        };
+        assert_eq!(r.window_minutes(), 7 * 1440 + 6 * 60 + 35);
+        assert_eq!(r.schedule.idle_minutes, Some(95 + 41));
+        let idle = r.idle_usd().unwrap();
+        assert!((idle - 100_000.0 * 136.0 / 10_475.0).abs() < 1e-6, "{idle}");
+        assert_eq!(
+            r.lines(),
+            [
+                "  Capacity Block cr-0123456789abcdef0 (s/Gpu): 7-day window 2026-12-10T04:55Z to 2026-12-17T11:30Z",
+                "    $100000.00 paid up front; 136 min of it serve nothing (cold start, then the drain before the end): $1298.33",
+            ]
+        );
+        // Without a fee the window is unpriced, never $0.00.
+        r.upfront_fee_usd = None;
+        assert!(
+            r.lines()[1].starts_with("    unpriced: "),
+            "{:?}",
+            r.lines()
+        );
+        assert!(!r.lines().concat().contains("$0.00"));
+    }
 
     #[test]
     fn a_stack_outside_the_priced_region_is_not_priced() {

@@ -213,6 +213,14 @@ codes! {
         "A capacity-end warning needs the end of the Capacity Block or training plan as RFC 3339 in UTC (`2027-01-31T11:30:00Z`; fractional seconds and `+00:00` are accepted, other offsets are not), a real calendar date and time of day, in 2024 to 2199, and far enough after 2024 that the warning's lead still falls in that range. Synthesis has no clock, so an end that has already passed but lies in that range is not caught: take the date from `aws ec2 describe-capacity-reservations` (`EndDate`) or `aws sagemaker describe-training-plan` (`EndTime`).";
     InvalidCapacityWarningLead = "HF0330", Error, "capacity-end warning lead time is out of range",
         "The scheduled warning is sent `lead_hours` before the capacity ends: at least 1 hour (EC2 itself warns 40 minutes before a Capacity Block ends) and at most 720 hours (30 days).";
+    InvalidReservationWindow = "HF0331", Error, "a reservation's window is not a span of time in UTC",
+        "A reservation's `start` and `end` are RFC 3339 times in UTC (`2026-12-17T11:30:00Z`, as `aws ec2 describe-capacity-reservations` shows `StartDate` and `EndDate`), the end after the start. The window drives the reservation's timeline: when its nodes come, when the endpoint serves, when it must be drained.";
+    CapacityBlockEndTime = "HF0332", Error, "a Capacity Block does not end at 11:30 UTC",
+        "\"All Capacity Blocks end at 11:30AM UTC\" (EC2 User Guide, \"Find and purchase Capacity Blocks\"); only the start may fall at another time. An end at another minute is a typing mistake or another time zone: copy `EndDate` from `aws ec2 describe-capacity-reservations`.";
+    CapacityBlockDuration = "HF0333", Error, "a Capacity Block's duration is not one EC2 sells",
+        "Capacity Blocks last \"1-day increments up to 14 days, and in 7-day increments up to 182 days\" (EC2 User Guide, \"Find and purchase Capacity Blocks\"); a block starting at another time than 11:30 UTC has a shorter or longer first day, so the duration is counted to the nearest day.";
+    InvalidUpfrontFee = "HF0334", Error, "a reservation's upfront fee is not a price",
+        "The upfront fee is what the reservation cost, in USD, as its offering's `UpfrontFee` says (`aws ec2 describe-capacity-block-offerings`): a number from 0 to a billion. `hyperforge cost` divides it over the window to show what the minutes that serve nothing cost.";
     DuplicateLogShipping = "HF0350", Error, "two log shippings create the same log groups",
         "A `LogShipping` names its log groups after its EKS cluster (`/hyperforge/<cluster>/workloads` and `/hyperforge/<cluster>/system`), so a second one for the same cluster would create groups that exist already and fail to deploy. Keep one per cluster.";
     FluentBitBeforeLogGroups = "HF0351", Error, "Fluent Bit is installed before the log groups it writes to",

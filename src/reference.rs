@@ -7,10 +7,10 @@
 use crate::app::{App, Stack};
 use crate::constructs::vllm::Autoscaling;
 use crate::constructs::{
-    AlarmTopic, Capacity, CapacityEndWarning, ClusterSecurityGroup, EksCluster, HelmRelease,
-    HyperPodCluster, InferenceEndpoint, InferenceOperator, InstanceGroup, Karpenter,
+    AlarmTopic, Capacity, CapacityBlock, CapacityEndWarning, ClusterSecurityGroup, EksCluster,
+    HelmRelease, HyperPodCluster, InferenceEndpoint, InferenceOperator, InstanceGroup, Karpenter,
     KarpenterNodePool, KedaOperatorRole, LifecycleScripts, LoadBalancerController, LogShipping,
-    ManagedNodeGroup, ModelStore, Network, NodeCapacity, PrometheusMonitoring, ReservationSelector,
+    ManagedNodeGroup, ModelStore, Network, PrometheusMonitoring, ReservationSelector,
     ServingDashboard, VllmDeployment, VllmServer, WeightsStaging,
 };
 use crate::constructs::{EksClusterHandle, ModelStoreHandle, NetworkHandle};
@@ -235,6 +235,12 @@ pub fn kimi_k3_hyperpod_stack(name: &str) -> Stack {
 /// with your block's.
 pub const CAPACITY_BLOCK_END: &str = "2027-01-15T11:30:00Z";
 
+/// A placeholder for the start of the reference Capacity Block (`StartDate`): a block bought to
+/// start at once opens at any minute and still ends at 11:30 UTC, here a 7-day block. The
+/// block's timeline (when its node comes, when the model serves, when to drain) is derived from
+/// it and its end; replace both with your block's.
+pub const CAPACITY_BLOCK_START: &str = "2027-01-08T04:55:00Z";
+
 /// The zone id of the reference Capacity Block. Replace it (and the reservation id) with your
 /// block's: `aws ec2 describe-capacity-reservations --capacity-reservation-ids <id>`.
 pub const CAPACITY_BLOCK_AZ_ID: &str = "usw2-az2";
@@ -334,11 +340,10 @@ pub fn kimi_k3_eks_stack_at(name: &str, at: &Placement) -> Stack {
             "p6-b300.48xlarge",
             network.gpu_subnet.iter(),
         )
-        .capacity(NodeCapacity::capacity_block_of(
-            at.reservation_id.as_str(),
-            at.zone_id.as_str(),
-            1,
-        ))
+        .capacity(
+            CapacityBlock::held(at.reservation_id.as_str(), at.zone_id.as_str(), 1)
+                .during(CAPACITY_BLOCK_START, CAPACITY_BLOCK_END),
+        )
         .security_group(&sg.group),
     );
 

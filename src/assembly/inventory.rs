@@ -82,6 +82,9 @@ pub enum CapacitySourceEntry {
         /// The instances the block reserves, when given.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         reserved_count: Option<i64>,
+        /// The block's window and what happens in it, when the window was given.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        timeline: Option<Timeline>,
     },
     /// A SageMaker training plan.
     TrainingPlan {
@@ -120,6 +123,37 @@ pub struct CapacityEntry {
     pub max_count: i64,
     /// Where the instances come from.
     pub source: CapacitySourceEntry,
+}
+
+/// A reservation's window and what happens in it, derived at synthesis from its start and end,
+/// the served model's cold start and the services' published lead times. Times are RFC 3339 in
+/// UTC to the minute (`2026-12-10T04:55Z`).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct Timeline {
+    /// The reservation opens: its instances can launch, and its group is scaled up.
+    pub start: String,
+    /// The endpoint serves: the start plus the model's cold start on this instance type, when
+    /// the stack serves a model there and its cold start is estimated.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub serving_from: Option<String>,
+    /// Traffic must stop and the group scale to zero: before the service's own scale-down,
+    /// less the time a server is given to finish its requests.
+    pub drain_by: String,
+    /// EKS scales a managed node group on the block to zero (Karpenter drains its nodes).
+    pub scale_down_at: String,
+    /// EC2 begins terminating the block's instances.
+    pub terminations_from: String,
+    /// The reservation ends.
+    pub end: String,
+    /// The duration it was bought for, days.
+    pub days: i64,
+    /// The cold start counted, minutes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cold_start_minutes: Option<i64>,
+    /// Minutes paid for but not serving: the cold start and the time from `drain_by` to the
+    /// end, when the cold start is known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub idle_minutes: Option<i64>,
 }
 
 /// How an endpoint is reached.

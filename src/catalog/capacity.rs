@@ -23,3 +23,102 @@ pub fn check_block_count(count: i64, path: &str, ds: &mut Diagnostics) {
         );
     }
 }
+
+/// The minute of the day (UTC) every Capacity Block ends at: "All Capacity Blocks end at
+/// 11:30AM UTC" (EC2 User Guide, "Find and purchase Capacity Blocks"); it may start at any
+/// time ("if a Capacity Block starts at 04:55 and ends at 11:30", EC2 API Reference,
+/// `CapacityBlockOffering`).
+pub const CAPACITY_BLOCK_END_MINUTE: i64 = 11 * 60 + 30;
+
+/// Minutes before a Capacity Block's end at which EC2 begins terminating its instances ("With
+/// 30 minutes (for instance types) ... left in your Capacity Block reservation, we begin
+/// terminating any instances", EC2 User Guide, "How Capacity Blocks work").
+pub const EC2_TERMINATION_LEAD_MINUTES: i64 = 30;
+
+/// Minutes before a Capacity Block's end at which EKS scales a managed node group on it to zero
+/// ("Amazon EKS will setup a scheduled scale down on the node group 40 minutes prior to their
+/// reservation end", EKS User Guide, "Create a managed node group with Capacity Blocks for
+/// ML"); Karpenter drains its nodes at the same time (its Capacity Block design: "10 minutes
+/// before EC2 begins reclaiming the capacity").
+pub const EKS_SCALE_DOWN_LEAD_MINUTES: i64 = 40;
+
+/// The longest Capacity Block, days ("1-day increments up to 14 days, and in 7-day increments
+/// up to 182 days", EC2 User Guide, "Find and purchase Capacity Blocks").
+pub const MAX_BLOCK_DAYS: i64 = 182;
+
+/// The duration a Capacity Block from `start` to `end` (UTC minutes) was bought for, in days:
+/// the nearest whole number, since a block that starts at another time than 11:30 has a first
+/// day of its own length.
+pub fn block_days(start: i64, end: i64) -> i64 {
+    (end - start + 720).div_euclid(1440)
+}
+
+/// Whether `days` is a duration Capacity Blocks are sold in: 1 to 14 days, then multiples of 7
+/// up to 182.
+pub fn is_block_duration(days: i64) -> bool {
+    (1..=14).contains(&days) || (days % 7 == 0 && (14..=MAX_BLOCK_DAYS).contains(&days))
+}
+
+/// Whole minutes covering `secs` (a part of a minute counts whole).
+pub fn minutes_from_secs(secs: u64) -> i64 {
+    i64::try_from(secs.div_ceil(60)).unwrap_or(i64::MAX)
+}
+
+/// The minutes (UTC, since 1970) that matter in a Capacity Block's window.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct BlockSchedule {
+    /// The block opens.
+    pub start: i64,
+    /// The endpoint serves: the start plus the cold start, when known.
+    pub serving_from: Option<i64>,
+    /// Traffic stops and the group scales to zero: EKS's scale-down less the server's drain.
+    pub drain_by: i64,
+    /// EKS scales a managed node group to zero (Karpenter drains).
+    pub scale_down_at: i64,
+    /// EC2 begins terminating instances.
+    pub terminations_from: i64,
+    /// The block ends.
+    pub end: i64,
+    /// The duration it was bought for, days.
+    pub days: i64,
+    /// Minutes paid for but not serving (cold start and drain), when the cold start is known.
+    pub idle_minutes: Option<i64>,
+}
+
+/// The schedule of a Capacity Block from `start` to `end` whose nodes serve after
+/// `cold_start_minutes` and whose servers need `drain_minutes` to finish their requests.
+pub fn block_schedule(
+    start: i64,
+    end: i64,
+    cold_start_minutes: Option<i64>,
+    drain_minutes: i64,
+) -> BlockSchedule {
+    let scale_down_at = end - EKS_SCALE_DOWN_LEAD_MINUTES;
+    let drain_by = scale_down_at - drain_minutes;
+    BlockSchedule {
+        start,
+        serving_from: cold_start_minutes.map(|m| start.saturating_add(m)),
+        drain_by,
+        scale_down_at,
+        terminations_from: end - EC2_TERMINATION_LEAD_MINUTES,
+        end,
+        days: block_days(start, end),
+        idle_minutes: cold_start_minutes.map(|m| m.saturating_add(end - drain_by)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn block_durations_are_whole_days_then_weeks() {
+        let day = 1440;
+        let start = 10 * day + 4 * 60 + 55;
+        let end = 17 * day + CAPACITY_BLOCK_END_MINUTE;
+        assert_eq!(block_days(start, end), 7);
+        assert_eq!(block_days(0, day - 30), 1);
+        assert!([1, 7, 14, 21, 182].iter().all(|d| is_block_duration(*d)));
+        assert!([0, 15, 20, 189, -7].iter().all(|d| !is_block_duration(*d)));
+    }
+}

@@ -8,6 +8,7 @@ pub mod loading;
 pub mod memory;
 pub mod models;
 pub mod regions;
+pub mod time;
 
 pub use instances::{instance, instances, InstanceType, PRICED_REGIONS};
 pub use loading::{

@@ -528,6 +528,47 @@ pub fn list(global: &Global) -> Exit {
                     ));
                 }
             }
+            let timelines: Vec<_> = inventory
+                .capacity
+                .iter()
+                .filter_map(|c| match &c.source {
+                    hyperforge::assembly::inventory::CapacitySourceEntry::CapacityBlock {
+                        reservation,
+                        timeline: Some(t),
+                        ..
+                    } => Some((c, reservation, t)),
+                    _ => None,
+                })
+                .collect();
+            if !timelines.is_empty() {
+                out.push_str("  reservation timelines (UTC):\n");
+                for (c, reservation, t) in timelines {
+                    out.push_str(&format!(
+                        "        {} on Capacity Block {reservation} ({} days)\n",
+                        c.path, t.days
+                    ));
+                    let serving = t.serving_from.as_deref().map(|at| {
+                        format!(
+                            "serving {at} (cold start {} min)",
+                            t.cold_start_minutes.unwrap_or_default()
+                        )
+                    });
+                    let steps = [
+                        Some(format!("opens {}", t.start)),
+                        serving,
+                        Some(format!("drain by {}", t.drain_by)),
+                        Some(format!("EKS scales to zero {}", t.scale_down_at)),
+                        Some(format!("EC2 terminates from {}", t.terminations_from)),
+                        Some(format!("ends {}", t.end)),
+                    ];
+                    for step in steps.into_iter().flatten() {
+                        out.push_str(&format!("          {step}\n"));
+                    }
+                    if let Some(idle) = t.idle_minutes {
+                        out.push_str(&format!("          {idle} min paid without serving\n"));
+                    }
+                }
+            }
             if !inventory.capacity_ends.is_empty() {
                 out.push_str("  capacity ends:\n");
                 for e in &inventory.capacity_ends {
@@ -673,7 +714,7 @@ pub fn cost(global: &Global, args: &StackArgs) -> Exit {
             );
         }
         outln!(
-            "\nCapacity Block and training plan prices are set at purchase (paid up front) and are not part of this estimate."
+            "\nCapacity Block and training plan prices are set at purchase (paid up front) and are not part of the hourly estimate; a Capacity Block's window is priced from its `upfront_fee_usd` when given."
         );
         Ok(Exit::Ok)
     })())

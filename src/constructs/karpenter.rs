@@ -517,6 +517,8 @@ impl Construct for KarpenterNodePool {
                     reservation,
                     availability_zone_id: None,
                     reserved_instance_count: None,
+                    window: None,
+                    upfront_fee_usd: None,
                 },
                 count: 0,
                 max_count: max,

@@ -86,6 +86,7 @@ pub use monitoring::{AlertFacts, PrometheusMonitoring, PrometheusMonitoringHandl
 pub use network::{NatGateways, Network, NetworkHandle};
 pub use nodes::{
     AmiType, CapacityBlock, CapacityBlockPurchase, ManagedNodeGroup, NodeCapacity, NodeGroupHandle,
+    ReservationWindow,
 };
 pub use operations::{
     AlarmTopic, AlarmTopicHandle, CapacityEndWarning, CapacityEndWarningHandle, EndingCapacity,
@@ -400,6 +401,11 @@ pub enum CapacitySource {
         availability_zone_id: Option<String>,
         /// The instances the block reserves, when given.
         reserved_instance_count: Option<i64>,
+        /// When the block holds its instances (UTC minutes since 1970: start, end), when
+        /// given and valid.
+        window: Option<(i64, i64)>,
+        /// What it cost, paid up front, USD, when given and valid.
+        upfront_fee_usd: Option<f64>,
     },
 }
 

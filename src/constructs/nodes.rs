@@ -39,7 +39,7 @@ pub const RESERVABLE_COUNT_RANGE: Ints = {
 };
 
 /// An EC2 Capacity Block for ML, bought in advance (it cannot be cancelled or refunded).
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct CapacityBlock {
     /// The reservation id (`cr-0123456789abcdef0`).
     pub reservation_id: String,
@@ -49,6 +49,136 @@ pub struct CapacityBlock {
     pub instance_count: Option<u32>,
     /// Buy the block from this offering (Terraform only), when asked for.
     pub purchase: Option<CapacityBlockPurchase>,
+    /// When the block holds its instances, when given: its timeline (nodes, serving, drain)
+    /// is derived from it.
+    pub window: Option<ReservationWindow>,
+    /// What the block cost, paid up front, USD, when given: `hyperforge cost` shows the
+    /// window's cost and the part paid while not serving.
+    pub upfront_fee_usd: Option<f64>,
+}
+
+impl CapacityBlock {
+    /// The block `reservation_id` in zone `az_id`, of `instances` instances.
+    pub fn held(
+        reservation_id: impl Into<String>,
+        az_id: impl Into<String>,
+        instances: u32,
+    ) -> Self {
+        CapacityBlock {
+            reservation_id: reservation_id.into(),
+            availability_zone_id: az_id.into(),
+            instance_count: Some(instances),
+            purchase: None,
+            window: None,
+            upfront_fee_usd: None,
+        }
+    }
+
+    /// When the block holds its instances (RFC 3339 in UTC, `StartDate` and `EndDate` of
+    /// `aws ec2 describe-capacity-reservations`): the reservation's timeline is derived from it.
+    pub fn during(mut self, start: impl Into<String>, end: impl Into<String>) -> Self {
+        self.window = Some(ReservationWindow::new(start, end));
+        self
+    }
+
+    /// What the block cost, paid up front (the `UpfrontFee` of its offering), USD.
+    pub fn upfront_fee_usd(mut self, usd: f64) -> Self {
+        self.upfront_fee_usd = Some(usd);
+        self
+    }
+}
+
+impl From<CapacityBlock> for NodeCapacity {
+    fn from(block: CapacityBlock) -> Self {
+        NodeCapacity::CapacityBlock(block)
+    }
+}
+
+/// When a reservation holds its instances: RFC 3339 times in UTC, as
+/// `aws ec2 describe-capacity-reservations` shows a block's `StartDate` and `EndDate`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ReservationWindow {
+    /// The start (`2026-12-10T04:55:00Z`).
+    pub start: String,
+    /// The end (`2026-12-17T11:30:00Z`).
+    pub end: String,
+}
+
+impl ReservationWindow {
+    /// The window from `start` to `end`.
+    pub fn new(start: impl Into<String>, end: impl Into<String>) -> Self {
+        ReservationWindow {
+            start: start.into(),
+            end: end.into(),
+        }
+    }
+
+    /// Start and end in UTC minutes since 1970, when both parse and the end is later.
+    pub fn minutes(&self) -> Option<(i64, i64)> {
+        let start = crate::catalog::time::parse_utc_minutes(&self.start).ok()?;
+        let end = crate::catalog::time::parse_utc_minutes(&self.end).ok()?;
+        (end > start).then_some((start, end))
+    }
+
+    /// Every problem of the window of a Capacity Block (`HF0331`, `HF0332`, `HF0333`), at
+    /// `field` (`capacity_block.window`) of `path`.
+    pub fn check_capacity_block(&self, path: &str, field: &str, ds: &mut Diagnostics) {
+        use crate::catalog::capacity::{block_days, is_block_duration, CAPACITY_BLOCK_END_MINUTE};
+        use crate::catalog::time::{parse_utc_minutes, END_YEARS};
+        let mut parsed = |which: &str, text: &str| match parse_utc_minutes(text) {
+            Ok(m) => Some(m),
+            Err(problem) => {
+                ds.report_field(
+                    Code::InvalidReservationWindow,
+                    path,
+                    &format!("{field}.{which}"),
+                    format!("{which} `{text}` {problem}"),
+                    format!(
+                        "give RFC 3339 in UTC between {} and {}, as `aws ec2 describe-capacity-reservations` shows it (`2026-12-17T11:30:00Z`)",
+                        END_YEARS.0, END_YEARS.1
+                    ),
+                );
+                None
+            }
+        };
+        let (start, end) = (parsed("start", &self.start), parsed("end", &self.end));
+        if let Some(end) = end {
+            if end.rem_euclid(1440) != CAPACITY_BLOCK_END_MINUTE {
+                ds.report_field(
+                    Code::CapacityBlockEndTime,
+                    path,
+                    &format!("{field}.end"),
+                    format!("the block ends at `{}`, not at 11:30 UTC", self.end),
+                    "every Capacity Block ends at 11:30 UTC: copy `EndDate` from aws ec2 describe-capacity-reservations",
+                );
+            }
+        }
+        let (Some(start), Some(end)) = (start, end) else {
+            return;
+        };
+        if end <= start {
+            ds.report_field(
+                Code::InvalidReservationWindow,
+                path,
+                field,
+                format!("the window ends (`{}`) before it starts (`{}`)", self.end, self.start),
+                "give the block's start and end as aws ec2 describe-capacity-reservations shows them",
+            );
+        } else if !is_block_duration(block_days(start, end)) {
+            ds.report_field(
+                Code::CapacityBlockDuration,
+                path,
+                field,
+                format!(
+                    "the window from `{}` to `{}` lasts about {} days",
+                    self.start,
+                    self.end,
+                    block_days(start, end)
+                ),
+                "Capacity Blocks last 1 to 14 days, or a multiple of 7 days up to 182: check the dates",
+            );
+        }
+    }
 }
 
 /// Buying a Capacity Block from an offering (`aws ec2 describe-capacity-block-offerings`).
@@ -101,7 +231,7 @@ impl CapacityBlockPurchase {
 /// assert_ne!(bought, held);
 /// assert_eq!(NodeCapacity::default(), NodeCapacity::OnDemand);
 /// ```
-#[derive(Clone, Debug, PartialEq, Eq, Default)]
+#[derive(Clone, Debug, PartialEq, Default)]
 pub enum NodeCapacity {
     /// On-demand instances.
     #[default]
@@ -118,6 +248,8 @@ impl NodeCapacity {
             availability_zone_id: az_id.into(),
             instance_count: None,
             purchase: None,
+            window: None,
+            upfront_fee_usd: None,
         })
     }
 
@@ -132,6 +264,8 @@ impl NodeCapacity {
             availability_zone_id: az_id.into(),
             instance_count: Some(instances),
             purchase: None,
+            window: None,
+            upfront_fee_usd: None,
         })
     }
 
@@ -147,6 +281,8 @@ impl NodeCapacity {
             availability_zone_id: az_id.into(),
             instance_count: Some(instances),
             purchase: Some(purchase),
+            window: None,
+            upfront_fee_usd: None,
         })
     }
 }
@@ -315,8 +451,8 @@ impl ManagedNodeGroup {
     }
 
     /// Where the instances come from.
-    pub fn capacity(mut self, capacity: NodeCapacity) -> Self {
-        self.capacity = capacity;
+    pub fn capacity(mut self, capacity: impl Into<NodeCapacity>) -> Self {
+        self.capacity = capacity.into();
         self
     }
 
@@ -603,6 +739,20 @@ impl ManagedNodeGroup {
                 ),
                 Some(zone) => self.check_subnet_zones(stack, &zone, path, ds),
             }
+            if let Some(window) = &block.window {
+                window.check_capacity_block(path, "capacity_block.window", ds);
+            }
+            if let Some(fee) = block.upfront_fee_usd {
+                if !UPFRONT_FEE_USD.contains(fee) {
+                    ds.report_field(
+                        Code::InvalidUpfrontFee,
+                        path,
+                        "capacity_block.upfront_fee_usd",
+                        format!("an upfront fee of {fee} USD is outside {}", UPFRONT_FEE_USD.describe()),
+                        "give the `UpfrontFee` of the block's offering (aws ec2 describe-capacity-block-offerings), in USD",
+                    );
+                }
+            }
             if let Some(count) = block.instance_count {
                 crate::catalog::capacity::check_block_count(i64::from(count), path, ds);
                 if self.max > i64::from(count) {
@@ -649,6 +799,10 @@ impl ManagedNodeGroup {
         }
     }
 }
+
+/// The upfront fees a Capacity Block may be given with, USD: 64 instances for 182 days at the
+/// highest on-demand rates stay well under a billion.
+pub const UPFRONT_FEE_USD: super::stack_file::Floats = super::stack_file::Floats::new(0.0, 1e9);
 
 /// The pattern a reservation id parameter or variable must match (see [`is_reservation_id`]).
 pub const RESERVATION_ID_PATTERN: &str = "^cr-([0-9a-f]{8}|[0-9a-f]{17})$";
@@ -863,6 +1017,8 @@ impl Construct for ManagedNodeGroup {
                 reservation: b.reservation_id.clone(),
                 availability_zone_id: Some(b.availability_zone_id.clone()),
                 reserved_instance_count: b.instance_count.map(i64::from),
+                window: b.window.as_ref().and_then(ReservationWindow::minutes),
+                upfront_fee_usd: b.upfront_fee_usd.filter(|f| UPFRONT_FEE_USD.contains(*f)),
             },
         };
         Facts {
@@ -904,6 +1060,15 @@ stack_file_shape! {
         AZ_ID: req "az_id", Ty::Str, "The block's zone id.";
         INSTANCES: opt "instances", Ty::U32(super::RESERVABLE_COUNT_RANGE), "The block's instance count.";
         PURCHASE: opt "purchase", Ty::Obj(&capacity_block_purchase_fields::SHAPE), "Buy the block from an offering (Terraform only; charged in full, never refunded).";
+        WINDOW: opt "window", Ty::Obj(&reservation_window_fields::SHAPE), "When the block holds its instances: its timeline (scale-up, serving, drain) is derived from it.";
+        UPFRONT_FEE_USD: opt "upfront_fee_usd", Ty::F64(super::UPFRONT_FEE_USD), "What the block cost, paid up front (its offering's `UpfrontFee`), USD: `hyperforge cost` shows the window's cost and the part paid while not serving.";
+    }
+}
+
+stack_file_shape! {
+    pub mod reservation_window_fields = "ReservationWindow", "When a reservation holds its instances, as `aws ec2 describe-capacity-reservations` shows `StartDate` and `EndDate`." {
+        START: req "start", Ty::Str, "The start, RFC 3339 in UTC (`2026-12-10T04:55:00Z`).";
+        END: req "end", Ty::Str, "The end, RFC 3339 in UTC; a Capacity Block ends at 11:30 (`2026-12-17T11:30:00Z`).";
     }
 }
 
@@ -949,16 +1114,33 @@ fn capacity_block(
     })
     .flatten();
     let instances = b.u32(&f::INSTANCES);
+    let window = super::stack_file::object(b, &f::WINDOW, |w| {
+        use reservation_window_fields as w_;
+        Some(ReservationWindow::new(
+            w.text(&w_::START)?,
+            w.text(&w_::END)?,
+        ))
+    })
+    .flatten();
+    let fee = b.f64(&f::UPFRONT_FEE_USD);
+    let with_window = |capacity: NodeCapacity| match capacity {
+        NodeCapacity::CapacityBlock(block) => NodeCapacity::CapacityBlock(CapacityBlock {
+            window: window.clone(),
+            upfront_fee_usd: fee,
+            ..block
+        }),
+        on_demand => on_demand,
+    };
     match (purchase, b.text(&f::RESERVATION_ID), b.text(&f::AZ_ID)) {
-        (Some(purchase), _, Some(az)) => Ok(Some(NodeCapacity::buy_capacity_block(
+        (Some(purchase), _, Some(az)) => Ok(Some(with_window(NodeCapacity::buy_capacity_block(
             purchase,
             az,
             instances.unwrap_or(1),
-        ))),
-        (None, Some(r), Some(az)) => Ok(Some(match instances {
+        )))),
+        (None, Some(r), Some(az)) => Ok(Some(with_window(match instances {
             Some(n) => NodeCapacity::capacity_block_of(r, az, n),
             None => NodeCapacity::capacity_block(r, az),
-        })),
+        }))),
         (None, None, Some(_)) => {
             b.report(
                 Code::StackFileMissingField,

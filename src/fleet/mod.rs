@@ -386,7 +386,9 @@ impl Fleet {
                     MemberCapacity::TrainingPlan { arn, zone_id } => (arn, zone_id),
                 };
                 let id_ok = match capacity {
-                    MemberCapacity::CapacityBlock { .. } => is_reservation_id(id),
+                    MemberCapacity::CapacityBlock { .. } => {
+                        crate::constructs::nodes::is_reservation_id(id)
+                    }
                     MemberCapacity::TrainingPlan { .. } => is_training_plan_arn(id, &region.region),
                 };
                 if !id_ok {
@@ -745,15 +747,6 @@ impl Fleet {
             Err(ds)
         }
     }
-}
-
-fn is_reservation_id(id: &str) -> bool {
-    id.strip_prefix("cr-").is_some_and(|hex| {
-        (hex.len() == 8 || hex.len() == 17)
-            && hex
-                .chars()
-                .all(|c| c.is_ascii_digit() || ('a'..='f').contains(&c))
-    })
 }
 
 fn is_training_plan_arn(arn: &str, region: &str) -> bool {

@@ -125,6 +125,8 @@ pub struct CapacityData {
     pub reservation: String,
     /// Its zone id, or empty.
     pub zone_id: String,
+    /// The block's timeline, when its window was given.
+    pub timeline: Option<TimelineData>,
 }
 
 /// One deployment stage.
@@ -1078,11 +1080,54 @@ fn step_lines<'a>(
     lines
 }
 
+/// A Capacity Block's timeline as the runbook shows it (UTC, to the minute).
+#[derive(Clone, Debug, Serialize)]
+pub struct TimelineData {
+    /// The block opens.
+    pub start: String,
+    /// The endpoint serves; empty when the stack serves no model there or its cold start is
+    /// not estimated.
+    pub serving_from: String,
+    /// The cold start counted, minutes (with `serving_from`).
+    pub cold_start_minutes: String,
+    /// Traffic stops and the group is scaled to zero.
+    pub drain_by: String,
+    /// EKS scales the group to zero.
+    pub scale_down_at: String,
+    /// EC2 begins terminating instances.
+    pub terminations_from: String,
+    /// The block ends.
+    pub end: String,
+    /// Its duration, days.
+    pub days: i64,
+    /// Minutes paid for without serving; empty when the cold start is unknown.
+    pub idle_minutes: String,
+}
+
 /// The runbook's line for a group of instances; `None` for on-demand EC2 instances without
 /// GPUs (system nodes).
 fn capacity_line(entry: &CapacityEntry, region: &str) -> Option<CapacityData> {
     let hyperpod = entry.launched_by == LaunchedBy::HyperPod;
     let catalog_entry = catalog::instance(&entry.instance_type);
+    let timeline = match &entry.source {
+        CapacitySourceEntry::CapacityBlock {
+            timeline: Some(t), ..
+        } => Some(TimelineData {
+            start: t.start.clone(),
+            serving_from: t.serving_from.clone().unwrap_or_default(),
+            cold_start_minutes: t
+                .cold_start_minutes
+                .map(|m| m.to_string())
+                .unwrap_or_default(),
+            drain_by: t.drain_by.clone(),
+            scale_down_at: t.scale_down_at.clone(),
+            terminations_from: t.terminations_from.clone(),
+            end: t.end.clone(),
+            days: t.days,
+            idle_minutes: t.idle_minutes.map(|m| m.to_string()).unwrap_or_default(),
+        }),
+        _ => None,
+    };
     let (count, training_plan, capacity_block, reservation, zone_id) = match &entry.source {
         CapacitySourceEntry::CapacityBlock { reservation, .. } if entry.pool => {
             (entry.max_count, false, true, reservation.clone(), None)
@@ -1145,6 +1190,7 @@ fn capacity_line(entry: &CapacityEntry, region: &str) -> Option<CapacityData> {
         capacity_block,
         reservation,
         zone_id: zone_id.unwrap_or_default(),
+        timeline,
     })
 }
 

@@ -5,7 +5,7 @@
 use crate::app::Stack;
 use crate::assembly::inventory::{
     AlertEntry, CapacityEndEntry, CapacityEntry, CapacitySourceEntry, EndpointEntry, InStage,
-    Inventory, LaunchedBy, ReachedThrough, SecretKeyEntry, StagingEntry,
+    Inventory, LaunchedBy, ReachedThrough, SecretKeyEntry, StagingEntry, Timeline,
 };
 use crate::constructs::vllm::objects::shm_gib;
 use crate::constructs::{
@@ -19,6 +19,20 @@ pub fn lower_inventory(stack: &Stack) -> Inventory {
     let stage_name = |id| stack.stage(id).map(|s| s.name.clone()).unwrap_or_default();
     // The stack's capacity, once: the staging estimate depends on the nodes a Job runs on.
     let claims: Vec<CapacityClaim> = placements.all().flat_map(|p| p.facts().capacity).collect();
+    // The cold start of each instance type serving a model: a reservation's timeline counts it.
+    let cold_starts: Vec<(String, Option<u64>)> = placements
+        .all()
+        .flat_map(|p| {
+            p.facts()
+                .served_models
+                .iter()
+                .map(|s| {
+                    let cold = s.server.cold_start(s.instance_type, s.hyperpod);
+                    (s.instance_type.to_owned(), cold.map(|c| c.total_secs))
+                })
+                .collect::<Vec<_>>()
+        })
+        .collect();
     let mut inventory = Inventory {
         description: stack.description_text().map(str::to_owned),
         ..Inventory::default()
@@ -36,9 +50,13 @@ pub fn lower_inventory(stack: &Stack) -> Inventory {
             });
         }
         for claim in facts.capacity {
-            inventory
-                .capacity
-                .push(capacity(stack, &placed.node.id, &stage, claim));
+            inventory.capacity.push(capacity(
+                stack,
+                &placed.node.id,
+                &stage,
+                claim,
+                &cold_starts,
+            ));
         }
         for served in &facts.served_models {
             inventory.endpoints.push(endpoint(served, &stage));
@@ -113,14 +131,35 @@ fn secret_key(key: &SecretKeyRef) -> SecretKeyEntry {
 
 /// The entry of `claim`, made by construct `owner` in `stage`: a reservation that is a stack
 /// input names it.
-fn capacity(stack: &Stack, owner: &str, stage: &str, claim: CapacityClaim) -> CapacityEntry {
+fn capacity(
+    stack: &Stack,
+    owner: &str,
+    stage: &str,
+    claim: CapacityClaim,
+    cold_starts: &[(String, Option<u64>)],
+) -> CapacityEntry {
+    let ec2_type = claim
+        .instance_type
+        .strip_prefix("ml.")
+        .unwrap_or(&claim.instance_type)
+        .to_owned();
     let source = match claim.source {
         CapacitySource::OnDemand => CapacitySourceEntry::OnDemand,
         CapacitySource::CapacityBlock {
             reservation,
             availability_zone_id,
             reserved_instance_count,
+            window,
+            // Priced by `hyperforge cost`, which reads the description.
+            upfront_fee_usd: _,
         } => CapacitySourceEntry::CapacityBlock {
+            timeline: window.map(|(start, end)| {
+                let cold = cold_starts
+                    .iter()
+                    .find(|(t, _)| *t == ec2_type)
+                    .and_then(|(_, secs)| *secs);
+                timeline(start, end, cold)
+            }),
             // A Karpenter pool selecting blocks by tag has no id to set.
             input: reservation.starts_with("cr-").then(|| {
                 crate::constructs::nodes::reservation_input(stack, &reservation, owner).name
@@ -145,11 +184,7 @@ fn capacity(stack: &Stack, owner: &str, stage: &str, claim: CapacityClaim) -> Ca
         path: claim.path,
         stage: stage.to_owned(),
         // The EC2 name, whoever launches it.
-        instance_type: claim
-            .instance_type
-            .strip_prefix("ml.")
-            .unwrap_or(&claim.instance_type)
-            .to_owned(),
+        instance_type: ec2_type,
         service_instance_type: claim.service_instance_type,
         launched_by: match claim.launcher {
             Launcher::Ec2 => LaunchedBy::Ec2,
@@ -159,6 +194,28 @@ fn capacity(stack: &Stack, owner: &str, stage: &str, claim: CapacityClaim) -> Ca
         count: claim.count,
         max_count: claim.max_count,
         source,
+    }
+}
+
+/// The timeline of a Capacity Block from `start` to `end` (UTC minutes) whose nodes serve a
+/// model that takes `cold_start_secs` from node ready to serving.
+pub fn timeline(start: i64, end: i64, cold_start_secs: Option<u64>) -> Timeline {
+    use crate::catalog::time::format_utc;
+    let cold = cold_start_secs.map(crate::catalog::capacity::minutes_from_secs);
+    let drain = crate::catalog::capacity::minutes_from_secs(
+        crate::constructs::vllm::objects::TERMINATION_GRACE_SECS,
+    );
+    let s = crate::catalog::capacity::block_schedule(start, end, cold, drain);
+    Timeline {
+        start: format_utc(s.start),
+        serving_from: s.serving_from.map(format_utc),
+        drain_by: format_utc(s.drain_by),
+        scale_down_at: format_utc(s.scale_down_at),
+        terminations_from: format_utc(s.terminations_from),
+        end: format_utc(s.end),
+        days: s.days,
+        cold_start_minutes: cold,
+        idle_minutes: s.idle_minutes,
     }
 }
 
@@ -198,5 +255,34 @@ fn endpoint(served: &ServedModel<'_>, stage: &str) -> EndpointEntry {
         rollout_deadline_secs: server.rollout_deadline_secs(served.instance_type, operator),
         staged: server.staged_weights().is_some(),
         weights_source: server.weight_source(operator).label().to_owned(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::catalog::time::parse_utc_minutes;
+
+    /// A block opening at 04:55 and ending a week later at 11:30, serving a model with a
+    /// 95-minute cold start: every time to the minute.
+    #[test]
+    fn a_blocks_timeline_is_exact_to_the_minute() {
+        let start = parse_utc_minutes("2026-12-10T04:55:00Z").unwrap();
+        let end = parse_utc_minutes("2026-12-17T11:30:00Z").unwrap();
+        let t = timeline(start, end, Some(95 * 60));
+        assert_eq!(t.start, "2026-12-10T04:55Z");
+        assert_eq!(t.serving_from.as_deref(), Some("2026-12-10T06:30Z"));
+        assert_eq!(t.scale_down_at, "2026-12-17T10:50Z");
+        // The server's 60-second grace before EKS's scale-down.
+        assert_eq!(t.drain_by, "2026-12-17T10:49Z");
+        assert_eq!(t.terminations_from, "2026-12-17T11:00Z");
+        assert_eq!(t.end, "2026-12-17T11:30Z");
+        assert_eq!(t.days, 7);
+        assert_eq!(t.cold_start_minutes, Some(95));
+        assert_eq!(t.idle_minutes, Some(95 + 41));
+        // A cold start of part of a minute counts as the whole minute; none known, none shown.
+        assert_eq!(timeline(start, end, Some(61)).cold_start_minutes, Some(2));
+        let unknown = timeline(start, end, None);
+        assert_eq!((unknown.serving_from, unknown.idle_minutes), (None, None));
     }
 }

@@ -38,6 +38,7 @@ mod operations;
 mod overrides;
 mod parity;
 mod policy;
+mod reservations;
 mod runbook;
 mod runbook_script;
 mod schemas;

@@ -203,6 +203,11 @@ pub const HF_CACHE: &str = "/root/.cache/huggingface";
 
 const GIB: u64 = 1 << 30;
 
+/// Seconds Kubernetes gives a stopping server to finish the requests it holds
+/// (`terminationGracePeriodSeconds`): the drain a reservation's timeline allows before its
+/// nodes go.
+pub const TERMINATION_GRACE_SECS: u64 = 60;
+
 /// The shared memory (`/dev/shm`, memory-backed) a vLLM pod on `gpus` GPUs gets, GiB: 8 per
 /// GPU, for NCCL and the message queue between vLLM's worker processes.
 pub fn shm_gib(gpus: u32) -> u64 {
@@ -620,7 +625,7 @@ pub fn deployment(stack: &Stack, d: &VllmDeployment) -> VllmObjects {
             }),
             ..Default::default()
         }),
-        termination_grace_period_seconds: Some(60),
+        termination_grace_period_seconds: Some(TERMINATION_GRACE_SECS as i64),
         containers: vec![container],
         volumes: Some(vec![
             Volume {
