@@ -259,14 +259,7 @@ impl NodeCapacity {
         az_id: impl Into<String>,
         instances: u32,
     ) -> Self {
-        NodeCapacity::CapacityBlock(CapacityBlock {
-            reservation_id: reservation_id.into(),
-            availability_zone_id: az_id.into(),
-            instance_count: Some(instances),
-            purchase: None,
-            window: None,
-            upfront_fee_usd: None,
-        })
+        CapacityBlock::held(reservation_id, az_id, instances).into()
     }
 
     /// A Capacity Block bought by the Terraform module from `purchase` (in zone `az_id`, of
@@ -798,6 +791,19 @@ impl ManagedNodeGroup {
             }
         }
     }
+}
+
+/// The window given for Capacity Block `reservation_id` on a node group of `stack`, if any.
+pub fn window_of(stack: &Stack, reservation_id: &str) -> Option<ReservationWindow> {
+    stack.nodes().iter().find_map(|n| {
+        let group = n.construct.as_any().downcast_ref::<ManagedNodeGroup>()?;
+        match &group.capacity {
+            NodeCapacity::CapacityBlock(b) if b.reservation_id == reservation_id => {
+                b.window.clone()
+            }
+            _ => None,
+        }
+    })
 }
 
 /// The upfront fees a Capacity Block may be given with, USD: 64 instances for 182 days at the

@@ -286,6 +286,16 @@ impl CapacityEndWarning {
         )
     }
 
+    /// Warnings to `topic` before the Capacity Block `reservation_id` ends, at the end of the
+    /// window its node group gives (`CapacityBlock::during`): the end is written once.
+    pub fn for_capacity_block(
+        id: impl Into<String>,
+        topic: &AlarmTopicHandle,
+        reservation_id: impl Into<String>,
+    ) -> Self {
+        CapacityEndWarning::capacity_block(id, topic, reservation_id, "")
+    }
+
     /// Warnings to `topic` before the training plan `arn` ends at `end_time` (RFC 3339 in
     /// UTC; `aws sagemaker describe-training-plan` shows it as `EndTime`).
     pub fn training_plan(
@@ -325,9 +335,22 @@ impl CapacityEndWarning {
         self
     }
 
+    /// The end time: the one given, or the end of the window `stack` gives the Capacity Block
+    /// (RFC 3339); empty when neither is.
+    pub fn end_time(&self, stack: &crate::app::Stack) -> String {
+        match &self.capacity {
+            EndingCapacity::CapacityBlock(id) if self.end_time.is_empty() => {
+                super::nodes::window_of(stack, id)
+                    .map(|w| w.end)
+                    .unwrap_or_default()
+            }
+            _ => self.end_time.clone(),
+        }
+    }
+
     /// The schedule expression of the scheduled warning, when the end time and lead are valid.
-    pub fn schedule_expression(&self) -> Option<String> {
-        let end = parse_utc_minutes(&self.end_time).ok()?;
+    pub fn schedule_expression(&self, stack: &crate::app::Stack) -> Option<String> {
+        let end = parse_utc_minutes(&self.end_time(stack)).ok()?;
         let at = end.checked_sub(i64::from(self.lead_hours).checked_mul(60)?)?;
         cron_at(at)
     }
@@ -393,29 +416,62 @@ impl Construct for CapacityEndWarning {
                 }
             }
         }
-        if let Err(problem) = parse_utc_minutes(&self.end_time) {
+        let end_time = self.end_time(cx.stack);
+        let window_end = match &self.capacity {
+            EndingCapacity::CapacityBlock(id) => {
+                super::nodes::window_of(cx.stack, id).map(|w| w.end)
+            }
+            EndingCapacity::TrainingPlan(_) => None,
+        };
+        if end_time.is_empty() {
             ds.report_field(
                 Code::InvalidCapacityEndTime,
                 cx.path,
                 "end_time",
-                format!("end time `{}` {problem}", self.end_time),
+                match self.capacity {
+                    EndingCapacity::CapacityBlock(_) => "no end time: none is given, and no node group gives the block's window",
+                    EndingCapacity::TrainingPlan(_) => "no end time is given",
+                }
+                .to_owned(),
+                match self.capacity {
+                    EndingCapacity::CapacityBlock(_) => "give the block's window on the node group it feeds (`CapacityBlock::during`, `capacity_block.window`), or `end_time`",
+                    EndingCapacity::TrainingPlan(_) => "give the plan's end as `end_time` (aws sagemaker describe-training-plan shows `EndTime`)",
+                },
+            );
+        } else if let Err(problem) = parse_utc_minutes(&end_time) {
+            ds.report_field(
+                Code::InvalidCapacityEndTime,
+                cx.path,
+                "end_time",
+                format!("end time `{end_time}` {problem}"),
                 format!(
                     "give the capacity's end as RFC 3339 in UTC between {} and {}, such as `2027-01-31T11:30:00Z`",
                     END_YEARS.0, END_YEARS.1
                 ),
             );
-        } else if self.schedule_expression().is_none() {
+        } else if self.schedule_expression(cx.stack).is_none() {
             ds.report_field(
                 Code::InvalidCapacityEndTime,
                 cx.path,
                 "end_time",
                 format!(
-                    "{} before `{}` is before {}",
+                    "{} before `{end_time}` is before {}",
                     hours(self.lead_hours),
-                    self.end_time,
                     END_YEARS.0
                 ),
                 "give a later end time or a shorter lead",
+            );
+        } else if let Some(window_end) =
+            window_end.filter(|w| parse_utc_minutes(w).ok() != parse_utc_minutes(&end_time).ok())
+        {
+            ds.report_field(
+                Code::InvalidCapacityEndTime,
+                cx.path,
+                "end_time",
+                format!(
+                    "end time `{end_time}` is not the end of the block's window, `{window_end}`"
+                ),
+                "leave `end_time` out: the warning takes the end from the block's window",
             );
         }
         if !LEAD_HOURS.contains(i64::from(self.lead_hours)) {
@@ -435,7 +491,7 @@ impl Construct for CapacityEndWarning {
 
     /// The rule on EC2's expiration warning (Capacity Blocks), the scheduled rule, and the
     /// alarm on their failed deliveries.
-    fn facts(&self, _cx: &Context<'_>) -> Facts<'_> {
+    fn facts(&self, cx: &Context<'_>) -> Facts<'_> {
         let (reservation_id, training_plan_arn) = match &self.capacity {
             EndingCapacity::CapacityBlock(id) => (Some(id.clone()), None),
             EndingCapacity::TrainingPlan(arn) => (None, Some(arn.clone())),
@@ -444,7 +500,7 @@ impl Construct for CapacityEndWarning {
             capacity_ends: vec![CapacityEndFacts {
                 reservation_id,
                 training_plan_arn,
-                end_time: self.end_time.clone(),
+                end_time: self.end_time(cx.stack),
                 lead_hours: self.lead_hours,
             }],
             ..Facts::default()
@@ -498,7 +554,8 @@ impl Construct for CapacityEndWarning {
             );
             rules.push(rule.name());
         }
-        let schedule = self.schedule_expression().unwrap_or_default();
+        let end_time = self.end_time(scope.stack());
+        let schedule = self.schedule_expression(scope.stack()).unwrap_or_default();
         // The message names the block by the id the stack was deployed with.
         let message = match &self.capacity {
             EndingCapacity::CapacityBlock(id) => {
@@ -507,7 +564,7 @@ impl Construct for CapacityEndWarning {
                     .push_input(reservation.clone())
                     .push_lit(format!(
                         " in stack {stack} ends at {} ({} from this message); its instances are then terminated and the endpoint stops serving. To keep it, extend the block (aws ec2 describe-capacity-block-extension-offerings --capacity-reservation-id ",
-                        self.end_time,
+                        end_time,
                         hours(self.lead_hours)
                     ))
                     .push_input(reservation)
@@ -517,7 +574,7 @@ impl Construct for CapacityEndWarning {
                 .push_input(super::hyperpod::training_plan_input(scope.stack(), arn, &self.id))
                 .push_lit(format!(
                     " in stack {stack} ends at {} ({} from this message); its instances are then terminated and the endpoint stops serving. To keep serving, extend the plan or reserve new capacity and move the workload before it ends.",
-                    self.end_time,
+                    end_time,
                     hours(self.lead_hours)
                 )),
         };
@@ -527,7 +584,7 @@ impl Construct for CapacityEndWarning {
                 description: format!(
                     "{} before {what} ends ({}), to the notification topic",
                     hours(self.lead_hours),
-                    self.end_time
+                    end_time
                 ),
                 trigger: RuleTrigger::Schedule(schedule),
                 enabled: true,
@@ -572,7 +629,7 @@ impl Construct for CapacityEndWarning {
                 description: format!(
                     "EventBridge could not deliver a warning that {} ends at {} to the notification topic. Check the topic's policy and its key's policy, and the capacity's end yourself.",
                     if what.starts_with("the ") { what.clone() } else { format!("the {what}") },
-                    self.end_time
+                    end_time
                 ),
                 metric,
                 evaluation_periods: 1,
@@ -623,7 +680,7 @@ stack_file_shape! {
         TOPIC: req "topic", Ty::Ref(Want::AlarmTopic), "The notification topic (an `alarm_topic` construct).";
         RESERVATION_ID: opt "reservation_id", Ty::Str, "The Capacity Block's reservation id (`cr-...`); or `training_plan_arn`.";
         TRAINING_PLAN_ARN: opt "training_plan_arn", Ty::Str, "The training plan's ARN; or `reservation_id`.";
-        END_TIME: req "end_time", Ty::Str, "When the capacity ends, RFC 3339 in UTC (`2027-01-31T11:30:00Z`).";
+        END_TIME: opt "end_time", Ty::Str, "When the capacity ends, RFC 3339 in UTC (`2027-01-31T11:30:00Z`); for a Capacity Block whose node group gives its window, leave it out: the window's end is taken.";
         LEAD_HOURS: opt "lead_hours", Ty::U32(super::LEAD_HOURS), "Hours before the end for the scheduled message (24 by default).";
     }
 }
@@ -660,7 +717,7 @@ impl super::stack_file::StackFileConstruct for CapacityEndWarning {
                 return None;
             }
         };
-        let mut c = CapacityEndWarning::new(id, &topic.ok()??, capacity, end?);
+        let mut c = CapacityEndWarning::new(id, &topic.ok()??, capacity, end.unwrap_or_default());
         if let Some(hours) = lead {
             c = c.lead_hours(hours);
         }

@@ -1,9 +1,10 @@
-//! Small stacks shared by the builder-level tests (`construct_model`, `validation`).
+//! Small stacks shared by the builder-level tests (`construct_model`, `validation`,
+//! `reservations`, `zones`).
 
 use hyperforge::app::Stack;
 use hyperforge::constructs::{
     Capacity, ClusterSecurityGroup, EksCluster, HelmRelease, HyperPodCluster, InstanceGroup,
-    LifecycleScripts, Network,
+    LifecycleScripts, ManagedNodeGroup, Network, NetworkHandle, NodeCapacity, VllmDeployment,
 };
 
 /// A training plan for p6-b300 in us-west-2 (zone `usw2-az2`).
@@ -64,4 +65,44 @@ pub fn add_hyperpod_stages_with(
         hp = hp.subnet(subnet);
     }
     stack.add(cluster, hp);
+}
+
+/// An EKS stack serving Kimi K3 from a p6-b300 on `capacity` in the GPU subnet (zone
+/// `usw2-az2`): network, cluster, GPU node group, device plugin, and the vLLM Deployment
+/// (`deployment` may change it, say its load balancer's subnets). Returns the stack and its
+/// network.
+pub fn capacity_block_serving_stack(
+    name: &str,
+    capacity: NodeCapacity,
+    deployment: impl FnOnce(VllmDeployment, &NetworkHandle) -> VllmDeployment,
+) -> Stack {
+    let mut stack = Stack::new(name, "us-west-2");
+    let f = stack.cloudformation_stage("foundation");
+    let net = stack.add(f, Network::new("Network").gpu_subnet("usw2-az2"));
+    let eks = stack.add(
+        f,
+        EksCluster::new("Eks", name)
+            .subnets(&net.private_subnets)
+            .vpc(&net.vpc),
+    );
+    let nodes = stack.cloudformation_stage("nodes");
+    stack.add(
+        nodes,
+        ManagedNodeGroup::gpu(
+            "Gpu",
+            &eks.cluster,
+            "p6-b300.48xlarge",
+            net.gpu_subnet.iter(),
+        )
+        .capacity(capacity),
+    );
+    stack.helm_stage("nvidia-device-plugin", HelmRelease::nvidia_device_plugin());
+    let w = stack.kubernetes_stage("workload");
+    let server = VllmDeployment::new(
+        "KimiK3",
+        hyperforge::reference::kimi_k3_server(),
+        "p6-b300.48xlarge",
+    );
+    stack.add(w, deployment(server, &net));
+    stack
 }

@@ -2,43 +2,19 @@
 //! (it ends at 11:30 UTC, lasts 1 to 14 days or whole weeks up to 182) and drives the timeline
 //! the manifest, the runbook and `hyperforge list` show.
 
-use hyperforge::app::Stack;
 use hyperforge::assembly::inventory::CapacitySourceEntry;
 use hyperforge::constructs::*;
-use hyperforge::reference::{kimi_k3_server, CAPACITY_BLOCK_RESERVATION_ID};
+use hyperforge::reference::CAPACITY_BLOCK_RESERVATION_ID;
 use hyperforge::{App, Code};
 
 fn app(start: &str, end: &str) -> App {
-    let mut stack = Stack::new("window", "us-west-2");
-    let f = stack.cloudformation_stage("foundation");
-    let net = stack.add(f, Network::new("Network").gpu_subnet("usw2-az2"));
-    let eks = stack.add(
-        f,
-        EksCluster::new("Eks", "window")
-            .subnets(&net.private_subnets)
-            .vpc(&net.vpc),
-    );
-    let nodes = stack.cloudformation_stage("nodes");
-    stack.add(
-        nodes,
-        ManagedNodeGroup::gpu(
-            "Gpu",
-            &eks.cluster,
-            "p6-b300.48xlarge",
-            net.gpu_subnet.iter(),
-        )
-        .capacity(
-            CapacityBlock::held(CAPACITY_BLOCK_RESERVATION_ID, "usw2-az2", 2).during(start, end),
-        )
-        .scaling(0, 1, 2),
-    );
-    stack.helm_stage("nvidia-device-plugin", HelmRelease::nvidia_device_plugin());
-    let w = stack.kubernetes_stage("workload");
-    stack.add(
-        w,
-        VllmDeployment::new("KimiK3", kimi_k3_server(), "p6-b300.48xlarge"),
-    );
-    App::new().stack(stack)
+    let block =
+        CapacityBlock::held(CAPACITY_BLOCK_RESERVATION_ID, "usw2-az2", 2).during(start, end);
+    App::new().stack(crate::fixtures::capacity_block_serving_stack(
+        "window",
+        block.into(),
+        |d, _| d,
+    ))
 }
 
 #[test]
@@ -133,29 +109,10 @@ fn the_window_drives_the_timeline_the_manifest_the_runbook_and_list_show() {
         assert!(runbook.contains(&line), "{line}");
     }
     // No window, no timeline.
-    let mut plain = Stack::new("plain", "us-west-2");
-    let f = plain.cloudformation_stage("foundation");
-    let net = plain.add(f, Network::new("Network").gpu_subnet("usw2-az2"));
-    let eks = plain.add(
-        f,
-        EksCluster::new("Eks", "plain")
-            .subnets(&net.private_subnets)
-            .vpc(&net.vpc),
-    );
-    let nodes = plain.cloudformation_stage("nodes");
-    plain.add(
-        nodes,
-        ManagedNodeGroup::gpu(
-            "Gpu",
-            &eks.cluster,
-            "p6-b300.48xlarge",
-            net.gpu_subnet.iter(),
-        )
-        .capacity(NodeCapacity::capacity_block_of(
-            CAPACITY_BLOCK_RESERVATION_ID,
-            "usw2-az2",
-            1,
-        )),
+    let plain = crate::fixtures::capacity_block_serving_stack(
+        "plain",
+        NodeCapacity::capacity_block_of(CAPACITY_BLOCK_RESERVATION_ID, "usw2-az2", 1),
+        |d, _| d,
     );
     let assembly = App::new().stack(plain).synth().unwrap();
     let runbook = assembly.text("plain/RUNBOOK.md").unwrap();
@@ -214,4 +171,66 @@ fn stack_file_windows_are_checked_at_their_lines() {
         located.starts_with(&format!("kimi-k3-eks.yaml:{line}:")),
         "{located}"
     );
+}
+
+/// The warning before a block ends takes the end from the block's window: the end is written
+/// once. Without a window it needs its own, and one that contradicts the window is refused.
+#[test]
+fn the_end_warning_reads_the_windows_end() {
+    let with_warning =
+        |block: CapacityBlock, warning: fn(&AlarmTopicHandle) -> CapacityEndWarning| {
+            let mut stack =
+                crate::fixtures::capacity_block_serving_stack("ending", block.into(), |d, _| d);
+            let ops = stack.cloudformation_stage("operations");
+            let topic = stack.add(ops, AlarmTopic::new("Alarms"));
+            stack.add(ops, warning(&topic));
+            App::new().stack(stack)
+        };
+    let block = || {
+        CapacityBlock::held(CAPACITY_BLOCK_RESERVATION_ID, "usw2-az2", 1)
+            .during("2026-12-10T04:55:00Z", "2026-12-17T11:30:00Z")
+    };
+    let derived = with_warning(block(), |t| {
+        CapacityEndWarning::for_capacity_block("End", t, CAPACITY_BLOCK_RESERVATION_ID)
+    });
+    let assembly = derived.synth().unwrap_or_else(|e| panic!("{e}"));
+    let ends = &assembly.manifest().stacks[0].inventory.capacity_ends;
+    assert_eq!(ends[0].end_time, "2026-12-17T11:30:00Z");
+
+    let errors = |app: App| -> Vec<String> {
+        app.validate()
+            .iter()
+            .filter(|d| d.code == Code::InvalidCapacityEndTime)
+            .map(|d| d.message.clone())
+            .collect()
+    };
+    let no_window = with_warning(
+        CapacityBlock::held(CAPACITY_BLOCK_RESERVATION_ID, "usw2-az2", 1),
+        |t| CapacityEndWarning::for_capacity_block("End", t, CAPACITY_BLOCK_RESERVATION_ID),
+    );
+    assert_eq!(
+        errors(no_window),
+        ["no end time: none is given, and no node group gives the block's window"]
+    );
+    let contradicting = with_warning(block(), |t| {
+        CapacityEndWarning::capacity_block(
+            "End",
+            t,
+            CAPACITY_BLOCK_RESERVATION_ID,
+            "2026-12-24T11:30:00Z",
+        )
+    });
+    assert_eq!(
+        errors(contradicting),
+        ["end time `2026-12-24T11:30:00Z` is not the end of the block's window, `2026-12-17T11:30:00Z`"]
+    );
+    let agreeing = with_warning(block(), |t| {
+        CapacityEndWarning::capacity_block(
+            "End",
+            t,
+            CAPACITY_BLOCK_RESERVATION_ID,
+            "2026-12-17T11:30:00.000Z",
+        )
+    });
+    assert!(errors(agreeing).is_empty());
 }

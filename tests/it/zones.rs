@@ -7,7 +7,7 @@
 
 use hyperforge::app::Stack;
 use hyperforge::constructs::*;
-use hyperforge::reference::{kimi_k3_server, CAPACITY_BLOCK_RESERVATION_ID};
+use hyperforge::reference::CAPACITY_BLOCK_RESERVATION_ID;
 use hyperforge::{App, Code};
 use serde::Deserialize;
 use serde_json::Value;
@@ -216,42 +216,19 @@ fn the_load_balancer_has_every_serving_zone_whatever_zones_are_given() {
 #[test]
 fn private_subnets_may_miss_the_blocks_zone_and_are_warned_about() {
     let app = |given: bool| {
-        let mut stack = Stack::new("zones", "us-west-2");
-        let f = stack.cloudformation_stage("foundation");
-        let net = stack.add(f, Network::new("Network").gpu_subnet("usw2-az4"));
-        let eks = stack.add(
-            f,
-            EksCluster::new("Eks", "zones")
-                .subnets(&net.private_subnets)
-                .vpc(&net.vpc),
-        );
-        let nodes = stack.cloudformation_stage("nodes");
-        stack.add(
-            nodes,
-            ManagedNodeGroup::gpu(
-                "Gpu",
-                &eks.cluster,
-                "p6-b300.48xlarge",
-                net.gpu_subnet.iter(),
-            )
-            .capacity(NodeCapacity::capacity_block_of(
-                CAPACITY_BLOCK_RESERVATION_ID,
-                "usw2-az4",
-                1,
-            )),
-        );
-        stack.helm_stage("nvidia-device-plugin", HelmRelease::nvidia_device_plugin());
-        let w = stack.kubernetes_stage("workload");
-        let deployment = VllmDeployment::new("KimiK3", kimi_k3_server(), "p6-b300.48xlarge");
-        stack.add(
-            w,
-            if given {
-                deployment.load_balancer_subnets(&net.private_subnets)
-            } else {
-                deployment
+        let capacity =
+            NodeCapacity::capacity_block_of(CAPACITY_BLOCK_RESERVATION_ID, "usw2-az2", 1);
+        App::new().stack(crate::fixtures::capacity_block_serving_stack(
+            "zones",
+            capacity,
+            |d, net| {
+                if given {
+                    d.load_balancer_subnets(&net.private_subnets)
+                } else {
+                    d
+                }
             },
-        );
-        App::new().stack(stack)
+        ))
     };
 
     let diagnostics = app(true).validate();
