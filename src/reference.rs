@@ -411,7 +411,8 @@ pub fn kimi_k3_eks_karpenter() -> App {
             &karpenter,
             "p6-b300.48xlarge",
             ReservationSelector::Id(CAPACITY_BLOCK_RESERVATION_ID.to_owned()),
-        ),
+        )
+        .during(CAPACITY_BLOCK_START, CAPACITY_BLOCK_END),
     );
     let at = Placement {
         region: REGION.to_owned(),
@@ -440,23 +441,15 @@ fn eks_operations_and_workload(
     // Capacity Block ends.
     let operations = stack.cloudformation_stage("operations");
     let alarms = stack.add(operations, AlarmTopic::new("Alarms"));
-    // The end is the block's window's, given once on the node group; a Karpenter pool gives
-    // no window, so there the warning names the end itself.
-    let warning = if crate::constructs::nodes::window_of(stack, &at.reservation_id).is_some() {
+    // The end is the block's window's, given once on the node group or pool.
+    stack.add(
+        operations,
         CapacityEndWarning::for_capacity_block(
             "CapacityBlockEnd",
             &alarms,
             at.reservation_id.as_str(),
-        )
-    } else {
-        CapacityEndWarning::capacity_block(
-            "CapacityBlockEnd",
-            &alarms,
-            at.reservation_id.as_str(),
-            CAPACITY_BLOCK_END,
-        )
-    };
-    stack.add(operations, warning);
+        ),
+    );
     // Serving and GPU metrics in Amazon Managed Service for Prometheus, with alert rules to
     // the topic; the DCGM exporter publishes the GPU metrics.
     let metrics = stack.add(

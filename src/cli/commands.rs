@@ -557,7 +557,11 @@ pub fn list(global: &Global) -> Exit {
                         Some(format!("opens {}", t.start)),
                         serving,
                         Some(format!("drain by {}", t.drain_by)),
-                        Some(format!("EKS scales to zero {}", t.scale_down_at)),
+                        Some(if c.pool {
+                            format!("Karpenter drains {}", t.scale_down_at)
+                        } else {
+                            format!("EKS scales to zero {}", t.scale_down_at)
+                        }),
                         Some(format!("EC2 terminates from {}", t.terminations_from)),
                         Some(format!("ends {}", t.end)),
                     ];

@@ -192,6 +192,8 @@ pub struct KarpenterNodePool {
     reservation: ReservationSelector,
     max_nodes: u32,
     ami_version: String,
+    window: Option<super::nodes::ReservationWindow>,
+    upfront_fee_usd: Option<f64>,
 }
 
 impl KarpenterNodePool {
@@ -211,7 +213,27 @@ impl KarpenterNodePool {
             reservation,
             max_nodes: 1,
             ami_version: DEFAULT_AL2023_AMI_VERSION.to_owned(),
+            window: None,
+            upfront_fee_usd: None,
         }
+    }
+
+    /// When the Capacity Block holds its instances (RFC 3339 in UTC): its timeline is derived
+    /// from it, as for a node group's block.
+    pub fn during(mut self, start: impl Into<String>, end: impl Into<String>) -> Self {
+        self.window = Some(super::nodes::ReservationWindow::new(start, end));
+        self
+    }
+
+    /// What the block cost, paid up front (its offering's `UpfrontFee`), USD.
+    pub fn upfront_fee_usd(mut self, usd: f64) -> Self {
+        self.upfront_fee_usd = Some(usd);
+        self
+    }
+
+    /// The window given for the block, if any.
+    pub fn window(&self) -> Option<&super::nodes::ReservationWindow> {
+        self.window.as_ref()
     }
 
     /// The EKS-optimized AL2023 AMI release the nodes run (`v20260714`; default
@@ -429,6 +451,12 @@ impl KarpenterNodePool {
                 "use 1-63 lowercase letters, digits and hyphens",
             );
         }
+        if let Some(window) = &self.window {
+            window.check_capacity_block(path, "window", ds);
+        }
+        if let Some(fee) = self.upfront_fee_usd {
+            super::nodes::check_upfront_fee(fee, path, "upfront_fee_usd", ds);
+        }
         if let ReservationSelector::Id(id) = &self.reservation {
             if !super::nodes::is_reservation_id(id) {
                 ds.report_field(
@@ -517,8 +545,13 @@ impl Construct for KarpenterNodePool {
                     reservation,
                     availability_zone_id: None,
                     reserved_instance_count: None,
-                    window: None,
-                    upfront_fee_usd: None,
+                    window: self
+                        .window
+                        .as_ref()
+                        .and_then(super::nodes::ReservationWindow::minutes),
+                    upfront_fee_usd: self
+                        .upfront_fee_usd
+                        .filter(|f| super::nodes::UPFRONT_FEE_USD.contains(*f)),
                 },
                 count: 0,
                 max_count: max,
@@ -760,6 +793,8 @@ stack_file_shape! {
         RESERVATION_TAGS: opt "reservation_tags", Ty::StrMap, "Select the Capacity Block by tags.";
         MAX_NODES: opt "max_nodes", Ty::U32(super::super::nodes::RESERVABLE_COUNT_RANGE), "At most this many nodes (default 1).";
         AMI_VERSION: opt "ami_version", Ty::Str, "The EKS-optimized AL2023 AMI release (`al2023@<version>`; default `v20260714`).";
+        WINDOW: opt "window", Ty::Obj(&super::super::nodes::reservation_window_fields::SHAPE), "When the Capacity Block holds its instances: its timeline (nodes, serving, drain) is derived from it.";
+        UPFRONT_FEE_USD: opt "upfront_fee_usd", Ty::F64(super::super::nodes::UPFRONT_FEE_USD), "What the block cost, paid up front (its offering's `UpfrontFee`), USD.";
     }
 }
 
@@ -814,6 +849,17 @@ impl super::stack_file::StackFileConstruct for KarpenterNodePool {
         }
         if let Some(v) = r.text(&f::AMI_VERSION) {
             c = c.ami_version(v);
+        }
+        let window = super::stack_file::object(r, &f::WINDOW, |w| {
+            use super::nodes::reservation_window_fields as w_;
+            Some((w.text(&w_::START)?, w.text(&w_::END)?))
+        })
+        .flatten();
+        if let Some((start, end)) = window {
+            c = c.during(start, end);
+        }
+        if let Some(v) = r.f64(&f::UPFRONT_FEE_USD) {
+            c = c.upfront_fee_usd(v);
         }
         Some(c)
     }

@@ -736,15 +736,7 @@ impl ManagedNodeGroup {
                 window.check_capacity_block(path, "capacity_block.window", ds);
             }
             if let Some(fee) = block.upfront_fee_usd {
-                if !UPFRONT_FEE_USD.contains(fee) {
-                    ds.report_field(
-                        Code::InvalidUpfrontFee,
-                        path,
-                        "capacity_block.upfront_fee_usd",
-                        format!("an upfront fee of {fee} USD is outside {}", UPFRONT_FEE_USD.describe()),
-                        "give the `UpfrontFee` of the block's offering (aws ec2 describe-capacity-block-offerings), in USD",
-                    );
-                }
+                check_upfront_fee(fee, path, "capacity_block.upfront_fee_usd", ds);
             }
             if let Some(count) = block.instance_count {
                 crate::catalog::capacity::check_block_count(i64::from(count), path, ds);
@@ -793,10 +785,20 @@ impl ManagedNodeGroup {
     }
 }
 
-/// The window given for Capacity Block `reservation_id` on a node group of `stack`, if any.
+/// The window given for Capacity Block `reservation_id` on a node group or Karpenter pool of
+/// `stack`, if any.
 pub fn window_of(stack: &Stack, reservation_id: &str) -> Option<ReservationWindow> {
     stack.nodes().iter().find_map(|n| {
-        let group = n.construct.as_any().downcast_ref::<ManagedNodeGroup>()?;
+        let any = n.construct.as_any();
+        if let Some(pool) = any.downcast_ref::<super::KarpenterNodePool>() {
+            return match pool.reservation() {
+                super::ReservationSelector::Id(id) if id == reservation_id => {
+                    pool.window().cloned()
+                }
+                _ => None,
+            };
+        }
+        let group = any.downcast_ref::<ManagedNodeGroup>()?;
         match &group.capacity {
             NodeCapacity::CapacityBlock(b) if b.reservation_id == reservation_id => {
                 b.window.clone()
@@ -804,6 +806,19 @@ pub fn window_of(stack: &Stack, reservation_id: &str) -> Option<ReservationWindo
             _ => None,
         }
     })
+}
+
+/// Reports `HF0334` at `field` of `path` unless `fee` is a price in [`UPFRONT_FEE_USD`].
+pub(crate) fn check_upfront_fee(fee: f64, path: &str, field: &str, ds: &mut Diagnostics) {
+    if !UPFRONT_FEE_USD.contains(fee) {
+        ds.report_field(
+            Code::InvalidUpfrontFee,
+            path,
+            field,
+            format!("an upfront fee of {fee} USD is outside {}", UPFRONT_FEE_USD.describe()),
+            "give the `UpfrontFee` of the block's offering (aws ec2 describe-capacity-block-offerings), in USD",
+        );
+    }
 }
 
 /// The upfront fees a Capacity Block may be given with, USD: 64 instances for 182 days at the

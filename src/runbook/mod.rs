@@ -125,6 +125,8 @@ pub struct CapacityData {
     pub reservation: String,
     /// Its zone id, or empty.
     pub zone_id: String,
+    /// Whether a Karpenter pool launches the instances (on demand, up to `count`).
+    pub pool: bool,
     /// The block's timeline, when its window was given.
     pub timeline: Option<TimelineData>,
 }
@@ -1085,6 +1087,10 @@ fn step_lines<'a>(
 pub struct TimelineData {
     /// The block opens.
     pub start: String,
+    /// What happens then (a node group scaled up, Karpenter launching on demand).
+    pub opens: String,
+    /// What the service does 40 minutes before the end.
+    pub scale_down: String,
     /// The endpoint serves; empty when the stack serves no model there or its cold start is
     /// not estimated.
     pub serving_from: String,
@@ -1114,6 +1120,17 @@ fn capacity_line(entry: &CapacityEntry, region: &str) -> Option<CapacityData> {
             timeline: Some(t), ..
         } => Some(TimelineData {
             start: t.start.clone(),
+            opens: if entry.pool {
+                "the block opens: Karpenter launches its nodes as the pool's pods ask".to_owned()
+            } else {
+                "the block opens: the node group is scaled up (its step below waits for `active`)"
+                    .to_owned()
+            },
+            scale_down: if entry.pool {
+                "Karpenter drains the block's nodes (40 minutes before the end)".to_owned()
+            } else {
+                "EKS scales the node group to zero itself (40 minutes before the end)".to_owned()
+            },
             serving_from: t.serving_from.clone().unwrap_or_default(),
             cold_start_minutes: t
                 .cold_start_minutes
@@ -1190,6 +1207,7 @@ fn capacity_line(entry: &CapacityEntry, region: &str) -> Option<CapacityData> {
         capacity_block,
         reservation,
         zone_id: zone_id.unwrap_or_default(),
+        pool: entry.pool,
         timeline,
     })
 }

@@ -234,3 +234,40 @@ fn the_end_warning_reads_the_windows_end() {
     });
     assert!(errors(agreeing).is_empty());
 }
+
+/// A Karpenter pool on a Capacity Block carries its window too: the same checks at its own
+/// fields, the same timeline, and Karpenter's drain in the runbook.
+#[test]
+fn a_karpenter_pools_window_is_checked_and_drives_its_timeline() {
+    let app = hyperforge::reference::kimi_k3_eks_karpenter();
+    let assembly = app.synth().unwrap_or_else(|e| panic!("{e}"));
+    let runbook = assembly.text("kimi-k3-eks-karpenter/RUNBOOK.md").unwrap();
+    assert!(runbook.contains(
+        "| 2027-01-15T10:50Z | Karpenter drains the block's nodes (40 minutes before the end) |"
+    ));
+    assert!(runbook.contains("| 2027-01-15T10:49Z | drain by: stop sending requests |"));
+
+    let text = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/stacks/kimi-k3-eks-karpenter.yaml"
+    ))
+    .unwrap();
+    let wrong = text.replace(
+        "end: \"2027-01-15T11:30:00Z\"",
+        "end: \"2027-01-15T11:00:00Z\"",
+    );
+    let diagnostics = hyperforge::stackfile::load_str("kimi-k3-eks-karpenter.yaml", &wrong)
+        .map(|app| app.validate())
+        .unwrap_or_else(|ds| ds);
+    let line = wrong.lines().position(|l| l.contains("11:00:00Z")).unwrap() + 1;
+    let end = diagnostics
+        .iter()
+        .find(|d| d.code == Code::CapacityBlockEndTime)
+        .unwrap_or_else(|| panic!("{diagnostics:?}"));
+    assert!(
+        end.path
+            .starts_with(&format!("kimi-k3-eks-karpenter.yaml:{line}:")),
+        "{}",
+        end.path
+    );
+}
