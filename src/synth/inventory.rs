@@ -17,29 +17,27 @@ use crate::constructs::{
 pub fn lower_inventory(stack: &Stack) -> Inventory {
     let placements = Placements::new(stack);
     let stage_name = |id| stack.stage(id).map(|s| s.name.clone()).unwrap_or_default();
-    // The stack's capacity, once: the staging estimate depends on the nodes a Job runs on.
-    let claims: Vec<CapacityClaim> = placements.all().flat_map(|p| p.facts().capacity).collect();
-    // The cold start of each instance type serving a model: a reservation's timeline counts it.
-    let cold_starts: Vec<(String, Option<u64>)> = placements
-        .all()
-        .flat_map(|p| {
-            p.facts()
-                .served_models
-                .iter()
-                .map(|s| {
-                    let cold = s.server.cold_start(s.instance_type, s.hyperpod);
-                    (s.instance_type.to_owned(), cold.map(|c| c.total_secs))
-                })
-                .collect::<Vec<_>>()
+    // Each construct's facts, once: the staging estimate depends on the nodes a Job runs on,
+    // a reservation's timeline on the cold start of the model served on its instance type.
+    let all: Vec<_> = placements.all().map(|p| (p.facts(), p)).collect();
+    let claims: Vec<CapacityClaim> = all
+        .iter()
+        .flat_map(|(facts, _)| facts.capacity.iter().cloned())
+        .collect();
+    let cold_starts: Vec<(String, Option<u64>)> = all
+        .iter()
+        .flat_map(|(facts, _)| &facts.served_models)
+        .map(|s| {
+            let cold = s.server.cold_start(s.instance_type, s.hyperpod);
+            (s.instance_type.to_owned(), cold.map(|c| c.total_secs))
         })
         .collect();
     let mut inventory = Inventory {
         description: stack.description_text().map(str::to_owned),
         ..Inventory::default()
     };
-    for placed in placements.all() {
+    for (facts, placed) in all {
         let stage = stage_name(placed.node.stage);
-        let facts = placed.facts();
         if let Some(eks) = facts.eks_cluster {
             inventory.kubernetes_version = Some(eks.kubernetes_version);
         }
