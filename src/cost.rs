@@ -399,13 +399,15 @@ pub fn estimate(app: &App) -> CostReport {
             let mut lines = Vec::new();
             let mut served = Vec::new();
             let mut staged = Vec::new();
-            let claims: Vec<crate::constructs::CapacityClaim> = Placements::new(stack)
-                .all()
-                .flat_map(|p| p.facts().capacity)
+            // Each construct's facts, once.
+            let placements = Placements::new(stack);
+            let all: Vec<_> = placements.all().map(|p| (p.facts(), p)).collect();
+            let claims: Vec<CapacityClaim> = all
+                .iter()
+                .flat_map(|(facts, _)| facts.capacity.iter().cloned())
                 .collect();
             let mut served_types: Vec<(String, Option<u64>)> = Vec::new();
-            for placed in Placements::new(stack).all() {
-                let facts = placed.facts();
+            for (facts, placed) in all {
                 for claim in facts.capacity {
                     lines.push(claim_line(claim, stack.region()));
                 }
