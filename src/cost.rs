@@ -359,33 +359,21 @@ fn reservations(
 ) -> Vec<ReservationCost> {
     claims
         .iter()
-        .filter_map(|claim| match &claim.source {
-            CapacitySource::CapacityBlock {
+        .filter_map(|claim| {
+            let CapacitySource::CapacityBlock {
                 reservation,
-                window: Some((start, end)),
                 upfront_fee_usd,
                 ..
-            } => {
-                let ec2_type = claim
-                    .instance_type
-                    .strip_prefix("ml.")
-                    .unwrap_or(&claim.instance_type);
-                let cold = served_types
-                    .iter()
-                    .find(|(t, _)| t == ec2_type)
-                    .and_then(|(_, secs)| *secs)
-                    .map(catalog::capacity::minutes_from_secs);
-                let drain = catalog::capacity::minutes_from_secs(
-                    crate::constructs::vllm::objects::TERMINATION_GRACE_SECS,
-                );
-                Some(ReservationCost {
-                    path: claim.path.clone(),
-                    reservation: reservation.clone(),
-                    schedule: catalog::capacity::block_schedule(*start, *end, cold, drain),
-                    upfront_fee_usd: *upfront_fee_usd,
-                })
-            }
-            _ => None,
+            } = &claim.source
+            else {
+                return None;
+            };
+            Some(ReservationCost {
+                path: claim.path.clone(),
+                reservation: reservation.clone(),
+                schedule: crate::constructs::reservation_schedule(claim, served_types)?,
+                upfront_fee_usd: *upfront_fee_usd,
+            })
         })
         .collect()
 }
@@ -412,20 +400,12 @@ pub fn estimate(app: &App) -> CostReport {
                     lines.push(claim_line(claim, stack.region()));
                 }
                 for m in &facts.served_models {
-                    served_types.push((
-                        m.instance_type.to_owned(),
-                        m.server
-                            .cold_start(m.instance_type, m.hyperpod)
-                            .map(|c| c.total_secs),
-                    ));
+                    served_types.push((m.instance_type.to_owned(), m.cold_start_secs()));
                     served.push(ServedWeights {
                         path: placed.cx.path.to_owned(),
                         model: m.server.model_id().to_owned(),
                         source: m.server.weight_source(m.hyperpod).label(),
-                        cold_start_secs: m
-                            .server
-                            .cold_start(m.instance_type, m.hyperpod)
-                            .map(|c| c.total_secs),
+                        cold_start_secs: m.cold_start_secs(),
                     });
                 }
                 for st in facts.weight_stagings {

@@ -499,6 +499,44 @@ pub struct ServedModel<'a> {
     pub exposure: Exposure,
 }
 
+impl ServedModel<'_> {
+    /// The catalog's cold start of the server on its instance type (node ready to serving),
+    /// seconds, when estimated.
+    pub fn cold_start_secs(&self) -> Option<u64> {
+        self.server
+            .cold_start(self.instance_type, self.hyperpod)
+            .map(|c| c.total_secs)
+    }
+}
+
+/// The schedule of `claim`'s Capacity Block, when its window is given: its nodes serve after
+/// the cold start of the model served on its instance type (`cold_starts`: EC2 instance type,
+/// seconds), and each server is given its termination grace to drain.
+pub fn reservation_schedule(
+    claim: &CapacityClaim,
+    cold_starts: &[(String, Option<u64>)],
+) -> Option<crate::catalog::capacity::BlockSchedule> {
+    use crate::catalog::capacity::{block_schedule, minutes_from_secs};
+    let CapacitySource::CapacityBlock {
+        window: Some((start, end)),
+        ..
+    } = &claim.source
+    else {
+        return None;
+    };
+    let ec2_type = claim
+        .instance_type
+        .strip_prefix("ml.")
+        .unwrap_or(&claim.instance_type);
+    let cold = cold_starts
+        .iter()
+        .find(|(t, _)| t == ec2_type)
+        .and_then(|(_, secs)| *secs)
+        .map(minutes_from_secs);
+    let drain = minutes_from_secs(vllm::objects::TERMINATION_GRACE_SECS);
+    Some(block_schedule(*start, *end, cold, drain))
+}
+
 impl Stack {
     /// Places `construct` in `stage` and returns its handle (typed references to its resources).
     /// The caller's source location is kept: diagnostics about the construct point at it.

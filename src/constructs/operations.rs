@@ -255,7 +255,8 @@ pub struct CapacityEndWarning {
     id: String,
     topic: Ref<kind::SnsTopic>,
     capacity: EndingCapacity,
-    end_time: String,
+    /// The end as given; `None`: the end of the window a node group or pool gives the block.
+    end_time: Option<String>,
     lead_hours: u32,
 }
 
@@ -293,7 +294,12 @@ impl CapacityEndWarning {
         topic: &AlarmTopicHandle,
         reservation_id: impl Into<String>,
     ) -> Self {
-        CapacityEndWarning::capacity_block(id, topic, reservation_id, "")
+        CapacityEndWarning::ending(
+            id,
+            topic,
+            EndingCapacity::CapacityBlock(reservation_id.into()),
+            None,
+        )
     }
 
     /// Warnings to `topic` before the training plan `arn` ends at `end_time` (RFC 3339 in
@@ -319,11 +325,21 @@ impl CapacityEndWarning {
         capacity: EndingCapacity,
         end_time: impl Into<String>,
     ) -> Self {
+        CapacityEndWarning::ending(id, topic, capacity, Some(end_time.into()))
+    }
+
+    /// Warnings before `capacity` ends at `end_time`, or (`None`) at the end of its window.
+    fn ending(
+        id: impl Into<String>,
+        topic: &AlarmTopicHandle,
+        capacity: EndingCapacity,
+        end_time: Option<String>,
+    ) -> Self {
         CapacityEndWarning {
             id: id.into(),
             topic: topic.topic.clone(),
             capacity,
-            end_time: end_time.into(),
+            end_time,
             lead_hours: DEFAULT_LEAD_HOURS,
         }
     }
@@ -335,22 +351,23 @@ impl CapacityEndWarning {
         self
     }
 
-    /// The end time: the one given, or the end of the window `stack` gives the Capacity Block
-    /// (RFC 3339); empty when neither is.
-    pub fn end_time(&self, stack: &crate::app::Stack) -> String {
+    /// The end time (RFC 3339): the one given, or the end of the window `stack` gives the
+    /// Capacity Block; `None` when neither is.
+    pub fn end_time(&self, stack: &crate::app::Stack) -> Option<String> {
+        self.end_time.clone().or_else(|| self.window_end(stack))
+    }
+
+    /// The end of the window a node group or pool of `stack` gives the Capacity Block.
+    fn window_end(&self, stack: &crate::app::Stack) -> Option<String> {
         match &self.capacity {
-            EndingCapacity::CapacityBlock(id) if self.end_time.is_empty() => {
-                super::nodes::window_of(stack, id)
-                    .map(|w| w.end)
-                    .unwrap_or_default()
-            }
-            _ => self.end_time.clone(),
+            EndingCapacity::CapacityBlock(id) => super::nodes::window_of(stack, id).map(|w| w.end),
+            EndingCapacity::TrainingPlan(_) => None,
         }
     }
 
     /// The schedule expression of the scheduled warning, when the end time and lead are valid.
     pub fn schedule_expression(&self, stack: &crate::app::Stack) -> Option<String> {
-        let end = parse_utc_minutes(&self.end_time(stack)).ok()?;
+        let end = parse_utc_minutes(&self.end_time(stack)?).ok()?;
         let at = end.checked_sub(i64::from(self.lead_hours).checked_mul(60)?)?;
         cron_at(at)
     }
@@ -416,63 +433,73 @@ impl Construct for CapacityEndWarning {
                 }
             }
         }
-        let end_time = self.end_time(cx.stack);
-        let window_end = match &self.capacity {
-            EndingCapacity::CapacityBlock(id) => {
-                super::nodes::window_of(cx.stack, id).map(|w| w.end)
+        let window_end = self.window_end(cx.stack);
+        // The end checked here: the one given, or the window's (whose own mistakes, HF0331,
+        // are the window's to report).
+        let end = match (&self.end_time, &window_end) {
+            (None, None) => {
+                ds.report_field(
+                    Code::InvalidCapacityEndTime,
+                    cx.path,
+                    "end_time",
+                    match self.capacity {
+                        EndingCapacity::CapacityBlock(_) => "no end time: none is given, and no node group gives the block's window",
+                        EndingCapacity::TrainingPlan(_) => "no end time is given",
+                    }
+                    .to_owned(),
+                    match self.capacity {
+                        EndingCapacity::CapacityBlock(_) => "give the block's window on the node group it feeds (`CapacityBlock::during`, `capacity_block.window`), or `end_time`",
+                        EndingCapacity::TrainingPlan(_) => "give the plan's end as `end_time` (aws sagemaker describe-training-plan shows `EndTime`)",
+                    },
+                );
+                None
             }
-            EndingCapacity::TrainingPlan(_) => None,
-        };
-        if end_time.is_empty() {
-            ds.report_field(
-                Code::InvalidCapacityEndTime,
-                cx.path,
-                "end_time",
-                match self.capacity {
-                    EndingCapacity::CapacityBlock(_) => "no end time: none is given, and no node group gives the block's window",
-                    EndingCapacity::TrainingPlan(_) => "no end time is given",
+            (None, Some(window)) => parse_utc_minutes(window).ok().map(|_| window.clone()),
+            (Some(given), _) => match parse_utc_minutes(given) {
+                Ok(_) => Some(given.clone()),
+                Err(problem) => {
+                    ds.report_field(
+                        Code::InvalidCapacityEndTime,
+                        cx.path,
+                        "end_time",
+                        format!("end time `{given}` {problem}"),
+                        format!(
+                            "give the capacity's end as RFC 3339 in UTC between {} and {}, such as `2027-01-31T11:30:00Z`",
+                            END_YEARS.0, END_YEARS.1
+                        ),
+                    );
+                    None
                 }
-                .to_owned(),
-                match self.capacity {
-                    EndingCapacity::CapacityBlock(_) => "give the block's window on the node group it feeds (`CapacityBlock::during`, `capacity_block.window`), or `end_time`",
-                    EndingCapacity::TrainingPlan(_) => "give the plan's end as `end_time` (aws sagemaker describe-training-plan shows `EndTime`)",
-                },
-            );
-        } else if let Err(problem) = parse_utc_minutes(&end_time) {
-            ds.report_field(
-                Code::InvalidCapacityEndTime,
-                cx.path,
-                "end_time",
-                format!("end time `{end_time}` {problem}"),
-                format!(
-                    "give the capacity's end as RFC 3339 in UTC between {} and {}, such as `2027-01-31T11:30:00Z`",
-                    END_YEARS.0, END_YEARS.1
-                ),
-            );
-        } else if self.schedule_expression(cx.stack).is_none() {
-            ds.report_field(
-                Code::InvalidCapacityEndTime,
-                cx.path,
-                "end_time",
-                format!(
-                    "{} before `{end_time}` is before {}",
-                    hours(self.lead_hours),
-                    END_YEARS.0
-                ),
-                "give a later end time or a shorter lead",
-            );
-        } else if let Some(window_end) =
-            window_end.filter(|w| parse_utc_minutes(w).ok() != parse_utc_minutes(&end_time).ok())
-        {
-            ds.report_field(
-                Code::InvalidCapacityEndTime,
-                cx.path,
-                "end_time",
-                format!(
-                    "end time `{end_time}` is not the end of the block's window, `{window_end}`"
-                ),
-                "leave `end_time` out: the warning takes the end from the block's window",
-            );
+            },
+        };
+        if let Some(end_time) = end {
+            let contradicted = window_end.filter(|w| {
+                self.end_time.is_some()
+                    && parse_utc_minutes(w).ok() != parse_utc_minutes(&end_time).ok()
+            });
+            if self.schedule_expression(cx.stack).is_none() {
+                ds.report_field(
+                    Code::InvalidCapacityEndTime,
+                    cx.path,
+                    "end_time",
+                    format!(
+                        "{} before `{end_time}` is before {}",
+                        hours(self.lead_hours),
+                        END_YEARS.0
+                    ),
+                    "give a later end time or a shorter lead",
+                );
+            } else if let Some(window_end) = contradicted {
+                ds.report_field(
+                    Code::InvalidCapacityEndTime,
+                    cx.path,
+                    "end_time",
+                    format!(
+                        "end time `{end_time}` is not the end of the block's window, `{window_end}`"
+                    ),
+                    "leave `end_time` out: the warning takes the end from the block's window",
+                );
+            }
         }
         if !LEAD_HOURS.contains(i64::from(self.lead_hours)) {
             ds.report_field(
@@ -500,7 +527,7 @@ impl Construct for CapacityEndWarning {
             capacity_ends: vec![CapacityEndFacts {
                 reservation_id,
                 training_plan_arn,
-                end_time: self.end_time(cx.stack),
+                end_time: self.end_time(cx.stack).unwrap_or_default(),
                 lead_hours: self.lead_hours,
             }],
             ..Facts::default()
@@ -554,7 +581,7 @@ impl Construct for CapacityEndWarning {
             );
             rules.push(rule.name());
         }
-        let end_time = self.end_time(scope.stack());
+        let end_time = self.end_time(scope.stack()).unwrap_or_default();
         let schedule = self.schedule_expression(scope.stack()).unwrap_or_default();
         // The message names the block by the id the stack was deployed with.
         let message = match &self.capacity {
@@ -717,7 +744,7 @@ impl super::stack_file::StackFileConstruct for CapacityEndWarning {
                 return None;
             }
         };
-        let mut c = CapacityEndWarning::new(id, &topic.ok()??, capacity, end.unwrap_or_default());
+        let mut c = CapacityEndWarning::ending(id, &topic.ok()??, capacity, end);
         if let Some(hours) = lead {
             c = c.lead_hours(hours);
         }

@@ -198,21 +198,28 @@ impl FleetMember {
 /// capacity's id and zone have none: constructs take them as declared inputs
 /// (`GpuNodesCapacityReservationId`, `NetworkGpuSubnetAzId`), which every StackSet binds by
 /// name, so a template holds them only as those parameters' values.
-const KNOWN_VALUES: &[(&str, &str, &str)] = &[
+const KNOWN_VALUES: &[(&str, Option<(&str, &str)>)] = &[
     (
         "member",
-        "FleetMember",
-        "The member's name: it names the member's resources and exports.",
+        Some((
+            "FleetMember",
+            "The member's name: it names the member's resources and exports.",
+        )),
     ),
-    ("region", "AWS::Region", ""),
-    ("account", "AWS::AccountId", ""),
-    ("capacity_id", "", ""),
-    ("zone_id", "", ""),
-    ("model", "FleetModel", "The model the member serves."),
+    ("region", Some(("AWS::Region", ""))),
+    ("account", Some(("AWS::AccountId", ""))),
+    ("capacity_id", None),
+    ("zone_id", None),
+    (
+        "model",
+        Some(("FleetModel", "The model the member serves.")),
+    ),
     (
         "organizational_unit",
-        "FleetOrganizationalUnit",
-        "The member's organizational unit.",
+        Some((
+            "FleetOrganizationalUnit",
+            "The member's organizational unit.",
+        )),
     ),
 ];
 
@@ -413,7 +420,7 @@ impl Fleet {
                     && key
                         .chars()
                         .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_')
-                    && !KNOWN_VALUES.iter().any(|(k, _, _)| k == key);
+                    && !KNOWN_VALUES.iter().any(|(k, _)| k == key);
                 if !ok {
                     bad(
                         Code::InvalidFleetMember,
@@ -994,17 +1001,16 @@ impl Fleet {
                     .iter()
                     .filter(|(k, _)| varying.contains(k.as_str()))
                     .filter_map(|(k, v)| {
-                        let known = KNOWN_VALUES.iter().find(|(name, _, _)| name == k);
-                        if known.is_some_and(|(_, parameter, _)| parameter.is_empty()) {
-                            return None;
-                        }
-                        let (parameter, description) = match known {
-                            Some((_, p, d)) => ((*p).to_owned(), (*d).to_owned()),
-                            None => (
-                                format!("Fleet{}", crate::app::pascal_id(k)),
-                                format!("The member's `{k}` value."),
-                            ),
-                        };
+                        let (parameter, description) =
+                            match KNOWN_VALUES.iter().find(|(name, _)| name == k) {
+                                // Bound by name as declared inputs, never found in the text.
+                                Some((_, None)) => return None,
+                                Some((_, Some((p, d)))) => ((*p).to_owned(), (*d).to_owned()),
+                                None => (
+                                    format!("Fleet{}", crate::app::pascal_id(k)),
+                                    format!("The member's `{k}` value."),
+                                ),
+                            };
                         Some(Token {
                             value: v.clone(),
                             pseudo: parameter.starts_with("AWS::"),

@@ -1,11 +1,13 @@
 //! One StackSet template from the members' own templates of a CloudFormation stage.
 //!
-//! Each member's template is rendered with its own values (its name, region, account, capacity
-//! id, zone). [`generalize`] rewrites one member's template with those values as parameters:
-//! a string holding a member value becomes `Ref` or `Fn::Sub` of a parameter (the region and
-//! account become the `AWS::Region` and `AWS::AccountId` pseudo parameters), a template
-//! parameter whose default is a member value loses the default and takes the member's value as
-//! an override. When every member's template generalizes to the same bytes, that is the
+//! Each member's template is rendered with its own values. Its declared inputs (a capacity id,
+//! zone ids) are template parameters whose defaults are the member's values: [`generalize`]
+//! binds them by name, taking the default out and making it the member's override. The
+//! member's identity (its name, region, account, model, the fleet's own values), which
+//! constructs take as plain names, is rewritten as parameters where the text holds it: a
+//! string holding one becomes `Ref` or `Fn::Sub` of a parameter (the region and account the
+//! `AWS::Region` and `AWS::AccountId` pseudo parameters). When every member's template
+//! generalizes to the same bytes, that is the
 //! StackSet's template and each member's values are its instance's overrides; this is checked,
 //! never assumed, so a value that only looks like a member's (a fixed `us-east-1`, say) makes
 //! the stage one the members deploy on their own, with the first difference as the reason.

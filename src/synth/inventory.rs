@@ -27,10 +27,7 @@ pub fn lower_inventory(stack: &Stack) -> Inventory {
     let cold_starts: Vec<(String, Option<u64>)> = all
         .iter()
         .flat_map(|(facts, _)| &facts.served_models)
-        .map(|s| {
-            let cold = s.server.cold_start(s.instance_type, s.hyperpod);
-            (s.instance_type.to_owned(), cold.map(|c| c.total_secs))
-        })
+        .map(|s| (s.instance_type.to_owned(), s.cold_start_secs()))
         .collect();
     let mut inventory = Inventory {
         description: stack.description_text().map(str::to_owned),
@@ -141,23 +138,18 @@ fn capacity(
         .strip_prefix("ml.")
         .unwrap_or(&claim.instance_type)
         .to_owned();
+    let schedule = crate::constructs::reservation_schedule(&claim, cold_starts);
     let source = match claim.source {
         CapacitySource::OnDemand => CapacitySourceEntry::OnDemand,
         CapacitySource::CapacityBlock {
             reservation,
             availability_zone_id,
             reserved_instance_count,
-            window,
-            // Priced by `hyperforge cost`, which reads the description.
+            // In the schedule; the fee is priced by `hyperforge cost`.
+            window: _,
             upfront_fee_usd: _,
         } => CapacitySourceEntry::CapacityBlock {
-            timeline: window.map(|(start, end)| {
-                let cold = cold_starts
-                    .iter()
-                    .find(|(t, _)| *t == ec2_type)
-                    .and_then(|(_, secs)| *secs);
-                timeline(start, end, cold)
-            }),
+            timeline: schedule.map(timeline),
             // A Karpenter pool selecting blocks by tag has no id to set.
             input: reservation.starts_with("cr-").then(|| {
                 crate::constructs::nodes::reservation_input(stack, &reservation, owner).name
@@ -195,15 +187,9 @@ fn capacity(
     }
 }
 
-/// The timeline of a Capacity Block from `start` to `end` (UTC minutes) whose nodes serve a
-/// model that takes `cold_start_secs` from node ready to serving.
-pub fn timeline(start: i64, end: i64, cold_start_secs: Option<u64>) -> Timeline {
+/// A Capacity Block's schedule as the manifest records it.
+pub fn timeline(s: crate::catalog::capacity::BlockSchedule) -> Timeline {
     use crate::catalog::time::format_utc;
-    let cold = cold_start_secs.map(crate::catalog::capacity::minutes_from_secs);
-    let drain = crate::catalog::capacity::minutes_from_secs(
-        crate::constructs::vllm::objects::TERMINATION_GRACE_SECS,
-    );
-    let s = crate::catalog::capacity::block_schedule(start, end, cold, drain);
     Timeline {
         start: format_utc(s.start),
         serving_from: s.serving_from.map(format_utc),
@@ -212,7 +198,7 @@ pub fn timeline(start: i64, end: i64, cold_start_secs: Option<u64>) -> Timeline 
         terminations_from: format_utc(s.terminations_from),
         end: format_utc(s.end),
         days: s.days,
-        cold_start_minutes: cold,
+        cold_start_minutes: s.serving_from.map(|at| at - s.start),
         idle_minutes: s.idle_minutes,
     }
 }
@@ -247,9 +233,7 @@ fn endpoint(served: &ServedModel<'_>, stage: &str) -> EndpointEntry {
             .startup_budget(served.instance_type, operator)
             .map(|b| b.total_secs)
             .unwrap_or(3600),
-        cold_start_secs: server
-            .cold_start(served.instance_type, operator)
-            .map(|c| c.total_secs),
+        cold_start_secs: served.cold_start_secs(),
         rollout_deadline_secs: server.rollout_deadline_secs(served.instance_type, operator),
         staged: server.staged_weights().is_some(),
         weights_source: server.weight_source(operator).label().to_owned(),
@@ -262,12 +246,19 @@ mod tests {
     use crate::catalog::time::parse_utc_minutes;
 
     /// A block opening at 04:55 and ending a week later at 11:30, serving a model with a
-    /// 95-minute cold start: every time to the minute.
+    /// 95-minute cold start and a 60-second termination grace: every time to the minute.
     #[test]
     fn a_blocks_timeline_is_exact_to_the_minute() {
+        use crate::catalog::capacity::{block_schedule, minutes_from_secs};
         let start = parse_utc_minutes("2026-12-10T04:55:00Z").unwrap();
         let end = parse_utc_minutes("2026-12-17T11:30:00Z").unwrap();
-        let t = timeline(start, end, Some(95 * 60));
+        let grace = minutes_from_secs(crate::constructs::vllm::objects::TERMINATION_GRACE_SECS);
+        let t = timeline(block_schedule(
+            start,
+            end,
+            Some(minutes_from_secs(95 * 60)),
+            grace,
+        ));
         assert_eq!(t.start, "2026-12-10T04:55Z");
         assert_eq!(t.serving_from.as_deref(), Some("2026-12-10T06:30Z"));
         assert_eq!(t.scale_down_at, "2026-12-17T10:50Z");
@@ -279,8 +270,8 @@ mod tests {
         assert_eq!(t.cold_start_minutes, Some(95));
         assert_eq!(t.idle_minutes, Some(95 + 41));
         // A cold start of part of a minute counts as the whole minute; none known, none shown.
-        assert_eq!(timeline(start, end, Some(61)).cold_start_minutes, Some(2));
-        let unknown = timeline(start, end, None);
+        assert_eq!(minutes_from_secs(61), 2);
+        let unknown = timeline(block_schedule(start, end, None, grace));
         assert_eq!((unknown.serving_from, unknown.idle_minutes), (None, None));
     }
 }

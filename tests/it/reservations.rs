@@ -224,6 +224,19 @@ fn the_end_warning_reads_the_windows_end() {
         errors(contradicting),
         ["end time `2026-12-24T11:30:00Z` is not the end of the block's window, `2026-12-17T11:30:00Z`"]
     );
+    // A window's end that is not a time is the window's mistake, said once, at the window.
+    let bad_window = with_warning(
+        CapacityBlock::held(CAPACITY_BLOCK_RESERVATION_ID, "usw2-az2", 1)
+            .during("2026-12-10T04:55:00Z", "next tuesday"),
+        |t| CapacityEndWarning::for_capacity_block("End", t, CAPACITY_BLOCK_RESERVATION_ID),
+    );
+    let codes: Vec<Code> = bad_window
+        .validate()
+        .iter()
+        .filter(|d| d.code.severity() == hyperforge::diagnostics::Severity::Error)
+        .map(|d| d.code)
+        .collect();
+    assert_eq!(codes, [Code::InvalidReservationWindow]);
     let agreeing = with_warning(block(), |t| {
         CapacityEndWarning::capacity_block(
             "End",
