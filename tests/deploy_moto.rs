@@ -1470,6 +1470,7 @@ fn deploy_runs_the_plans_steps_and_fills_the_kubernetes_values() {
                         min: 0,
                         desired: 1,
                         max: 1,
+                        scheduled_at: None,
                     }],
                     artifacts: vec![Artifact::new(
                         ArtifactFormat::CloudFormation,
@@ -1625,6 +1626,7 @@ fn a_fleet_member_carries_out_its_stack_set_stages_steps() {
             min: 0,
             desired: 1,
             max: 1,
+            scheduled_at: None,
         });
     std::fs::write(&path, manifest.to_json()).unwrap();
 

@@ -52,6 +52,8 @@ pub mod kind {
         EventRule,
         /// An Amazon Managed Service for Prometheus workspace.
         PrometheusWorkspace,
+        /// An EKS managed node group.
+        NodeGroup,
     }
 }
 
@@ -103,6 +105,8 @@ pub enum Kind {
     EventRule,
     /// See [`kind::PrometheusWorkspace`].
     PrometheusWorkspace,
+    /// See [`kind::NodeGroup`].
+    NodeGroup,
 }
 
 macro_rules! impl_kind {
@@ -127,7 +131,8 @@ impl_kind!(
     InstanceProfile,
     SnsTopic,
     EventRule,
-    PrometheusWorkspace
+    PrometheusWorkspace,
+    NodeGroup
 );
 
 /// An attribute of a referenced resource.
@@ -300,6 +305,7 @@ attrs! {
     SnsTopic { /** The topic ARN. */ arn => Arn }
     EventRule { /** The rule's name (on the default event bus). */ name => Name }
     PrometheusWorkspace { /** The workspace ARN. */ arn => Arn, /** The workspace id (`ws-...`). */ id => Id }
+    NodeGroup { /** The node group ARN. */ arn => Arn }
 }
 
 #[cfg(test)]

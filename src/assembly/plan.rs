@@ -75,6 +75,11 @@ pub enum Step {
         desired: i64,
         /// Maximum size.
         max: i64,
+        /// When an EventBridge Scheduler schedule of the stage scales the group up (the
+        /// block's start, UTC to the minute: `2026-12-10T04:55Z`): a block still to come is
+        /// left to it.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        scheduled_at: Option<String>,
     },
     /// After the stage: subscribe an address to the notification topic (when `ALERT_EMAIL` is
     /// set; the address confirms by email).
@@ -345,9 +350,18 @@ impl Step {
             Step::ScaleCapacityBlockNodeGroup {
                 node_group,
                 desired,
+                scheduled_at: None,
                 ..
             } => format!(
                 "Node group `{node_group}` is created at size 0: EKS launches into a Capacity Block only while the block is `active`. Read the block from the group's launch template, wait until it is active, then scale the group to {desired}. Any other final state (`expired`, `cancelled`, `failed`) stops here: buy another block and deploy this stage with its id."
+            ),
+            Step::ScaleCapacityBlockNodeGroup {
+                node_group,
+                desired,
+                scheduled_at: Some(at),
+                ..
+            } => format!(
+                "Node group `{node_group}` is created at size 0: EKS launches into a Capacity Block only while the block is `active`. The stage's schedule scales it to {desired} when the block opens, at {at}, and to zero at its drain time. Read the block from the group's launch template: if it is active already, scale the group now; if it is still to come, the schedule does it and nothing waits. Any other final state (`expired`, `cancelled`, `failed`) stops here: buy another block and deploy this stage with its id."
             ),
             Step::SubscribeTopic { .. } => "Alarms and capacity warnings go to an SNS topic encrypted with its own key. Set `ALERT_EMAIL` to subscribe an address to it (the address confirms by email; other protocols work the same way with `aws sns subscribe`).".to_owned(),
             Step::EmptyVersionedBucket { holds, .. } => format!(
@@ -412,6 +426,7 @@ echo "job $job completed""#,
                 min,
                 desired,
                 max,
+                scheduled_at,
             } => format!(
                 r#"cluster={cluster} group={group}
 template=$(aws eks describe-nodegroup --region {r} --cluster-name "$cluster" --nodegroup-name "$group" \
@@ -429,12 +444,7 @@ state() {{
     --query 'CapacityReservations[0].State' --output text
 }}
 current=$(state) || exit 1
-while [ "$current" = payment-pending ] || [ "$current" = scheduled ] || [ "$current" = pending ] \
-  || [ "$current" = assessing ] || [ "$current" = delayed ]; do
-  echo "Capacity Block $reservation is $current; checking again in 5 minutes"
-  sleep 300
-  current=$(state) || exit 1
-done
+{wait}
 if [ "$current" != active ]; then
   echo "Capacity Block $reservation is $current: it cannot run node group $group" >&2
   exit 1
@@ -445,6 +455,26 @@ aws eks wait nodegroup-active --region {r} --cluster-name "$cluster" --nodegroup
 echo "node group $group scaled to {desired} on Capacity Block $reservation""#,
                 cluster = sh_quote(cluster),
                 group = sh_quote(node_group),
+                // A block still to come is waited for, or, when the stage schedules the
+                // scale-up at its start, left to the schedule.
+                wait = match scheduled_at {
+                    None => r#"while [ "$current" = payment-pending ] || [ "$current" = scheduled ] || [ "$current" = pending ] \
+  || [ "$current" = assessing ] || [ "$current" = delayed ]; do
+  echo "Capacity Block $reservation is $current; checking again in 5 minutes"
+  sleep 300
+  current=$(state) || exit 1
+done"#
+                        .to_owned(),
+                    Some(at) => format!(
+                        r#"case "$current" in
+  payment-pending|scheduled|pending|assessing|delayed)
+    at={at}
+    echo "Capacity Block $reservation is $current: the stage's schedule scales node group $group to {desired} at $at"
+    exit 0 ;;
+esac"#,
+                        at = sh_quote(at),
+                    ),
+                },
             ),
             Step::SubscribeTopic { topic } => {
                 let var = variable_of(&topic.output);
@@ -636,6 +666,15 @@ mod tests {
                 min: 0,
                 desired: 1,
                 max: 1,
+                scheduled_at: None,
+            },
+            Step::ScaleCapacityBlockNodeGroup {
+                cluster: value.into(),
+                node_group: value.into(),
+                min: 0,
+                desired: 1,
+                max: 1,
+                scheduled_at: Some(value.into()),
             },
             Step::SubscribeTopic {
                 topic: output.clone(),

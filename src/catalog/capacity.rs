@@ -107,6 +107,23 @@ pub fn block_schedule(
     }
 }
 
+impl BlockSchedule {
+    /// The schedule drained at `at` (UTC minutes) instead, when that is no later than the
+    /// latest drain (checked at the window: `HF0335`).
+    pub fn drained_by(self, at: Option<i64>) -> Self {
+        match at {
+            Some(at) if at <= self.drain_by => BlockSchedule {
+                drain_by: at,
+                idle_minutes: self
+                    .serving_from
+                    .map(|serving| (serving - self.start).saturating_add(self.end - at)),
+                ..self
+            },
+            _ => self,
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -120,5 +137,20 @@ mod tests {
         assert_eq!(block_days(0, day - 30), 1);
         assert!([1, 7, 14, 21, 182].iter().all(|d| is_block_duration(*d)));
         assert!([0, 15, 20, 189, -7].iter().all(|d| !is_block_duration(*d)));
+    }
+
+    #[test]
+    fn an_earlier_drain_moves_the_drain_and_the_idle_minutes_only() {
+        let (start, end) = (10 * 1440 + 295, 17 * 1440 + CAPACITY_BLOCK_END_MINUTE);
+        let latest = block_schedule(start, end, Some(95), 1);
+        assert_eq!(latest.drain_by, end - 41);
+        assert_eq!(latest.idle_minutes, Some(95 + 41));
+        let early = latest.drained_by(Some(end - 120));
+        assert_eq!(early.drain_by, end - 120);
+        assert_eq!(early.idle_minutes, Some(95 + 120));
+        assert_eq!(early.scale_down_at, latest.scale_down_at);
+        // A later one is refused at the window (HF0335) and never moves the schedule.
+        assert_eq!(latest.drained_by(Some(end - 10)), latest);
+        assert_eq!(latest.drained_by(None), latest);
     }
 }

@@ -105,12 +105,18 @@ pub fn parse_utc_minutes(text: &str) -> Result<i64, &'static str> {
 /// EventBridge's one-time cron expression (`cron(M H D Mon ? YYYY)`, UTC) for the minute
 /// `minutes` since 1970-01-01T00:00Z, when its year is in [`END_YEARS`].
 pub fn cron_at(minutes: i64) -> Option<String> {
-    let days = minutes.div_euclid(1440);
-    let in_day = minutes.rem_euclid(1440);
-    let (y, m, d) = civil_from_days(days);
+    let (y, _, _) = civil_from_days(minutes.div_euclid(1440));
     (END_YEARS.0..=END_YEARS.1)
         .contains(&y)
-        .then(|| format!("cron({} {} {d} {m} ? {y})", in_day % 60, in_day / 60))
+        .then(|| cron_once(minutes))
+}
+
+/// The cron expression (`cron(M H D Mon ? YYYY)`) matching only the minute `minutes` since
+/// 1970-01-01T00:00Z, read in UTC: EventBridge rules' and EventBridge Scheduler's.
+pub fn cron_once(minutes: i64) -> String {
+    let (y, m, d) = civil_from_days(minutes.div_euclid(1440));
+    let in_day = minutes.rem_euclid(1440);
+    format!("cron({} {} {d} {m} ? {y})", in_day % 60, in_day / 60)
 }
 
 /// `minutes` since 1970-01-01T00:00Z as RFC 3339 to the minute (`2026-12-10T04:55Z`).

@@ -225,6 +225,15 @@ impl KarpenterNodePool {
         self
     }
 
+    /// The block's window with a drain time of its own (see
+    /// [`ReservationWindow::drained_by`](super::nodes::ReservationWindow::drained_by)):
+    /// Karpenter still drains its nodes itself 40 minutes before the end; the drain time is
+    /// when requests stop.
+    pub fn within(mut self, window: super::nodes::ReservationWindow) -> Self {
+        self.window = Some(window);
+        self
+    }
+
     /// What the block cost, paid up front (its offering's `UpfrontFee`), USD.
     pub fn upfront_fee_usd(mut self, usd: f64) -> Self {
         self.upfront_fee_usd = Some(usd);
@@ -549,6 +558,10 @@ impl Construct for KarpenterNodePool {
                         .window
                         .as_ref()
                         .and_then(super::nodes::ReservationWindow::minutes),
+                    drain_by: self
+                        .window
+                        .as_ref()
+                        .and_then(super::nodes::ReservationWindow::drain_by_minutes),
                     upfront_fee_usd: self
                         .upfront_fee_usd
                         .filter(|f| super::nodes::UPFRONT_FEE_USD.contains(*f)),
@@ -852,11 +865,17 @@ impl super::stack_file::StackFileConstruct for KarpenterNodePool {
         }
         let window = super::stack_file::object(r, &f::WINDOW, |w| {
             use super::nodes::reservation_window_fields as w_;
-            Some((w.text(&w_::START)?, w.text(&w_::END)?))
+            let drain_by = w.text(&w_::DRAIN_BY);
+            let window =
+                super::nodes::ReservationWindow::new(w.text(&w_::START)?, w.text(&w_::END)?);
+            Some(match drain_by {
+                Some(at) => window.drained_by(at),
+                None => window,
+            })
         })
         .flatten();
-        if let Some((start, end)) = window {
-            c = c.during(start, end);
+        if let Some(window) = window {
+            c = c.within(window);
         }
         if let Some(v) = r.f64(&f::UPFRONT_FEE_USD) {
             c = c.upfront_fee_usd(v);

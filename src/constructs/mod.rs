@@ -404,6 +404,8 @@ pub enum CapacitySource {
         /// When the block holds its instances (UTC minutes since 1970: start, end), when
         /// given and valid.
         window: Option<(i64, i64)>,
+        /// When the endpoint stops taking requests (UTC minutes), when given and it parses.
+        drain_by: Option<i64>,
         /// What it cost, paid up front, USD, when given and valid.
         upfront_fee_usd: Option<f64>,
     },
@@ -516,9 +518,10 @@ pub fn reservation_schedule(
     claim: &CapacityClaim,
     cold_starts: &[(String, Option<u64>)],
 ) -> Option<crate::catalog::capacity::BlockSchedule> {
-    use crate::catalog::capacity::{block_schedule, minutes_from_secs};
+    use crate::catalog::capacity::minutes_from_secs;
     let CapacitySource::CapacityBlock {
         window: Some((start, end)),
+        drain_by,
         ..
     } = &claim.source
     else {
@@ -533,8 +536,26 @@ pub fn reservation_schedule(
         .find(|(t, _)| t == ec2_type)
         .and_then(|(_, secs)| *secs)
         .map(minutes_from_secs);
-    let drain = minutes_from_secs(vllm::objects::TERMINATION_GRACE_SECS);
-    Some(block_schedule(*start, *end, cold, drain))
+    Some(window_schedule(*start, *end, *drain_by, cold))
+}
+
+/// The schedule of a Capacity Block open from `start` to `end` (UTC minutes) whose nodes serve
+/// after `cold_start_minutes`: drained at `drain_by` when given (and valid), else the servers'
+/// termination grace before EKS's scale-down. The one derivation the node group's schedules,
+/// the inventory's timeline and `hyperforge cost` share.
+pub fn window_schedule(
+    start: i64,
+    end: i64,
+    drain_by: Option<i64>,
+    cold_start_minutes: Option<i64>,
+) -> crate::catalog::capacity::BlockSchedule {
+    crate::catalog::capacity::block_schedule(
+        start,
+        end,
+        cold_start_minutes,
+        vllm::objects::drain_minutes(),
+    )
+    .drained_by(drain_by)
 }
 
 impl Stack {

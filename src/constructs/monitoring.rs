@@ -12,7 +12,9 @@
 //!   alert manager to send messages to your Amazon SNS topic", requires the region and allows
 //!   neither `api_url` nor `http_config`); the topic's and its key's policies let
 //!   `aps.amazonaws.com` publish ([`AlarmTopic`](super::AlarmTopic));
-//! * a rule groups namespace holding the alerting rules ([`ALERTS`]);
+//! * a rule groups namespace holding the alerting rules ([`ALERTS`], and for each Capacity
+//!   Block of the stack whose window and served model's cold start are known,
+//!   [`CAPACITY_BLOCK_NOT_SERVING`]: open, paid for, and no server reporting);
 //! * an AWS managed collector (`AWS::APS::Scraper`) in the cluster's VPC, scraping every 30
 //!   seconds (the collector's minimum), keeping each target's namespace, pod and node as labels:
 //!   the vLLM servers (`/metrics` on their port named `http`): on EKS the pods of a
@@ -219,6 +221,81 @@ pub const POD_RESTARTING: AlertRule = AlertRule {
     action: "Read the previous container's log (kubectl logs -n {{ $labels.namespace }} {{ $labels.pod }} -c {{ $labels.container }} --previous) and its last state (kubectl describe pod: OOMKilled, failed probes, exit code); fix the cause or roll back the last change.",
 };
 
+/// The name of the alert on a Capacity Block that is open but serves nothing: no vLLM server
+/// reports from the block's "serving from" time (its start plus the served model's cold
+/// start) plus [`SERVING_SLACK_MINUTES`] until its drain time. The cold start may have taken
+/// longer (a slow weight load, a failed pull), the nodes may not have come (the scale-up
+/// failed, the block is `delayed`), or the server crashes: read the scale-up schedule's and
+/// the node group's state, then the pods' events and logs.
+pub const CAPACITY_BLOCK_NOT_SERVING: &str = "CapacityBlockNotServing";
+
+/// Minutes after a Capacity Block's "serving from" before an endpoint that does not serve is
+/// alerted on: the cold start is an estimate.
+pub const SERVING_SLACK_MINUTES: i64 = 15;
+
+/// The alert on the Capacity Block of `group` (a node group's or, `pool`, a Karpenter pool's
+/// display path; the block's id may be a deploy-time input), whose window is scheduled as
+/// `schedule`, when its cold start is
+/// known and leaves time to serve before the drain: no vLLM server reports (`absent`, for 5
+/// minutes) while the time (`time()`, seconds) lies between serving-from plus the slack and
+/// the drain.
+pub fn not_serving_alert(
+    group: &str,
+    pool: bool,
+    schedule: &crate::catalog::capacity::BlockSchedule,
+) -> Option<AlertFacts> {
+    let nodes = if pool {
+        "Karpenter launched its nodes (kubectl get nodeclaims; the EC2NodeClass's status names the reservations it found)"
+    } else {
+        "the node group scaled up (aws eks describe-nodegroup; the scale-up schedule in EventBridge Scheduler, aws scheduler list-schedules)"
+    };
+    use crate::catalog::time::format_utc;
+    let from = schedule.serving_from? + SERVING_SLACK_MINUTES;
+    (from < schedule.drain_by).then(|| AlertFacts {
+        name: CAPACITY_BLOCK_NOT_SERVING.to_owned(),
+        expression: format!(
+            r#"absent(vllm:num_requests_running{{job="vllm"}}) and on() (vector(time()) > {} < {})"#,
+            from * 60,
+            schedule.drain_by * 60
+        ),
+        for_duration: "5m".to_owned(),
+        severity: Severity::Critical.as_str().to_owned(),
+        threshold: 0.0,
+        summary: format!(
+            "The Capacity Block of {group} is open and paid for, but no vLLM server reports (serving was expected from {}; alerting from {} until the drain at {}).",
+            format_utc(schedule.serving_from.unwrap_or(from)),
+            format_utc(from),
+            format_utc(schedule.drain_by)
+        ),
+        action: format!("Check that the block is active (aws ec2 describe-capacity-reservations) and {nodes}, then the model pods' events and logs (kubectl describe pod, kubectl logs) for a slow or failed weight load."),
+    })
+}
+
+/// The not-serving alerts of every Capacity Block window in `stack` (see
+/// [`not_serving_alert`]), in the order the stack holds the blocks.
+fn window_alerts(stack: &crate::app::Stack) -> Vec<AlertFacts> {
+    let placements = super::Placements::new(stack);
+    // The monitoring constructs' own facts are these alerts: skipped, not recursed into.
+    let facts: Vec<_> = placements
+        .all()
+        .filter(|p| p.construct.kind() != <PrometheusMonitoring as Construct>::KIND)
+        .map(|p| p.facts())
+        .collect();
+    let cold_starts: Vec<(String, Option<u64>)> = facts
+        .iter()
+        .flat_map(|f| &f.served_models)
+        .map(|s| (s.instance_type.to_owned(), s.cold_start_secs()))
+        .collect();
+    facts
+        .iter()
+        .flat_map(|f| &f.capacity)
+        .filter_map(|claim| {
+            let schedule = super::reservation_schedule(claim, &cold_starts)?;
+            not_serving_alert(&claim.path, claim.provisioned_on_demand, &schedule)
+        })
+        .collect()
+}
+
 /// Every alerting rule, in order.
 pub const ALERTS: [AlertRule; 6] = [
     SERVER_ERRORS,
@@ -320,7 +397,15 @@ impl PrometheusMonitoring {
         }
     }
 
-    /// Every alerting rule with its threshold in place.
+    /// Every alerting rule of this description in `stack`: [`ALERTS`] with their thresholds
+    /// in place, then the Capacity Block windows' (see [`not_serving_alert`]).
+    pub fn alerts_in(&self, stack: &crate::app::Stack) -> Vec<AlertFacts> {
+        let mut alerts = self.alerts();
+        alerts.extend(window_alerts(stack));
+        alerts
+    }
+
+    /// Every rule of [`ALERTS`] with its threshold in place.
     pub fn alerts(&self) -> Vec<AlertFacts> {
         ALERTS
             .iter()
@@ -341,10 +426,10 @@ impl PrometheusMonitoring {
             .collect()
     }
 
-    /// The Prometheus rules file of the alerts.
-    pub fn rules_file(&self) -> String {
+    /// The Prometheus rules file of the alerts in `stack`.
+    pub fn rules_file(&self, stack: &crate::app::Stack) -> String {
         let rules: Vec<serde_json::Value> = self
-            .alerts()
+            .alerts_in(stack)
             .into_iter()
             .map(|a| {
                 let mut rule = serde_json::Map::new();
@@ -517,9 +602,9 @@ impl Construct for PrometheusMonitoring {
         }
     }
 
-    fn facts(&self, _cx: &Context<'_>) -> Facts<'_> {
+    fn facts(&self, cx: &Context<'_>) -> Facts<'_> {
         Facts {
-            alerts: self.alerts(),
+            alerts: self.alerts_in(cx.stack),
             ..Facts::default()
         }
     }
@@ -543,7 +628,7 @@ impl Construct for PrometheusMonitoring {
                 name: RULES_NAMESPACE.to_owned(),
                 workspace_arn: handle.workspace.arn(),
                 workspace_id: handle.workspace.id(),
-                data: self.rules_file(),
+                data: self.rules_file(scope.stack()),
             },
         );
         // The collector's network interfaces reach the scrape targets only from a group the
@@ -620,6 +705,40 @@ impl super::stack_file::StackFileConstruct for PrometheusMonitoring {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A block opening 2026-12-10 04:55 whose model serves after a 95-minute cold start: the
+    /// alert holds from 06:30 plus the slack to the drain at 10:49 on the 17th, in seconds.
+    #[test]
+    fn a_window_alerts_from_serving_plus_slack_to_the_drain() {
+        use crate::catalog::capacity::block_schedule;
+        use crate::catalog::time::parse_utc_minutes;
+        let minutes = |t: &str| parse_utc_minutes(t).unwrap();
+        let schedule = block_schedule(
+            minutes("2026-12-10T04:55:00Z"),
+            minutes("2026-12-17T11:30:00Z"),
+            Some(95),
+            1,
+        );
+        let alert = not_serving_alert("s/GpuNodes", false, &schedule).unwrap();
+        assert_eq!(
+            alert.expression,
+            format!(
+                r#"absent(vllm:num_requests_running{{job="vllm"}}) and on() (vector(time()) > {} < {})"#,
+                minutes("2026-12-10T06:45:00Z") * 60,
+                minutes("2026-12-17T10:49:00Z") * 60
+            )
+        );
+        assert_eq!(
+            (alert.severity.as_str(), alert.for_duration.as_str()),
+            ("critical", "5m")
+        );
+        assert!(alert.summary.contains("s/GpuNodes"), "{}", alert.summary);
+        // Unknown cold start, or no time left to serve: no alert.
+        let unknown = block_schedule(schedule.start, schedule.end, None, 1);
+        assert_eq!(not_serving_alert("s/GpuNodes", false, &unknown), None);
+        let short = block_schedule(schedule.start, schedule.start + 60, Some(95), 1);
+        assert_eq!(not_serving_alert("s/GpuNodes", false, &short), None);
+    }
 
     #[test]
     fn every_rule_has_a_threshold_placeholder_and_a_unique_name() {

@@ -6,6 +6,7 @@
 
 use super::stack_file::Ints;
 use super::{CapacityClaim, CapacitySource, Construct, Context, Facts, Launcher, PodStorage};
+use crate::app::text::{Pseudo, Text};
 use crate::app::{kind, AttrRef, Ref, Stack};
 use crate::catalog::{self, regions::AzId};
 use crate::diagnostics::{Code, Diagnostics};
@@ -81,6 +82,14 @@ impl CapacityBlock {
         self
     }
 
+    /// The block's window (see [`CapacityBlock::during`]), drained at a time of its own (see
+    /// [`ReservationWindow::drained_by`]): the endpoint stops there and the group's schedule
+    /// scales it to zero.
+    pub fn within(mut self, window: ReservationWindow) -> Self {
+        self.window = Some(window);
+        self
+    }
+
     /// What the block cost, paid up front (the `UpfrontFee` of its offering), USD.
     pub fn upfront_fee_usd(mut self, usd: f64) -> Self {
         self.upfront_fee_usd = Some(usd);
@@ -102,6 +111,9 @@ pub struct ReservationWindow {
     pub start: String,
     /// The end (`2026-12-17T11:30:00Z`).
     pub end: String,
+    /// When the endpoint stops taking requests and its nodes are scaled to zero; `None`: as
+    /// late as the service's termination lead and the servers' grace allow.
+    pub drain_by: Option<String>,
 }
 
 impl ReservationWindow {
@@ -110,7 +122,20 @@ impl ReservationWindow {
         ReservationWindow {
             start: start.into(),
             end: end.into(),
+            drain_by: None,
         }
+    }
+
+    /// The window drained at `at` (RFC 3339 in UTC) rather than as late as it may be: no later
+    /// than the servers' grace before EKS's scale-down (`HF0335`).
+    pub fn drained_by(mut self, at: impl Into<String>) -> Self {
+        self.drain_by = Some(at.into());
+        self
+    }
+
+    /// The drain time given, in UTC minutes since 1970, when it parses.
+    pub fn drain_by_minutes(&self) -> Option<i64> {
+        crate::catalog::time::parse_utc_minutes(self.drain_by.as_deref()?).ok()
     }
 
     /// Start and end in UTC minutes since 1970, when both parse and the end is later.
@@ -142,6 +167,7 @@ impl ReservationWindow {
             }
         };
         let (start, end) = (parsed("start", &self.start), parsed("end", &self.end));
+        let drain_by = self.drain_by.as_deref().map(|t| (t, parsed("drain_by", t)));
         if let Some(end) = end {
             if end.rem_euclid(1440) != CAPACITY_BLOCK_END_MINUTE {
                 ds.report_field(
@@ -176,6 +202,43 @@ impl ReservationWindow {
                     block_days(start, end)
                 ),
                 "Capacity Blocks last 1 to 14 days, or a multiple of 7 days up to 182: check the dates",
+            );
+        }
+        let Some((text, Some(at))) = drain_by else {
+            return;
+        };
+        let latest = crate::catalog::capacity::block_schedule(
+            start,
+            end,
+            None,
+            super::vllm::objects::drain_minutes(),
+        )
+        .drain_by;
+        let problem = if at > latest {
+            Some(format!(
+                "drain by `{text}` is after {}: EKS scales the block's nodes to zero at {} (40 minutes before the end), and the servers need {} minute(s) before that to finish their requests",
+                crate::catalog::time::format_utc(latest),
+                crate::catalog::time::format_utc(latest + super::vllm::objects::drain_minutes()),
+                super::vllm::objects::drain_minutes()
+            ))
+        } else if at <= start {
+            Some(format!(
+                "drain by `{text}` is not after the block opens (`{}`)",
+                self.start
+            ))
+        } else {
+            None
+        };
+        if let Some(problem) = problem {
+            ds.report_field(
+                Code::DrainAfterScaleDown,
+                path,
+                &format!("{field}.drain_by"),
+                problem,
+                format!(
+                    "drain between the start and {}, or leave `drain_by` out to drain as late as that",
+                    crate::catalog::time::format_utc(latest)
+                ),
             );
         }
     }
@@ -866,6 +929,95 @@ pub fn is_reservation_id(id: &str) -> bool {
     })
 }
 
+impl ManagedNodeGroup {
+    /// The schedules a Capacity Block's window drives (EventBridge Scheduler calling EKS
+    /// `UpdateNodegroupConfig` as a role of their own): the group scaled to its sizes when the
+    /// block opens, and to zero at the drain time, the servers' termination grace before EKS's
+    /// own scale-down 40 minutes before the end, so no request is cut by it and nothing runs
+    /// when EC2 reclaims the instances. Returns when the group is scaled up, if scheduled.
+    fn scheduled_scaling(&self, scope: &mut Scope<'_>) -> Option<i64> {
+        use crate::resources::acknowledge::Rule;
+        use crate::resources::iam::{PolicyDocument, PrincipalKind, Statement};
+        use crate::resources::{Schedule, ScheduledCall};
+        let NodeCapacity::CapacityBlock(block) = &self.capacity else {
+            return None;
+        };
+        let window = block.window.as_ref()?;
+        let (start, end) = window.minutes()?;
+        let timeline = super::window_schedule(start, end, window.drain_by_minutes(), None);
+        let stack = scope.stack().name().to_owned();
+        let node_group = self.node_group_name(&stack);
+        let group_arn = Ref::<kind::NodeGroup>::new(&stack, format!("{}/NodeGroup", self.id)).arn();
+        let role: Ref<kind::Role> = Ref::new(&stack, format!("{}/ScheduleRole", self.id));
+        scope.add(
+            "ScheduleRole",
+            Role {
+                description: format!(
+                    "Scales EKS node group {node_group} on its Capacity Block's schedule"
+                ),
+                trust: PolicyDocument::new().statement(
+                    Statement::allow(["sts:AssumeRole"])
+                        .principal(PrincipalKind::Service, "scheduler.amazonaws.com")
+                        .condition(
+                            "StringEquals",
+                            "aws:SourceAccount",
+                            vec![Text::default().push_pseudo(Pseudo::AccountId)],
+                        ),
+                ),
+                managed: Vec::new(),
+                inline: vec![(
+                    "scale-node-group".to_owned(),
+                    PolicyDocument::new().statement(
+                        Statement::allow(["eks:UpdateNodegroupConfig"])
+                            .resource(Text::default().push_ref(group_arn.clone())),
+                    ),
+                )],
+                name: None,
+            },
+        );
+        let call = |sizes| ScheduledCall::UpdateNodegroupConfig {
+            cluster: self.cluster.name(),
+            node_group: node_group.clone(),
+            node_group_arn: group_arn.clone(),
+            sizes,
+        };
+        let (_, desired, max) = self.sizes();
+        let plain_input = "The schedule's input is the cluster's and node group's names and the group's sizes, nothing secret; EventBridge Scheduler encrypts it with an AWS owned key, and a key of its own would add a key policy to keep and a cost for nothing to protect.";
+        scope
+            .add(
+                "ScaleUp",
+                Schedule {
+                    description: format!(
+                        "Scales node group {node_group} to {desired} when its Capacity Block opens"
+                    ),
+                    at: start,
+                    call: call(self.sizes()),
+                    role: role.arn(),
+                    // A failed call (throttled, the group still updating) is retried for an hour.
+                    retry_for_seconds: 3600,
+                },
+            )
+            .acknowledge(Rule::SCHEDULE_WITHOUT_CMK, plain_input);
+        scope.add(
+            "ScaleToZero",
+            Schedule {
+                description: format!(
+                    "Scales node group {node_group} to zero before EKS and EC2 reclaim its Capacity Block"
+                ),
+                at: timeline.drain_by,
+                call: call((0, 0, max)),
+                role: role.arn(),
+                // Retried until EKS's own scale-down, which makes it moot.
+                retry_for_seconds: u32::try_from((timeline.scale_down_at - timeline.drain_by) * 60)
+                    .unwrap_or(60)
+                    .max(60),
+            },
+        )
+        .acknowledge(Rule::SCHEDULE_WITHOUT_CMK, plain_input);
+        Some(start)
+    }
+}
+
 impl Construct for ManagedNodeGroup {
     type Handle = NodeGroupHandle;
     const KIND: &'static str = "managed_node_group";
@@ -1019,12 +1171,14 @@ impl Construct for ManagedNodeGroup {
                     .collect(),
             },
         );
+        let scale_up_at = self.scheduled_scaling(scope);
         if block {
             scope.step(
                 "ScaleWhenActive",
                 Step::ScaleCapacityBlockNodeGroup {
                     node_group: self.node_group_name(scope.stack().name()),
                     sizes: self.sizes(),
+                    scale_up_at,
                 },
             );
         }
@@ -1039,6 +1193,10 @@ impl Construct for ManagedNodeGroup {
                 availability_zone_id: Some(b.availability_zone_id.clone()),
                 reserved_instance_count: b.instance_count.map(i64::from),
                 window: b.window.as_ref().and_then(ReservationWindow::minutes),
+                drain_by: b
+                    .window
+                    .as_ref()
+                    .and_then(ReservationWindow::drain_by_minutes),
                 upfront_fee_usd: b.upfront_fee_usd.filter(|f| UPFRONT_FEE_USD.contains(*f)),
             },
         };
@@ -1090,6 +1248,7 @@ stack_file_shape! {
     pub mod reservation_window_fields = "ReservationWindow", "When a reservation holds its instances, as `aws ec2 describe-capacity-reservations` shows `StartDate` and `EndDate`." {
         START: req "start", Ty::Str, "The start, RFC 3339 in UTC (`2026-12-10T04:55:00Z`).";
         END: req "end", Ty::Str, "The end, RFC 3339 in UTC; a Capacity Block ends at 11:30 (`2026-12-17T11:30:00Z`).";
+        DRAIN_BY: opt "drain_by", Ty::Str, "When the endpoint stops taking requests and the nodes are scaled to zero, RFC 3339 in UTC (absent: the servers' termination grace before EKS's scale-down, 40 minutes before the end).";
     }
 }
 
@@ -1137,10 +1296,12 @@ fn capacity_block(
     let instances = b.u32(&f::INSTANCES);
     let window = super::stack_file::object(b, &f::WINDOW, |w| {
         use reservation_window_fields as w_;
-        Some(ReservationWindow::new(
-            w.text(&w_::START)?,
-            w.text(&w_::END)?,
-        ))
+        let drain_by = w.text(&w_::DRAIN_BY);
+        let window = ReservationWindow::new(w.text(&w_::START)?, w.text(&w_::END)?);
+        Some(match drain_by {
+            Some(at) => window.drained_by(at),
+            None => window,
+        })
     })
     .flatten();
     let fee = b.f64(&f::UPFRONT_FEE_USD);

@@ -73,6 +73,10 @@ impl Rule {
     /// A CloudWatch Logs group keeping its events for less than a year.
     pub const LOG_RETENTION_UNDER_A_YEAR: Rule = Rule::checkov(&["CKV_AWS_338"]);
 
+    /// An EventBridge Scheduler schedule whose target input is encrypted with an AWS owned key
+    /// rather than a customer managed one.
+    pub const SCHEDULE_WITHOUT_CMK: Rule = Rule::checkov(&["CKV_AWS_297"]);
+
     /// A container whose root filesystem is writable.
     pub const K8S_WRITABLE_ROOT_FILESYSTEM: Rule = Rule::checkov(&["CKV_K8S_22"]);
 

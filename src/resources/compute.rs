@@ -300,6 +300,8 @@ impl ResourceFacts for LaunchTemplate {
 }
 
 impl ResourceFacts for NodeGroup {
+    const HANDLE: Option<Kind> = Some(Kind::NodeGroup);
+
     fn references(&self) -> Vec<AttrRef> {
         let mut out = vec![self.cluster.clone(), self.node_role.clone()];
         out.extend(self.subnets.iter().cloned());

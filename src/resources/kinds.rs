@@ -13,7 +13,7 @@ use super::iam::{deny_insecure_transport, PolicyDocument, PrincipalKind, Stateme
 use super::network::*;
 use super::operations::{
     Dashboard, EventRule, MetricAlarm, PrometheusRuleGroups, PrometheusScraper,
-    PrometheusWorkspace, SnsTopic, SnsTopicPolicy,
+    PrometheusWorkspace, Schedule, SnsTopic, SnsTopicPolicy,
 };
 use super::plan::Step;
 use super::KubeObject;
@@ -121,6 +121,7 @@ resource_kinds! {
     MetricAlarm,
     Dashboard,
     EventRule,
+    Schedule,
     DeployValue,
     Step,
     PrometheusWorkspace,
@@ -227,6 +228,7 @@ impl ResourceKind {
             | ResourceKind::MetricAlarm(_)
             | ResourceKind::Dashboard(_)
             | ResourceKind::EventRule(_)
+            | ResourceKind::Schedule(_)
             | ResourceKind::Existing(_)
             | ResourceKind::RawResource(_) => &[],
         }

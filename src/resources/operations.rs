@@ -307,6 +307,122 @@ impl ResourceFacts for EventRule {
     }
 }
 
+/// An AWS API call an EventBridge Scheduler schedule makes (a universal target,
+/// `arn:<partition>:scheduler:::aws-sdk:<service>:<action>`), with its typed request.
+#[derive(Clone, Debug, PartialEq)]
+pub enum ScheduledCall {
+    /// EKS `UpdateNodegroupConfig`: set a managed node group's sizes.
+    UpdateNodegroupConfig {
+        /// The cluster's name.
+        cluster: AttrRef,
+        /// The node group's name.
+        node_group: String,
+        /// The node group's ARN (what the role may act on; also orders the schedule after the
+        /// group).
+        node_group_arn: AttrRef,
+        /// (min, desired, max).
+        sizes: (i64, i64, i64),
+    },
+}
+
+impl ScheduledCall {
+    /// The service and action of the universal target (`eks:updateNodegroupConfig`).
+    pub fn action(&self) -> &'static str {
+        match self {
+            ScheduledCall::UpdateNodegroupConfig { .. } => "eks:updateNodegroupConfig",
+        }
+    }
+
+    /// The IAM action the schedule's role needs (`eks:UpdateNodegroupConfig`).
+    pub fn iam_action(&self) -> &'static str {
+        match self {
+            ScheduledCall::UpdateNodegroupConfig { .. } => "eks:UpdateNodegroupConfig",
+        }
+    }
+
+    /// Every resource the call names.
+    pub fn references(&self) -> Vec<AttrRef> {
+        match self {
+            ScheduledCall::UpdateNodegroupConfig {
+                cluster,
+                node_group_arn,
+                ..
+            } => vec![cluster.clone(), node_group_arn.clone()],
+        }
+    }
+
+    /// The resource the role acts on.
+    pub fn resource(&self) -> &AttrRef {
+        match self {
+            ScheduledCall::UpdateNodegroupConfig { node_group_arn, .. } => node_group_arn,
+        }
+    }
+
+    /// The request as JSON text (the schedule's `Input`): the API's request members by their
+    /// names in the service model, which universal targets take as the SDKs do.
+    pub fn input(&self) -> Text {
+        match self {
+            ScheduledCall::UpdateNodegroupConfig {
+                cluster,
+                node_group,
+                sizes: (min, desired, max),
+                ..
+            } => Text::lit("{\"ClusterName\":")
+                .push_text(Text::default().push_ref(cluster.clone()).json_quoted())
+                .push_lit(",\"NodegroupName\":")
+                .push_text(Text::lit(node_group.as_str()).json_quoted())
+                .push_lit(format!(
+                    ",\"ScalingConfig\":{{\"MinSize\":{min},\"DesiredSize\":{desired},\"MaxSize\":{max}}}}}"
+                )),
+        }
+    }
+}
+
+/// An EventBridge Scheduler schedule (in the default schedule group) making one AWS API call
+/// once, at a minute fixed at synthesis, as a role. Its expression is a cron pinned to that
+/// minute and year rather than a one-time `at()`: an `at()` already past is refused when the
+/// schedule is created, so a stage deployed after that minute would fail, while a pinned cron
+/// has no later occurrence and never runs (what comes after the minute is the plan's step).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Schedule {
+    /// What it does (512 characters at most).
+    pub description: String,
+    /// When, in minutes since 1970-01-01T00:00Z (UTC).
+    pub at: i64,
+    /// The call.
+    pub call: ScheduledCall,
+    /// The ARN of the role the call is made as.
+    pub role: AttrRef,
+    /// How long a call that fails is retried, seconds (60 to 86400).
+    pub retry_for_seconds: u32,
+}
+
+impl Schedule {
+    /// How many times a failed call is retried (with exponential backoff, within
+    /// [`Schedule::retry_for_seconds`]).
+    pub const RETRY_ATTEMPTS: u32 = 10;
+
+    /// The schedule expression (`cron(55 4 8 1 ? 2027)`), in the `UTC` time zone.
+    pub fn expression(&self) -> String {
+        crate::catalog::time::cron_once(self.at)
+    }
+
+    /// The universal target's ARN (`arn:aws:scheduler:::aws-sdk:eks:updateNodegroupConfig`).
+    pub fn target_arn(&self) -> Text {
+        Text::lit("arn:")
+            .push_pseudo(crate::app::text::Pseudo::Partition)
+            .push_lit(format!(":scheduler:::aws-sdk:{}", self.call.action()))
+    }
+}
+
+impl ResourceFacts for Schedule {
+    fn references(&self) -> Vec<AttrRef> {
+        let mut out = vec![self.role.clone()];
+        out.extend(self.call.references());
+        out
+    }
+}
+
 /// An Amazon Managed Service for Prometheus workspace, with its alert manager definition
 /// (CloudFormation states the definition as a property of the workspace, Terraform as a
 /// resource of its own). Its data is encrypted at rest, with an AWS owned key unless a customer

@@ -48,6 +48,8 @@ pub enum Step {
         node_group: String,
         /// (min, desired, max).
         sizes: (i64, i64, i64),
+        /// When a schedule scales the group up (UTC minutes): the block opens then.
+        scale_up_at: Option<i64>,
     },
     /// Before the stage's stack is deleted: empty the versioned bucket.
     EmptyVersionedBucket {

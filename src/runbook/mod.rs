@@ -1123,7 +1123,7 @@ fn capacity_line(entry: &CapacityEntry, region: &str) -> Option<CapacityData> {
             opens: if entry.pool {
                 "the block opens: Karpenter launches its nodes as the pool's pods ask".to_owned()
             } else {
-                "the block opens: the node group is scaled up (its step below waits for `active`)"
+                "the block opens: the stage's schedule (EventBridge Scheduler) scales the node group up"
                     .to_owned()
             },
             scale_down: if entry.pool {

@@ -147,6 +147,7 @@ fn capacity(
             reserved_instance_count,
             // In the schedule; the fee is priced by `hyperforge cost`.
             window: _,
+            drain_by: _,
             upfront_fee_usd: _,
         } => CapacitySourceEntry::CapacityBlock {
             timeline: schedule.map(timeline),

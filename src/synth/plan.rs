@@ -95,15 +95,18 @@ pub fn lower_steps(
         steps.extend(waits);
         for s in &declared {
             match s {
-                ConstructStep::ScaleCapacityBlockNodeGroup { node_group, sizes } => {
-                    steps.push(Step::ScaleCapacityBlockNodeGroup {
-                        cluster: cluster.unwrap_or_default().to_owned(),
-                        node_group: node_group.clone(),
-                        min: sizes.0,
-                        desired: sizes.1,
-                        max: sizes.2,
-                    })
-                }
+                ConstructStep::ScaleCapacityBlockNodeGroup {
+                    node_group,
+                    sizes,
+                    scale_up_at,
+                } => steps.push(Step::ScaleCapacityBlockNodeGroup {
+                    cluster: cluster.unwrap_or_default().to_owned(),
+                    node_group: node_group.clone(),
+                    min: sizes.0,
+                    desired: sizes.1,
+                    max: sizes.2,
+                    scheduled_at: scale_up_at.map(crate::catalog::time::format_utc),
+                }),
                 ConstructStep::SubscribeTopic { topic } => steps.push(Step::SubscribeTopic {
                     topic: output(topic),
                 }),

@@ -445,6 +445,9 @@ fn a_capacity_block_group_starts_at_zero_and_the_runbook_scales_it_once_active()
                 min: 0,
                 desired: 1,
                 max: 1,
+                // The reference block's documented placeholder start, which the stage's
+                // schedule scales the group up at.
+                scheduled_at: Some("2027-01-08T04:55Z".into()),
             }
         ]
     );

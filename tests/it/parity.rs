@@ -64,6 +64,7 @@ const SAME_RESOURCE: &[(&str, &str)] = &[
         "aws_prometheus_rule_group_namespace",
     ),
     ("AWS::APS::Scraper", "aws_prometheus_scraper"),
+    ("AWS::Scheduler::Schedule", "aws_scheduler_schedule"),
 ];
 
 /// CloudFormation types with no Terraform resource of their own, and where their content is.

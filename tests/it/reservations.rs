@@ -102,7 +102,7 @@ fn the_window_drives_the_timeline_the_manifest_the_runbook_and_list_show() {
     for line in [
         "| 2026-12-10T04:55Z | the block opens".to_owned(),
         format!("| {serving} | the endpoint serves, after a cold start of about {cold} minutes |"),
-        "| 2026-12-17T10:49Z | drain by: stop sending requests and scale the node group to zero |"
+        "| 2026-12-17T10:49Z | drain by: stop sending requests; the stage's schedule scales the node group to zero |"
             .to_owned(),
         "| 2026-12-17T11:30Z | the block ends (a 7-day block) |".to_owned(),
     ] {
@@ -283,4 +283,307 @@ fn a_karpenter_pools_window_is_checked_and_drives_its_timeline() {
         "{}",
         end.path
     );
+}
+
+/// The window's times are EventBridge Scheduler schedules of the nodes stage, in both formats
+/// and exact to the minute: scale up when the block opens, to zero at the drain time, nothing
+/// after EC2's termination lead; the plan's scaling step leaves a block still to come to them.
+#[test]
+fn the_window_is_scheduled_to_the_minute_in_both_formats() {
+    use hyperforge::catalog::capacity::{block_schedule, EC2_TERMINATION_LEAD_MINUTES};
+    use hyperforge::catalog::time::{format_utc, parse_utc_minutes};
+    let (start, end) = ("2026-12-10T04:55:00Z", "2026-12-17T11:30:00Z");
+    // A 95-minute cold start serves from 06:30; the drain time is the server's termination grace.
+    let minutes = |t: &str| parse_utc_minutes(t).unwrap();
+    let schedule = block_schedule(minutes(start), minutes(end), Some(95), 1);
+    assert_eq!(
+        format_utc(schedule.serving_from.unwrap()),
+        "2026-12-10T06:30Z"
+    );
+    assert_eq!(format_utc(schedule.drain_by), "2026-12-17T10:49Z");
+    assert_eq!(format_utc(schedule.terminations_from), "2026-12-17T11:00Z");
+    assert_eq!(
+        schedule.end - schedule.terminations_from,
+        EC2_TERMINATION_LEAD_MINUTES
+    );
+
+    let assembly = app(start, end).synth().unwrap_or_else(|e| panic!("{e}"));
+    // The group's own sizes (one node serves the one replica; the block's second instance
+    // is the fixture's idle capacity), then zero.
+    let expected = [
+        // Sorted as text: the scale-to-zero's, then the scale-up's.
+        ("cron(49 10 17 12 ? 2026)", (0, 0, 1)),
+        ("cron(55 4 10 12 ? 2026)", (0, 1, 1)),
+    ];
+    let sizes = |input: &str| {
+        let input: serde_json::Value = serde_json::from_str(input).unwrap();
+        assert_eq!(input["ClusterName"], "window");
+        let s = &input["ScalingConfig"];
+        (
+            s["MinSize"].as_i64().unwrap(),
+            s["DesiredSize"].as_i64().unwrap(),
+            s["MaxSize"].as_i64().unwrap(),
+        )
+    };
+
+    let cfn: serde_json::Value =
+        serde_json::from_str(assembly.text("window/02-nodes.template.json").unwrap()).unwrap();
+    let mut schedules: Vec<(String, (i64, i64, i64))> = cfn["Resources"]
+        .as_object()
+        .unwrap()
+        .values()
+        .filter(|r| r["Type"] == "AWS::Scheduler::Schedule")
+        .map(|r| {
+            let p = &r["Properties"];
+            assert_eq!(p["ScheduleExpressionTimezone"], "UTC");
+            assert_eq!(p["FlexibleTimeWindow"]["Mode"], "OFF");
+            assert_eq!(
+                p["Target"]["Arn"]["Fn::Sub"],
+                "arn:${AWS::Partition}:scheduler:::aws-sdk:eks:updateNodegroupConfig"
+            );
+            // The cluster's name is the foundation stage's export.
+            let input = &p["Target"]["Input"]["Fn::Sub"];
+            assert_eq!(
+                input[1]["EksClusterName"]["Fn::ImportValue"],
+                "window-foundation:EksCluster:Name"
+            );
+            let input = input[0]
+                .as_str()
+                .unwrap()
+                .replace("${EksClusterName}", "window");
+            (
+                p["ScheduleExpression"].as_str().unwrap().to_owned(),
+                sizes(&input),
+            )
+        })
+        .collect();
+    schedules.sort();
+    assert_eq!(schedules, expected.map(|(e, s)| (e.to_owned(), s)));
+
+    let tf: serde_json::Value = serde_json::from_str(
+        assembly
+            .text("window/terraform/01-foundation/main.tf.json")
+            .unwrap(),
+    )
+    .unwrap();
+    let mut schedules: Vec<(String, (i64, i64, i64))> = tf["resource"]["aws_scheduler_schedule"]
+        .as_object()
+        .expect("the schedules in Terraform")
+        .values()
+        .map(|r| {
+            assert_eq!(r["schedule_expression_timezone"], "UTC");
+            let input = r["target"]["input"]
+                .as_str()
+                .unwrap()
+                .replace("${aws_eks_cluster.eks_cluster.name}", "window");
+            (
+                r["schedule_expression"].as_str().unwrap().to_owned(),
+                sizes(&input),
+            )
+        })
+        .collect();
+    schedules.sort();
+    assert_eq!(schedules, expected.map(|(e, s)| (e.to_owned(), s)));
+
+    // Nothing is scheduled at or after EC2 begins terminating the block's instances.
+    // Each expression matches one minute of one year.
+    let last = schedules
+        .iter()
+        .map(|(cron, _)| {
+            let f: Vec<i64> = cron["cron(".len()..cron.len() - 1]
+                .split(' ')
+                .filter(|f| *f != "?")
+                .map(|f| f.parse().unwrap())
+                .collect();
+            minutes(&format!(
+                "{:04}-{:02}-{:02}T{:02}:{:02}:00Z",
+                f[4], f[3], f[2], f[1], f[0]
+            ))
+        })
+        .max()
+        .unwrap();
+    assert!(last < minutes(end) - EC2_TERMINATION_LEAD_MINUTES);
+
+    // The plan's step knows the schedule: a block still to come is left to it.
+    let steps = assembly.manifest().stacks[0]
+        .stage("nodes")
+        .unwrap()
+        .steps()
+        .to_vec();
+    let hyperforge::assembly::manifest::Step::ScaleCapacityBlockNodeGroup { scheduled_at, .. } =
+        &steps[0]
+    else {
+        panic!("{steps:?}")
+    };
+    assert_eq!(scheduled_at.as_deref(), Some("2026-12-10T04:55Z"));
+    let script = steps[0].script("us-west-2");
+    assert!(
+        script.contains("payment-pending|scheduled|pending|assessing|delayed)"),
+        "a block still to come is left to the schedule: {script}"
+    );
+    assert!(
+        !script.contains("sleep 300"),
+        "nothing waits for it: {script}"
+    );
+    assert!(
+        script.contains("aws eks update-nodegroup-config"),
+        "an active block is scaled now"
+    );
+}
+
+/// A drain time of the user's own moves the scale-to-zero schedule and the timeline earlier;
+/// one later than the servers' grace before EKS's scale-down (40 minutes before the end), or
+/// not after the start, is refused at the field and at its stack-file line.
+#[test]
+fn a_drain_later_than_the_termination_lead_is_refused() {
+    let (start, end) = ("2026-12-10T04:55:00Z", "2026-12-17T11:30:00Z");
+    let drained = |at: &str| {
+        let block = CapacityBlock::held(CAPACITY_BLOCK_RESERVATION_ID, "usw2-az2", 2)
+            .within(ReservationWindow::new(start, end).drained_by(at));
+        App::new().stack(crate::fixtures::capacity_block_serving_stack(
+            "window",
+            block.into(),
+            |d, _| d,
+        ))
+    };
+    let codes = |at: &str| -> Vec<(Code, Option<String>)> {
+        drained(at)
+            .validate()
+            .iter()
+            .filter(|d| d.code.severity() == hyperforge::diagnostics::Severity::Error)
+            .map(|d| (d.code, d.field.clone()))
+            .collect()
+    };
+    let field = Some("capacity_block.window.drain_by".to_owned());
+    // The latest drain is the default's: the server's minute before EKS's 10:50.
+    assert_eq!(codes("2026-12-17T10:49:00Z"), []);
+    assert_eq!(
+        codes("2026-12-17T10:50:00Z"),
+        [(Code::DrainAfterScaleDown, field.clone())]
+    );
+    assert_eq!(
+        codes("2026-12-17T11:15:00Z"),
+        [(Code::DrainAfterScaleDown, field.clone())]
+    );
+    assert_eq!(
+        codes("2026-12-10T04:55:00Z"),
+        [(Code::DrainAfterScaleDown, field.clone())]
+    );
+    assert_eq!(
+        codes("the last morning"),
+        [(Code::InvalidReservationWindow, field.clone())]
+    );
+
+    // An earlier drain is the scale-to-zero schedule's time and the timeline's.
+    let assembly = drained("2026-12-17T06:00:00Z")
+        .synth()
+        .unwrap_or_else(|e| panic!("{e}"));
+    let cfn: serde_json::Value =
+        serde_json::from_str(assembly.text("window/02-nodes.template.json").unwrap()).unwrap();
+    let mut at: Vec<&str> = cfn["Resources"]
+        .as_object()
+        .unwrap()
+        .values()
+        .filter(|r| r["Type"] == "AWS::Scheduler::Schedule")
+        .map(|r| r["Properties"]["ScheduleExpression"].as_str().unwrap())
+        .collect();
+    at.sort();
+    assert_eq!(at, ["cron(0 6 17 12 ? 2026)", "cron(55 4 10 12 ? 2026)"]);
+    let timeline = assembly.manifest().stacks[0]
+        .inventory
+        .capacity
+        .iter()
+        .find_map(|c| match &c.source {
+            CapacitySourceEntry::CapacityBlock { timeline, .. } => timeline.clone(),
+            _ => None,
+        })
+        .unwrap();
+    assert_eq!(timeline.drain_by, "2026-12-17T06:00Z");
+    assert_eq!(timeline.scale_down_at, "2026-12-17T10:50Z");
+
+    // In a stack file, at the line of the value.
+    let text = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/stacks/kimi-k3-eks.yaml"
+    ))
+    .unwrap();
+    let late = text.replace(
+        "end: \"2027-01-15T11:30:00Z\"",
+        "end: \"2027-01-15T11:30:00Z\"\n            drain_by: \"2027-01-15T11:00:00Z\"",
+    );
+    let diagnostics = hyperforge::stackfile::load_str("kimi-k3-eks.yaml", &late)
+        .map(|app| app.validate())
+        .unwrap_or_else(|ds| ds);
+    let line = late.lines().position(|l| l.contains("drain_by")).unwrap() + 1;
+    let drain = diagnostics
+        .iter()
+        .find(|d| d.code == Code::DrainAfterScaleDown)
+        .unwrap_or_else(|| panic!("{diagnostics:?}"));
+    assert!(
+        drain.path.starts_with(&format!("kimi-k3-eks.yaml:{line}:")),
+        "{}",
+        drain.path
+    );
+    assert_eq!(
+        drain.help,
+        "drain between the start and 2027-01-15T10:49Z, or leave `drain_by` out to drain as late as that"
+    );
+}
+
+/// The reference's window is watched: the alert rules hold one on the block being open and
+/// paid for while no server reports, from "serving from" plus the slack to the drain, and the
+/// runbook lists it with the other alerts.
+#[test]
+fn an_open_block_that_serves_nothing_is_alerted_on() {
+    use hyperforge::catalog::time::parse_utc_minutes;
+    use hyperforge::constructs::monitoring::{CAPACITY_BLOCK_NOT_SERVING, SERVING_SLACK_MINUTES};
+    for (app, name) in [
+        (hyperforge::reference::kimi_k3_eks(), "kimi-k3-eks"),
+        (
+            hyperforge::reference::kimi_k3_eks_karpenter(),
+            "kimi-k3-eks-karpenter",
+        ),
+    ] {
+        let assembly = app.synth().unwrap_or_else(|e| panic!("{e}"));
+        let timeline = assembly.manifest().stacks[0]
+            .inventory
+            .capacity
+            .iter()
+            .find_map(|c| match &c.source {
+                CapacitySourceEntry::CapacityBlock { timeline, .. } => timeline.clone(),
+                _ => None,
+            })
+            .unwrap();
+        let seconds = |t: &str| parse_utc_minutes(&t.replace('Z', ":00Z")).unwrap() * 60;
+        let from = seconds(timeline.serving_from.as_deref().unwrap()) + SERVING_SLACK_MINUTES * 60;
+        let until = seconds(&timeline.drain_by);
+        let expected = format!(
+            r#"expr: absent(vllm:num_requests_running{{job="vllm"}}) and on() (vector(time()) > {from} < {until})"#
+        );
+        let operations = assembly
+            .files()
+            .iter()
+            .find(|(path, _)| {
+                path.starts_with(&format!("{name}/")) && path.ends_with("-operations.template.json")
+            })
+            .map(|(_, bytes)| String::from_utf8(bytes.clone()).unwrap())
+            .unwrap_or_else(|| panic!("{name}: no operations template"));
+        let t: serde_json::Value = serde_json::from_str(&operations).unwrap();
+        let rules = t["Resources"]["MetricsRules"]["Properties"]["Data"]
+            .as_str()
+            .unwrap();
+        assert!(
+            rules.contains(&format!(
+                "- alert: {CAPACITY_BLOCK_NOT_SERVING}\n    {expected}"
+            )),
+            "{name}: {rules}"
+        );
+        let runbook = assembly.text(&format!("{name}/RUNBOOK.md")).unwrap();
+        assert!(
+            runbook.contains(&format!(
+                "**{CAPACITY_BLOCK_NOT_SERVING}** (critical, after 5m)"
+            )),
+            "{name}"
+        );
+    }
 }

@@ -208,6 +208,12 @@ const GIB: u64 = 1 << 30;
 /// nodes go.
 pub const TERMINATION_GRACE_SECS: u64 = 60;
 
+/// The minutes a server needs to finish its requests once told to stop: its termination
+/// grace, in whole minutes. A reservation's drain comes that long before its nodes go.
+pub fn drain_minutes() -> i64 {
+    crate::catalog::capacity::minutes_from_secs(TERMINATION_GRACE_SECS)
+}
+
 /// The shared memory (`/dev/shm`, memory-backed) a vLLM pod on `gpus` GPUs gets, GiB: 8 per
 /// GPU, for NCCL and the message queue between vLLM's worker processes.
 pub fn shm_gib(gpus: u32) -> u64 {

@@ -536,6 +536,7 @@ fn read(kind: Kind, attr: Attr) -> Option<Read> {
         (Kind::SnsTopic, Arn) | (Kind::EventRule, Name) => Read::Ref,
         (Kind::PrometheusWorkspace, Arn) => Read::GetAtt("Arn"),
         (Kind::PrometheusWorkspace, Id) => Read::GetAtt("WorkspaceId"),
+        (Kind::NodeGroup, Arn) => Read::GetAtt("Arn"),
         _ => return None,
     })
 }
@@ -856,6 +857,7 @@ mod tests {
             Kind::SnsTopic => sns_topic::Topic::ATTRIBUTES,
             Kind::EventRule => events_rule::Rule::ATTRIBUTES,
             Kind::PrometheusWorkspace => aps_workspace::Workspace::ATTRIBUTES,
+            Kind::NodeGroup => eks_nodegroup::Nodegroup::ATTRIBUTES,
         }
     }
 

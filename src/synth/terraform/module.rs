@@ -101,6 +101,7 @@ pub(crate) fn resource_type(kind: Kind) -> &'static str {
         Kind::SnsTopic => "aws_sns_topic",
         Kind::EventRule => "aws_cloudwatch_event_rule",
         Kind::PrometheusWorkspace => "aws_prometheus_workspace",
+        Kind::NodeGroup => "aws_eks_node_group",
     }
 }
 
@@ -141,6 +142,7 @@ fn attribute(kind: Kind, attr: Attr) -> Option<&'static str> {
         (Kind::InstanceProfile | Kind::EventRule, Name) => "name",
         (Kind::SnsTopic | Kind::PrometheusWorkspace, Arn) => "arn",
         (Kind::PrometheusWorkspace, Id) => "id",
+        (Kind::NodeGroup, Arn) => "arn",
         _ => return None,
     })
 }

@@ -123,6 +123,7 @@ fn lower_kind(cx: Cx, r: &Resource) {
         ResourceKind::MetricAlarm(a) => operations::alarm(cx, r, a),
         ResourceKind::Dashboard(d) => operations::dashboard(cx, r, d),
         ResourceKind::EventRule(rule) => operations::rule(cx, r, rule),
+        ResourceKind::Schedule(x) => operations::schedule(cx, r, x),
         // Exists already: references to it read the values given.
         ResourceKind::Existing(_) => {}
         ResourceKind::RawResource(raw) => raw_resource(cx, r, raw),

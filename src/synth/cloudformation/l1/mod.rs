@@ -46,6 +46,7 @@ pub mod logs_log_group;
 pub mod s3_bucket;
 pub mod s3_bucket_policy;
 pub mod sagemaker_cluster;
+pub mod scheduler_schedule;
 pub mod sns_topic;
 pub mod sns_topic_policy;
 pub mod ssm_parameter;

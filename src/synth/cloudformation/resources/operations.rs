@@ -7,8 +7,8 @@ use super::{e, s, Cx};
 use crate::app::StageId;
 use crate::resources::{
     AlarmMetric, Dashboard, EventRule, MetricAlarm, MetricStat, PrometheusRuleGroups,
-    PrometheusScraper, PrometheusWorkspace, Resource, RuleTrigger, SnsTopic, SnsTopicPolicy,
-    TargetInput,
+    PrometheusScraper, PrometheusWorkspace, Resource, RuleTrigger, Schedule, SnsTopic,
+    SnsTopicPolicy, TargetInput,
 };
 use crate::synth::cloudformation::expr::Expr;
 use crate::synth::cloudformation::expr::Val;
@@ -244,6 +244,37 @@ pub(super) fn rule(cx: Cx, r: &Resource, rule: &EventRule) {
             schedule_expression,
             state: Some(s(if rule.enabled { "ENABLED" } else { "DISABLED" })),
             targets: Some(targets),
+            ..Default::default()
+        },
+    );
+}
+
+pub(super) fn schedule(cx: Cx, r: &Resource, x: &Schedule) {
+    let role = cx.attr(r.stage, &x.role);
+    let arn = cx.text(r.stage, &x.target_arn());
+    let input = cx.text(r.stage, &x.call.input());
+    cx.add(
+        r.stage,
+        &r.path,
+        &scheduler_schedule::Schedule {
+            description: Some(s(&x.description)),
+            flexible_time_window: scheduler_schedule::FlexibleTimeWindow {
+                mode: s("OFF"),
+                ..Default::default()
+            },
+            schedule_expression: s(x.expression()),
+            schedule_expression_timezone: Some(s("UTC")),
+            state: Some(s("ENABLED")),
+            target: scheduler_schedule::Target {
+                arn: e(arn),
+                role_arn: e(role),
+                input: Some(e(input)),
+                retry_policy: Some(scheduler_schedule::RetryPolicy {
+                    maximum_event_age_in_seconds: Some(Val::Lit(f64::from(x.retry_for_seconds))),
+                    maximum_retry_attempts: Some(Val::Lit(f64::from(Schedule::RETRY_ATTEMPTS))),
+                }),
+                ..Default::default()
+            },
             ..Default::default()
         },
     );

@@ -9,8 +9,8 @@ use super::Cx;
 use crate::app::logical_id;
 use crate::resources::{
     AlarmMetric, Dashboard, EventRule, MetricAlarm, MetricStat, PrometheusRuleGroups,
-    PrometheusScraper, PrometheusWorkspace, Resource, RuleTrigger, SnsTopic, SnsTopicPolicy,
-    TargetInput,
+    PrometheusScraper, PrometheusWorkspace, Resource, RuleTrigger, Schedule, SnsTopic,
+    SnsTopicPolicy, TargetInput,
 };
 use crate::synth::terraform::module::{escape_template, snake};
 use serde_json::{json, Map, Value};
@@ -221,6 +221,30 @@ pub(super) fn rule(cx: Cx, r: &Resource, rule: &EventRule) {
             Value::Object(target),
         );
     }
+}
+
+pub(super) fn schedule(cx: Cx, r: &Resource, x: &Schedule) {
+    let target = json!({
+        "arn": cx.text(&x.target_arn()),
+        "role_arn": cx.attr(&x.role),
+        "input": cx.text(&x.call.input()),
+        "retry_policy": {
+            "maximum_event_age_in_seconds": x.retry_for_seconds,
+            "maximum_retry_attempts": Schedule::RETRY_ATTEMPTS,
+        },
+    });
+    cx.add(
+        "aws_scheduler_schedule",
+        &r.path,
+        json!({
+            "description": escape_template(&x.description),
+            "flexible_time_window": {"mode": "OFF"},
+            "schedule_expression": x.expression(),
+            "schedule_expression_timezone": "UTC",
+            "state": "ENABLED",
+            "target": target,
+        }),
+    );
 }
 
 #[cfg(test)]
