@@ -262,7 +262,9 @@ pub fn not_serving_alert(
         severity: Severity::Critical.as_str().to_owned(),
         threshold: 0.0,
         summary: format!(
-            "The Capacity Block of {group} is open and paid for, but no vLLM server reports (serving was expected from {}; alerting from {} until the drain at {}).",
+            "The Capacity Block of {} is open and paid for, but no vLLM server reports (serving was expected from {}; alerting from {} until the drain at {}).",
+            // The construct's id: the stack is the alert's own.
+            group.rsplit('/').next().unwrap_or(group),
             format_utc(schedule.serving_from.unwrap_or(from)),
             format_utc(from),
             format_utc(schedule.drain_by)
@@ -732,7 +734,11 @@ mod tests {
             (alert.severity.as_str(), alert.for_duration.as_str()),
             ("critical", "5m")
         );
-        assert!(alert.summary.contains("s/GpuNodes"), "{}", alert.summary);
+        assert!(
+            alert.summary.contains("of GpuNodes is"),
+            "{}",
+            alert.summary
+        );
         // Unknown cold start, or no time left to serve: no alert.
         let unknown = block_schedule(schedule.start, schedule.end, None, 1);
         assert_eq!(not_serving_alert("s/GpuNodes", false, &unknown), None);
