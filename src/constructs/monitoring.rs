@@ -250,7 +250,8 @@ pub fn not_serving_alert(
         "the node group scaled up (aws eks describe-nodegroup; the scale-up schedule in EventBridge Scheduler, aws scheduler list-schedules)"
     };
     use crate::catalog::time::format_utc;
-    let from = schedule.serving_from? + SERVING_SLACK_MINUTES;
+    let serving = schedule.serving_from?;
+    let from = serving + SERVING_SLACK_MINUTES;
     (from < schedule.drain_by).then(|| AlertFacts {
         name: CAPACITY_BLOCK_NOT_SERVING.to_owned(),
         expression: format!(
@@ -265,7 +266,7 @@ pub fn not_serving_alert(
             "The Capacity Block of {} is open and paid for, but no vLLM server reports (serving was expected from {}; alerting from {} until the drain at {}).",
             // The construct's id: the stack is the alert's own.
             group.rsplit('/').next().unwrap_or(group),
-            format_utc(schedule.serving_from.unwrap_or(from)),
+            format_utc(serving),
             format_utc(from),
             format_utc(schedule.drain_by)
         ),

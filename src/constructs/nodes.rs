@@ -1007,10 +1007,10 @@ impl ManagedNodeGroup {
                 at: timeline.drain_by,
                 call: call((0, 0, max)),
                 role: role.arn(),
-                // Retried until EKS's own scale-down, which makes it moot.
+                // Retried until EKS's own scale-down, which makes it moot (within the day
+                // Scheduler keeps an event, for a drain earlier than that).
                 retry_for_seconds: u32::try_from((timeline.scale_down_at - timeline.drain_by) * 60)
-                    .unwrap_or(60)
-                    .max(60),
+                    .unwrap_or(u32::MAX),
             },
         )
         .acknowledge(Rule::SCHEDULE_WITHOUT_CMK, plain_input);

@@ -393,7 +393,8 @@ pub struct Schedule {
     pub call: ScheduledCall,
     /// The ARN of the role the call is made as.
     pub role: AttrRef,
-    /// How long a call that fails is retried, seconds (60 to 86400).
+    /// How long a call that fails is retried, seconds; Scheduler keeps an event 60 to 86400
+    /// seconds ([`Schedule::event_age_seconds`] bounds it).
     pub retry_for_seconds: u32,
 }
 
@@ -401,6 +402,11 @@ impl Schedule {
     /// How many times a failed call is retried (with exponential backoff, within
     /// [`Schedule::retry_for_seconds`]).
     pub const RETRY_ATTEMPTS: u32 = 10;
+
+    /// The retry window as Scheduler takes it (`MaximumEventAgeInSeconds`: 60 to 86400).
+    pub fn event_age_seconds(&self) -> u32 {
+        self.retry_for_seconds.clamp(60, 86_400)
+    }
 
     /// The schedule expression (`cron(55 4 8 1 ? 2027)`), in the `UTC` time zone.
     pub fn expression(&self) -> String {

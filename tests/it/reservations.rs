@@ -17,6 +17,20 @@ fn app(start: &str, end: &str) -> App {
     ))
 }
 
+/// The timeline of the first Capacity Block of `assembly`'s first stack.
+fn block_timeline(
+    assembly: &hyperforge::assembly::Assembly,
+) -> Option<hyperforge::assembly::inventory::Timeline> {
+    assembly.manifest().stacks[0]
+        .inventory
+        .capacity
+        .iter()
+        .find_map(|c| match &c.source {
+            CapacitySourceEntry::CapacityBlock { timeline, .. } => timeline.clone(),
+            _ => None,
+        })
+}
+
 #[test]
 fn a_windows_mistakes_are_refused_with_their_codes_at_the_field() {
     let codes = |start: &str, end: &str| -> Vec<(Code, Option<String>)> {
@@ -489,16 +503,54 @@ fn a_drain_later_than_the_termination_lead_is_refused() {
         .collect();
     at.sort();
     assert_eq!(at, ["cron(0 6 17 12 ? 2026)", "cron(55 4 10 12 ? 2026)"]);
-    let timeline = assembly.manifest().stacks[0]
-        .inventory
-        .capacity
-        .iter()
-        .find_map(|c| match &c.source {
-            CapacitySourceEntry::CapacityBlock { timeline, .. } => timeline.clone(),
-            _ => None,
-        })
-        .unwrap();
+    let timeline = block_timeline(&assembly).unwrap();
     assert_eq!(timeline.drain_by, "2026-12-17T06:00Z");
+    // Retried until EKS's scale-down, within the day Scheduler keeps an event.
+    let ages: Vec<i64> = cfn["Resources"]
+        .as_object()
+        .unwrap()
+        .values()
+        .filter(|r| r["Type"] == "AWS::Scheduler::Schedule")
+        .map(|r| {
+            r["Properties"]["Target"]["RetryPolicy"]["MaximumEventAgeInSeconds"]
+                .as_f64()
+                .unwrap() as i64
+        })
+        .collect();
+    assert!(ages.contains(&((4 * 60 + 50) * 60)), "{ages:?}");
+    let early = drained("2026-12-15T06:00:00Z")
+        .synth()
+        .unwrap_or_else(|e| panic!("{e}"));
+    let cfn: serde_json::Value =
+        serde_json::from_str(early.text("window/02-nodes.template.json").unwrap()).unwrap();
+    let tf: serde_json::Value = serde_json::from_str(
+        early
+            .text("window/terraform/01-foundation/main.tf.json")
+            .unwrap(),
+    )
+    .unwrap();
+    let cfn_ages = cfn["Resources"]
+        .as_object()
+        .unwrap()
+        .values()
+        .filter(|r| r["Type"] == "AWS::Scheduler::Schedule")
+        .map(|r| {
+            r["Properties"]["Target"]["RetryPolicy"]["MaximumEventAgeInSeconds"]
+                .as_f64()
+                .unwrap()
+        });
+    let tf_ages = tf["resource"]["aws_scheduler_schedule"]
+        .as_object()
+        .unwrap()
+        .values()
+        .map(|r| {
+            r["target"]["retry_policy"]["maximum_event_age_in_seconds"]
+                .as_f64()
+                .unwrap()
+        });
+    for age in cfn_ages.chain(tf_ages) {
+        assert!((60.0..=86_400.0).contains(&age), "{age}");
+    }
     assert_eq!(timeline.scale_down_at, "2026-12-17T10:50Z");
 
     // In a stack file, at the line of the value.
@@ -545,15 +597,7 @@ fn an_open_block_that_serves_nothing_is_alerted_on() {
         ),
     ] {
         let assembly = app.synth().unwrap_or_else(|e| panic!("{e}"));
-        let timeline = assembly.manifest().stacks[0]
-            .inventory
-            .capacity
-            .iter()
-            .find_map(|c| match &c.source {
-                CapacitySourceEntry::CapacityBlock { timeline, .. } => timeline.clone(),
-                _ => None,
-            })
-            .unwrap();
+        let timeline = block_timeline(&assembly).unwrap();
         let seconds = |t: &str| parse_utc_minutes(&t.replace('Z', ":00Z")).unwrap() * 60;
         let from = seconds(timeline.serving_from.as_deref().unwrap()) + SERVING_SLACK_MINUTES * 60;
         let until = seconds(&timeline.drain_by);

@@ -270,7 +270,7 @@ pub(super) fn schedule(cx: Cx, r: &Resource, x: &Schedule) {
                 role_arn: e(role),
                 input: Some(e(input)),
                 retry_policy: Some(scheduler_schedule::RetryPolicy {
-                    maximum_event_age_in_seconds: Some(Val::Lit(f64::from(x.retry_for_seconds))),
+                    maximum_event_age_in_seconds: Some(Val::Lit(f64::from(x.event_age_seconds()))),
                     maximum_retry_attempts: Some(Val::Lit(f64::from(Schedule::RETRY_ATTEMPTS))),
                 }),
                 ..Default::default()

@@ -229,7 +229,7 @@ pub(super) fn schedule(cx: Cx, r: &Resource, x: &Schedule) {
         "role_arn": cx.attr(&x.role),
         "input": cx.text(&x.call.input()),
         "retry_policy": {
-            "maximum_event_age_in_seconds": x.retry_for_seconds,
+            "maximum_event_age_in_seconds": x.event_age_seconds(),
             "maximum_retry_attempts": Schedule::RETRY_ATTEMPTS,
         },
     });
