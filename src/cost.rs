@@ -90,13 +90,15 @@ pub struct StackCost {
     pub reservations: Vec<ReservationCost>,
 }
 
-/// A Capacity Block with a window: its schedule and, when its upfront fee is given, what the
-/// window and its minutes that serve nothing cost.
+/// A Capacity Block or training plan with a window: its schedule and, when its upfront fee is
+/// given, what the window and its minutes that serve nothing cost.
 #[derive(Clone, Debug, PartialEq)]
 pub struct ReservationCost {
     /// The group or pool it feeds.
     pub path: String,
-    /// Its reservation id.
+    /// What it is.
+    pub kind: catalog::capacity::Reservation,
+    /// Its reservation id or training plan ARN.
     pub reservation: String,
     /// Its window, the cold start and the drain, in UTC minutes.
     pub schedule: catalog::capacity::BlockSchedule,
@@ -123,8 +125,12 @@ impl ReservationCost {
     pub fn lines(&self) -> Vec<String> {
         use catalog::time::format_utc;
         let s = &self.schedule;
+        let what = match self.kind {
+            catalog::capacity::Reservation::CapacityBlock => "Capacity Block",
+            catalog::capacity::Reservation::TrainingPlan => "training plan",
+        };
         let mut out = vec![format!(
-            "  Capacity Block {} ({}): {}-day window {} to {}",
+            "  {what} {} ({}): {}-day window {} to {}",
             self.reservation,
             self.path,
             s.days,
@@ -142,9 +148,11 @@ impl ReservationCost {
                 "    ${fee:.2} paid up front; the minutes serving nothing are not known (no model with an estimated cold start runs there)"
             ),
             (None, _, Some(idle)) => format!(
-                "    unpriced: a Capacity Block's price is set at purchase (give `upfront_fee_usd`); {idle}"
+                "    unpriced: a {what}'s price is set at purchase (give `upfront_fee_usd`); {idle}"
             ),
-            (None, _, None) => "    unpriced: a Capacity Block's price is set at purchase (give `upfront_fee_usd`)".to_owned(),
+            (None, _, None) => format!(
+                "    unpriced: a {what}'s price is set at purchase (give `upfront_fee_usd`)"
+            ),
         });
         out
     }
@@ -360,19 +368,18 @@ fn reservations(
     claims
         .iter()
         .filter_map(|claim| {
-            let CapacitySource::CapacityBlock {
-                reservation,
-                upfront_fee_usd,
-                ..
-            } = &claim.source
-            else {
-                return None;
+            let reservation = match &claim.source {
+                CapacitySource::OnDemand => return None,
+                CapacitySource::CapacityBlock { reservation, .. } => reservation,
+                CapacitySource::TrainingPlan { arn, .. } => arn,
             };
+            let (kind, _, _) = claim.source.window()?;
             Some(ReservationCost {
                 path: claim.path.clone(),
+                kind,
                 reservation: reservation.clone(),
                 schedule: crate::constructs::reservation_schedule(claim, served_types)?,
-                upfront_fee_usd: *upfront_fee_usd,
+                upfront_fee_usd: claim.source.upfront_fee_usd(),
             })
         })
         .collect()
@@ -521,6 +528,7 @@ mod tests {
         let end = catalog::time::parse_utc_minutes("2026-12-17T11:30:00Z").unwrap();
         let mut r = ReservationCost {
             path: "s/Gpu".into(),
+            kind: catalog::capacity::Reservation::CapacityBlock,
             reservation: "cr-0123456789abcdef0".into(),
             schedule: catalog::capacity::block_schedule(start, end, Some(95), 1),
             upfront_fee_usd: Some(100_000.0),

@@ -34,6 +34,11 @@ pub const TRAINING_PLAN_ARN: &str =
 /// plan's.
 pub const TRAINING_PLAN_END: &str = "2027-01-15T11:30:00Z";
 
+/// A placeholder for the start of the reference training plan (`StartTime`), here a 7-day
+/// plan: its timeline (when the model serves, when to drain) is derived from it and its end;
+/// replace both with your plan's.
+pub const TRAINING_PLAN_START: &str = "2027-01-08T11:30:00Z";
+
 /// A placeholder for the commit of `moonshotai/Kimi-K3` the deployment serves: replace it with
 /// the commit you reviewed (the runbook's workload stage shows how to look it up and check it).
 /// Kimi K3 runs its repository's own code (`trust_remote_code`), so the reference pins one
@@ -154,10 +159,10 @@ pub fn kimi_k3_hyperpod_stack(name: &str) -> Stack {
         .instance_group(
             InstanceGroup::new("p6-b300", "ml.p6-b300.48xlarge")
                 .count(1)
-                .capacity(Capacity::training_plan(
-                    TRAINING_PLAN_ARN,
-                    TRAINING_PLAN_AZ_ID,
-                )),
+                .capacity(
+                    Capacity::training_plan(TRAINING_PLAN_ARN, TRAINING_PLAN_AZ_ID)
+                        .during(TRAINING_PLAN_START, TRAINING_PLAN_END),
+                ),
         );
     if let Some(subnet) = &hyperpod_subnet {
         hyperpod = hyperpod.subnet(subnet);
@@ -174,12 +179,8 @@ pub fn kimi_k3_hyperpod_stack(name: &str) -> Stack {
     let alarms = stack.add(operations, AlarmTopic::new("Alarms"));
     stack.add(
         operations,
-        CapacityEndWarning::training_plan(
-            "TrainingPlanEnd",
-            &alarms,
-            TRAINING_PLAN_ARN,
-            TRAINING_PLAN_END,
-        ),
+        // Ends with the plan's window, given once on the instance group.
+        CapacityEndWarning::for_training_plan("TrainingPlanEnd", &alarms, TRAINING_PLAN_ARN),
     );
     // Serving and GPU metrics in Amazon Managed Service for Prometheus, with alert rules to
     // the topic: the collector finds the operator's model pods, the DCGM exporter on the

@@ -99,6 +99,9 @@ pub enum CapacitySourceEntry {
         /// The instances the plan reserves, when given.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         reserved_count: Option<i64>,
+        /// The plan's window and what happens in it, when the window was given.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        timeline: Option<Timeline>,
     },
 }
 

@@ -59,12 +59,61 @@ pub fn is_block_duration(days: i64) -> bool {
     (1..=14).contains(&days) || (days % 7 == 0 && (14..=MAX_BLOCK_DAYS).contains(&days))
 }
 
+/// Minutes before a training plan's end at which SageMaker begins terminating its instances
+/// ("You have full access to all reserved instances until 30 minutes before the Reserved
+/// Capacity end time. When there are 30 minutes remaining in your Reserved Capacity, SageMaker
+/// training plans begin the process of terminating any running instances", SageMaker AI
+/// Developer Guide, "Training plans utilization for SageMaker training jobs"). HyperPod
+/// publishes no earlier scale-down of its own.
+pub const TRAINING_PLAN_TERMINATION_LEAD_MINUTES: i64 = 30;
+
+/// The longest training plan, days ("Reservation durations are available in 1-day increments
+/// from 1 to 182 days", SageMaker AI Developer Guide, "Search training plan offerings").
+pub const MAX_PLAN_DAYS: i64 = 182;
+
+/// What a reserved window is: its duration rules and its service's lead times differ.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Reservation {
+    /// An EC2 Capacity Block, on an EKS managed node group or a Karpenter pool.
+    CapacityBlock,
+    /// A SageMaker training plan feeding a HyperPod instance group.
+    TrainingPlan,
+}
+
+impl Reservation {
+    /// Minutes before the end at which the service scales the nodes down: EKS's (and
+    /// Karpenter's) 40 minutes on a Capacity Block; on a training plan, SageMaker's
+    /// terminations themselves.
+    pub fn scale_down_lead_minutes(self) -> i64 {
+        match self {
+            Reservation::CapacityBlock => EKS_SCALE_DOWN_LEAD_MINUTES,
+            Reservation::TrainingPlan => TRAINING_PLAN_TERMINATION_LEAD_MINUTES,
+        }
+    }
+
+    /// Minutes before the end at which the instances are terminated.
+    pub fn termination_lead_minutes(self) -> i64 {
+        match self {
+            Reservation::CapacityBlock => EC2_TERMINATION_LEAD_MINUTES,
+            Reservation::TrainingPlan => TRAINING_PLAN_TERMINATION_LEAD_MINUTES,
+        }
+    }
+
+    /// Whether `days` is a duration this kind of reservation is sold in.
+    pub fn is_duration(self, days: i64) -> bool {
+        match self {
+            Reservation::CapacityBlock => is_block_duration(days),
+            Reservation::TrainingPlan => (1..=MAX_PLAN_DAYS).contains(&days),
+        }
+    }
+}
+
 /// Whole minutes covering `secs` (a part of a minute counts whole).
 pub fn minutes_from_secs(secs: u64) -> i64 {
     i64::try_from(secs.div_ceil(60)).unwrap_or(i64::MAX)
 }
 
-/// The minutes (UTC, since 1970) that matter in a Capacity Block's window.
+/// The minutes (UTC, since 1970) that matter in a reservation's window.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct BlockSchedule {
     /// The block opens.
@@ -73,9 +122,10 @@ pub struct BlockSchedule {
     pub serving_from: Option<i64>,
     /// Traffic stops and the group scales to zero: EKS's scale-down less the server's drain.
     pub drain_by: i64,
-    /// EKS scales a managed node group to zero (Karpenter drains).
+    /// EKS scales a managed node group to zero (Karpenter drains); on a training plan, when
+    /// SageMaker begins terminating.
     pub scale_down_at: i64,
-    /// EC2 begins terminating instances.
+    /// The service begins terminating instances.
     pub terminations_from: i64,
     /// The block ends.
     pub end: i64,
@@ -93,14 +143,33 @@ pub fn block_schedule(
     cold_start_minutes: Option<i64>,
     drain_minutes: i64,
 ) -> BlockSchedule {
-    let scale_down_at = end - EKS_SCALE_DOWN_LEAD_MINUTES;
+    reservation_schedule(
+        Reservation::CapacityBlock,
+        start,
+        end,
+        cold_start_minutes,
+        drain_minutes,
+    )
+}
+
+/// The schedule of a reservation of kind `kind` from `start` to `end` (UTC minutes) whose
+/// nodes serve after `cold_start_minutes` and whose servers need `drain_minutes`: drained that
+/// long before the service's scale-down.
+pub fn reservation_schedule(
+    kind: Reservation,
+    start: i64,
+    end: i64,
+    cold_start_minutes: Option<i64>,
+    drain_minutes: i64,
+) -> BlockSchedule {
+    let scale_down_at = end - kind.scale_down_lead_minutes();
     let drain_by = scale_down_at - drain_minutes;
     BlockSchedule {
         start,
         serving_from: cold_start_minutes.map(|m| start.saturating_add(m)),
         drain_by,
         scale_down_at,
-        terminations_from: end - EC2_TERMINATION_LEAD_MINUTES,
+        terminations_from: end - kind.termination_lead_minutes(),
         end,
         days: block_days(start, end),
         idle_minutes: cold_start_minutes.map(|m| m.saturating_add(end - drain_by)),
@@ -137,6 +206,19 @@ mod tests {
         assert_eq!(block_days(0, day - 30), 1);
         assert!([1, 7, 14, 21, 182].iter().all(|d| is_block_duration(*d)));
         assert!([0, 15, 20, 189, -7].iter().all(|d| !is_block_duration(*d)));
+        let plan = Reservation::TrainingPlan;
+        assert!([1, 15, 20, 182].iter().all(|d| plan.is_duration(*d)));
+        assert!([0, 183, -1].iter().all(|d| !plan.is_duration(*d)));
+    }
+
+    #[test]
+    fn a_training_plan_drains_before_sagemakers_terminations() {
+        let (start, end) = (10 * 1440, 17 * 1440);
+        let s = reservation_schedule(Reservation::TrainingPlan, start, end, Some(95), 1);
+        assert_eq!(s.terminations_from, end - 30);
+        assert_eq!(s.scale_down_at, end - 30);
+        assert_eq!(s.drain_by, end - 31);
+        assert_eq!(s.idle_minutes, Some(95 + 31));
     }
 
     #[test]

@@ -536,7 +536,12 @@ pub fn list(global: &Global) -> Exit {
                         reservation,
                         timeline: Some(t),
                         ..
-                    } => Some((c, reservation, t)),
+                    } => Some((c, format!("Capacity Block {reservation}"), t)),
+                    hyperforge::assembly::inventory::CapacitySourceEntry::TrainingPlan {
+                        arn,
+                        timeline: Some(t),
+                        ..
+                    } => Some((c, format!("training plan {arn}"), t)),
                     _ => None,
                 })
                 .collect();
@@ -544,9 +549,11 @@ pub fn list(global: &Global) -> Exit {
                 out.push_str("  reservation timelines (UTC):\n");
                 for (c, reservation, t) in timelines {
                     out.push_str(&format!(
-                        "        {} on Capacity Block {reservation} ({} days)\n",
+                        "        {} on {reservation} ({} days)\n",
                         c.path, t.days
                     ));
+                    let hyperpod =
+                        c.launched_by == hyperforge::assembly::inventory::LaunchedBy::HyperPod;
                     let serving = t.serving_from.as_deref().map(|at| {
                         format!(
                             "serving {at} (cold start {} min)",
@@ -557,12 +564,18 @@ pub fn list(global: &Global) -> Exit {
                         Some(format!("opens {}", t.start)),
                         serving,
                         Some(format!("drain by {}", t.drain_by)),
-                        Some(if c.pool {
-                            format!("Karpenter drains {}", t.scale_down_at)
+                        if hyperpod {
+                            None
+                        } else if c.pool {
+                            Some(format!("Karpenter drains {}", t.scale_down_at))
                         } else {
-                            format!("EKS scales to zero {}", t.scale_down_at)
+                            Some(format!("EKS scales to zero {}", t.scale_down_at))
+                        },
+                        Some(if hyperpod {
+                            format!("SageMaker terminates from {}", t.terminations_from)
+                        } else {
+                            format!("EC2 terminates from {}", t.terminations_from)
                         }),
-                        Some(format!("EC2 terminates from {}", t.terminations_from)),
                         Some(format!("ends {}", t.end)),
                     ];
                     for step in steps.into_iter().flatten() {

@@ -3,6 +3,7 @@
 //! Training Plan (ARN and availability zone id) or on-demand.
 
 use super::lifecycle::{ContainerStorage, LifecycleScriptsHandle};
+use super::nodes::ReservationWindow;
 use super::stack_file::Ints;
 use super::{CapacityClaim, CapacitySource, Construct, Context, Facts, Launcher, PodStorage};
 use crate::app::text::{Pseudo, Text};
@@ -62,7 +63,7 @@ impl DeepHealthCheck {
 }
 
 /// A Flexible Training Plan feeding an instance group.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct TrainingPlan {
     /// The plan's ARN.
     pub arn: String,
@@ -71,10 +72,16 @@ pub struct TrainingPlan {
     /// Instances the plan reserves, when known (`aws sagemaker describe-training-plan`
     /// reports it as `TotalInstanceCount`); the group may not ask for more.
     pub reserved_instance_count: Option<i64>,
+    /// When the plan holds its instances, when given: its timeline (serving, drain) is
+    /// derived from it and the warning before its end reads its end.
+    pub window: Option<ReservationWindow>,
+    /// What the plan cost, paid up front, USD, when given: `hyperforge cost` shows the
+    /// window's cost and the part paid while not serving.
+    pub upfront_fee_usd: Option<f64>,
 }
 
 /// Where an instance group's instances come from.
-#[derive(Clone, Debug, PartialEq, Eq, Default)]
+#[derive(Clone, Debug, PartialEq, Default)]
 pub enum Capacity {
     /// On-demand capacity.
     #[default]
@@ -90,6 +97,8 @@ impl Capacity {
             arn: arn.into(),
             availability_zone_id: Some(az_id.into()),
             reserved_instance_count: None,
+            window: None,
+            upfront_fee_usd: None,
         })
     }
 
@@ -100,6 +109,8 @@ impl Capacity {
             arn: arn.into(),
             availability_zone_id: None,
             reserved_instance_count: None,
+            window: None,
+            upfront_fee_usd: None,
         })
     }
 
@@ -109,6 +120,37 @@ impl Capacity {
         match self {
             Capacity::TrainingPlan(plan) => Capacity::TrainingPlan(TrainingPlan {
                 reserved_instance_count: Some(count),
+                ..plan
+            }),
+            other => other,
+        }
+    }
+
+    /// When the training plan holds its instances (RFC 3339 in UTC, `StartTime` and `EndTime`
+    /// of `aws sagemaker describe-training-plan`): its timeline is derived from it (no effect on
+    /// on-demand capacity).
+    pub fn during(self, start: impl Into<String>, end: impl Into<String>) -> Self {
+        self.within(ReservationWindow::new(start, end))
+    }
+
+    /// The plan's window (see [`Capacity::during`]), drained at a time of its own (see
+    /// [`ReservationWindow::drained_by`]).
+    pub fn within(self, window: ReservationWindow) -> Self {
+        match self {
+            Capacity::TrainingPlan(plan) => Capacity::TrainingPlan(TrainingPlan {
+                window: Some(window),
+                ..plan
+            }),
+            other => other,
+        }
+    }
+
+    /// What the plan cost, paid up front (its offering's `UpfrontFee`), USD (no effect on
+    /// on-demand capacity).
+    pub fn upfront_fee_usd(self, usd: f64) -> Self {
+        match self {
+            Capacity::TrainingPlan(plan) => Capacity::TrainingPlan(TrainingPlan {
+                upfront_fee_usd: Some(usd),
                 ..plan
             }),
             other => other,
@@ -328,6 +370,21 @@ pub fn is_valid_hyperpod_name(name: &str) -> bool {
         && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '-')
         && !name.starts_with('-')
         && !name.ends_with('-')
+}
+
+/// The window given for training plan `arn` on an instance group of a HyperPod cluster of
+/// `stack`, in the order the stack holds them.
+pub fn window_of(stack: &Stack, arn: &str) -> Option<ReservationWindow> {
+    stack.nodes().iter().find_map(|n| {
+        let cluster = n.construct.as_any().downcast_ref::<HyperPodCluster>()?;
+        cluster
+            .groups()
+            .iter()
+            .find_map(|g| match g.capacity_source() {
+                Capacity::TrainingPlan(plan) if plan.arn == arn => plan.window.clone(),
+                _ => None,
+            })
+    })
 }
 
 /// The pattern a training plan ARN parameter or variable must match (CloudFormation's own).
@@ -764,6 +821,12 @@ fn validate_group(
         );
     }
     if let Capacity::TrainingPlan(plan) = &group.capacity {
+        if let Some(window) = &plan.window {
+            window.check_training_plan(path, "training_plan.window", ds);
+        }
+        if let Some(fee) = plan.upfront_fee_usd {
+            super::nodes::check_upfront_fee(fee, path, "training_plan.upfront_fee_usd", ds);
+        }
         if !is_training_plan_arn(&plan.arn) {
             ds.report_field(
                 Code::MalformedTrainingPlanArn,
@@ -932,6 +995,14 @@ impl Construct for HyperPodCluster {
                         arn: p.arn.clone(),
                         availability_zone_id: p.availability_zone_id.clone(),
                         reserved_instance_count: p.reserved_instance_count,
+                        window: p.window.as_ref().and_then(ReservationWindow::minutes),
+                        drain_by: p
+                            .window
+                            .as_ref()
+                            .and_then(ReservationWindow::drain_by_minutes),
+                        upfront_fee_usd: p
+                            .upfront_fee_usd
+                            .filter(|f| super::nodes::UPFRONT_FEE_USD.contains(*f)),
                     },
                     Capacity::OnDemand => CapacitySource::OnDemand,
                 },
@@ -968,6 +1039,8 @@ stack_file_shape! {
         ARN: req "arn", Ty::Str, "The plan's ARN.";
         AZ_ID: opt "az_id", Ty::Str, "The zone id of the plan's capacity.";
         RESERVED_INSTANCES: opt "reserved_instances", Ty::I64(super::super::nodes::RESERVABLE_COUNT_RANGE), "How many instances the plan reserves.";
+        WINDOW: opt "window", Ty::Obj(&super::super::nodes::reservation_window_fields::SHAPE), "When the plan holds its instances (`StartTime` and `EndTime` of aws sagemaker describe-training-plan): its timeline (serving, drain) is derived from it.";
+        UPFRONT_FEE_USD: opt "upfront_fee_usd", Ty::F64(super::super::nodes::UPFRONT_FEE_USD), "What the plan cost, paid up front (its offering's `UpfrontFee`), USD: `hyperforge cost` shows the window's cost and the part paid while not serving.";
     }
 }
 
@@ -1036,12 +1109,20 @@ fn instance_group(g: &mut dyn super::stack_file::FieldReader) -> Option<Instance
         let arn = plan.text(&p::ARN);
         let az = plan.text(&p::AZ_ID);
         let reserved = plan.i64(&p::RESERVED_INSTANCES);
+        let window = super::nodes::reservation_window(plan, &p::WINDOW);
+        let fee = plan.f64(&p::UPFRONT_FEE_USD);
         let mut cap = match az {
             Some(az) => Capacity::training_plan(arn?, az),
             None => Capacity::training_plan_without_zone(arn?),
         };
         if let Some(n) = reserved {
             cap = cap.reserved_instances(n);
+        }
+        if let Some(window) = window {
+            cap = cap.within(window);
+        }
+        if let Some(fee) = fee {
+            cap = cap.upfront_fee_usd(fee);
         }
         Some(cap)
     });

@@ -863,17 +863,7 @@ impl super::stack_file::StackFileConstruct for KarpenterNodePool {
         if let Some(v) = r.text(&f::AMI_VERSION) {
             c = c.ami_version(v);
         }
-        let window = super::stack_file::object(r, &f::WINDOW, |w| {
-            use super::nodes::reservation_window_fields as w_;
-            let drain_by = w.text(&w_::DRAIN_BY);
-            let window =
-                super::nodes::ReservationWindow::new(w.text(&w_::START)?, w.text(&w_::END)?);
-            Some(match drain_by {
-                Some(at) => window.drained_by(at),
-                None => window,
-            })
-        })
-        .flatten();
+        let window = super::nodes::reservation_window(r, &f::WINDOW);
         if let Some(window) = window {
             c = c.within(window);
         }

@@ -101,6 +101,7 @@ pub use vllm::{
 pub use weights::{ModelStore, ModelStoreHandle, WeightsStaging, WeightsStagingHandle};
 
 use crate::app::{kind, AnyConstruct, AttrRef, Node, Ref, Stack, StageId, Tags};
+use crate::catalog::capacity::Reservation;
 use crate::diagnostics::Diagnostics;
 use crate::resources::{ResourceGraph, Scope};
 use std::any::Any;
@@ -392,6 +393,13 @@ pub enum CapacitySource {
         availability_zone_id: Option<String>,
         /// The instances the plan reserves, when given.
         reserved_instance_count: Option<i64>,
+        /// When the plan holds its instances (UTC minutes since 1970: start, end), when given
+        /// and valid.
+        window: Option<(i64, i64)>,
+        /// When the endpoint stops taking requests (UTC minutes), when given and it parses.
+        drain_by: Option<i64>,
+        /// What it cost, paid up front, USD, when given and valid.
+        upfront_fee_usd: Option<f64>,
     },
     /// An EC2 Capacity Block.
     CapacityBlock {
@@ -511,45 +519,70 @@ impl ServedModel<'_> {
     }
 }
 
-/// The schedule of `claim`'s Capacity Block, when its window is given: its nodes serve after
-/// the cold start of the model served on its instance type (`cold_starts`: EC2 instance type,
-/// seconds), and each server is given its termination grace to drain.
+impl CapacitySource {
+    /// The reserved window, when given and valid: its kind, its start and end and the drain
+    /// time given (UTC minutes).
+    pub fn window(&self) -> Option<(Reservation, (i64, i64), Option<i64>)> {
+        match self {
+            CapacitySource::OnDemand => None,
+            CapacitySource::TrainingPlan {
+                window, drain_by, ..
+            } => Some((Reservation::TrainingPlan, (*window)?, *drain_by)),
+            CapacitySource::CapacityBlock {
+                window, drain_by, ..
+            } => Some((Reservation::CapacityBlock, (*window)?, *drain_by)),
+        }
+    }
+
+    /// What the reservation cost up front, USD, when given.
+    pub fn upfront_fee_usd(&self) -> Option<f64> {
+        match self {
+            CapacitySource::OnDemand => None,
+            CapacitySource::TrainingPlan {
+                upfront_fee_usd, ..
+            }
+            | CapacitySource::CapacityBlock {
+                upfront_fee_usd, ..
+            } => *upfront_fee_usd,
+        }
+    }
+}
+
+/// The schedule of `claim`'s Capacity Block or training plan, when its window is given: its
+/// nodes serve after the cold start of the model served on its instance type (`cold_starts`:
+/// EC2 instance type, seconds), and each server is given its termination grace to drain.
 pub fn reservation_schedule(
     claim: &CapacityClaim,
     cold_starts: &[(String, Option<u64>)],
 ) -> Option<crate::catalog::capacity::BlockSchedule> {
     use crate::catalog::capacity::minutes_from_secs;
-    let CapacitySource::CapacityBlock {
-        window: Some((start, end)),
-        drain_by,
-        ..
-    } = &claim.source
-    else {
-        return None;
-    };
+    let (kind, (start, end), drain_by) = claim.source.window()?;
     let ec2_type = claim
         .instance_type
         .strip_prefix("ml.")
         .unwrap_or(&claim.instance_type);
+    // HyperPod's served models name the `ml.` type.
     let cold = cold_starts
         .iter()
-        .find(|(t, _)| t == ec2_type)
+        .find(|(t, _)| t.strip_prefix("ml.").unwrap_or(t) == ec2_type)
         .and_then(|(_, secs)| *secs)
         .map(minutes_from_secs);
-    Some(window_schedule(*start, *end, *drain_by, cold))
+    Some(window_schedule(kind, start, end, drain_by, cold))
 }
 
-/// The schedule of a Capacity Block open from `start` to `end` (UTC minutes) whose nodes serve
-/// after `cold_start_minutes`: drained at `drain_by` when given (and valid), else the servers'
-/// termination grace before EKS's scale-down. The one derivation the node group's schedules,
-/// the inventory's timeline and `hyperforge cost` share.
+/// The schedule of a reservation of kind `kind` open from `start` to `end` (UTC minutes) whose
+/// nodes serve after `cold_start_minutes`: drained at `drain_by` when given (and valid), else
+/// the servers' termination grace before the service's scale-down. The one derivation the node
+/// group's schedules, the inventory's timeline and `hyperforge cost` share.
 pub fn window_schedule(
+    kind: Reservation,
     start: i64,
     end: i64,
     drain_by: Option<i64>,
     cold_start_minutes: Option<i64>,
 ) -> crate::catalog::capacity::BlockSchedule {
-    crate::catalog::capacity::block_schedule(
+    crate::catalog::capacity::reservation_schedule(
+        kind,
         start,
         end,
         cold_start_minutes,

@@ -13,8 +13,9 @@
 //!   neither `api_url` nor `http_config`); the topic's and its key's policies let
 //!   `aps.amazonaws.com` publish ([`AlarmTopic`](super::AlarmTopic));
 //! * a rule groups namespace holding the alerting rules ([`ALERTS`], and for each Capacity
-//!   Block of the stack whose window and served model's cold start are known,
-//!   [`CAPACITY_BLOCK_NOT_SERVING`]: open, paid for, and no server reporting);
+//!   Block or training plan of the stack whose window and served model's cold start are known,
+//!   [`CAPACITY_BLOCK_NOT_SERVING`] or [`TRAINING_PLAN_NOT_SERVING`]: open, paid for, and no
+//!   server reporting);
 //! * an AWS managed collector (`AWS::APS::Scraper`) in the cluster's VPC, scraping every 30
 //!   seconds (the collector's minimum), keeping each target's namespace, pod and node as labels:
 //!   the vLLM servers (`/metrics` on their port named `http`): on EKS the pods of a
@@ -233,27 +234,65 @@ pub const CAPACITY_BLOCK_NOT_SERVING: &str = "CapacityBlockNotServing";
 /// alerted on: the cold start is an estimate.
 pub const SERVING_SLACK_MINUTES: i64 = 15;
 
-/// The alert on the Capacity Block of `group` (a node group's or, `pool`, a Karpenter pool's
-/// display path; the block's id may be a deploy-time input), whose window is scheduled as
-/// `schedule`, when its cold start is
+/// The name of the alert on a training plan that is active but serves nothing (as
+/// [`CAPACITY_BLOCK_NOT_SERVING`], for a HyperPod instance group on a training plan).
+pub const TRAINING_PLAN_NOT_SERVING: &str = "TrainingPlanNotServing";
+
+/// What brings a reserved window's nodes: the place to look when they do not come.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum WindowNodes {
+    /// An EKS managed node group on a Capacity Block, scaled up by its schedule.
+    NodeGroup,
+    /// A Karpenter pool on a Capacity Block, launching as pods ask.
+    KarpenterPool,
+    /// A HyperPod instance group on a training plan, provisioned by SageMaker.
+    HyperPodGroup,
+}
+
+impl WindowNodes {
+    /// The nodes of `claim`, when it holds a reserved window.
+    pub fn of(claim: &super::CapacityClaim) -> WindowNodes {
+        match (claim.launcher, claim.provisioned_on_demand) {
+            (super::Launcher::HyperPod, _) => WindowNodes::HyperPodGroup,
+            (_, true) => WindowNodes::KarpenterPool,
+            (_, false) => WindowNodes::NodeGroup,
+        }
+    }
+}
+
+/// The alert on the reservation of `group` (a node group's, a Karpenter pool's or a HyperPod
+/// instance group's display path, brought by `nodes`; the reservation's id may be a
+/// deploy-time input), whose window is scheduled as `schedule`, when its cold start is
 /// known and leaves time to serve before the drain: no vLLM server reports (`absent`, for 5
 /// minutes) while the time (`time()`, seconds) lies between serving-from plus the slack and
 /// the drain.
 pub fn not_serving_alert(
     group: &str,
-    pool: bool,
+    nodes: WindowNodes,
     schedule: &crate::catalog::capacity::BlockSchedule,
 ) -> Option<AlertFacts> {
-    let nodes = if pool {
-        "Karpenter launched its nodes (kubectl get nodeclaims; the EC2NodeClass's status names the reservations it found)"
-    } else {
-        "the node group scaled up (aws eks describe-nodegroup; the scale-up schedule in EventBridge Scheduler, aws scheduler list-schedules)"
+    let (name, what, check) = match nodes {
+        WindowNodes::NodeGroup => (
+            CAPACITY_BLOCK_NOT_SERVING,
+            "The Capacity Block",
+            "Check that the block is active (aws ec2 describe-capacity-reservations) and the node group scaled up (aws eks describe-nodegroup; the scale-up schedule in EventBridge Scheduler, aws scheduler list-schedules)",
+        ),
+        WindowNodes::KarpenterPool => (
+            CAPACITY_BLOCK_NOT_SERVING,
+            "The Capacity Block",
+            "Check that the block is active (aws ec2 describe-capacity-reservations) and Karpenter launched its nodes (kubectl get nodeclaims; the EC2NodeClass's status names the reservations it found)",
+        ),
+        WindowNodes::HyperPodGroup => (
+            TRAINING_PLAN_NOT_SERVING,
+            "The training plan",
+            "Check that the plan is Active (aws sagemaker describe-training-plan) and the instance group's instances are InService (aws sagemaker list-cluster-nodes)",
+        ),
     };
     use crate::catalog::time::format_utc;
     let serving = schedule.serving_from?;
     let from = serving + SERVING_SLACK_MINUTES;
     (from < schedule.drain_by).then(|| AlertFacts {
-        name: CAPACITY_BLOCK_NOT_SERVING.to_owned(),
+        name: name.to_owned(),
         expression: format!(
             r#"absent(vllm:num_requests_running{{job="vllm"}}) and on() (vector(time()) > {} < {})"#,
             from * 60,
@@ -263,18 +302,18 @@ pub fn not_serving_alert(
         severity: Severity::Critical.as_str().to_owned(),
         threshold: 0.0,
         summary: format!(
-            "The Capacity Block of {} is open and paid for, but no vLLM server reports (serving was expected from {}; alerting from {} until the drain at {}).",
+            "{what} of {} is open and paid for, but no vLLM server reports (serving was expected from {}; alerting from {} until the drain at {}).",
             // The construct's id: the stack is the alert's own.
             group.rsplit('/').next().unwrap_or(group),
             format_utc(serving),
             format_utc(from),
             format_utc(schedule.drain_by)
         ),
-        action: format!("Check that the block is active (aws ec2 describe-capacity-reservations) and {nodes}, then the model pods' events and logs (kubectl describe pod, kubectl logs) for a slow or failed weight load."),
+        action: format!("{check}, then the model pods' events and logs (kubectl describe pod, kubectl logs) for a slow or failed weight load."),
     })
 }
 
-/// The not-serving alerts of every Capacity Block window in `stack` (see
+/// The not-serving alerts of every reserved window (Capacity Block, training plan) in `stack` (see
 /// [`not_serving_alert`]), in the order the stack holds the blocks.
 fn window_alerts(stack: &crate::app::Stack) -> Vec<AlertFacts> {
     let placements = super::Placements::new(stack);
@@ -294,7 +333,7 @@ fn window_alerts(stack: &crate::app::Stack) -> Vec<AlertFacts> {
         .flat_map(|f| &f.capacity)
         .filter_map(|claim| {
             let schedule = super::reservation_schedule(claim, &cold_starts)?;
-            not_serving_alert(&claim.path, claim.provisioned_on_demand, &schedule)
+            not_serving_alert(&claim.path, WindowNodes::of(claim), &schedule)
         })
         .collect()
 }
@@ -722,7 +761,7 @@ mod tests {
             Some(95),
             1,
         );
-        let alert = not_serving_alert("s/GpuNodes", false, &schedule).unwrap();
+        let alert = not_serving_alert("s/GpuNodes", WindowNodes::NodeGroup, &schedule).unwrap();
         assert_eq!(
             alert.expression,
             format!(
@@ -742,9 +781,15 @@ mod tests {
         );
         // Unknown cold start, or no time left to serve: no alert.
         let unknown = block_schedule(schedule.start, schedule.end, None, 1);
-        assert_eq!(not_serving_alert("s/GpuNodes", false, &unknown), None);
+        assert_eq!(
+            not_serving_alert("s/GpuNodes", WindowNodes::NodeGroup, &unknown),
+            None
+        );
         let short = block_schedule(schedule.start, schedule.start + 60, Some(95), 1);
-        assert_eq!(not_serving_alert("s/GpuNodes", false, &short), None);
+        assert_eq!(
+            not_serving_alert("s/GpuNodes", WindowNodes::NodeGroup, &short),
+            None
+        );
     }
 
     #[test]

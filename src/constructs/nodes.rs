@@ -8,7 +8,7 @@ use super::stack_file::Ints;
 use super::{CapacityClaim, CapacitySource, Construct, Context, Facts, Launcher, PodStorage};
 use crate::app::text::{Pseudo, Text};
 use crate::app::{kind, AttrRef, Ref, Stack};
-use crate::catalog::{self, regions::AzId};
+use crate::catalog::{self, capacity::Reservation, regions::AzId};
 use crate::diagnostics::{Code, Diagnostics};
 use crate::resources::iam::service_trust;
 use crate::resources::plan::Step;
@@ -145,11 +145,26 @@ impl ReservationWindow {
         (end > start).then_some((start, end))
     }
 
-    /// Every problem of the window of a Capacity Block (`HF0331`, `HF0332`, `HF0333`), at
-    /// `field` (`capacity_block.window`) of `path`.
+    /// Every problem of the window of a Capacity Block (`HF0331`, `HF0332`, `HF0333`,
+    /// `HF0335`), at `field` (`capacity_block.window`) of `path`.
     pub fn check_capacity_block(&self, path: &str, field: &str, ds: &mut Diagnostics) {
-        use crate::catalog::capacity::{block_days, is_block_duration, CAPACITY_BLOCK_END_MINUTE};
-        use crate::catalog::time::{parse_utc_minutes, END_YEARS};
+        self.check(Reservation::CapacityBlock, path, field, ds)
+    }
+
+    /// Every problem of the window of a training plan (`HF0331`, `HF0336`, `HF0335`), at
+    /// `field` (`training_plan.window`) of `path`.
+    pub fn check_training_plan(&self, path: &str, field: &str, ds: &mut Diagnostics) {
+        self.check(Reservation::TrainingPlan, path, field, ds)
+    }
+
+    /// Every problem of the window of a reservation of kind `kind`.
+    fn check(&self, kind: Reservation, path: &str, field: &str, ds: &mut Diagnostics) {
+        use crate::catalog::capacity::{block_days, CAPACITY_BLOCK_END_MINUTE};
+        use crate::catalog::time::{format_utc, parse_utc_minutes, END_YEARS};
+        let shown_by = match kind {
+            Reservation::CapacityBlock => "aws ec2 describe-capacity-reservations",
+            Reservation::TrainingPlan => "aws sagemaker describe-training-plan",
+        };
         let mut parsed = |which: &str, text: &str| match parse_utc_minutes(text) {
             Ok(m) => Some(m),
             Err(problem) => {
@@ -159,7 +174,7 @@ impl ReservationWindow {
                     &format!("{field}.{which}"),
                     format!("{which} `{text}` {problem}"),
                     format!(
-                        "give RFC 3339 in UTC between {} and {}, as `aws ec2 describe-capacity-reservations` shows it (`2026-12-17T11:30:00Z`)",
+                        "give RFC 3339 in UTC between {} and {}, as `{shown_by}` shows it (`2026-12-17T11:30:00Z`)",
                         END_YEARS.0, END_YEARS.1
                     ),
                 );
@@ -168,7 +183,7 @@ impl ReservationWindow {
         };
         let (start, end) = (parsed("start", &self.start), parsed("end", &self.end));
         let drain_by = self.drain_by.as_deref().map(|t| (t, parsed("drain_by", t)));
-        if let Some(end) = end {
+        if let (Reservation::CapacityBlock, Some(end)) = (kind, end) {
             if end.rem_euclid(1440) != CAPACITY_BLOCK_END_MINUTE {
                 ds.report_field(
                     Code::CapacityBlockEndTime,
@@ -182,17 +197,32 @@ impl ReservationWindow {
         let (Some(start), Some(end)) = (start, end) else {
             return;
         };
+        let (what, duration_code, durations) = match kind {
+            Reservation::CapacityBlock => (
+                "block",
+                Code::CapacityBlockDuration,
+                "Capacity Blocks last 1 to 14 days, or a multiple of 7 days up to 182: check the dates",
+            ),
+            Reservation::TrainingPlan => (
+                "plan",
+                Code::TrainingPlanDuration,
+                "training plans last 1 to 182 whole days: copy `StartTime` and `EndTime` from aws sagemaker describe-training-plan",
+            ),
+        };
         if end <= start {
             ds.report_field(
                 Code::InvalidReservationWindow,
                 path,
                 field,
-                format!("the window ends (`{}`) before it starts (`{}`)", self.end, self.start),
-                "give the block's start and end as aws ec2 describe-capacity-reservations shows them",
+                format!(
+                    "the window ends (`{}`) before it starts (`{}`)",
+                    self.end, self.start
+                ),
+                format!("give the {what}'s start and end as {shown_by} shows them"),
             );
-        } else if !is_block_duration(block_days(start, end)) {
+        } else if !kind.is_duration(block_days(start, end)) {
             ds.report_field(
-                Code::CapacityBlockDuration,
+                duration_code,
                 path,
                 field,
                 format!(
@@ -201,29 +231,29 @@ impl ReservationWindow {
                     self.end,
                     block_days(start, end)
                 ),
-                "Capacity Blocks last 1 to 14 days, or a multiple of 7 days up to 182: check the dates",
+                durations,
             );
         }
         let Some((text, Some(at))) = drain_by else {
             return;
         };
-        let latest = crate::catalog::capacity::block_schedule(
-            start,
-            end,
-            None,
-            super::vllm::objects::drain_minutes(),
-        )
-        .drain_by;
+        let grace = super::vllm::objects::drain_minutes();
+        let latest =
+            crate::catalog::capacity::reservation_schedule(kind, start, end, None, grace).drain_by;
+        let scale_down = match kind {
+            Reservation::CapacityBlock => "EKS scales the block's nodes to zero",
+            Reservation::TrainingPlan => "SageMaker begins terminating the plan's instances",
+        };
         let problem = if at > latest {
             Some(format!(
-                "drain by `{text}` is after {}: EKS scales the block's nodes to zero at {} (40 minutes before the end), and the servers need {} minute(s) before that to finish their requests",
-                crate::catalog::time::format_utc(latest),
-                crate::catalog::time::format_utc(latest + super::vllm::objects::drain_minutes()),
-                super::vllm::objects::drain_minutes()
+                "drain by `{text}` is after {}: {scale_down} at {} ({} minutes before the end), and the servers need {grace} minute(s) before that to finish their requests",
+                format_utc(latest),
+                format_utc(latest + grace),
+                kind.scale_down_lead_minutes(),
             ))
         } else if at <= start {
             Some(format!(
-                "drain by `{text}` is not after the block opens (`{}`)",
+                "drain by `{text}` is not after the {what} opens (`{}`)",
                 self.start
             ))
         } else {
@@ -237,11 +267,29 @@ impl ReservationWindow {
                 problem,
                 format!(
                     "drain between the start and {}, or leave `drain_by` out to drain as late as that",
-                    crate::catalog::time::format_utc(latest)
+                    format_utc(latest)
                 ),
             );
         }
     }
+}
+
+/// A `window` object of a stack file (`start`, `end`, `drain_by`); `None` when it is absent or
+/// lacks its start or end (reported).
+pub(crate) fn reservation_window(
+    r: &mut dyn super::stack_file::FieldReader,
+    field: &'static super::stack_file::Field,
+) -> Option<ReservationWindow> {
+    super::stack_file::object(r, field, |w| {
+        use reservation_window_fields as w_;
+        let drain_by = w.text(&w_::DRAIN_BY);
+        let window = ReservationWindow::new(w.text(&w_::START)?, w.text(&w_::END)?);
+        Some(match drain_by {
+            Some(at) => window.drained_by(at),
+            None => window,
+        })
+    })
+    .flatten()
 }
 
 /// Buying a Capacity Block from an offering (`aws ec2 describe-capacity-block-offerings`).
@@ -944,7 +992,13 @@ impl ManagedNodeGroup {
         };
         let window = block.window.as_ref()?;
         let (start, end) = window.minutes()?;
-        let timeline = super::window_schedule(start, end, window.drain_by_minutes(), None);
+        let timeline = super::window_schedule(
+            Reservation::CapacityBlock,
+            start,
+            end,
+            window.drain_by_minutes(),
+            None,
+        );
         let stack = scope.stack().name().to_owned();
         let node_group = self.node_group_name(&stack);
         let group_arn = Ref::<kind::NodeGroup>::new(&stack, format!("{}/NodeGroup", self.id)).arn();
@@ -1294,16 +1348,7 @@ fn capacity_block(
     })
     .flatten();
     let instances = b.u32(&f::INSTANCES);
-    let window = super::stack_file::object(b, &f::WINDOW, |w| {
-        use reservation_window_fields as w_;
-        let drain_by = w.text(&w_::DRAIN_BY);
-        let window = ReservationWindow::new(w.text(&w_::START)?, w.text(&w_::END)?);
-        Some(match drain_by {
-            Some(at) => window.drained_by(at),
-            None => window,
-        })
-    })
-    .flatten();
+    let window = reservation_window(b, &f::WINDOW);
     let fee = b.f64(&f::UPFRONT_FEE_USD);
     let with_window = |capacity: NodeCapacity| match capacity {
         NodeCapacity::CapacityBlock(block) => NodeCapacity::CapacityBlock(CapacityBlock {

@@ -318,6 +318,16 @@ impl CapacityEndWarning {
         )
     }
 
+    /// Warnings to `topic` before the training plan `arn` ends, at the end of the window its
+    /// instance group gives (`Capacity::during`): the end is written once.
+    pub fn for_training_plan(
+        id: impl Into<String>,
+        topic: &AlarmTopicHandle,
+        arn: impl Into<String>,
+    ) -> Self {
+        CapacityEndWarning::ending(id, topic, EndingCapacity::TrainingPlan(arn.into()), None)
+    }
+
     /// Warnings to `topic` before `capacity` ends at `end_time`.
     pub fn new(
         id: impl Into<String>,
@@ -357,11 +367,14 @@ impl CapacityEndWarning {
         self.end_time.clone().or_else(|| self.window_end(stack))
     }
 
-    /// The end of the window a node group or pool of `stack` gives the Capacity Block.
+    /// The end of the window a node group or pool of `stack` gives the Capacity Block, or an
+    /// instance group the training plan.
     fn window_end(&self, stack: &crate::app::Stack) -> Option<String> {
         match &self.capacity {
             EndingCapacity::CapacityBlock(id) => super::nodes::window_of(stack, id).map(|w| w.end),
-            EndingCapacity::TrainingPlan(_) => None,
+            EndingCapacity::TrainingPlan(arn) => {
+                super::hyperpod::window_of(stack, arn).map(|w| w.end)
+            }
         }
     }
 
@@ -444,12 +457,12 @@ impl Construct for CapacityEndWarning {
                     "end_time",
                     match self.capacity {
                         EndingCapacity::CapacityBlock(_) => "no end time: none is given, and no node group gives the block's window",
-                        EndingCapacity::TrainingPlan(_) => "no end time is given",
+                        EndingCapacity::TrainingPlan(_) => "no end time: none is given, and no instance group gives the plan's window",
                     }
                     .to_owned(),
                     match self.capacity {
                         EndingCapacity::CapacityBlock(_) => "give the block's window on the node group it feeds (`CapacityBlock::during`, `capacity_block.window`), or `end_time`",
-                        EndingCapacity::TrainingPlan(_) => "give the plan's end as `end_time` (aws sagemaker describe-training-plan shows `EndTime`)",
+                        EndingCapacity::TrainingPlan(_) => "give the plan's window on the instance group it feeds (`Capacity::during`, `training_plan.window`), or `end_time` (aws sagemaker describe-training-plan shows `EndTime`)",
                     },
                 );
                 None
@@ -495,9 +508,9 @@ impl Construct for CapacityEndWarning {
                     cx.path,
                     "end_time",
                     format!(
-                        "end time `{end_time}` is not the end of the block's window, `{window_end}`"
+                        "end time `{end_time}` is not the end of the reservation's window, `{window_end}`"
                     ),
-                    "leave `end_time` out: the warning takes the end from the block's window",
+                    "leave `end_time` out: the warning takes the end from the reservation's window",
                 );
             }
         }
@@ -707,7 +720,7 @@ stack_file_shape! {
         TOPIC: req "topic", Ty::Ref(Want::AlarmTopic), "The notification topic (an `alarm_topic` construct).";
         RESERVATION_ID: opt "reservation_id", Ty::Str, "The Capacity Block's reservation id (`cr-...`); or `training_plan_arn`.";
         TRAINING_PLAN_ARN: opt "training_plan_arn", Ty::Str, "The training plan's ARN; or `reservation_id`.";
-        END_TIME: opt "end_time", Ty::Str, "When the capacity ends, RFC 3339 in UTC (`2027-01-31T11:30:00Z`); for a Capacity Block whose node group gives its window, leave it out: the window's end is taken.";
+        END_TIME: opt "end_time", Ty::Str, "When the capacity ends, RFC 3339 in UTC (`2027-01-31T11:30:00Z`); for a Capacity Block whose node group (or a training plan whose instance group) gives its window, leave it out: the window's end is taken.";
         LEAD_HOURS: opt "lead_hours", Ty::U32(super::LEAD_HOURS), "Hours before the end for the scheduled message (24 by default).";
     }
 }

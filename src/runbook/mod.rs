@@ -1082,32 +1082,97 @@ fn step_lines<'a>(
     lines
 }
 
-/// A Capacity Block's timeline as the runbook shows it (UTC, to the minute).
+/// A reservation's timeline as the runbook shows it (UTC, to the minute).
 #[derive(Clone, Debug, Serialize)]
 pub struct TimelineData {
-    /// The block opens.
+    /// `block` or `plan`.
+    pub what: &'static str,
+    /// Whose lead times are counted (`EC2 and EKS publish`).
+    pub sources: &'static str,
+    /// The reservation opens.
     pub start: String,
-    /// What happens then (a node group scaled up, Karpenter launching on demand).
+    /// What happens then (a node group scaled up, Karpenter launching on demand, SageMaker
+    /// provisioning).
     pub opens: String,
-    /// What the service does 40 minutes before the end.
+    /// What the service does before the end to scale down; empty when its terminations are
+    /// the scale-down (a training plan).
     pub scale_down: String,
     /// The endpoint serves; empty when the stack serves no model there or its cold start is
     /// not estimated.
     pub serving_from: String,
     /// The cold start counted, minutes (with `serving_from`).
     pub cold_start_minutes: String,
-    /// Traffic stops and the group is scaled to zero.
+    /// Traffic stops (and the group is scaled to zero by its schedule).
     pub drain_by: String,
-    /// EKS scales the group to zero.
+    /// What the drain is.
+    pub drain: String,
+    /// The service scales the group down.
     pub scale_down_at: String,
-    /// EC2 begins terminating instances.
+    /// The service begins terminating instances.
     pub terminations_from: String,
-    /// The block ends.
+    /// What that is.
+    pub terminations: String,
+    /// The reservation ends.
     pub end: String,
     /// Its duration, days.
     pub days: i64,
     /// Minutes paid for without serving; empty when the cold start is unknown.
     pub idle_minutes: String,
+}
+
+impl TimelineData {
+    /// The runbook's rows of timeline `t` of a reservation feeding `entry`.
+    fn of(entry: &CapacityEntry, t: &crate::assembly::inventory::Timeline) -> TimelineData {
+        let hyperpod = entry.launched_by == LaunchedBy::HyperPod;
+        let (what, sources, opens, drain, scale_down, terminations) = if hyperpod {
+            (
+                "plan",
+                "SageMaker publishes",
+                "the plan turns Active: SageMaker provisions the instance group's instances",
+                "stop sending requests",
+                String::new(),
+                "SageMaker begins terminating the plan's instances (30 minutes before the end)",
+            )
+        } else if entry.pool {
+            (
+                "block",
+                "EC2 and EKS publish",
+                "the block opens: Karpenter launches its nodes as the pool's pods ask",
+                "stop sending requests",
+                "Karpenter drains the block's nodes (40 minutes before the end)".to_owned(),
+                "EC2 begins terminating the block's instances (30 minutes before the end)",
+            )
+        } else {
+            (
+                "block",
+                "EC2 and EKS publish",
+                "the block opens: the stage's schedule (EventBridge Scheduler) scales the node group up",
+                "stop sending requests; the stage's schedule scales the node group to zero",
+                "EKS scales the node group to zero itself (40 minutes before the end)".to_owned(),
+                "EC2 begins terminating the block's instances (30 minutes before the end)",
+            )
+        };
+        TimelineData {
+            what,
+            sources,
+            start: t.start.clone(),
+            opens: opens.to_owned(),
+            scale_down,
+            serving_from: t.serving_from.clone().unwrap_or_default(),
+            cold_start_minutes: t
+                .cold_start_minutes
+                .map(|m| m.to_string())
+                .unwrap_or_default(),
+            drain_by: t.drain_by.clone(),
+            drain: drain.to_owned(),
+            scale_down_at: t.scale_down_at.clone(),
+            terminations_from: t.terminations_from.clone(),
+            terminations: terminations.to_owned(),
+            end: t.end.clone(),
+            days: t.days,
+            idle_minutes: t.idle_minutes.map(|m| m.to_string()).unwrap_or_default(),
+        }
+    }
 }
 
 /// The runbook's line for a group of instances; `None` for on-demand EC2 instances without
@@ -1118,31 +1183,10 @@ fn capacity_line(entry: &CapacityEntry, region: &str) -> Option<CapacityData> {
     let timeline = match &entry.source {
         CapacitySourceEntry::CapacityBlock {
             timeline: Some(t), ..
-        } => Some(TimelineData {
-            start: t.start.clone(),
-            opens: if entry.pool {
-                "the block opens: Karpenter launches its nodes as the pool's pods ask".to_owned()
-            } else {
-                "the block opens: the stage's schedule (EventBridge Scheduler) scales the node group up"
-                    .to_owned()
-            },
-            scale_down: if entry.pool {
-                "Karpenter drains the block's nodes (40 minutes before the end)".to_owned()
-            } else {
-                "EKS scales the node group to zero itself (40 minutes before the end)".to_owned()
-            },
-            serving_from: t.serving_from.clone().unwrap_or_default(),
-            cold_start_minutes: t
-                .cold_start_minutes
-                .map(|m| m.to_string())
-                .unwrap_or_default(),
-            drain_by: t.drain_by.clone(),
-            scale_down_at: t.scale_down_at.clone(),
-            terminations_from: t.terminations_from.clone(),
-            end: t.end.clone(),
-            days: t.days,
-            idle_minutes: t.idle_minutes.map(|m| m.to_string()).unwrap_or_default(),
-        }),
+        }
+        | CapacitySourceEntry::TrainingPlan {
+            timeline: Some(t), ..
+        } => Some(TimelineData::of(entry, t)),
         _ => None,
     };
     let (count, training_plan, capacity_block, reservation, zone_id) = match &entry.source {

@@ -163,7 +163,12 @@ fn capacity(
             arn,
             availability_zone_id,
             reserved_instance_count,
+            // In the schedule; the fee is priced by `hyperforge cost`.
+            window: _,
+            drain_by: _,
+            upfront_fee_usd: _,
         } => CapacitySourceEntry::TrainingPlan {
+            timeline: schedule.map(timeline),
             input: (claim.launcher == Launcher::HyperPod)
                 .then(|| crate::constructs::hyperpod::training_plan_input(stack, &arn, owner).name),
             arn,

@@ -236,7 +236,7 @@ fn the_end_warning_reads_the_windows_end() {
     });
     assert_eq!(
         errors(contradicting),
-        ["end time `2026-12-24T11:30:00Z` is not the end of the block's window, `2026-12-17T11:30:00Z`"]
+        ["end time `2026-12-24T11:30:00Z` is not the end of the reservation's window, `2026-12-17T11:30:00Z`"]
     );
     // A window's end that is not a time is the window's mistake, said once, at the window.
     let bad_window = with_warning(
@@ -630,4 +630,187 @@ fn an_open_block_that_serves_nothing_is_alerted_on() {
             "{name}"
         );
     }
+}
+
+/// A HyperPod stack whose p6-b300 group is fed by the fixture training plan with `capacity`
+/// applied to it (a window, a fee).
+fn plan_app(capacity: impl Fn(Capacity) -> Capacity) -> App {
+    let mut stack = hyperforge::app::Stack::new("plan", "us-west-2");
+    crate::fixtures::add_hyperpod_stages(
+        &mut stack,
+        Network::new("Network").hyperpod_subnet("usw2-az2"),
+        "plan",
+        InstanceGroup::new("gpu", "ml.p6-b300.48xlarge").capacity(capacity(
+            Capacity::training_plan(crate::fixtures::TRAINING_PLAN, "usw2-az2"),
+        )),
+    );
+    App::new().stack(stack)
+}
+
+/// A training plan's window is checked against SageMaker's rules, not EC2's: any end time,
+/// 1 to 182 whole days, and a drain before SageMaker's terminations 30 minutes before the end.
+#[test]
+fn a_training_plans_window_is_checked_against_sagemakers_rules() {
+    let codes = |start: &str, end: &str, drain: Option<&str>| -> Vec<(Code, Option<String>)> {
+        plan_app(|c| {
+            let window = ReservationWindow::new(start, end);
+            c.within(match drain {
+                Some(at) => window.drained_by(at),
+                None => window,
+            })
+        })
+        .validate()
+        .iter()
+        .filter(|d| d.code.severity() == hyperforge::diagnostics::Severity::Error)
+        .map(|d| (d.code, d.field.clone()))
+        .collect()
+    };
+    // Not 11:30, 15 days: both fine for a plan (a Capacity Block allows neither).
+    assert_eq!(
+        codes("2026-12-10T12:00:00Z", "2026-12-25T12:00:00Z", None),
+        []
+    );
+    assert_eq!(
+        codes("2026-12-10T12:00:00Z", "2027-06-12T12:00:00Z", None),
+        [(
+            Code::TrainingPlanDuration,
+            Some("training_plan.window".into())
+        )]
+    );
+    assert_eq!(
+        codes("2026-12-10 12:00", "2026-12-17T12:00:00Z", None),
+        [(
+            Code::InvalidReservationWindow,
+            Some("training_plan.window.start".into())
+        )]
+    );
+    // The latest drain is 31 minutes before the end: SageMaker's 30 and the servers' grace.
+    let end = "2026-12-17T12:00:00Z";
+    assert_eq!(
+        codes("2026-12-10T12:00:00Z", end, Some("2026-12-17T11:29:00Z")),
+        []
+    );
+    let late = plan_app(|c| {
+        c.within(
+            ReservationWindow::new("2026-12-10T12:00:00Z", end).drained_by("2026-12-17T11:30:00Z"),
+        )
+    })
+    .validate();
+    let d = late
+        .iter()
+        .find(|d| d.code == Code::DrainAfterScaleDown)
+        .unwrap_or_else(|| panic!("{late:?}"));
+    assert_eq!(d.field.as_deref(), Some("training_plan.window.drain_by"));
+    assert!(
+        d.message.contains("SageMaker begins terminating the plan's instances at 2026-12-17T11:30Z (30 minutes before the end)"),
+        "{}",
+        d.message
+    );
+    // A fee is a price.
+    let fee = plan_app(|c| c.during("2026-12-10T12:00:00Z", end).upfront_fee_usd(-5.0)).validate();
+    assert!(fee.iter().any(|d| d.code == Code::InvalidUpfrontFee
+        && d.field.as_deref() == Some("training_plan.upfront_fee_usd")));
+}
+
+/// The plan's window drives the timeline (manifest, runbook, `list`), the warning before its
+/// end, the not-serving alert and `hyperforge cost`, on the HyperPod reference.
+#[test]
+fn a_training_plans_window_drives_the_hyperpod_references_timeline() {
+    use hyperforge::reference::{TRAINING_PLAN_END, TRAINING_PLAN_START};
+    let app = hyperforge::reference::kimi_k3_hyperpod();
+    let assembly = app.synth().unwrap_or_else(|e| panic!("{e}"));
+    let stack = &assembly.manifest().stacks[0];
+    let timeline = stack
+        .inventory
+        .capacity
+        .iter()
+        .find_map(|c| match &c.source {
+            CapacitySourceEntry::TrainingPlan { timeline, .. } => timeline.clone(),
+            _ => None,
+        })
+        .expect("the plan's timeline");
+    let minutes = |t: &str| hyperforge::catalog::time::parse_utc_minutes(t).unwrap();
+    let at = hyperforge::catalog::time::format_utc;
+    let (start, end) = (minutes(TRAINING_PLAN_START), minutes(TRAINING_PLAN_END));
+    assert_eq!(timeline.start, at(start));
+    assert_eq!(timeline.terminations_from, at(end - 30));
+    assert_eq!(timeline.drain_by, at(end - 31));
+    let cold = timeline
+        .cold_start_minutes
+        .expect("an estimated cold start");
+    assert_eq!(timeline.serving_from, Some(at(start + cold)));
+    assert_eq!(timeline.idle_minutes, Some(cold + 31));
+    assert_eq!(timeline.days, 7);
+
+    let runbook = assembly.text("kimi-k3-hyperpod/RUNBOOK.md").unwrap();
+    for line in [
+        format!(
+            "| {} | the plan turns Active: SageMaker provisions the instance group's instances |",
+            at(start)
+        ),
+        format!("| {} | drain by: stop sending requests |", at(end - 31)),
+        "aws sagemaker extend-training-plan --region us-west-2".to_owned(),
+    ] {
+        assert!(runbook.contains(&line), "{line}");
+    }
+    // The warning reads the window's end: the end is written once.
+    let end_entry = &stack.inventory.capacity_ends[0];
+    assert_eq!(end_entry.end_time, TRAINING_PLAN_END);
+    // The alert on an active plan that serves nothing.
+    let operations = assembly
+        .text("kimi-k3-hyperpod/05-operations.template.json")
+        .unwrap();
+    assert!(operations.contains(&format!(
+        "alert: {}",
+        hyperforge::constructs::monitoring::TRAINING_PLAN_NOT_SERVING
+    )));
+    // `hyperforge cost`: the window, unpriced without a fee, priced with one.
+    let report = hyperforge::cost::estimate(&app).to_string();
+    assert!(
+        report.contains("unpriced: a training plan's price is set at purchase"),
+        "{report}"
+    );
+    let priced = plan_app(|c| {
+        c.during(TRAINING_PLAN_START, TRAINING_PLAN_END)
+            .upfront_fee_usd(70_000.0)
+    });
+    let report = hyperforge::cost::estimate(&priced).to_string();
+    assert!(
+        report.contains("training plan arn:aws:sagemaker"),
+        "{report}"
+    );
+    assert!(report.contains("$70000.00 paid up front"), "{report}");
+}
+
+/// In a stack file, a plan's window is read and checked at its line.
+#[test]
+fn stack_file_training_plan_windows_are_checked_at_their_lines() {
+    let text = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/stacks/kimi-k3-hyperpod.yaml"
+    ))
+    .unwrap();
+    let wrong = text.replace(
+        "end: \"2027-01-15T11:30:00Z\"",
+        "end: \"2027-09-15T11:30:00Z\"",
+    );
+    assert_ne!(wrong, text);
+    let diagnostics = hyperforge::stackfile::load_str("kimi-k3-hyperpod.yaml", &wrong)
+        .map(|app| app.validate())
+        .unwrap_or_else(|ds| ds);
+    let located = diagnostics
+        .iter()
+        .find(|d| d.code == Code::TrainingPlanDuration)
+        .map(|d| d.path.clone())
+        .unwrap_or_else(|| panic!("{diagnostics:?}"));
+    // The window object, at its first field.
+    let line = wrong
+        .lines()
+        .position(|l| l.contains("start: \"2027-01-08T11:30:00Z\""))
+        .unwrap()
+        + 1;
+    assert!(
+        located.starts_with(&format!("kimi-k3-hyperpod.yaml:{line}:")),
+        "{located}"
+    );
 }

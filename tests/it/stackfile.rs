@@ -348,8 +348,8 @@ fn builder_rule_in_an_instance_group_points_at_its_field() {
     let text = read("stacks/kimi-k3-hyperpod.yaml")
         .replace("count: 1", "count: 2")
         .replace(
-            "az_id: usw2-az2\n\n",
-            "az_id: usw2-az2\n              reserved_instances: 1\n\n",
+            "az_id: usw2-az2\n              window:",
+            "az_id: usw2-az2\n              reserved_instances: 1\n              window:",
         );
     let ds = load_err(&text);
     let d = ds
