@@ -193,7 +193,8 @@ pub const GPU_XID_ERRORS: AlertRule = AlertRule {
 };
 
 /// A DCGM exporter cannot be scraped, or none reports at all, for 5 minutes: GPU metrics (and
-/// the XID alert) are blind for that node. Check the exporter's pods
+/// the XID alert) are blind for that node. When every GPU node comes from a reserved window,
+/// it holds only inside the windows ([`gpu_silence_within`]). Check the exporter's pods
 /// (`kubectl get pods -A -l app.kubernetes.io/name=dcgm-exporter -o wide`) and the node.
 pub const GPU_NODE_SILENT: AlertRule = AlertRule {
     name: "GpuNodeNotReporting",
@@ -313,11 +314,18 @@ pub fn not_serving_alert(
     })
 }
 
-/// The not-serving alerts of every reserved window (Capacity Block, training plan) in `stack` (see
-/// [`not_serving_alert`]), in the order the stack holds the blocks.
-fn window_alerts(stack: &crate::app::Stack) -> Vec<AlertFacts> {
+/// The reserved windows of `stack`'s capacity, each with the display path of its group and
+/// what brings its nodes, in the order the stack holds them; and whether every GPU claim of the
+/// stack has one (then its GPU nodes exist only inside them).
+fn windows(
+    stack: &crate::app::Stack,
+) -> (
+    Vec<(String, WindowNodes, crate::catalog::capacity::BlockSchedule)>,
+    bool,
+) {
     let placements = super::Placements::new(stack);
-    // The monitoring constructs' own facts are these alerts: skipped, not recursed into.
+    // The monitoring constructs' own facts are the alerts read from these: skipped, not
+    // recursed into.
     let facts: Vec<_> = placements
         .all()
         .filter(|p| p.construct.kind() != <PrometheusMonitoring as Construct>::KIND)
@@ -328,14 +336,55 @@ fn window_alerts(stack: &crate::app::Stack) -> Vec<AlertFacts> {
         .flat_map(|f| &f.served_models)
         .map(|s| (s.instance_type.to_owned(), s.cold_start_secs()))
         .collect();
-    facts
+    let mut every_gpu_windowed = true;
+    let mut out = Vec::new();
+    for claim in facts.iter().flat_map(|f| &f.capacity) {
+        let schedule = super::reservation_schedule(claim, &cold_starts);
+        let ec2_type = claim
+            .instance_type
+            .strip_prefix("ml.")
+            .unwrap_or(&claim.instance_type);
+        let gpus = crate::catalog::instance(ec2_type).is_some_and(|i| i.gpu_count > 0);
+        every_gpu_windowed &= !gpus || schedule.is_some();
+        if let Some(schedule) = schedule {
+            out.push((claim.path.clone(), WindowNodes::of(claim), schedule));
+        }
+    }
+    (out, every_gpu_windowed)
+}
+
+/// The not-serving alerts of every reserved window (Capacity Block, training plan) in
+/// `stack` (see [`not_serving_alert`]), in the order the stack holds them.
+fn window_alerts(
+    windows: &[(String, WindowNodes, crate::catalog::capacity::BlockSchedule)],
+) -> Vec<AlertFacts> {
+    windows
         .iter()
-        .flat_map(|f| &f.capacity)
-        .filter_map(|claim| {
-            let schedule = super::reservation_schedule(claim, &cold_starts)?;
-            not_serving_alert(&claim.path, WindowNodes::of(claim), &schedule)
-        })
+        .filter_map(|(path, nodes, schedule)| not_serving_alert(path, *nodes, schedule))
         .collect()
+}
+
+/// [`GPU_NODE_SILENT`]'s expression when every GPU node of the stack comes from a reserved
+/// window: it holds only from each window's serving-from (its start when the cold start is not
+/// known) plus [`SERVING_SLACK_MINUTES`] to its drain, since outside them no GPU node exists
+/// and no exporter can report. `None` when a window leaves no such time.
+pub fn gpu_silence_within(
+    expression: &str,
+    schedules: &[crate::catalog::capacity::BlockSchedule],
+) -> Option<String> {
+    let ranges: Vec<String> = schedules
+        .iter()
+        .filter_map(|s| {
+            let from = s.serving_from.unwrap_or(s.start) + SERVING_SLACK_MINUTES;
+            (from < s.drain_by)
+                .then(|| format!("(vector(time()) > {} < {})", from * 60, s.drain_by * 60))
+        })
+        .collect();
+    match ranges.as_slice() {
+        [] => None,
+        [one] => Some(format!("({expression}) and on() {one}")),
+        many => Some(format!("({expression}) and on() ({})", many.join(" or "))),
+    }
 }
 
 /// Every alerting rule, in order.
@@ -441,9 +490,23 @@ impl PrometheusMonitoring {
 
     /// Every alerting rule of this description in `stack`: [`ALERTS`] with their thresholds
     /// in place, then the Capacity Block windows' (see [`not_serving_alert`]).
+    /// When every GPU node of the stack comes from a reserved window, [`GPU_NODE_SILENT`]
+    /// holds only inside the windows (see [`gpu_silence_within`]): before a block opens no
+    /// exporter can report.
     pub fn alerts_in(&self, stack: &crate::app::Stack) -> Vec<AlertFacts> {
+        let (windows, every_gpu_windowed) = windows(stack);
         let mut alerts = self.alerts();
-        alerts.extend(window_alerts(stack));
+        if every_gpu_windowed && !windows.is_empty() {
+            let schedules: Vec<_> = windows.iter().map(|(_, _, s)| *s).collect();
+            for alert in &mut alerts {
+                if alert.name == GPU_NODE_SILENT.name {
+                    if let Some(bounded) = gpu_silence_within(&alert.expression, &schedules) {
+                        alert.expression = bounded;
+                    }
+                }
+            }
+        }
+        alerts.extend(window_alerts(&windows));
         alerts
     }
 
@@ -746,6 +809,32 @@ impl super::stack_file::StackFileConstruct for PrometheusMonitoring {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn gpu_silence_is_bounded_to_each_window_that_serves() {
+        use crate::catalog::capacity::block_schedule;
+        let day = 1440;
+        let a = block_schedule(10 * day, 17 * day + 690, Some(60), 1);
+        let b = block_schedule(20 * day, 27 * day + 690, None, 1);
+        let expr = "up == 0";
+        assert_eq!(
+            gpu_silence_within(expr, &[a]).unwrap(),
+            format!(
+                "(up == 0) and on() (vector(time()) > {} < {})",
+                (a.start + 60 + 15) * 60,
+                a.drain_by * 60
+            )
+        );
+        let both = gpu_silence_within(expr, &[a, b]).unwrap();
+        assert!(both.contains(&format!(
+            ") or (vector(time()) > {} < {}))",
+            (b.start + 15) * 60,
+            b.drain_by * 60
+        )));
+        // A window too short to serve leaves nothing to bound by.
+        let short = block_schedule(10 * day, 10 * day + 50, None, 1);
+        assert_eq!(gpu_silence_within(expr, &[short]), None);
+    }
+
     use super::*;
 
     /// A block opening 2026-12-10 04:55 whose model serves after a 95-minute cold start: the

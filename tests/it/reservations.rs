@@ -622,6 +622,14 @@ fn an_open_block_that_serves_nothing_is_alerted_on() {
             )),
             "{name}: {rules}"
         );
+        // Every GPU node comes from the block: the exporter's silence is alerted on only
+        // while the block's nodes serve, never before it opens.
+        assert!(
+            rules.contains(&format!(
+                r#"expr: (up{{job="dcgm"}} == 0 or absent(up{{job="dcgm"}})) and on() (vector(time()) > {from} < {until})"#
+            )),
+            "{name}: {rules}"
+        );
         let runbook = assembly.text(&format!("{name}/RUNBOOK.md")).unwrap();
         assert!(
             runbook.contains(&format!(
@@ -630,6 +638,32 @@ fn an_open_block_that_serves_nothing_is_alerted_on() {
             "{name}"
         );
     }
+    // A block without a window: its GPU nodes may run at any time, so the exporter's
+    // silence is always alerted on.
+    let text = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/stacks/kimi-k3-eks.yaml"
+    ))
+    .unwrap();
+    let window = "          window:                   # StartDate and EndDate (placeholders: replace with your block's)\n            start: \"2027-01-08T04:55:00Z\"\n            end: \"2027-01-15T11:30:00Z\"\n";
+    let ending = "        reservation_id: cr-0123456789abcdef0\n        # Ends";
+    assert!(text.contains(window) && text.contains(ending));
+    let text = text.replace(window, "").replace(
+        ending,
+        "        reservation_id: cr-0123456789abcdef0\n        end_time: \"2027-01-15T11:30:00Z\"\n        # Ends",
+    );
+    let assembly = hyperforge::stackfile::load_str("kimi-k3-eks.yaml", &text)
+        .unwrap_or_else(|e| panic!("{e}"))
+        .synth()
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert!(block_timeline(&assembly).is_none());
+    let operations = assembly
+        .text("kimi-k3-eks/05-operations.template.json")
+        .unwrap();
+    assert!(
+        operations.contains(r#"expr: up{job=\"dcgm\"} == 0 or absent(up{job=\"dcgm\"})\n"#),
+        "{operations}"
+    );
 }
 
 /// A HyperPod stack whose p6-b300 group is fed by the fixture training plan with `capacity`
