@@ -321,20 +321,36 @@ fn claim_line(claim: CapacityClaim, region: &str) -> CostLine {
             "EC2 on-demand equivalent of the pool's largest size; Capacity Block capacity: its price was set at purchase and is not in the catalog".to_owned(),
             ec2_unpriced,
         ),
-        Launcher::Ec2 => (
-            claim.count,
-            match claim.source {
-                CapacitySource::CapacityBlock { .. } => "EC2 on-demand equivalent; Capacity Block capacity: its price was set at purchase and is not in the catalog".to_owned(),
-                CapacitySource::OnDemand | CapacitySource::TrainingPlan { .. } => "EC2 on-demand".to_owned(),
-            },
-            ec2_unpriced,
-        ),
+        Launcher::Ec2 => match claim.source {
+            // Billed for every instance it holds, used or not.
+            CapacitySource::CapacityReservation {
+                reserved_instance_count: Some(held),
+                ..
+            } => (
+                held.max(claim.count),
+                "EC2 on-demand, for every instance the On-Demand Capacity Reservation holds, used or not".to_owned(),
+                ec2_unpriced,
+            ),
+            CapacitySource::CapacityReservation { .. } => (
+                claim.count,
+                "EC2 on-demand; an On-Demand Capacity Reservation is billed for every instance it holds, used or not (give its instance count)".to_owned(),
+                ec2_unpriced,
+            ),
+            CapacitySource::CapacityBlock { .. } => (
+                claim.count,
+                "EC2 on-demand equivalent; Capacity Block capacity: its price was set at purchase and is not in the catalog".to_owned(),
+                ec2_unpriced,
+            ),
+            CapacitySource::OnDemand | CapacitySource::TrainingPlan { .. } => {
+                (claim.count, "EC2 on-demand".to_owned(), ec2_unpriced)
+            }
+        },
         Launcher::HyperPod => {
             let capacity = match claim.source {
                 CapacitySource::TrainingPlan { .. } | CapacitySource::CapacityBlock { .. } => {
                     "training plan capacity: its price was set at purchase and is not in the catalog"
                 }
-                CapacitySource::OnDemand => {
+                CapacitySource::OnDemand | CapacitySource::CapacityReservation { .. } => {
                     "HyperPod on demand: SageMaker ml. prices are not in the catalog"
                 }
             };
@@ -369,7 +385,9 @@ fn reservations(
         .iter()
         .filter_map(|claim| {
             let reservation = match &claim.source {
-                CapacitySource::OnDemand => return None,
+                CapacitySource::OnDemand | CapacitySource::CapacityReservation { .. } => {
+                    return None
+                }
                 CapacitySource::CapacityBlock { reservation, .. } => reservation,
                 CapacitySource::TrainingPlan { arn, .. } => arn,
             };

@@ -195,8 +195,8 @@ codes! {
         "Training plans and EC2 Capacity Blocks are sold in quantities of 1, 2, 4, 8, 16, 32 or 64 instances (64 not for every type and region). A reservation of any other size cannot exist; check the count you copied from the plan or block.";
     MalformedCapacityReservationId = "HF0320", Error, "capacity reservation id is malformed",
         "Capacity Block reservation ids look like `cr-0123456789abcdef0`; `aws ec2 describe-capacity-reservations` lists them.";
-    CapacityBlockSubnetZone = "HF0321", Error, "a Capacity Block node group has a subnet outside the block's zone",
-        "A Capacity Block is a capacity reservation in one availability zone; instances cannot launch in a subnet of another zone (EC2 answers \"The following supplied instance types do not exist\"). Give the group only the network's GPU subnet, placed by the block's zone id.";
+    CapacityBlockSubnetZone = "HF0321", Error, "a node group on a Capacity Block or capacity reservation has a subnet outside its zone",
+        "A Capacity Block, like an On-Demand Capacity Reservation, is a capacity reservation in one availability zone; instances cannot launch into it from a subnet of another zone (EC2 answers \"The following supplied instance types do not exist\"). Give the group only the network's GPU subnet, placed by the reservation's zone id.";
     GpuAmiRequired = "HF0322", Error, "a GPU instance type runs an AMI without the NVIDIA driver",
         "GPU nodes need the EKS-optimized accelerated AMI (`AL2023_x86_64_NVIDIA`). `ManagedNodeGroup::gpu` selects it.";
     InvalidScaling = "HF0323", Error, "node group sizes are not ordered",

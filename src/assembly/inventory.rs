@@ -68,6 +68,19 @@ pub enum LaunchedBy {
 pub enum CapacitySourceEntry {
     /// On-demand instances.
     OnDemand,
+    /// An EC2 On-Demand Capacity Reservation.
+    CapacityReservation {
+        /// The reservation id the description was synthesized with (`cr-...`).
+        reservation: String,
+        /// The stack input holding the id at deploy time.
+        input: String,
+        /// The reservation's zone id, when known.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        zone_id: Option<String>,
+        /// The instances the reservation holds, when given.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        reserved_count: Option<i64>,
+    },
     /// An EC2 Capacity Block.
     CapacityBlock {
         /// The reservation id the description was synthesized with (`cr-...`), or how a

@@ -86,7 +86,7 @@ pub use monitoring::{AlertFacts, PrometheusMonitoring, PrometheusMonitoringHandl
 pub use network::{NatGateways, Network, NetworkHandle};
 pub use nodes::{
     AmiType, CapacityBlock, CapacityBlockPurchase, ManagedNodeGroup, NodeCapacity, NodeGroupHandle,
-    ReservationWindow,
+    OnDemandCapacityReservation, ReservationWindow,
 };
 pub use operations::{
     AlarmTopic, AlarmTopicHandle, CapacityEndWarning, CapacityEndWarningHandle, EndingCapacity,
@@ -401,6 +401,15 @@ pub enum CapacitySource {
         /// What it cost, paid up front, USD, when given and valid.
         upfront_fee_usd: Option<f64>,
     },
+    /// An EC2 On-Demand Capacity Reservation.
+    CapacityReservation {
+        /// The reservation id (`cr-...`).
+        reservation: String,
+        /// The zone id of the reservation, when known.
+        availability_zone_id: Option<String>,
+        /// The instances the reservation holds, when given.
+        reserved_instance_count: Option<i64>,
+    },
     /// An EC2 Capacity Block.
     CapacityBlock {
         /// The reservation id (`cr-...`), or a description of the selector.
@@ -524,7 +533,7 @@ impl CapacitySource {
     /// time given (UTC minutes).
     pub fn window(&self) -> Option<(Reservation, (i64, i64), Option<i64>)> {
         match self {
-            CapacitySource::OnDemand => None,
+            CapacitySource::OnDemand | CapacitySource::CapacityReservation { .. } => None,
             CapacitySource::TrainingPlan {
                 window, drain_by, ..
             } => Some((Reservation::TrainingPlan, (*window)?, *drain_by)),
@@ -537,7 +546,7 @@ impl CapacitySource {
     /// What the reservation cost up front, USD, when given.
     pub fn upfront_fee_usd(&self) -> Option<f64> {
         match self {
-            CapacitySource::OnDemand => None,
+            CapacitySource::OnDemand | CapacitySource::CapacityReservation { .. } => None,
             CapacitySource::TrainingPlan {
                 upfront_fee_usd, ..
             }

@@ -13,8 +13,8 @@ use crate::diagnostics::{Code, Diagnostics};
 use crate::resources::iam::service_trust;
 use crate::resources::plan::Step;
 use crate::resources::{
-    self, CapacityBlockTarget, LaunchTemplate, MetadataOptions, NetworkInterface, NodeGroup, Role,
-    RootVolume, Scope, StackInput,
+    self, LaunchTemplate, MetadataOptions, NetworkInterface, NodeGroup, ReservationTarget,
+    ReservedMarket, Role, RootVolume, Scope, StackInput,
 };
 use std::collections::BTreeMap;
 
@@ -102,6 +102,46 @@ impl From<CapacityBlock> for NodeCapacity {
         NodeCapacity::CapacityBlock(block)
     }
 }
+
+/// An EC2 On-Demand Capacity Reservation (`targeted`): on-demand instances of one type in one
+/// zone, held for the account and billed at the on-demand rate whether instances run in it or
+/// not, until it is cancelled or reaches its end date. Instances outlive it: when it ends they
+/// keep running as plain on-demand instances (EC2 User Guide, "On-Demand Capacity
+/// Reservations"), so nothing is drained.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct OnDemandCapacityReservation {
+    /// The reservation id (`cr-0123456789abcdef0`).
+    pub reservation_id: String,
+    /// The zone id of the reservation (its instances launch only there).
+    pub availability_zone_id: String,
+    /// Instances the reservation holds, when known (caps the group's size).
+    pub instance_count: Option<u32>,
+}
+
+impl OnDemandCapacityReservation {
+    /// The reservation `reservation_id` in zone `az_id`, of `instances` instances.
+    pub fn held(
+        reservation_id: impl Into<String>,
+        az_id: impl Into<String>,
+        instances: u32,
+    ) -> Self {
+        OnDemandCapacityReservation {
+            reservation_id: reservation_id.into(),
+            availability_zone_id: az_id.into(),
+            instance_count: Some(instances),
+        }
+    }
+}
+
+impl From<OnDemandCapacityReservation> for NodeCapacity {
+    fn from(reservation: OnDemandCapacityReservation) -> Self {
+        NodeCapacity::CapacityReservation(reservation)
+    }
+}
+
+/// The most instances an On-Demand Capacity Reservation holds as hyperforge checks it: a node
+/// group's own maximum, since the group targets one reservation.
+pub const ODCR_INSTANCES: Ints = Ints::new(1, MAX_NODES_PER_GROUP);
 
 /// When a reservation holds its instances: RFC 3339 times in UTC, as
 /// `aws ec2 describe-capacity-reservations` shows a block's `StartDate` and `EndDate`.
@@ -349,6 +389,8 @@ pub enum NodeCapacity {
     OnDemand,
     /// A Capacity Block.
     CapacityBlock(CapacityBlock),
+    /// An On-Demand Capacity Reservation.
+    CapacityReservation(OnDemandCapacityReservation),
 }
 
 impl NodeCapacity {
@@ -735,7 +777,7 @@ impl ManagedNodeGroup {
         let gpus = instance.map_or(0, |i| i.gpu_count);
         if instance.is_none()
             && (self.ami == AmiType::Al2023Nvidia
-                || matches!(self.capacity, NodeCapacity::CapacityBlock(_)))
+                || !matches!(self.capacity, NodeCapacity::OnDemand))
         {
             ds.report_field(
                 Code::UnknownInstanceType,
@@ -798,6 +840,9 @@ impl ManagedNodeGroup {
                 "turn EFA off or choose an EFA-capable type",
             );
         }
+        if let NodeCapacity::CapacityReservation(odcr) = &self.capacity {
+            self.check_capacity_reservation(stack, odcr, path, ds);
+        }
         if let NodeCapacity::CapacityBlock(block) = &self.capacity {
             if let Some(purchase) = &block.purchase {
                 if !purchase.acknowledged_non_refundable {
@@ -841,7 +886,7 @@ impl ManagedNodeGroup {
                     ),
                     "zone ids look like `usw2-az2`",
                 ),
-                Some(zone) => self.check_subnet_zones(stack, &zone, path, ds),
+                Some(zone) => self.check_subnet_zones(stack, "Capacity Block", &zone, path, ds),
             }
             if let Some(window) = &block.window {
                 window.check_capacity_block(path, "capacity_block.window", ds);
@@ -869,7 +914,16 @@ impl ManagedNodeGroup {
         }
     }
 
-    fn check_subnet_zones(&self, stack: &Stack, zone: &AzId, path: &str, ds: &mut Diagnostics) {
+    /// Every subnet of the group outside `zone`, the zone of `what` (`Capacity Block`) feeding
+    /// it (`HF0321`).
+    fn check_subnet_zones(
+        &self,
+        stack: &Stack,
+        what: &str,
+        zone: &AzId,
+        path: &str,
+        ds: &mut Diagnostics,
+    ) {
         for subnet in &self.subnets {
             let subnet_zone = super::network::zone_of_subnet(stack, subnet);
             match subnet_zone {
@@ -878,7 +932,7 @@ impl ManagedNodeGroup {
                     Code::CapacityBlockSubnetZone,
                     path,
                     "subnets",
-                    format!("subnet `{}` is in {z}, the Capacity Block is in {zone}", subnet.path()),
+                    format!("subnet `{}` is in {z}, the {what} is in {zone}", subnet.path()),
                     format!("use only a subnet in {zone}: `Network::gpu_subnet(\"{zone}\")`"),
                 ),
                 None => ds.report_field(
@@ -886,7 +940,7 @@ impl ManagedNodeGroup {
                     path,
                     "subnets",
                     format!(
-                        "subnet `{}` is not pinned to the Capacity Block's zone {zone}; EC2 rejects launches outside it (\"The following supplied instance types do not exist\")",
+                        "subnet `{}` is not pinned to the {what}'s zone {zone}; EC2 rejects launches outside it (\"The following supplied instance types do not exist\")",
                         subnet.path()
                     ),
                     format!("use only the network's GPU subnet: `Network::gpu_subnet(\"{zone}\")` and `network.gpu_subnet`"),
@@ -946,21 +1000,33 @@ pub const RESERVATION_ID_PATTERN: &str = "^cr-([0-9a-f]{8}|[0-9a-f]{17})$";
 /// Terraform module buys) gives an input without default.
 pub fn reservation_input(stack: &Stack, id: &str, owner: &str) -> StackInput {
     let placements = super::Placements::new(stack);
+    // The first claimer, and whether it holds an On-Demand Capacity Reservation.
     let claimer = (!id.is_empty())
         .then(|| {
-            placements.all().find(|p| {
-                p.facts().capacity.iter().any(|c| {
-                    matches!(&c.source, CapacitySource::CapacityBlock { reservation, .. } if reservation == id)
+            placements.all().find_map(|p| {
+                p.facts().capacity.iter().find_map(|c| match &c.source {
+                    CapacitySource::CapacityBlock { reservation, .. } if reservation == id => {
+                        Some((p.node.id.clone(), false))
+                    }
+                    CapacitySource::CapacityReservation { reservation, .. }
+                        if reservation == id =>
+                    {
+                        Some((p.node.id.clone(), true))
+                    }
+                    _ => None,
                 })
             })
         })
-        .flatten()
-        .map_or_else(|| owner.to_owned(), |p| p.node.id.clone());
+        .flatten();
+    let (claimer, on_demand) = claimer.unwrap_or_else(|| (owner.to_owned(), false));
+    let what = if on_demand {
+        "On-Demand Capacity Reservation"
+    } else {
+        "Capacity Block reservation"
+    };
     StackInput {
         name: format!("{}CapacityReservationId", crate::app::logical_id(&claimer)),
-        description: format!(
-            "Capacity Block reservation feeding {claimer} (aws ec2 describe-capacity-reservations)"
-        ),
+        description: format!("{what} feeding {claimer} (aws ec2 describe-capacity-reservations)"),
         default: (!id.is_empty()).then(|| id.to_owned()),
         pattern: Some(RESERVATION_ID_PATTERN.to_owned()),
         expected: "a capacity reservation id: cr- and 8 or 17 hexadecimal digits".to_owned(),
@@ -978,6 +1044,68 @@ pub fn is_reservation_id(id: &str) -> bool {
 }
 
 impl ManagedNodeGroup {
+    /// Every problem of the On-Demand Capacity Reservation `odcr` feeding the group: its id,
+    /// its zone (the group's subnets must be there) and its size (the group may not outgrow
+    /// it: a launch targeted at a full reservation fails).
+    fn check_capacity_reservation(
+        &self,
+        stack: &Stack,
+        odcr: &OnDemandCapacityReservation,
+        path: &str,
+        ds: &mut Diagnostics,
+    ) {
+        if !is_reservation_id(&odcr.reservation_id) {
+            ds.report_field(
+                Code::MalformedCapacityReservationId,
+                path,
+                "capacity_reservation.reservation_id",
+                format!("`{}` is not a capacity reservation id", odcr.reservation_id),
+                "On-Demand Capacity Reservation ids look like cr-0123456789abcdef0 (aws ec2 describe-capacity-reservations)",
+            );
+        }
+        match AzId::parse(&odcr.availability_zone_id) {
+            None => ds.report_field(
+                Code::InvalidAvailabilityZoneId,
+                path,
+                "capacity_reservation.az_id",
+                format!(
+                    "`{}` is not an availability zone id",
+                    odcr.availability_zone_id
+                ),
+                "zone ids look like `usw2-az2`",
+            ),
+            Some(zone) => {
+                self.check_subnet_zones(stack, "On-Demand Capacity Reservation", &zone, path, ds)
+            }
+        }
+        let Some(count) = odcr.instance_count else {
+            return;
+        };
+        if !ODCR_INSTANCES.contains(i64::from(count)) {
+            ds.report_field(
+                Code::InvalidReservedInstanceCount,
+                path,
+                "capacity_reservation.instance_count",
+                format!("a reservation of {count} instances feeds one node group"),
+                format!(
+                    "give the reservation's instance count, {} (aws ec2 describe-capacity-reservations shows `TotalInstanceCount`)",
+                    ODCR_INSTANCES.describe()
+                ),
+            );
+        } else if self.max > i64::from(count) {
+            ds.report_field(
+                Code::GroupLargerThanReservation,
+                path,
+                "scaling.max",
+                format!(
+                    "the group may grow to {} nodes but the reservation holds {count}",
+                    self.max
+                ),
+                format!("set max to at most {count}; launches beyond the reservation fail"),
+            );
+        }
+    }
+
     /// The schedules a Capacity Block's window drives (EventBridge Scheduler calling EKS
     /// `UpdateNodegroupConfig` as a role of their own): the group scaled to its sizes when the
     /// block opens, and to zero at the drain time, the servers' termination grace before EKS's
@@ -1120,8 +1248,13 @@ impl Construct for ManagedNodeGroup {
         );
         let stack_name = scope.stack().name().to_owned();
         let name_tag = format!("{stack_name}-{}", id.to_ascii_lowercase());
-        let capacity_block = match &self.capacity {
+        let reservation = match &self.capacity {
             NodeCapacity::OnDemand => None,
+            NodeCapacity::CapacityReservation(odcr) => Some(ReservationTarget {
+                reservation: reservation_input(scope.stack(), &odcr.reservation_id, id),
+                purchase: None,
+                market: ReservedMarket::OnDemand,
+            }),
             NodeCapacity::CapacityBlock(block) => {
                 let purchase = block.purchase.as_ref().map(|purchase| {
                     scope.add(
@@ -1134,9 +1267,10 @@ impl Construct for ManagedNodeGroup {
                     );
                     scope.path("CapacityBlock")
                 });
-                Some(CapacityBlockTarget {
+                Some(ReservationTarget {
                     reservation: reservation_input(scope.stack(), &block.reservation_id, id),
                     purchase,
+                    market: ReservedMarket::CapacityBlock,
                 })
             }
         };
@@ -1167,7 +1301,7 @@ impl Construct for ManagedNodeGroup {
             "LaunchTemplate",
             LaunchTemplate {
                 instance_type: self.instance_type().to_owned(),
-                capacity_block,
+                reservation,
                 metadata: MetadataOptions {
                     endpoint_enabled: true,
                     tokens_required: true,
@@ -1202,7 +1336,7 @@ impl Construct for ManagedNodeGroup {
                 subnets: self.subnets.iter().map(|s| s.id()).collect(),
                 ami_type: self.ami.as_str().to_owned(),
                 capacity_type: match self.capacity {
-                    NodeCapacity::OnDemand => "ON_DEMAND",
+                    NodeCapacity::OnDemand | NodeCapacity::CapacityReservation(_) => "ON_DEMAND",
                     NodeCapacity::CapacityBlock(_) => "CAPACITY_BLOCK",
                 }
                 .to_owned(),
@@ -1242,6 +1376,11 @@ impl Construct for ManagedNodeGroup {
         let (_, desired, max) = self.sizes();
         let source = match self.capacity_source() {
             NodeCapacity::OnDemand => CapacitySource::OnDemand,
+            NodeCapacity::CapacityReservation(r) => CapacitySource::CapacityReservation {
+                reservation: r.reservation_id.clone(),
+                availability_zone_id: Some(r.availability_zone_id.clone()),
+                reserved_instance_count: r.instance_count.map(i64::from),
+            },
             NodeCapacity::CapacityBlock(b) => CapacitySource::CapacityBlock {
                 reservation: b.reservation_id.clone(),
                 availability_zone_id: Some(b.availability_zone_id.clone()),
@@ -1299,6 +1438,14 @@ stack_file_shape! {
 }
 
 stack_file_shape! {
+    pub mod capacity_reservation_fields = "CapacityReservation", "An EC2 On-Demand Capacity Reservation (`targeted`) feeding the group: on-demand instances, billed for every instance it holds, used or not." {
+        RESERVATION_ID: req "reservation_id", Ty::Str, "The reservation id (`cr-...`, aws ec2 describe-capacity-reservations).";
+        AZ_ID: req "az_id", Ty::Str, "The reservation's zone id.";
+        INSTANCE_COUNT: opt "instance_count", Ty::U32(super::ODCR_INSTANCES), "The instances it holds (`TotalInstanceCount`): caps the group's size.";
+    }
+}
+
+stack_file_shape! {
     pub mod reservation_window_fields = "ReservationWindow", "When a reservation holds its instances, as `aws ec2 describe-capacity-reservations` shows `StartDate` and `EndDate`." {
         START: req "start", Ty::Str, "The start, RFC 3339 in UTC (`2026-12-10T04:55:00Z`).";
         END: req "end", Ty::Str, "The end, RFC 3339 in UTC; a Capacity Block ends at 11:30 (`2026-12-17T11:30:00Z`).";
@@ -1321,6 +1468,7 @@ stack_file_shape! {
         SUBNETS: req "subnets", Ty::Refs(Want::Subnets), "The nodes' subnets.";
         INSTANCE_TYPE: opt "instance_type", Ty::Str, "The EC2 instance type (required for `gpu`).";
         CAPACITY_BLOCK: opt "capacity_block", Ty::Obj(&capacity_block_fields::SHAPE), "The Capacity Block feeding the group (absent: on-demand).";
+        CAPACITY_RESERVATION: opt "capacity_reservation", Ty::Obj(&capacity_reservation_fields::SHAPE), "The On-Demand Capacity Reservation feeding the group (absent: on-demand); not with `capacity_block`.";
         SCALING: opt "scaling", Ty::Obj(&scaling_fields::SHAPE), "Sizes.";
         SECURITY_GROUPS: opt "security_groups", Ty::Refs(Want::SecurityGroup), "Security groups besides the cluster's own.";
         ROOT_VOLUME_GB: opt "root_volume_gb", Ty::I64(super::ROOT_VOLUME_GIB), "Root volume size in GiB.";
@@ -1415,12 +1563,34 @@ impl super::stack_file::StackFileConstruct for ManagedNodeGroup {
             }
             _ => return None,
         };
-        if let Some(capacity) = object(r, &fields::CAPACITY_BLOCK, capacity_block)
+        let block = object(r, &fields::CAPACITY_BLOCK, capacity_block)
             .transpose()
             .ok()?
-            .flatten()
-        {
-            c = c.capacity(capacity);
+            .flatten();
+        let odcr = object(r, &fields::CAPACITY_RESERVATION, |o| {
+            use capacity_reservation_fields as o_;
+            let (id, az) = (o.text(&o_::RESERVATION_ID), o.text(&o_::AZ_ID));
+            let instances = o.u32(&o_::INSTANCE_COUNT);
+            Some(OnDemandCapacityReservation {
+                reservation_id: id?,
+                availability_zone_id: az?,
+                instance_count: instances,
+            })
+        })
+        .flatten();
+        match (block, odcr) {
+            (Some(_), Some(_)) => {
+                r.report(
+                    Code::StackFileInvalidValue,
+                    Some(&fields::CAPACITY_RESERVATION),
+                    "give either `capacity_block` or `capacity_reservation`, not both",
+                    "a node group's instances come from one reservation",
+                );
+                return None;
+            }
+            (Some(capacity), None) => c = c.capacity(capacity),
+            (None, Some(odcr)) => c = c.capacity(odcr),
+            (None, None) => {}
         }
         let scaling = object(r, &fields::SCALING, |s| {
             use scaling_fields as s_;

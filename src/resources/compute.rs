@@ -96,8 +96,9 @@ pub struct CapacityBlockPurchase {
 pub struct LaunchTemplate {
     /// The instance type.
     pub instance_type: String,
-    /// The Capacity Block the instances launch into (market type `capacity-block`).
-    pub capacity_block: Option<CapacityBlockTarget>,
+    /// The capacity reservation the instances launch into: a Capacity Block (market type
+    /// `capacity-block`) or an On-Demand Capacity Reservation.
+    pub reservation: Option<ReservationTarget>,
     /// The instance metadata service settings.
     pub metadata: MetadataOptions,
     /// The root volume.
@@ -129,14 +130,25 @@ impl LaunchTemplate {
     }
 }
 
-/// The Capacity Block reservation a launch template targets.
+/// The capacity reservation a launch template targets.
 #[derive(Clone, Debug, PartialEq)]
-pub struct CapacityBlockTarget {
+pub struct ReservationTarget {
     /// The reservation id as chosen at deploy time (no default when the block is bought).
     pub reservation: StackInput,
     /// The path of the [`CapacityBlockPurchase`] buying the block, where the format can buy it
-    /// (its reservation is targeted instead of [`CapacityBlockTarget::reservation`]).
+    /// (its reservation is targeted instead of [`ReservationTarget::reservation`]).
     pub purchase: Option<String>,
+    /// What the reservation is: its instances' market differs.
+    pub market: ReservedMarket,
+}
+
+/// The market of a reservation's instances.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ReservedMarket {
+    /// A Capacity Block: instances launch with market type `capacity-block`.
+    CapacityBlock,
+    /// An On-Demand Capacity Reservation: on-demand instances, targeted at the reservation.
+    OnDemand,
 }
 
 /// Instance metadata service settings.
@@ -292,7 +304,7 @@ impl ResourceFacts for LaunchTemplate {
         out
     }
     fn inputs(&self) -> Vec<StackInput> {
-        self.capacity_block
+        self.reservation
             .iter()
             .map(|b| b.reservation.clone())
             .collect()

@@ -119,6 +119,8 @@ pub struct CapacityData {
     pub selected_by_tags: bool,
     /// Capacity from a training plan.
     pub training_plan: bool,
+    /// Whether the instances come from an On-Demand Capacity Reservation.
+    pub capacity_reservation: bool,
     /// Capacity from an EC2 Capacity Block.
     pub capacity_block: bool,
     /// The training plan ARN or reservation id the description uses.
@@ -1189,33 +1191,42 @@ fn capacity_line(entry: &CapacityEntry, region: &str) -> Option<CapacityData> {
         } => Some(TimelineData::of(entry, t)),
         _ => None,
     };
-    let (count, training_plan, capacity_block, reservation, zone_id) = match &entry.source {
+    let training_plan =
+        hyperpod && matches!(entry.source, CapacitySourceEntry::TrainingPlan { .. });
+    let capacity_block = matches!(entry.source, CapacitySourceEntry::CapacityBlock { .. });
+    let capacity_reservation = matches!(
+        entry.source,
+        CapacitySourceEntry::CapacityReservation { .. }
+    );
+    let (count, reservation, zone_id) = match &entry.source {
         CapacitySourceEntry::CapacityBlock { reservation, .. } if entry.pool => {
-            (entry.max_count, false, true, reservation.clone(), None)
+            (entry.max_count, reservation.clone(), None)
         }
         CapacitySourceEntry::CapacityBlock {
             reservation,
             zone_id,
             reserved_count,
             ..
+        }
+        | CapacitySourceEntry::CapacityReservation {
+            reservation,
+            zone_id,
+            reserved_count,
+            ..
         } => (
             reserved_count.unwrap_or(entry.max_count),
-            false,
-            true,
             reservation.clone(),
             zone_id.clone(),
         ),
         CapacitySourceEntry::TrainingPlan { arn, zone_id, .. } if hyperpod => {
-            (entry.count, true, false, arn.clone(), zone_id.clone())
+            (entry.count, arn.clone(), zone_id.clone())
         }
-        CapacitySourceEntry::OnDemand if hyperpod => {
-            (entry.count, false, false, String::new(), None)
-        }
+        CapacitySourceEntry::OnDemand if hyperpod => (entry.count, String::new(), None),
         CapacitySourceEntry::OnDemand | CapacitySourceEntry::TrainingPlan { .. } => {
             if catalog_entry.is_none_or(|i| i.gpu_count == 0) {
                 return None;
             }
-            (entry.count, false, false, String::new(), None)
+            (entry.count, String::new(), None)
         }
     };
     let vcpus = catalog_entry.map(|i| i.vcpus).unwrap_or_default();
@@ -1248,6 +1259,7 @@ fn capacity_line(entry: &CapacityEntry, region: &str) -> Option<CapacityData> {
         hyperpod,
         selected_by_tags: capacity_block && reservation.starts_with("tag "),
         training_plan,
+        capacity_reservation,
         capacity_block,
         reservation,
         zone_id: zone_id.unwrap_or_default(),

@@ -141,6 +141,16 @@ fn capacity(
     let schedule = crate::constructs::reservation_schedule(&claim, cold_starts);
     let source = match claim.source {
         CapacitySource::OnDemand => CapacitySourceEntry::OnDemand,
+        CapacitySource::CapacityReservation {
+            reservation,
+            availability_zone_id,
+            reserved_instance_count,
+        } => CapacitySourceEntry::CapacityReservation {
+            input: crate::constructs::nodes::reservation_input(stack, &reservation, owner).name,
+            reservation,
+            zone_id: availability_zone_id,
+            reserved_count: reserved_instance_count,
+        },
         CapacitySource::CapacityBlock {
             reservation,
             availability_zone_id,

@@ -107,8 +107,12 @@ pub(crate) fn ever(claim: &CapacityClaim) -> i64 {
         | CapacitySource::CapacityBlock {
             reserved_instance_count,
             ..
+        }
+        | CapacitySource::CapacityReservation {
+            reserved_instance_count,
+            ..
         } => *reserved_instance_count,
-        _ => None,
+        CapacitySource::OnDemand => None,
     };
     let max = claim.max_count.max(0);
     reserved.map_or(max, |r| r.clamp(0, max))

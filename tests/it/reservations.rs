@@ -848,3 +848,167 @@ fn stack_file_training_plan_windows_are_checked_at_their_lines() {
         "{located}"
     );
 }
+
+/// The EKS fixture stack on an On-Demand Capacity Reservation of `instances` instances in
+/// `zone`.
+fn odcr_stack(zone: &str, instances: u32) -> hyperforge::app::Stack {
+    crate::fixtures::capacity_block_serving_stack(
+        "odcr",
+        OnDemandCapacityReservation::held(CAPACITY_BLOCK_RESERVATION_ID, zone, instances).into(),
+        |d, _| d,
+    )
+}
+
+/// An On-Demand Capacity Reservation is on-demand capacity targeted by the launch template
+/// (no `capacity-block` market), sized at once (no step waits for it), one declared input in
+/// both formats, and the runbook says how to create it and that it is billed until cancelled.
+#[test]
+fn an_on_demand_capacity_reservation_is_targeted_on_demand_capacity() {
+    let assembly = App::new()
+        .stack(odcr_stack("usw2-az2", 1))
+        .synth()
+        .unwrap_or_else(|e| panic!("{e}"));
+    let nodes: serde_json::Value =
+        serde_json::from_str(assembly.text("odcr/02-nodes.template.json").unwrap()).unwrap();
+    let lt = &nodes["Resources"]["GpuLaunchTemplate"]["Properties"]["LaunchTemplateData"];
+    assert_eq!(
+        lt["CapacityReservationSpecification"]["CapacityReservationTarget"]
+            ["CapacityReservationId"],
+        serde_json::json!({"Ref": "GpuCapacityReservationId"})
+    );
+    assert!(lt.get("InstanceMarketOptions").is_none(), "{lt}");
+    let group = &nodes["Resources"]["GpuNodeGroup"]["Properties"];
+    assert_eq!(group["CapacityType"], "ON_DEMAND");
+    assert_eq!(group["ScalingConfig"]["DesiredSize"], 1);
+    assert_eq!(
+        nodes["Parameters"]["GpuCapacityReservationId"]["Default"],
+        CAPACITY_BLOCK_RESERVATION_ID
+    );
+    let tf: serde_json::Value = serde_json::from_str(
+        assembly
+            .text("odcr/terraform/01-foundation/main.tf.json")
+            .unwrap(),
+    )
+    .unwrap();
+    let lt = &tf["resource"]["aws_launch_template"]["gpu_launch_template"];
+    assert_eq!(
+        lt["capacity_reservation_specification"]["capacity_reservation_target"]
+            ["capacity_reservation_id"],
+        "${var.gpu_capacity_reservation_id}"
+    );
+    assert!(lt.get("instance_market_options").is_none(), "{lt}");
+    let stack = &assembly.manifest().stacks[0];
+    assert!(stack.inventory.capacity.iter().any(|c| matches!(
+        &c.source,
+        CapacitySourceEntry::CapacityReservation { input, reserved_count: Some(1), .. }
+            if input == "GpuCapacityReservationId"
+    )));
+    // Nothing waits for it: it is active when the stack is deployed.
+    let steps: Vec<_> = stack
+        .stages
+        .iter()
+        .flat_map(|s| s.steps().iter())
+        .map(|s| format!("{s:?}"))
+        .collect();
+    assert!(
+        !steps.iter().any(|s| s.contains("ScaleCapacityBlock")),
+        "{steps:?}"
+    );
+    let runbook = assembly.text("odcr/RUNBOOK.md").unwrap();
+    for line in [
+        "aws ec2 create-capacity-reservation --region us-west-2",
+        "--availability-zone-id usw2-az2 --instance-count 1",
+        "--instance-match-criteria targeted --end-date-type unlimited",
+        "aws ec2 cancel-capacity-reservation --region us-west-2",
+    ] {
+        assert!(runbook.contains(line), "{line}");
+    }
+    // Billed for what it holds, used or not: two held, one running, two priced.
+    let report = hyperforge::cost::estimate(&App::new().stack(odcr_stack("usw2-az2", 2)));
+    let line = report.stacks[0]
+        .lines
+        .iter()
+        .find(|l| l.path == "odcr/Gpu")
+        .unwrap();
+    assert_eq!(line.count, 2);
+}
+
+/// Its id, zone and size are checked at their fields.
+#[test]
+fn an_on_demand_capacity_reservations_mistakes_are_refused_at_the_field() {
+    let codes = |stack: hyperforge::app::Stack| -> Vec<(Code, Option<String>)> {
+        App::new()
+            .stack(stack)
+            .validate()
+            .iter()
+            .filter(|d| d.code.severity() == hyperforge::diagnostics::Severity::Error)
+            .map(|d| (d.code, d.field.clone()))
+            .collect()
+    };
+    assert_eq!(codes(odcr_stack("usw2-az2", 1)), []);
+    assert_eq!(
+        codes(odcr_stack("usw2-az1", 1)),
+        [(Code::CapacityBlockSubnetZone, Some("subnets".into()))]
+    );
+    assert!(codes(odcr_stack("usw2-az2", 0)).contains(&(
+        Code::InvalidReservedInstanceCount,
+        Some("capacity_reservation.instance_count".into())
+    )));
+    let bad_id = crate::fixtures::capacity_block_serving_stack(
+        "odcr",
+        OnDemandCapacityReservation::held("cr-xyz", "usw2-az2", 1).into(),
+        |d, _| d,
+    );
+    assert_eq!(
+        codes(bad_id),
+        [(
+            Code::MalformedCapacityReservationId,
+            Some("capacity_reservation.reservation_id".into())
+        )]
+    );
+}
+
+/// In a stack file, a node group takes `capacity_reservation` instead of `capacity_block`, not
+/// both.
+#[test]
+fn stack_file_capacity_reservations_load_and_exclude_capacity_blocks() {
+    let text = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/stacks/kimi-k3-eks.yaml"
+    ))
+    .unwrap();
+    let both = text.replace(
+        "        capacity_block:\n",
+        "        capacity_reservation: {reservation_id: cr-0123456789abcdef0, az_id: usw2-az2, instance_count: 1}\n        capacity_block:\n",
+    );
+    assert_ne!(both, text);
+    let ds = match hyperforge::stackfile::load_str("kimi-k3-eks.yaml", &both) {
+        Ok(app) => app.validate(),
+        Err(ds) => ds,
+    };
+    let line = both
+        .lines()
+        .position(|l| l.contains("capacity_reservation:"))
+        .unwrap()
+        + 1;
+    assert!(
+        ds.iter().any(|d| d.code == Code::StackFileInvalidValue
+            && d.path.starts_with(&format!("kimi-k3-eks.yaml:{line}:"))),
+        "{ds:?}"
+    );
+}
+
+/// The reservation's artifacts pass cfn-lint, checkov and cdk-nag, the provider schemas and
+/// checkov's Terraform checks.
+#[test]
+fn an_on_demand_capacity_reservation_passes_the_validators() {
+    let dir = tempfile::tempdir().unwrap();
+    App::new()
+        .stack(odcr_stack("usw2-az2", 1))
+        .synth()
+        .unwrap_or_else(|e| panic!("{e}"))
+        .write_to(dir.path())
+        .unwrap();
+    crate::external_validators::assert_cloudformation_passes(dir.path());
+    crate::external_validators::assert_terraform_passes(dir.path());
+}

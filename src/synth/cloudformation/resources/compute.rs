@@ -7,7 +7,7 @@ use super::{e, s, Cx};
 use crate::app::logical_id;
 use crate::resources::{
     CapacityBlockPurchase, HyperPodCluster, Instance, InstanceProfile, LaunchTemplate, NodeGroup,
-    Resource,
+    ReservedMarket, Resource,
 };
 use crate::synth::cloudformation::expr::{Expr, Val};
 use crate::synth::cloudformation::l1::*;
@@ -96,15 +96,20 @@ pub(super) fn hyperpod_cluster(cx: Cx, r: &Resource, c: &HyperPodCluster) {
 pub(super) fn capacity_block_purchase(_cx: Cx, _r: &Resource, _p: &CapacityBlockPurchase) {}
 
 pub(super) fn launch_template(cx: Cx, r: &Resource, t: &LaunchTemplate) {
-    let (market, reservation) = match &t.capacity_block {
+    let (market, reservation) = match &t.reservation {
         None => (None, None),
-        Some(block) => {
-            let id = parameter(cx, r.stage, &block.reservation);
+        Some(target) => {
+            let id = parameter(cx, r.stage, &target.reservation);
             (
-                Some(ec2_launch_template::InstanceMarketOptions {
-                    market_type: Some(s("capacity-block")),
-                    spot_options: None,
-                }),
+                match target.market {
+                    ReservedMarket::CapacityBlock => {
+                        Some(ec2_launch_template::InstanceMarketOptions {
+                            market_type: Some(s("capacity-block")),
+                            spot_options: None,
+                        })
+                    }
+                    ReservedMarket::OnDemand => None,
+                },
                 Some(ec2_launch_template::CapacityReservationSpecification {
                     capacity_reservation_preference: None,
                     capacity_reservation_target: Some(

@@ -7,7 +7,7 @@ use super::Cx;
 use crate::app::logical_id;
 use crate::resources::{
     CapacityBlockPurchase, HyperPodCluster, Instance, InstanceProfile, LaunchTemplate, NodeGroup,
-    Resource,
+    ReservedMarket, Resource,
 };
 use crate::synth::terraform::module::{escape_template, hcl_string, snake, Addr};
 use serde_json::{json, Map, Value};
@@ -147,15 +147,20 @@ pub(super) fn launch_template(cx: Cx, r: &Resource, t: &LaunchTemplate) {
             },
         }]),
     );
-    if let Some(block) = &t.capacity_block {
-        let reservation = match &block.purchase {
+    if let Some(target) = &t.reservation {
+        let reservation = match &target.purchase {
             Some(path) => json!(addr("aws_ec2_capacity_block_reservation", path).interp("id")),
-            None => variable(cx, &block.reservation),
+            None => variable(cx, &target.reservation),
         };
-        data.insert(
-            "instance_market_options".into(),
-            json!({"market_type": "capacity-block"}),
-        );
+        match target.market {
+            ReservedMarket::CapacityBlock => {
+                data.insert(
+                    "instance_market_options".into(),
+                    json!({"market_type": "capacity-block"}),
+                );
+            }
+            ReservedMarket::OnDemand => {}
+        }
         data.insert(
             "capacity_reservation_specification".into(),
             json!({"capacity_reservation_target": {"capacity_reservation_id": reservation}}),
