@@ -630,3 +630,62 @@ regions:
     let said = at(&ds, Code::InvalidFleetMember, "fleet.yaml", 6, 70);
     assert!(said.contains("not a zone of us-west-2"), "{said}");
 }
+
+/// Each region's Capacity Block has a window of its own (a region's `values`, read in the
+/// stack file's `window`): every member is scheduled by its own block, and a stage whose
+/// schedule differs is deployed per member, with the difference as the reason.
+#[test]
+fn each_regions_block_is_scheduled_by_its_own_window() {
+    let stack = std::fs::read_to_string(repo("stacks/fleets/kimi-k3-eks.yaml"))
+        .unwrap()
+        .replace(
+            "start: \"2027-01-08T04:55:00Z\"",
+            "start: ${fleet.block_start}",
+        )
+        .replace(
+            "            end: \"2027-01-15T11:30:00Z\"",
+            "            end: ${fleet.block_end}",
+        );
+    assert!(stack.contains("${fleet.block_start}") && stack.contains("${fleet.block_end}"));
+    let fleet = "\
+fleet: kimi-k3-eks-fleet
+stack_file: stack.yaml
+accounts: [\"111122223333\"]
+regions:
+  - region: us-west-2
+    capacity_block: { reservation_id: cr-0123456789abcdef0, zone_id: usw2-az2 }
+    values: { block_start: \"2027-01-08T04:55:00Z\", block_end: \"2027-01-15T11:30:00Z\" }
+  - region: us-east-1
+    capacity_block: { reservation_id: cr-0a1b2c3d4e5f60718, zone_id: use1-az4 }
+    values: { block_start: \"2027-02-01T11:30:00Z\", block_end: \"2027-02-15T11:30:00Z\" }
+";
+    let (_tmp, path) = project(fleet, &stack);
+    let fleet = load_file(&path).unwrap_or_else(|d| panic!("{d}"));
+    let (files, output) = fleet
+        .synth(&FleetOptions::default())
+        .unwrap_or_else(|d| panic!("{d}"));
+    for (member, cron) in [
+        ("kimi-k3-eks-fleet-us-west-2", "cron(55 4 8 1 ? 2027)"),
+        ("kimi-k3-eks-fleet-us-east-1", "cron(30 11 1 2 ? 2027)"),
+    ] {
+        let nodes = files
+            .get(&format!("members/{member}/{member}/02-nodes.template.json"))
+            .unwrap_or_else(|| panic!("{member}: {:?}", files.keys().collect::<Vec<_>>()));
+        let nodes: serde_json::Value = serde_json::from_slice(nodes).unwrap();
+        assert_eq!(
+            nodes["Resources"]["GpuNodesScaleUp"]["Properties"]["ScheduleExpression"], cron,
+            "{member}"
+        );
+    }
+    let nodes = output
+        .manifest
+        .per_member_stages
+        .iter()
+        .find(|s| s.stage == "nodes")
+        .expect("the nodes stage is per member");
+    assert!(
+        nodes.reason.contains("ScheduleExpression"),
+        "{}",
+        nodes.reason
+    );
+}
