@@ -268,8 +268,8 @@ fn device_plugin(
     );
 }
 
-/// `HF0372`: node groups consuming a Capacity Block of a known size whose desired sizes sum
-/// below it. Claims naming the same reservation are summed; a block bought by the stack (no id
+/// `HF0372`: node groups consuming a Capacity Block (or an On-Demand Capacity Reservation) of a
+/// known size whose desired sizes sum below it. Claims naming the same reservation are summed; a block bought by the stack (no id
 /// yet) is its group's alone.
 pub fn reservations(stack: &Stack, claims: &[CapacityClaim], ds: &mut Diagnostics) {
     let mut blocks: BTreeMap<String, Vec<(&CapacityClaim, i64)>> = BTreeMap::new();
@@ -278,18 +278,31 @@ pub fn reservations(stack: &Stack, claims: &[CapacityClaim], ds: &mut Diagnostic
         if claim.provisioned_on_demand {
             continue;
         }
-        if let CapacitySource::CapacityBlock {
-            reservation,
-            reserved_instance_count: Some(reserved),
-            ..
-        } = &claim.source
-        {
-            let key = if reservation.is_empty() {
-                format!("the Capacity Block {} buys", claim.path)
-            } else {
-                format!("Capacity Block `{reservation}`")
-            };
-            blocks.entry(key).or_default().push((claim, *reserved));
+        match &claim.source {
+            CapacitySource::CapacityBlock {
+                reservation,
+                reserved_instance_count: Some(reserved),
+                ..
+            } => {
+                let key = if reservation.is_empty() {
+                    format!("the Capacity Block {} buys", claim.path)
+                } else {
+                    format!("Capacity Block `{reservation}`")
+                };
+                blocks.entry(key).or_default().push((claim, *reserved));
+            }
+            // Billed at the on-demand rate for what it holds, used or not.
+            CapacitySource::CapacityReservation {
+                reservation,
+                reserved_instance_count: Some(reserved),
+                ..
+            } => {
+                blocks
+                    .entry(format!("On-Demand Capacity Reservation `{reservation}`"))
+                    .or_default()
+                    .push((claim, *reserved));
+            }
+            _ => {}
         }
     }
     for (block, group) in blocks {
@@ -335,11 +348,11 @@ pub fn reservations(stack: &Stack, claims: &[CapacityClaim], ds: &mut Diagnostic
                     first.instance_type
                 ),
                 format!(
-                    "raise the desired size (and the maximum) to {reserved} nodes, summed over the groups on the block"
+                    "raise the desired size (and the maximum) to {reserved} nodes, summed over the groups on the reservation"
                 ),
             )
             .at_field("scaling")
-            .note(format!("node groups on the block: {paths}")),
+            .note(format!("node groups on the reservation: {paths}")),
         );
     }
 }

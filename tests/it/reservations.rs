@@ -946,6 +946,19 @@ fn an_on_demand_capacity_reservations_mistakes_are_refused_at_the_field() {
             .collect()
     };
     assert_eq!(codes(odcr_stack("usw2-az2", 1)), []);
+    // Two held, one running: the idle one is billed too.
+    let idle = App::new().stack(odcr_stack("usw2-az2", 2)).validate();
+    let d = idle
+        .iter()
+        .find(|d| d.code == Code::CapacityBlockPartlyIdle)
+        .unwrap_or_else(|| panic!("{idle:?}"));
+    assert!(
+        d.message.starts_with(&format!(
+            "On-Demand Capacity Reservation `{CAPACITY_BLOCK_RESERVATION_ID}` reserves 2"
+        )),
+        "{}",
+        d.message
+    );
     assert_eq!(
         codes(odcr_stack("usw2-az1", 1)),
         [(Code::CapacityBlockSubnetZone, Some("subnets".into()))]
