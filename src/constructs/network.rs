@@ -52,7 +52,7 @@ pub fn zone_input_description(child: &str) -> &'static str {
     if child == HYPERPOD_SUBNET {
         "Availability Zone id of the HyperPod subnet: the zone of the training plan's reserved capacity (aws sagemaker describe-training-plan)."
     } else {
-        "Availability Zone id of the GPU node subnet: the zone of the Capacity Block (aws ec2 describe-capacity-reservations)."
+        "Availability Zone id of the GPU node subnet: the zone of the capacity reservation feeding its nodes, a Capacity Block or an On-Demand Capacity Reservation (aws ec2 describe-capacity-reservations)."
     }
 }
 
