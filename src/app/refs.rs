@@ -109,6 +109,60 @@ pub enum Kind {
     NodeGroup,
 }
 
+impl Kind {
+    /// The CloudFormation resource type a handle of this kind points at.
+    pub fn cloudformation_type(self) -> &'static str {
+        match self {
+            Kind::Vpc => "AWS::EC2::VPC",
+            Kind::Subnet => "AWS::EC2::Subnet",
+            Kind::SecurityGroup => "AWS::EC2::SecurityGroup",
+            Kind::EksCluster => "AWS::EKS::Cluster",
+            Kind::OidcProvider => "AWS::IAM::OIDCProvider",
+            Kind::Role => "AWS::IAM::Role",
+            Kind::Bucket => "AWS::S3::Bucket",
+            Kind::KmsKey => "AWS::KMS::Key",
+            Kind::HyperPodCluster => "AWS::SageMaker::Cluster",
+            Kind::InternetGateway => "AWS::EC2::InternetGateway",
+            Kind::RouteTable => "AWS::EC2::RouteTable",
+            Kind::NatGateway => "AWS::EC2::NatGateway",
+            Kind::Eip => "AWS::EC2::EIP",
+            Kind::LogGroup => "AWS::Logs::LogGroup",
+            Kind::FsxFileSystem => "AWS::FSx::FileSystem",
+            Kind::InstanceProfile => "AWS::IAM::InstanceProfile",
+            Kind::SnsTopic => "AWS::SNS::Topic",
+            Kind::EventRule => "AWS::Events::Rule",
+            Kind::PrometheusWorkspace => "AWS::APS::Workspace",
+            Kind::NodeGroup => "AWS::EKS::Nodegroup",
+        }
+    }
+
+    /// The Terraform resource type a handle of this kind points at.
+    pub fn terraform_type(self) -> &'static str {
+        match self {
+            Kind::Vpc => "aws_vpc",
+            Kind::Subnet => "aws_subnet",
+            Kind::SecurityGroup => "aws_security_group",
+            Kind::EksCluster => "aws_eks_cluster",
+            Kind::OidcProvider => "aws_iam_openid_connect_provider",
+            Kind::Role => "aws_iam_role",
+            Kind::Bucket => "aws_s3_bucket",
+            Kind::KmsKey => "aws_kms_key",
+            Kind::HyperPodCluster => "awscc_sagemaker_cluster",
+            Kind::InternetGateway => "aws_internet_gateway",
+            Kind::RouteTable => "aws_route_table",
+            Kind::NatGateway => "aws_nat_gateway",
+            Kind::Eip => "aws_eip",
+            Kind::LogGroup => "aws_cloudwatch_log_group",
+            Kind::FsxFileSystem => "aws_fsx_lustre_file_system",
+            Kind::InstanceProfile => "aws_iam_instance_profile",
+            Kind::SnsTopic => "aws_sns_topic",
+            Kind::EventRule => "aws_cloudwatch_event_rule",
+            Kind::PrometheusWorkspace => "aws_prometheus_workspace",
+            Kind::NodeGroup => "aws_eks_node_group",
+        }
+    }
+}
+
 macro_rules! impl_kind {
     ($($name:ident),*) => { $( impl ResourceKind for kind::$name { const KIND: Kind = Kind::$name; } )* };
 }

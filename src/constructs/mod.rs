@@ -91,7 +91,7 @@ pub use nodes::{
 pub use operations::{
     AlarmTopic, AlarmTopicHandle, CapacityEndWarning, CapacityEndWarningHandle, EndingCapacity,
 };
-pub use raw::{KubernetesManifest, RawResource};
+pub use raw::{KubernetesManifest, RawResource, RawResourceHandle};
 pub use security_group::{ClusterSecurityGroup, ClusterSecurityGroupHandle};
 pub use text::{Part, Pseudo, Text};
 pub use vllm::{

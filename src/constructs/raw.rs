@@ -7,7 +7,7 @@
 //! the deployed value substituted when its stage is applied (`Scope::deploy_value`).
 
 use super::{Construct, Context};
-use crate::app::AttrRef;
+use crate::app::{AttrRef, Kind, Ref};
 use crate::diagnostics::{Code, Diagnostics};
 use crate::resources::{KubeObject, RawResource as RawKind, RawTags, RawValue, Rule, Scope};
 use serde_json::Value;
@@ -46,6 +46,24 @@ pub struct RawResource {
     terraform: Option<(String, RawValue)>,
     cloudformation_tags: RawTags,
     acknowledged: Vec<(Rule, String)>,
+    handle: Option<Kind>,
+}
+
+/// Typed references to a raw resource declared [`RawResource::referable_as`] a kind hyperforge
+/// knows: other raw resources and constructs refer to it as they refer to hyperforge's own
+/// resources of that kind, in every format.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RawResourceHandle {
+    stack: String,
+    path: String,
+}
+
+impl RawResourceHandle {
+    /// The resource as a `K` (`raw.as_kind::<kind::KmsKey>().arn()`); it must be declared
+    /// `referable_as(K::KIND)`, else synthesis refuses the reference (`HF0030`).
+    pub fn as_kind<K: crate::app::ResourceKind>(&self) -> Ref<K> {
+        Ref::new(&self.stack, &self.path)
+    }
 }
 
 impl RawResource {
@@ -58,7 +76,17 @@ impl RawResource {
             terraform: None,
             cloudformation_tags: RawTags::None,
             acknowledged: Vec::new(),
+            handle: None,
         }
+    }
+
+    /// Declares what the resource is among the kinds typed handles name (`Kind::KmsKey` for
+    /// an `AWS::KMS::Key` / `aws_kms_key`), so references to it through its handle
+    /// ([`RawResourceHandle::as_kind`]) are lowered like those to hyperforge's own resources of
+    /// that kind. Its types must be that kind's in each format it gives.
+    pub fn referable_as(mut self, kind: Kind) -> Self {
+        self.handle = Some(kind);
+        self
     }
 
     /// Tags the CloudFormation form with the stack's tags (app and stack tags, as every
@@ -190,14 +218,19 @@ fn check_value(v: &RawValue, what: &str, path: &str, ds: &mut Diagnostics) {
 }
 
 impl Construct for RawResource {
-    type Handle = ();
+    type Handle = RawResourceHandle;
     const KIND: &'static str = "raw_resource";
 
     fn id(&self) -> &str {
         &self.id
     }
 
-    fn handle(&self, _stack: &str) {}
+    fn handle(&self, stack: &str) -> RawResourceHandle {
+        RawResourceHandle {
+            stack: stack.to_owned(),
+            path: format!("{}/Resource", self.id),
+        }
+    }
 
     fn references(&self) -> Vec<AttrRef> {
         crate::resources::ResourceFacts::references(&self.kind())
@@ -225,6 +258,29 @@ impl Construct for RawResource {
                 "the raw resource has neither a CloudFormation nor a Terraform form",
                 "give it `cloudformation(type, properties)`, `terraform(type, body)` or both",
             );
+        }
+        if let Some(kind) = self.handle {
+            let cloudformation = self.cloudformation.as_ref().map(|(t, _)| t.as_str());
+            let terraform = self.terraform.as_ref().map(|(t, _)| t.as_str());
+            for (format, given, wanted, field) in [
+                (
+                    "CloudFormation",
+                    cloudformation,
+                    kind.cloudformation_type(),
+                    "cloudformation",
+                ),
+                ("Terraform", terraform, kind.terraform_type(), "terraform"),
+            ] {
+                if let Some(given) = given.filter(|g| *g != wanted) {
+                    ds.report_field(
+                        Code::InvalidRawResource,
+                        path,
+                        field,
+                        format!("the raw resource is referable as a {kind:?}, whose {format} type is `{wanted}`, but its type is `{given}`"),
+                        format!("declare the kind its types are, or write it as `{wanted}`"),
+                    );
+                }
+            }
         }
         if let Some((type_name, properties)) = &self.cloudformation {
             if !is_cloudformation_type(type_name) {
@@ -283,6 +339,7 @@ impl RawResource {
             cloudformation: self.cloudformation.clone(),
             terraform: self.terraform.clone(),
             cloudformation_tags: self.cloudformation_tags,
+            handle: self.handle,
         }
     }
 }

@@ -271,6 +271,10 @@ pub struct RawResource {
     /// How the CloudFormation type takes tags, for the stack's tags to reach it (the
     /// Terraform form is tagged by the provider's `default_tags`).
     pub cloudformation_tags: RawTags,
+    /// The kind typed handles to it carry, when it is one hyperforge knows (`Kind::KmsKey` for
+    /// an `AWS::KMS::Key` / `aws_kms_key`): references to it are then lowered like those to
+    /// hyperforge's own resources of that kind.
+    pub handle: Option<Kind>,
 }
 
 /// How a raw resource's CloudFormation type takes its `Tags` property.
@@ -287,6 +291,10 @@ pub enum RawTags {
 }
 
 impl ResourceFacts for RawResource {
+    fn handle_kind(&self) -> Option<Kind> {
+        self.handle
+    }
+
     fn references(&self) -> Vec<AttrRef> {
         let mut out = Vec::new();
         for (_, v) in self.cloudformation.iter().chain(&self.terraform) {

@@ -415,6 +415,32 @@ impl ResourceGraph {
                     }
                 }
                 let found = by_path.get(target.path.as_str()).map(|t| t.kind.ref_kind());
+                if let Some(Resource {
+                    kind: ResourceKind::RawResource(raw),
+                    ..
+                }) = by_path.get(target.path.as_str())
+                {
+                    if raw.handle != Some(target.kind) {
+                        ds.report(
+                            Code::InvalidRawResource,
+                            stack.display_path(&r.path),
+                            format!(
+                                "refers to the raw resource `{}` as a {:?}, but it is declared {}",
+                                target.path,
+                                target.kind,
+                                match raw.handle {
+                                    Some(kind) => format!("a {kind:?}"),
+                                    None => "as no kind".to_owned(),
+                                }
+                            ),
+                            format!(
+                                "declare it `RawResource::referable_as(Kind::{:?})` (its types must be that kind's), or refer to it as what it is",
+                                target.kind
+                            ),
+                        );
+                    }
+                    continue;
+                }
                 if found != Some(Some(target.kind)) {
                     let what = match found {
                         None => "which no construct creates".to_owned(),

@@ -151,6 +151,7 @@ impl Construct for BatchPool {
                     RawValue::from(json!({"sqs_managed_sse_enabled": true})),
                 )),
                 cloudformation_tags: hyperforge::resources::RawTags::KeyValueList,
+                handle: None,
             },
         );
     }
@@ -588,5 +589,95 @@ fn stack_files_acknowledge_warnings_too() {
     assert!(
         errors.contains(Code::StackFileInvalidValue, "sf.yaml:10:11"),
         "{errors}"
+    );
+}
+
+/// Raw resources refer to each other through typed handles once they declare their kind: the
+/// team crate's escalation topic is encrypted with its raw key and published to by its raw
+/// alarm, in both formats, lowered as hyperforge's own references are.
+#[test]
+fn raw_resources_refer_to_each_other_through_typed_handles() {
+    let assembly = team::app().synth().unwrap_or_else(|e| panic!("{e}"));
+    let t = template(&assembly, "team-deepseek/01-foundation.template.json");
+    let resources = &t["Resources"];
+    assert_eq!(
+        resources["EscalationResource"]["Properties"]["KmsMasterKeyId"],
+        json!({"Fn::GetAtt": ["EscalationKeyResource", "Arn"]})
+    );
+    assert_eq!(
+        resources["EscalationAlarmResource"]["Properties"]["AlarmActions"],
+        json!([{"Ref": "EscalationResource"}])
+    );
+    let tf: Value = hyperforge::serde_json::from_str(
+        assembly
+            .text("team-deepseek/terraform/01-foundation/main.tf.json")
+            .expect("the foundation module"),
+    )
+    .unwrap();
+    let tf = &tf["resource"];
+    assert!(
+        tf["aws_kms_key"]["escalation_key_resource"].is_object(),
+        "{tf}"
+    );
+    assert_eq!(
+        tf["aws_sns_topic"]["escalation_resource"]["kms_master_key_id"],
+        "${aws_kms_key.escalation_key_resource.arn}"
+    );
+    assert_eq!(
+        tf["aws_cloudwatch_metric_alarm"]["escalation_alarm_resource"]["alarm_actions"],
+        json!(["${aws_sns_topic.escalation_resource.arn}"])
+    );
+
+    // A reference to a raw resource that declares no kind, or another kind, is the user's
+    // mistake at the referring resource, not an internal error.
+    let mut stack = Stack::new("raw", "us-west-2");
+    let s = stack.cloudformation_stage("foundation");
+    let queue = stack.add(
+        s,
+        RawResource::new("Queue")
+            .cloudformation("AWS::SQS::Queue", json!({"SqsManagedSseEnabled": true}))
+            .terraform("aws_sqs_queue", json!({"sqs_managed_sse_enabled": true})),
+    );
+    let topic = queue.as_kind::<hyperforge::app::kind::SnsTopic>();
+    stack.add(
+        s,
+        RawResource::new("Alarm")
+            .cloudformation(
+                "AWS::CloudWatch::Alarm",
+                RawValue::object([("AlarmActions", RawValue::List(vec![topic.arn().into()]))]),
+            )
+            .terraform(
+                "aws_cloudwatch_metric_alarm",
+                RawValue::object([("alarm_actions", RawValue::List(vec![topic.arn().into()]))]),
+            ),
+    );
+    let synth_errors = |stack: Stack| match App::new().stack(stack).synth() {
+        Ok(_) => panic!("synthesized"),
+        Err(ds) => ds,
+    };
+    let ds = synth_errors(stack);
+    assert!(!ds.iter().any(|d| d.code == Code::InternalError), "{ds}");
+    assert!(
+        ds.iter().any(|d| d.code == Code::InvalidRawResource
+            && d.path.contains("raw/Alarm")
+            && d.message.contains("refers to the raw resource `Queue/Resource` as a SnsTopic, but it is declared as no kind")),
+        "{ds}"
+    );
+    let mut stack = Stack::new("raw", "us-west-2");
+    let s = stack.cloudformation_stage("foundation");
+    stack.add(
+        s,
+        RawResource::new("Mislabelled")
+            .referable_as(hyperforge::app::Kind::KmsKey)
+            .cloudformation("AWS::SNS::Topic", json!({}))
+            .terraform("aws_sns_topic", json!({})),
+    );
+    let ds = synth_errors(stack);
+    assert!(
+        ds.iter().any(|d| d.code == Code::InvalidRawResource
+            && d.path.contains("raw/Mislabelled")
+            && d.field.as_deref() == Some("cloudformation")
+            && d.message.contains("`AWS::KMS::Key`")),
+        "{ds}"
     );
 }

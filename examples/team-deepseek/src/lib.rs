@@ -144,6 +144,10 @@ pub fn stack() -> Stack {
                 "the parameter holds the alarm topic's ARN, which is not a secret, and CloudFormation cannot create SecureString parameters",
             ),
     );
+    // Raw resources referring to each other through typed handles, lowered in each format as
+    // hyperforge's own resources are: the team's escalation topic, encrypted with a key of its
+    // own, published to by an alarm on failed alarm deliveries.
+    escalation(&mut stack, foundation);
 
     let nodes = stack.cloudformation_stage("nodes");
     stack.add(
@@ -213,4 +217,225 @@ pub fn stack() -> Stack {
 /// The app: the team's stack, tagged for cost allocation.
 pub fn app() -> App {
     App::new().tag("managed-by", "hyperforge").stack(stack())
+}
+
+/// The team's escalation topic from raw resources only: a KMS key (`referable_as` a KMS key),
+/// an SNS topic encrypted with it (`referable_as` a topic), the topic's policy (TLS only,
+/// CloudWatch alarms of the account may publish) and an alarm publishing to it when SNS fails
+/// to deliver a notification. Returns the topic.
+pub fn escalation(
+    stack: &mut Stack,
+    stage: hyperforge::app::StageId,
+) -> hyperforge::app::Ref<hyperforge::app::kind::SnsTopic> {
+    use hyperforge::app::text::{Pseudo, Text};
+    use hyperforge::app::{kind, Kind};
+    let root = Text::lit("arn:")
+        .push_pseudo(Pseudo::Partition)
+        .push_lit(":iam::")
+        .push_pseudo(Pseudo::AccountId)
+        .push_lit(":root");
+    let key = stack.add(
+        stage,
+        RawResource::new("EscalationKey")
+            .referable_as(Kind::KmsKey)
+            .cloudformation(
+                "AWS::KMS::Key",
+                RawValue::object([
+                    ("Description", RawValue::from("Encrypts the team's escalation topic")),
+                    ("EnableKeyRotation", RawValue::from(json!(true))),
+                    (
+                        "KeyPolicy",
+                        RawValue::object([
+                            ("Version", RawValue::from("2012-10-17")),
+                            (
+                                "Statement",
+                                RawValue::List(vec![
+                                    RawValue::object([
+                                        ("Sid", RawValue::from("AccountAdministers")),
+                                        ("Effect", RawValue::from("Allow")),
+                                        (
+                                            "Principal",
+                                            RawValue::object([("AWS", RawValue::Text(root.clone()))]),
+                                        ),
+                                        ("Action", RawValue::from("kms:*")),
+                                        ("Resource", RawValue::from("*")),
+                                    ]),
+                                    RawValue::from(json!({
+                                        "Sid": "AlarmsUseKey",
+                                        "Effect": "Allow",
+                                        "Principal": {"Service": "cloudwatch.amazonaws.com"},
+                                        "Action": ["kms:Decrypt", "kms:GenerateDataKey*"],
+                                        "Resource": "*"
+                                    })),
+                                ]),
+                            ),
+                        ]),
+                    ),
+                ]),
+            )
+            .terraform(
+                "aws_kms_key",
+                RawValue::object([
+                    ("description", RawValue::from("Encrypts the team's escalation topic")),
+                    ("enable_key_rotation", RawValue::from(json!(true))),
+                    (
+                        "policy",
+                        RawValue::Text(
+                            Text::lit(r#"{"Version":"2012-10-17","Statement":[{"Sid":"AccountAdministers","Effect":"Allow","Principal":{"AWS":""#)
+                                .push_text(root)
+                                .push_lit(r#""},"Action":"kms:*","Resource":"*"},{"Sid":"AlarmsUseKey","Effect":"Allow","Principal":{"Service":"cloudwatch.amazonaws.com"},"Action":["kms:Decrypt","kms:GenerateDataKey*"],"Resource":"*"}]}"#),
+                        ),
+                    ),
+                ]),
+            )
+            .cloudformation_tags(RawTags::KeyValueList),
+    );
+    let key = key.as_kind::<kind::KmsKey>();
+    let topic = stack.add(
+        stage,
+        RawResource::new("Escalation")
+            .referable_as(Kind::SnsTopic)
+            .cloudformation(
+                "AWS::SNS::Topic",
+                RawValue::object([
+                    ("DisplayName", RawValue::from("DeepSeek escalation")),
+                    ("KmsMasterKeyId", RawValue::from(key.arn())),
+                ]),
+            )
+            .terraform(
+                "aws_sns_topic",
+                RawValue::object([
+                    ("display_name", RawValue::from("DeepSeek escalation")),
+                    ("kms_master_key_id", RawValue::from(key.arn())),
+                ]),
+            )
+            .cloudformation_tags(RawTags::KeyValueList),
+    );
+    let topic = topic.as_kind::<kind::SnsTopic>();
+    let account = Text::default().push_pseudo(Pseudo::AccountId);
+    let topic_arn = Text::attr(topic.arn());
+    let policy_json = Text::lit(r#"{"Version":"2012-10-17","Statement":[{"Sid":"AlarmsPublish","Effect":"Allow","Principal":{"Service":"cloudwatch.amazonaws.com"},"Action":"sns:Publish","Resource":""#)
+        .push_text(topic_arn.clone())
+        .push_lit(r#"","Condition":{"StringEquals":{"aws:SourceAccount":""#)
+        .push_text(account.clone())
+        .push_lit(r#""}}},{"Sid":"DenyInsecureTransport","Effect":"Deny","Principal":{"AWS":"*"},"Action":"sns:Publish","Resource":""#)
+        .push_text(topic_arn)
+        .push_lit(r#"","Condition":{"Bool":{"aws:SecureTransport":"false"}}}]}"#);
+    stack.add(
+        stage,
+        RawResource::new("EscalationPolicy")
+            .cloudformation(
+                "AWS::SNS::TopicPolicy",
+                RawValue::object([
+                    ("Topics", RawValue::List(vec![RawValue::from(topic.arn())])),
+                    (
+                        "PolicyDocument",
+                        RawValue::object([
+                            ("Version", RawValue::from("2012-10-17")),
+                            (
+                                "Statement",
+                                RawValue::List(vec![
+                                    RawValue::object([
+                                        ("Sid", RawValue::from("AlarmsPublish")),
+                                        ("Effect", RawValue::from("Allow")),
+                                        (
+                                            "Principal",
+                                            RawValue::from(
+                                                json!({"Service": "cloudwatch.amazonaws.com"}),
+                                            ),
+                                        ),
+                                        ("Action", RawValue::from("sns:Publish")),
+                                        ("Resource", RawValue::from(topic.arn())),
+                                        (
+                                            "Condition",
+                                            RawValue::object([(
+                                                "StringEquals",
+                                                RawValue::object([(
+                                                    "aws:SourceAccount",
+                                                    RawValue::Text(account),
+                                                )]),
+                                            )]),
+                                        ),
+                                    ]),
+                                    RawValue::object([
+                                        ("Sid", RawValue::from("DenyInsecureTransport")),
+                                        ("Effect", RawValue::from("Deny")),
+                                        ("Principal", RawValue::from(json!({"AWS": "*"}))),
+                                        ("Action", RawValue::from("sns:Publish")),
+                                        ("Resource", RawValue::from(topic.arn())),
+                                        (
+                                            "Condition",
+                                            RawValue::from(
+                                                json!({"Bool": {"aws:SecureTransport": false}}),
+                                            ),
+                                        ),
+                                    ]),
+                                ]),
+                            ),
+                        ]),
+                    ),
+                ]),
+            )
+            .terraform(
+                "aws_sns_topic_policy",
+                RawValue::object([
+                    ("arn", RawValue::from(topic.arn())),
+                    ("policy", RawValue::Text(policy_json)),
+                ]),
+            ),
+    );
+    let alarm = |actions: &str| {
+        RawValue::object([
+            (
+                "AlarmDescription",
+                RawValue::from("SNS failed to deliver notifications of the team's account"),
+            ),
+            ("Namespace", RawValue::from("AWS/SNS")),
+            ("MetricName", RawValue::from("NumberOfNotificationsFailed")),
+            ("Statistic", RawValue::from("Sum")),
+            ("Period", RawValue::from(json!(300))),
+            ("EvaluationPeriods", RawValue::from(json!(1))),
+            ("Threshold", RawValue::from(json!(1))),
+            (
+                "ComparisonOperator",
+                RawValue::from("GreaterThanOrEqualToThreshold"),
+            ),
+            ("TreatMissingData", RawValue::from("notBreaching")),
+            (actions, RawValue::List(vec![RawValue::from(topic.arn())])),
+        ])
+    };
+    stack.add(
+        stage,
+        RawResource::new("EscalationAlarm")
+            .cloudformation("AWS::CloudWatch::Alarm", alarm("AlarmActions"))
+            .terraform(
+                "aws_cloudwatch_metric_alarm",
+                RawValue::object([
+                    (
+                        "alarm_name",
+                        RawValue::from("deepseek-sns-delivery-failures"),
+                    ),
+                    (
+                        "alarm_description",
+                        RawValue::from("SNS failed to deliver notifications of the team's account"),
+                    ),
+                    ("namespace", RawValue::from("AWS/SNS")),
+                    ("metric_name", RawValue::from("NumberOfNotificationsFailed")),
+                    ("statistic", RawValue::from("Sum")),
+                    ("period", RawValue::from(json!(300))),
+                    ("evaluation_periods", RawValue::from(json!(1))),
+                    ("threshold", RawValue::from(json!(1))),
+                    (
+                        "comparison_operator",
+                        RawValue::from("GreaterThanOrEqualToThreshold"),
+                    ),
+                    ("treat_missing_data", RawValue::from("notBreaching")),
+                    (
+                        "alarm_actions",
+                        RawValue::List(vec![RawValue::from(topic.arn())]),
+                    ),
+                ]),
+            ),
+    );
+    topic
 }

@@ -81,28 +81,7 @@ pub fn hcl_string_body(s: &str) -> String {
 
 /// The resource type a handle of `kind` points at.
 pub(crate) fn resource_type(kind: Kind) -> &'static str {
-    match kind {
-        Kind::Vpc => "aws_vpc",
-        Kind::Subnet => "aws_subnet",
-        Kind::SecurityGroup => "aws_security_group",
-        Kind::EksCluster => "aws_eks_cluster",
-        Kind::OidcProvider => "aws_iam_openid_connect_provider",
-        Kind::Role => "aws_iam_role",
-        Kind::Bucket => "aws_s3_bucket",
-        Kind::KmsKey => "aws_kms_key",
-        Kind::HyperPodCluster => "awscc_sagemaker_cluster",
-        Kind::InternetGateway => "aws_internet_gateway",
-        Kind::RouteTable => "aws_route_table",
-        Kind::NatGateway => "aws_nat_gateway",
-        Kind::Eip => "aws_eip",
-        Kind::LogGroup => "aws_cloudwatch_log_group",
-        Kind::FsxFileSystem => "aws_fsx_lustre_file_system",
-        Kind::InstanceProfile => "aws_iam_instance_profile",
-        Kind::SnsTopic => "aws_sns_topic",
-        Kind::EventRule => "aws_cloudwatch_event_rule",
-        Kind::PrometheusWorkspace => "aws_prometheus_workspace",
-        Kind::NodeGroup => "aws_eks_node_group",
-    }
+    kind.terraform_type()
 }
 
 /// The attribute expression (after `type.name.`) that reads `attr` of a `kind` resource;
