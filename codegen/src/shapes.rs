@@ -5,7 +5,8 @@
 //!
 //! ```text
 //! =AWS::EC2::VPC                     a resource type; the object lines after it are its objects
-//! CidrBlock:s Tags:[o1]              object 0 (the resource's properties), `Name:shape` pairs
+//! CidrBlock!:s Tags:[o1]             object 0 (the resource's properties), `Name:shape` pairs;
+//!                                    `Name!:shape` a property the type requires
 //! Key:s Value:s                      object 1
 //! -                                  an object without properties (closed)
 //! ```
@@ -53,9 +54,23 @@ pub fn type_table(schema_path: &str, text: &str) -> Result<String, Error> {
         def_objects: BTreeMap::new(),
     };
     t.objects.push(String::new());
+    let required: BTreeSet<&str> = root
+        .get("required")
+        .and_then(Value::as_array)
+        .map(|items| items.iter().filter_map(Value::as_str).collect())
+        .unwrap_or_default();
     let mut props = Vec::new();
     collect_properties(&root, defs, &mut props);
     let line = t.object_line(&props, &read_only, 0);
+    // The type's required properties are marked `Name!`.
+    let line = line
+        .split(' ')
+        .map(|part| match part.split_once(':') {
+            Some((name, shape)) if required.contains(name) => format!("{name}!:{shape}"),
+            _ => part.to_owned(),
+        })
+        .collect::<Vec<_>>()
+        .join(" ");
     t.objects[0] = line;
     let mut out = format!("={type_name}\n");
     for o in &t.objects {
@@ -245,13 +260,14 @@ mod tests {
             "Either": {"type": ["string", "object"]},
             "Inline": {"type": "object", "properties": {"On": {"type": "boolean"}, "Rate": {"type": "number"}}}
           },
-          "readOnlyProperties": ["/properties/Id"]
+          "readOnlyProperties": ["/properties/Id"],
+          "required": ["Tree", "Id"]
         }"##;
         let table = type_table("x.json", schema).unwrap();
         assert_eq!(
             table,
             "=AWS::X::Y\n\
-             Tags:[o1] More:[o1] Labels:{s} Tree:o2 Free:* Either:* Inline:o3\n\
+             Tags:[o1] More:[o1] Labels:{s} Tree!:o2 Free:* Either:* Inline:o3\n\
              Key:s Value:s\n\
              Child:o2 N:i\n\
              On:b Rate:n\n"

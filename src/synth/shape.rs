@@ -41,6 +41,8 @@ pub(crate) struct TypeShapes {
     pub type_name: &'static str,
     /// Each object's properties, by name.
     pub objects: Vec<Vec<(&'static str, Shape)>>,
+    /// The resource's own properties the type requires.
+    pub required: Vec<&'static str>,
 }
 
 /// Which format's conventions apply to values.
@@ -112,6 +114,7 @@ pub(crate) fn parse_table(text: &str) -> Vec<TypeShapes> {
             types.push(TypeShapes {
                 type_name: leak(name),
                 objects: Vec::new(),
+                required: Vec::new(),
             });
             continue;
         }
@@ -122,8 +125,17 @@ pub(crate) fn parse_table(text: &str) -> Vec<TypeShapes> {
                 let Some((name, shape)) = part.split_once(':') else {
                     continue;
                 };
+                let (name, required) = match name.strip_suffix('!') {
+                    Some(name) => (name, true),
+                    None => (name, false),
+                };
                 if let Some((shape, "")) = parse_shape(shape) {
-                    props.push((leak(name), shape));
+                    let name = leak(name);
+                    props.push((name, shape));
+                    // Marks are read on the resource's own properties (object 0).
+                    if required && t.objects.is_empty() {
+                        t.required.push(name);
+                    }
                 }
             }
         }
@@ -158,8 +170,14 @@ pub(crate) fn parse_provider_schema(text: &str) -> Vec<TypeShapes> {
         let mut t = TypeShapes {
             type_name: leak(ty),
             objects: vec![Vec::new()],
+            required: Vec::new(),
         };
         let mut props = terraform_block(&mut t, body);
+        t.required = body
+            .iter()
+            .filter(|(_, spec)| spec.get("required") == Some(&Value::Bool(true)))
+            .filter_map(|(name, _)| props.iter().find(|(p, _)| *p == name).map(|(p, _)| *p))
+            .collect();
         props.extend(TERRAFORM_META.iter().map(|m| (*m, Shape::Any)));
         t.objects[0] = props;
         out.push(t);
@@ -334,11 +352,22 @@ impl TypeShapes {
         problems
     }
 
-    /// Checks a whole resource body (its properties, or its Terraform block).
-    #[cfg(test)]
+    /// Checks a whole resource body (its properties, or its Terraform block): every key and
+    /// value against the shapes, and the type's required properties present.
     pub fn check_body(&self, dialect: Dialect, body: &Value, what: &str) -> Vec<Problem> {
         let mut problems = Vec::new();
         self.check_value(dialect, Shape::Obj(0), body, "", what, &mut problems);
+        if let Value::Object(given) = body {
+            for name in &self.required {
+                if !given.contains_key(*name) {
+                    problems.push(Problem {
+                        code: Code::MissingRequiredProperty,
+                        message: format!("{} requires the {what} `{name}`", self.type_name),
+                        help: format!("give `{name}`"),
+                    });
+                }
+            }
+        }
         problems
     }
 

@@ -681,3 +681,83 @@ fn raw_resources_refer_to_each_other_through_typed_handles() {
         "{ds}"
     );
 }
+
+/// A raw resource of a vendored type is checked as an override is, in each format: a misspelt
+/// property with a suggestion, a value of the wrong type, a required property left out.
+#[test]
+fn raw_resource_properties_are_checked_against_the_vendored_schemas() {
+    let mut stack = Stack::new("raw", "us-west-2");
+    let s = stack.cloudformation_stage("foundation");
+    stack.add(
+        s,
+        RawResource::new("Topic")
+            .cloudformation(
+                "AWS::SNS::Topic",
+                json!({"DisplayNme": "typo", "FifoTopic": "maybe"}),
+            )
+            .terraform("aws_sns_topic", json!({"display_nme": "typo"})),
+    );
+    stack.add(
+        s,
+        RawResource::new("Policy")
+            .cloudformation("AWS::SNS::TopicPolicy", json!({"Topics": []}))
+            .terraform("aws_sns_topic_policy", json!({"arn": "x"})),
+    );
+    let ds = match App::new().stack(stack).synth() {
+        Ok(_) => panic!("synthesized"),
+        Err(ds) => ds,
+    };
+    let has = |code: Code, path: &str, message: &str, help: &str| {
+        ds.iter().any(|d| {
+            d.code == code
+                && d.path.contains(path)
+                && d.message.contains(message)
+                && d.help.contains(help)
+        })
+    };
+    assert!(
+        has(
+            Code::OverrideUnknownProperty,
+            "raw/Topic",
+            "raw resource `AWS::SNS::Topic`: AWS::SNS::Topic has no property `DisplayNme`",
+            "did you mean `DisplayName`?"
+        ),
+        "{ds}"
+    );
+    assert!(
+        has(
+            Code::OverrideUnknownProperty,
+            "raw/Topic",
+            "aws_sns_topic has no attribute `display_nme`",
+            "did you mean `display_name`?"
+        ),
+        "{ds}"
+    );
+    assert!(
+        has(
+            Code::OverrideWrongType,
+            "raw/Topic",
+            "`FifoTopic` takes a boolean",
+            ""
+        ),
+        "{ds}"
+    );
+    assert!(
+        has(
+            Code::MissingRequiredProperty,
+            "raw/Policy",
+            "AWS::SNS::TopicPolicy requires the property `PolicyDocument`",
+            "give `PolicyDocument`"
+        ),
+        "{ds}"
+    );
+    assert!(
+        has(
+            Code::MissingRequiredProperty,
+            "raw/Policy",
+            "aws_sns_topic_policy requires the attribute `policy`",
+            ""
+        ),
+        "{ds}"
+    );
+}

@@ -27,6 +27,8 @@ pub(crate) struct Resource {
     pub acknowledgements: Vec<Acknowledgement>,
     /// Properties rules validated (dotted, `*` for any list item): overriding one warns.
     pub validated: Vec<&'static str>,
+    /// Whether a raw resource wrote it (its properties are checked against its type's shapes).
+    pub raw: bool,
 }
 
 /// A template parameter.
@@ -103,6 +105,9 @@ impl<'a> StackTemplates<'a> {
         properties: Value,
     ) {
         self.push(stage, path, type_name, tags, properties);
+        if let Some(r) = self.last(stage) {
+            r.raw = true;
+        }
     }
 
     fn push(
@@ -134,6 +139,7 @@ impl<'a> StackTemplates<'a> {
                 depends_on: Vec::new(),
                 acknowledgements: Vec::new(),
                 validated: Vec::new(),
+                raw: false,
             });
         }
         id
@@ -394,6 +400,24 @@ impl<'a> StackTemplates<'a> {
         for t in self.templates.values_mut() {
             for r in &mut t.resources {
                 apply_tags(r, tags);
+            }
+        }
+        // A raw resource of a vendored type is checked as an override is, and for what its
+        // type requires.
+        for r in self.templates.values().flat_map(|t| &t.resources) {
+            if !r.raw {
+                continue;
+            }
+            let Some(t) = find(shapes, &r.type_name) else {
+                continue;
+            };
+            for p in t.check_body(Dialect::CloudFormation, &r.properties, "property") {
+                self.ds.report(
+                    p.code,
+                    self.stack.display_path(&r.path),
+                    format!("raw resource `{}`: {}", r.type_name, p.message),
+                    p.help,
+                );
             }
         }
         for o in self.stack.overrides() {

@@ -37,7 +37,7 @@ use std::collections::BTreeMap;
 use std::sync::OnceLock;
 
 /// The resource types of the committed provider schemas (`schemas/`), parsed once.
-fn provider_shapes() -> &'static [TypeShapes] {
+pub(super) fn provider_shapes() -> &'static [TypeShapes] {
     static SHAPES: OnceLock<Vec<TypeShapes>> = OnceLock::new();
     SHAPES.get_or_init(|| {
         let mut all = Vec::new();

@@ -233,6 +233,20 @@ impl<'a> RootModule<'a> {
     /// Adds a resource of a type hyperforge has no kind for (a raw resource), named like
     /// [`RootModule::add`]; returns its address `type.name`.
     pub fn add_raw(&mut self, ty: &str, path: &str, body: Value) -> String {
+        // Checked as an override is, and for what its type requires, when its type's schema
+        // is committed.
+        if let Some(t) = crate::synth::shape::find(super::provider_shapes(), ty) {
+            let problems =
+                t.check_body(crate::synth::shape::Dialect::Terraform, &body, "attribute");
+            for p in problems {
+                self.ds.report(
+                    p.code,
+                    self.stack.display_path(path),
+                    format!("raw resource `{ty}`: {}", p.message),
+                    p.help,
+                );
+            }
+        }
         let name = snake(&logical_id(path));
         self.insert(ty, &name, path, body);
         format!("{ty}.{name}")
