@@ -107,6 +107,8 @@ codes! {
         "Files a stack uploads become artifact paths and S3 keys. Their names are 1-255 letters, digits, `.`, `_` and `-`, start with a letter or digit, hold no `/` or `..`, and are unique within their upload.";
     UserConstruct = "HF0015", Error, "a construct of the describing program's own reports a problem",
         "Constructs a program defines itself (implementing `Construct`) report their own rules with this code, at their construct path; the message and help are theirs.";
+    SharedClusterObject = "HF0016", Error, "two stacks would create the same object in one cluster",
+        "Stacks of one app that deploy onto the same EKS cluster (an imported cluster shared by teams, say) must not both create an object the cluster holds once: an EKS Pod Identity association (one per namespace and service account; the second stack's deployment fails) or a Kubernetes object of the same kind, namespace and name (the second apply overwrites the first, or fails on an immutable Job). Namespaces are shared freely. Give one stack's objects names of their own (for the weights stager, `ModelStore::stager(namespace, service_account)`), or let one stack create what both use.";
     AcknowledgedError = "HF0017", Error, "an acknowledgement names an error, or gives no reason",
         "`Stack::acknowledge` accepts a warning or note a reviewer decided to live with, at one construct path, with the reason written beside it. Errors cannot be acknowledged: the output would not deploy or would not do what it says. An acknowledgement without a reason is refused too.";
     UnusedAcknowledgement = "HF0018", Warning, "an acknowledgement matches no diagnostic",

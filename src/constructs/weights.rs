@@ -122,6 +122,8 @@ pub struct ModelStore {
     id: String,
     bucket_name: String,
     cluster: EksClusterHandle,
+    /// The staging Jobs' namespace and service account.
+    stager: (String, String),
 }
 
 /// Handle to a store: what servers and staging Jobs need to find it.
@@ -133,6 +135,11 @@ pub struct ModelStoreHandle {
     pub bucket_name: String,
     /// The bucket.
     pub bucket: Ref<kind::Bucket>,
+    /// The namespace the staging Jobs run in.
+    pub stager_namespace: String,
+    /// The service account the staging Jobs run as (the store's Pod Identity association
+    /// gives it write access).
+    pub stager_service_account: String,
 }
 
 impl ModelStoreHandle {
@@ -164,7 +171,24 @@ impl ModelStore {
             id: id.into(),
             bucket_name: bucket_name.into(),
             cluster: cluster.clone(),
+            stager: (
+                STAGING_NAMESPACE.to_owned(),
+                STAGER_SERVICE_ACCOUNT.to_owned(),
+            ),
         }
+    }
+
+    /// The namespace and service account the staging Jobs run as (default
+    /// `model-weights/weights-stager`): EKS allows one Pod Identity association per service
+    /// account, so a second stack staging into its own store on a shared cluster names its
+    /// own (`HF0016` otherwise).
+    pub fn stager(
+        mut self,
+        namespace: impl Into<String>,
+        service_account: impl Into<String>,
+    ) -> Self {
+        self.stager = (namespace.into(), service_account.into());
+        self
     }
 
     /// The bucket's name.
@@ -173,6 +197,20 @@ impl ModelStore {
     }
 
     fn validate(&self, path: &str, ds: &mut Diagnostics) {
+        for (field, name) in [
+            ("stager.namespace", &self.stager.0),
+            ("stager.service_account", &self.stager.1),
+        ] {
+            if !super::vllm::is_dns_label(name) {
+                ds.report_field(
+                    Code::InvalidModelStore,
+                    path,
+                    field,
+                    format!("`{name}` is not a Kubernetes name"),
+                    "use 1-63 lowercase letters, digits and `-`, starting and ending with a letter or digit",
+                );
+            }
+        }
         if !is_bucket_name(&self.bucket_name) {
             ds.report_field(
                 Code::InvalidModelStore,
@@ -290,6 +328,8 @@ impl Construct for ModelStore {
             id: self.id.clone(),
             bucket_name: self.bucket_name.clone(),
             bucket: Ref::new(stack, format!("{}/Bucket", self.id)),
+            stager_namespace: self.stager.0.clone(),
+            stager_service_account: self.stager.1.clone(),
         }
     }
 
@@ -374,7 +414,7 @@ impl Construct for ModelStore {
                 scope,
                 "Stager",
                 "Stages model weights from the Hugging Face Hub into the model store (EKS Pod Identity)",
-                (STAGING_NAMESPACE, STAGER_SERVICE_ACCOUNT),
+                (&self.stager.0, &self.stager.1),
                 prefix_policy(&self.bucket_name, &staged, true),
             );
         }
@@ -698,7 +738,7 @@ impl WeightsStaging {
         ]);
         let meta = |name: &str, namespaced: bool| ObjectMeta {
             name: Some(name.to_owned()),
-            namespace: namespaced.then(|| STAGING_NAMESPACE.to_owned()),
+            namespace: namespaced.then(|| self.store.stager_namespace.clone()),
             labels: Some(labels.clone()),
             ..Default::default()
         };
@@ -852,7 +892,7 @@ impl WeightsStaging {
             ..Default::default()
         };
         let pod = PodSpec {
-            service_account_name: Some(STAGER_SERVICE_ACCOUNT.to_owned()),
+            service_account_name: Some(self.store.stager_service_account.clone()),
             automount_service_account_token: Some(false),
             restart_policy: Some("Never".to_owned()),
             // On SIGTERM the stager aborts its open uploads; parts in flight finish first.
@@ -901,11 +941,11 @@ impl WeightsStaging {
             ..Default::default()
         };
         let namespace = Namespace {
-            metadata: meta(STAGING_NAMESPACE, false),
+            metadata: meta(&self.store.stager_namespace, false),
             ..Default::default()
         };
         let account = ServiceAccount {
-            metadata: meta(STAGER_SERVICE_ACCOUNT, true),
+            metadata: meta(&self.store.stager_service_account, true),
             automount_service_account_token: Some(false),
             ..Default::default()
         };
@@ -924,7 +964,7 @@ impl Construct for WeightsStaging {
     fn handle(&self, _stack: &str) -> WeightsStagingHandle {
         WeightsStagingHandle {
             job: self.job_name(),
-            namespace: STAGING_NAMESPACE.to_owned(),
+            namespace: self.store.stager_namespace.clone(),
         }
     }
 
@@ -940,7 +980,7 @@ impl Construct for WeightsStaging {
                 model_id: self.model_id.clone(),
                 revision: self.revision.clone(),
                 job: self.job_name(),
-                namespace: STAGING_NAMESPACE.to_owned(),
+                namespace: self.store.stager_namespace.clone(),
                 weight_bytes: self.weights(),
                 node_selector: self.node_selector.clone(),
                 hf_token: self.hf_token.clone(),
@@ -962,7 +1002,7 @@ impl Construct for WeightsStaging {
             Some(self.image_reference()),
         );
         if let Some(token) = &self.hf_token {
-            token.declare_hf_token_source(scope, STAGING_NAMESPACE);
+            token.declare_hf_token_source(scope, &self.store.stager_namespace);
         }
         scope.add_object(KubeObject::new(&namespace));
         scope.add_object(KubeObject::new(&account));
@@ -984,6 +1024,14 @@ stack_file_shape! {
         ID: req "model_store", Ty::Str, "The construct id.";
         BUCKET_NAME: req "bucket_name", Ty::Str, "The bucket's name: global, so include the account id and region (`kimi-k3-weights-111122223333-us-west-2`).";
         CLUSTER: req "cluster", Ty::Ref(Want::Eks), "The EKS cluster whose pods stage and read the weights.";
+        STAGER: opt "stager", Ty::Obj(&stager_fields::SHAPE), "The staging Jobs' namespace and service account (default `model-weights/weights-stager`); a second stack on a shared cluster names its own.";
+    }
+}
+
+stack_file_shape! {
+    pub mod stager_fields = "Stager", "The namespace and service account the staging Jobs run as." {
+        NAMESPACE: req "namespace", Ty::Str, "The namespace.";
+        SERVICE_ACCOUNT: req "service_account", Ty::Str, "The service account.";
     }
 }
 
@@ -993,7 +1041,17 @@ impl super::stack_file::StackFileConstruct for ModelStore {
     fn build(id: &str, r: &mut dyn super::stack_file::FieldReader) -> Option<Self> {
         let name = r.text(&store_fields::BUCKET_NAME);
         let eks = super::stack_file::required(r.eks(&store_fields::CLUSTER));
-        Some(ModelStore::new(id, name?, &eks?))
+        let stager = super::stack_file::object(r, &store_fields::STAGER, |o| {
+            let namespace = o.text(&stager_fields::NAMESPACE);
+            let account = o.text(&stager_fields::SERVICE_ACCOUNT);
+            Some((namespace?, account?))
+        })
+        .flatten();
+        let store = ModelStore::new(id, name?, &eks?);
+        Some(match stager {
+            Some((namespace, account)) => store.stager(namespace, account),
+            None => store,
+        })
     }
 }
 

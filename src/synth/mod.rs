@@ -436,6 +436,7 @@ pub fn synthesize_timed(
     let mut files = BTreeMap::new();
     let mut stacks = Vec::new();
     let mut errors = Diagnostics::new();
+    let mut shared = BTreeMap::new();
     for stack in app.stacks() {
         match synthesize_stack(
             app,
@@ -444,6 +445,7 @@ pub fn synthesize_timed(
             &mut files,
             &mut ds,
             &mut timings,
+            &mut shared,
         ) {
             Ok(manifest) => stacks.push(manifest),
             Err(e) => errors.extend(e),
@@ -569,6 +571,82 @@ const BACKENDS: &[&dyn Backend] = &[
     &terraform::Terraform,
 ];
 
+/// `HF0016`: the objects `stack` creates that its EKS cluster holds once (Pod Identity
+/// associations; Kubernetes objects other than namespaces), keyed by region, cluster and
+/// identity in `seen` with the display path of the first stack creating each: a second stack
+/// creating one is reported at its resource, naming the first.
+fn check_shared_cluster_objects(
+    stack: &Stack,
+    graph: &crate::resources::ResourceGraph,
+    seen: &mut BTreeMap<String, String>,
+    ds: &mut Diagnostics,
+) {
+    use crate::app::Attr;
+    use crate::resources::ResourceKind;
+    let cluster_name = |path: &str| {
+        graph
+            .resources
+            .iter()
+            .find(|r| r.path == path)
+            .and_then(|r| match &r.kind {
+                ResourceKind::EksCluster(c) => Some(c.name.clone()),
+                ResourceKind::Existing(e) => e.value(Attr::Name)?.as_literal(),
+                _ => None,
+            })
+    };
+    // The stack's one EKS cluster, which its Kubernetes stages target.
+    let clusters: Vec<String> = graph
+        .resources
+        .iter()
+        .filter_map(|r| match &r.kind {
+            ResourceKind::EksCluster(c) => Some(c.name.clone()),
+            ResourceKind::Existing(e) if e.kind == crate::app::Kind::EksCluster => {
+                e.value(Attr::Name)?.as_literal()
+            }
+            _ => None,
+        })
+        .collect();
+    let kube_cluster = match clusters.as_slice() {
+        [one] => Some(one.as_str()),
+        _ => None,
+    };
+    let region = stack.region();
+    for r in &graph.resources {
+        let key = match &r.kind {
+            ResourceKind::PodIdentityAssociation(a) => cluster_name(&a.cluster.path).map(|c| {
+                format!(
+                    "the EKS Pod Identity association of service account {}/{} in cluster `{c}` ({region})",
+                    a.namespace, a.service_account
+                )
+            }),
+            ResourceKind::KubeObject(o) if o.kind() != "Namespace" => kube_cluster.map(|c| {
+                format!(
+                    "the {} `{}{}` in cluster `{c}` ({region})",
+                    o.kind(),
+                    o.namespace().map(|n| format!("{n}/")).unwrap_or_default(),
+                    o.name()
+                )
+            }),
+            _ => None,
+        };
+        let Some(key) = key else { continue };
+        let here = stack.display_path(&r.path);
+        match seen.get(&key) {
+            // Within one stack, the stack's own checks speak.
+            Some(first) if !first.starts_with(&format!("{}/", stack.name())) => ds.report(
+                Code::SharedClusterObject,
+                here,
+                format!("creates {key}, which `{first}` creates too"),
+                "give one of them names of its own (the weights stager: `ModelStore::stager`), or let one stack create what both use",
+            ),
+            Some(_) => {}
+            None => {
+                seen.insert(key, here);
+            }
+        }
+    }
+}
+
 /// Lowers one stack into `files`; diagnostics found on the rendered artifacts (template
 /// limits) go to `ds`.
 fn synthesize_stack(
@@ -578,6 +656,7 @@ fn synthesize_stack(
     files: &mut BTreeMap<String, Vec<u8>>,
     ds: &mut Diagnostics,
     timings: &mut SynthTimings,
+    shared: &mut BTreeMap<String, String>,
 ) -> Result<StackManifest, Diagnostics> {
     timings.stacks += 1;
     let start = Instant::now();
@@ -586,6 +665,7 @@ fn synthesize_stack(
     let mut problems = Diagnostics::new();
     graph.check_references(stack, &mut problems);
     graph.check_stages(stack, &mut problems);
+    check_shared_cluster_objects(stack, &graph, shared, &mut problems);
     timings.expansion += start.elapsed();
     if problems.has_errors() {
         return Err(problems);

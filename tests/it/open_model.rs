@@ -761,3 +761,98 @@ fn raw_resource_properties_are_checked_against_the_vendored_schemas() {
         "{ds}"
     );
 }
+
+/// A team's stack on the shared cluster `ml-prod`: its own bucket, staging one model; the
+/// stager's namespace and service account when given.
+fn shared_cluster_stack(name: &str, stager: Option<(&str, &str)>) -> Stack {
+    let mut stack = Stack::new(name, "us-east-2");
+    let s = stack.cloudformation_stage("foundation");
+    let eks = stack.add(
+        s,
+        ExistingEksCluster::new("Eks", "ml-prod").oidc_issuer_url(
+            "https://oidc.eks.us-east-2.amazonaws.com/id/0123456789ABCDEF0123456789ABCDEF",
+        ),
+    );
+    let store = ModelStore::new(
+        "Weights",
+        format!("{name}-weights-111122223333-us-east-2"),
+        &eks,
+    );
+    let store = stack.add(
+        s,
+        match stager {
+            Some((namespace, account)) => store.stager(namespace, account),
+            None => store,
+        },
+    );
+    let k = stack.kubernetes_stage("weights");
+    stack.add(
+        k,
+        WeightsStaging::new(
+            "Stage",
+            &store,
+            "Qwen/Qwen3-235B-A22B",
+            "0123456789abcdef0123456789abcdef01234567",
+        ),
+    );
+    stack
+}
+
+/// Two stacks on one imported cluster that would create the same Pod Identity association and
+/// staging objects get a diagnostic naming both; with a stager of its own, the second does not.
+#[test]
+fn two_stacks_on_one_shared_cluster_do_not_collide_silently() {
+    let ds = match App::new()
+        .stack(shared_cluster_stack("team-a", None))
+        .stack(shared_cluster_stack("team-b", None))
+        .synth()
+    {
+        Ok(_) => panic!("synthesized"),
+        Err(ds) => ds,
+    };
+    let shared: Vec<_> = ds
+        .iter()
+        .filter(|d| d.code == Code::SharedClusterObject)
+        .collect();
+    assert!(
+        shared.iter().any(|d| d.path.starts_with("team-b/Weights")
+            && d.message.contains("the EKS Pod Identity association of service account model-weights/weights-stager in cluster `ml-prod` (us-east-2)")
+            && d.message.contains("`team-a/Weights/")),
+        "{ds}"
+    );
+    assert!(
+        shared
+            .iter()
+            .any(|d| d.path.starts_with("team-b/Stage")
+                && d.message.contains("the Job `model-weights/")),
+        "{ds}"
+    );
+    let app = App::new()
+        .stack(shared_cluster_stack("team-a", None))
+        .stack(shared_cluster_stack(
+            "team-b",
+            Some(("team-b-weights", "team-b-stager")),
+        ));
+    let assembly = app.synth().unwrap_or_else(|e| panic!("{e}"));
+    let foundation = template(&assembly, "team-b/01-foundation.template.json");
+    assert!(
+        foundation["Resources"]
+            .as_object()
+            .unwrap()
+            .values()
+            .any(|r| r["Type"] == "AWS::EKS::PodIdentityAssociation"
+                && r["Properties"]["Namespace"] == "team-b-weights"
+                && r["Properties"]["ServiceAccount"] == "team-b-stager"),
+        "{foundation}"
+    );
+    // A name that is no Kubernetes name is refused at its field.
+    let ds = App::new()
+        .stack(shared_cluster_stack("team-c", Some(("Team_C", "stager"))))
+        .validate();
+    assert!(
+        ds.iter()
+            .any(|d| d.code == Code::InvalidModelStore
+                && d.field.as_deref() == Some("stager.namespace")),
+        "{ds}"
+    );
+}
