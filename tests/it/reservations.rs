@@ -17,6 +17,11 @@ fn app(start: &str, end: &str) -> App {
     ))
 }
 
+/// The text of the reference stack file `name` (`stacks/<name>`).
+fn reference_stack_file(name: &str) -> String {
+    std::fs::read_to_string(format!("{}/stacks/{name}", env!("CARGO_MANIFEST_DIR"))).unwrap()
+}
+
 /// The timeline of the first Capacity Block of `assembly`'s first stack.
 fn block_timeline(
     assembly: &hyperforge::assembly::Assembly,
@@ -137,11 +142,7 @@ fn the_window_drives_the_timeline_the_manifest_the_runbook_and_list_show() {
 /// is range-checked by the loader.
 #[test]
 fn stack_file_windows_are_checked_at_their_lines() {
-    let text = std::fs::read_to_string(concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/stacks/kimi-k3-eks.yaml"
-    ))
-    .unwrap();
+    let text = reference_stack_file("kimi-k3-eks.yaml");
     let app = hyperforge::stackfile::load_str("kimi-k3-eks.yaml", &text)
         .unwrap_or_else(|e| panic!("{e}"));
     assert!(!app.validate().has_errors());
@@ -554,11 +555,7 @@ fn a_drain_later_than_the_termination_lead_is_refused() {
     assert_eq!(timeline.scale_down_at, "2026-12-17T10:50Z");
 
     // In a stack file, at the line of the value.
-    let text = std::fs::read_to_string(concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/stacks/kimi-k3-eks.yaml"
-    ))
-    .unwrap();
+    let text = reference_stack_file("kimi-k3-eks.yaml");
     let late = text.replace(
         "end: \"2027-01-15T11:30:00Z\"",
         "end: \"2027-01-15T11:30:00Z\"\n            drain_by: \"2027-01-15T11:00:00Z\"",
@@ -640,11 +637,7 @@ fn an_open_block_that_serves_nothing_is_alerted_on() {
     }
     // A block without a window: its GPU nodes may run at any time, so the exporter's
     // silence is always alerted on.
-    let text = std::fs::read_to_string(concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/stacks/kimi-k3-eks.yaml"
-    ))
-    .unwrap();
+    let text = reference_stack_file("kimi-k3-eks.yaml");
     let window = "          window:                   # StartDate and EndDate (placeholders: replace with your block's)\n            start: \"2027-01-08T04:55:00Z\"\n            end: \"2027-01-15T11:30:00Z\"\n";
     let ending = "        reservation_id: cr-0123456789abcdef0\n        # Ends";
     assert!(text.contains(window) && text.contains(ending));
@@ -819,11 +812,7 @@ fn a_training_plans_window_drives_the_hyperpod_references_timeline() {
 /// In a stack file, a plan's window is read and checked at its line.
 #[test]
 fn stack_file_training_plan_windows_are_checked_at_their_lines() {
-    let text = std::fs::read_to_string(concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/stacks/kimi-k3-hyperpod.yaml"
-    ))
-    .unwrap();
+    let text = reference_stack_file("kimi-k3-hyperpod.yaml");
     let wrong = text.replace(
         "end: \"2027-01-15T11:30:00Z\"",
         "end: \"2027-09-15T11:30:00Z\"",
@@ -985,11 +974,7 @@ fn an_on_demand_capacity_reservations_mistakes_are_refused_at_the_field() {
 /// both.
 #[test]
 fn stack_file_capacity_reservations_load_and_exclude_capacity_blocks() {
-    let text = std::fs::read_to_string(concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/stacks/kimi-k3-eks.yaml"
-    ))
-    .unwrap();
+    let text = reference_stack_file("kimi-k3-eks.yaml");
     let both = text.replace(
         "        capacity_block:\n",
         "        capacity_reservation: {reservation_id: cr-0123456789abcdef0, az_id: usw2-az2, instance_count: 1}\n        capacity_block:\n",

@@ -384,58 +384,54 @@ pub fn escalation(
                 ]),
             ),
     );
-    let alarm = |actions: &str| {
-        RawValue::object([
-            (
-                "AlarmDescription",
-                RawValue::from("SNS failed to deliver notifications of the team's account"),
-            ),
-            ("Namespace", RawValue::from("AWS/SNS")),
-            ("MetricName", RawValue::from("NumberOfNotificationsFailed")),
-            ("Statistic", RawValue::from("Sum")),
-            ("Period", RawValue::from(json!(300))),
-            ("EvaluationPeriods", RawValue::from(json!(1))),
-            ("Threshold", RawValue::from(json!(1))),
-            (
-                "ComparisonOperator",
-                RawValue::from("GreaterThanOrEqualToThreshold"),
-            ),
-            ("TreatMissingData", RawValue::from("notBreaching")),
-            (actions, RawValue::List(vec![RawValue::from(topic.arn())])),
-        ])
+    // The alarm's properties once, in CloudFormation's names; Terraform's are their snake case.
+    let alarm = [
+        (
+            "AlarmName",
+            RawValue::from("deepseek-sns-delivery-failures"),
+        ),
+        (
+            "AlarmDescription",
+            RawValue::from("SNS failed to deliver notifications of the team's account"),
+        ),
+        ("Namespace", RawValue::from("AWS/SNS")),
+        ("MetricName", RawValue::from("NumberOfNotificationsFailed")),
+        ("Statistic", RawValue::from("Sum")),
+        ("Period", RawValue::from(json!(300))),
+        ("EvaluationPeriods", RawValue::from(json!(1))),
+        ("Threshold", RawValue::from(json!(1))),
+        (
+            "ComparisonOperator",
+            RawValue::from("GreaterThanOrEqualToThreshold"),
+        ),
+        ("TreatMissingData", RawValue::from("notBreaching")),
+        (
+            "AlarmActions",
+            RawValue::List(vec![RawValue::from(topic.arn())]),
+        ),
+    ];
+    let snake = |name: &str| {
+        let mut out = String::new();
+        for (i, c) in name.chars().enumerate() {
+            if c.is_ascii_uppercase() && i > 0 {
+                out.push('_');
+            }
+            out.push(c.to_ascii_lowercase());
+        }
+        out
     };
     stack.add(
         stage,
         RawResource::new("EscalationAlarm")
-            .cloudformation("AWS::CloudWatch::Alarm", alarm("AlarmActions"))
+            .cloudformation(
+                "AWS::CloudWatch::Alarm",
+                RawValue::object(alarm.iter().map(|(k, v)| (*k, v.clone()))),
+            )
             .terraform(
                 "aws_cloudwatch_metric_alarm",
-                RawValue::object([
-                    (
-                        "alarm_name",
-                        RawValue::from("deepseek-sns-delivery-failures"),
-                    ),
-                    (
-                        "alarm_description",
-                        RawValue::from("SNS failed to deliver notifications of the team's account"),
-                    ),
-                    ("namespace", RawValue::from("AWS/SNS")),
-                    ("metric_name", RawValue::from("NumberOfNotificationsFailed")),
-                    ("statistic", RawValue::from("Sum")),
-                    ("period", RawValue::from(json!(300))),
-                    ("evaluation_periods", RawValue::from(json!(1))),
-                    ("threshold", RawValue::from(json!(1))),
-                    (
-                        "comparison_operator",
-                        RawValue::from("GreaterThanOrEqualToThreshold"),
-                    ),
-                    ("treat_missing_data", RawValue::from("notBreaching")),
-                    (
-                        "alarm_actions",
-                        RawValue::List(vec![RawValue::from(topic.arn())]),
-                    ),
-                ]),
-            ),
+                RawValue::object(alarm.iter().map(|(k, v)| (snake(k), v.clone()))),
+            )
+            .cloudformation_tags(RawTags::KeyValueList),
     );
     topic
 }
