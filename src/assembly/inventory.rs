@@ -40,6 +40,31 @@ pub struct Inventory {
     /// The Prometheus alerting rules.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub alerts: Vec<AlertEntry>,
+    /// The existing EKS cluster the stack deploys onto, when it imports one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub imported_cluster: Option<ImportedCluster>,
+}
+
+/// An existing EKS cluster a stack deploys onto, and what it is stated to run.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct ImportedCluster {
+    /// Its name.
+    pub name: String,
+    /// The add-ons the description states it runs.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub runs: Vec<AddOn>,
+}
+
+/// An add-on an imported cluster runs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum AddOn {
+    /// The EKS Pod Identity agent add-on.
+    PodIdentityAgent,
+    /// The AWS Load Balancer Controller.
+    LoadBalancerController,
+    /// The NVIDIA device plugin.
+    NvidiaDevicePlugin,
 }
 
 /// A named object and the stage that creates it.

@@ -516,6 +516,7 @@ impl Construct for EksCluster {
                     }
                     _ => None,
                 },
+                runs: Vec::new(),
             }),
             ..Facts::default()
         }

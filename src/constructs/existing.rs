@@ -329,6 +329,53 @@ pub struct ExistingEksCluster {
     cluster_security_group_id: Option<String>,
     secrets_key_arn: Option<String>,
     kubernetes_version: String,
+    runs: Vec<ClusterAddOn>,
+}
+
+/// What an imported cluster runs already that a stack's constructs rely on: stated by the
+/// description (synthesis looks nothing up), checked by the rules, listed in the runbook's
+/// prerequisites.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+#[non_exhaustive]
+pub enum ClusterAddOn {
+    /// The `eks-pod-identity-agent` add-on: the roles Pod Identity associations give service
+    /// accounts (the weights stager's, Fluent Bit's, the controllers') reach pods through it.
+    PodIdentityAgent,
+    /// The AWS Load Balancer Controller: it makes the load balancer of a `Service` annotated
+    /// `aws-load-balancer-type: external` (a served model's endpoint).
+    LoadBalancerController,
+    /// The NVIDIA device plugin: nodes advertise `nvidia.com/gpu`, which GPU pods request.
+    NvidiaDevicePlugin,
+}
+
+impl ClusterAddOn {
+    /// What it is, for messages and the runbook.
+    pub fn describe(self) -> &'static str {
+        match self {
+            ClusterAddOn::PodIdentityAgent => {
+                "the EKS Pod Identity agent add-on (`eks-pod-identity-agent`)"
+            }
+            ClusterAddOn::LoadBalancerController => "the AWS Load Balancer Controller",
+            ClusterAddOn::NvidiaDevicePlugin => {
+                "the NVIDIA device plugin (nodes advertise `nvidia.com/gpu`)"
+            }
+        }
+    }
+
+    /// The builder call stating it.
+    pub fn stated(self) -> &'static str {
+        match self {
+            ClusterAddOn::PodIdentityAgent => {
+                "ExistingEksCluster::runs(ClusterAddOn::PodIdentityAgent)"
+            }
+            ClusterAddOn::LoadBalancerController => {
+                "ExistingEksCluster::runs(ClusterAddOn::LoadBalancerController)"
+            }
+            ClusterAddOn::NvidiaDevicePlugin => {
+                "ExistingEksCluster::runs(ClusterAddOn::NvidiaDevicePlugin)"
+            }
+        }
+    }
 }
 
 impl ExistingEksCluster {
@@ -341,7 +388,18 @@ impl ExistingEksCluster {
             cluster_security_group_id: None,
             secrets_key_arn: None,
             kubernetes_version: "1.33".to_owned(),
+            runs: Vec::new(),
         }
+    }
+
+    /// States that the cluster runs `add_on` already (`aws eks list-addons`, `helm list -A`):
+    /// the stack's constructs that rely on it are then accepted, and the runbook lists it
+    /// among the prerequisites.
+    pub fn runs(mut self, add_on: ClusterAddOn) -> Self {
+        if !self.runs.contains(&add_on) {
+            self.runs.push(add_on);
+        }
+        self
     }
 
     /// Its OIDC issuer (`cluster.identity.oidc.issuer`); roles for service accounts and the
@@ -487,6 +545,7 @@ impl Construct for ExistingEksCluster {
                 imported: true,
                 kubernetes_version: self.kubernetes_version.clone(),
                 admin_host: None,
+                runs: self.runs.clone(),
             }),
             ..Facts::default()
         }

@@ -68,7 +68,8 @@ pub use dashboard::{ServingDashboard, ServingDashboardHandle};
 pub use ecr::{EcrPullThroughCache, EcrPullThroughCacheHandle};
 pub use eks::{AccessEntry, AccessPolicy, EksAddon, EksCluster, EksClusterHandle, EndpointAccess};
 pub use existing::{
-    ExistingBucket, ExistingEksCluster, ExistingKmsKey, ExistingNetwork, ExistingSubnet, SubnetRole,
+    ClusterAddOn, ExistingBucket, ExistingEksCluster, ExistingKmsKey, ExistingNetwork,
+    ExistingSubnet, SubnetRole,
 };
 pub use fsx_lustre::{
     DataRepository, FsxLustre, FsxLustreHandle, LustreCompression, LustreDeployment,
@@ -367,6 +368,9 @@ pub struct EksClusterFacts {
     pub kubernetes_version: String,
     /// The `Name` tag of the admin host reaching the private endpoint, if one is created.
     pub admin_host: Option<String>,
+    /// What an imported cluster is stated to run already (empty for a created cluster, whose
+    /// add-ons are the stack's own).
+    pub runs: Vec<ClusterAddOn>,
 }
 
 /// Which service launches the instances of a claim (the region offer differs).

@@ -2473,7 +2473,7 @@ impl Construct for VllmDeployment {
     /// ScaledObject after them.
     fn expand(&self, scope: &mut Scope<'_>) {
         let resolved = self.with_workspace_address(scope);
-        let o = objects::deployment(scope.stack(), &resolved);
+        let o = objects::deployment(scope.stack(), scope.tags(), &resolved);
         self.server().steps(scope, self.object_namespace());
         scope.add_object(KubeObject::new(&o.namespace));
         scope.add_object(KubeObject::new(&o.service_account));

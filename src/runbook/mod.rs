@@ -49,6 +49,8 @@ pub struct RunbookData {
     pub eks_cluster: String,
     /// The EKS cluster's Kubernetes version, or empty.
     pub kubernetes_version: String,
+    /// The existing cluster the stack deploys onto, and what it must have (none or one).
+    pub imported_cluster: Vec<ImportedClusterData>,
     /// Whether the stack runs a HyperPod cluster.
     pub hyperpod: bool,
     /// The HyperPod cluster's name, or empty.
@@ -586,6 +588,54 @@ fn checkout_dir(url: &str) -> String {
     last.strip_suffix(".git").unwrap_or(last).to_owned()
 }
 
+/// An imported cluster as the prerequisites list it.
+#[derive(Clone, Debug, Serialize)]
+pub struct ImportedClusterData {
+    /// Its name.
+    pub name: String,
+    /// What it is stated to run, each with the command that checks it.
+    pub runs: Vec<AddOnData>,
+}
+
+/// One add-on an imported cluster runs.
+#[derive(Clone, Debug, Serialize)]
+pub struct AddOnData {
+    /// What it is.
+    pub what: &'static str,
+    /// The command that shows it.
+    pub check: String,
+}
+
+/// The prerequisites' view of `cluster`.
+fn imported_cluster(
+    cluster: &crate::assembly::inventory::ImportedCluster,
+    region: &str,
+) -> ImportedClusterData {
+    use crate::assembly::inventory::AddOn;
+    let name = &cluster.name;
+    ImportedClusterData {
+        name: name.clone(),
+        runs: cluster
+            .runs
+            .iter()
+            .map(|a| match a {
+                AddOn::PodIdentityAgent => AddOnData {
+                    what: "the EKS Pod Identity agent add-on (the stack's roles reach their pods through it)",
+                    check: format!("aws eks describe-addon --region {region} --cluster-name {name} --addon-name eks-pod-identity-agent --query addon.status"),
+                },
+                AddOn::LoadBalancerController => AddOnData {
+                    what: "the AWS Load Balancer Controller (it makes the endpoint's load balancer)",
+                    check: "kubectl -n kube-system get deployment aws-load-balancer-controller".to_owned(),
+                },
+                AddOn::NvidiaDevicePlugin => AddOnData {
+                    what: "the NVIDIA device plugin (GPU nodes advertise nvidia.com/gpu)",
+                    check: "kubectl get nodes -o custom-columns=NAME:.metadata.name,GPUS:.status.allocatable.nvidia\\.com/gpu".to_owned(),
+                },
+            })
+            .collect(),
+    }
+}
+
 /// The runbook's data for a stack's manifest entry (the only thing it reads).
 pub fn data(manifest: &StackManifest) -> RunbookData {
     let region = manifest.region.clone();
@@ -1002,6 +1052,11 @@ pub fn data(manifest: &StackManifest) -> RunbookData {
         needs_docker,
         needs_curl,
         stack: manifest.name.clone(),
+        imported_cluster: inventory
+            .imported_cluster
+            .iter()
+            .map(|c| imported_cluster(c, &region))
+            .collect(),
         region,
         description: prose(inventory.description.as_deref().unwrap_or_default()),
         eks_cluster,

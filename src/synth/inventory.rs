@@ -36,6 +36,22 @@ pub fn lower_inventory(stack: &Stack) -> Inventory {
     for (facts, placed) in all {
         let stage = stage_name(placed.node.stage);
         if let Some(eks) = facts.eks_cluster {
+            if eks.imported {
+                use crate::assembly::inventory::{AddOn, ImportedCluster};
+                use crate::constructs::ClusterAddOn;
+                inventory.imported_cluster = Some(ImportedCluster {
+                    name: eks.name.clone(),
+                    runs: eks
+                        .runs
+                        .iter()
+                        .map(|a| match a {
+                            ClusterAddOn::PodIdentityAgent => AddOn::PodIdentityAgent,
+                            ClusterAddOn::LoadBalancerController => AddOn::LoadBalancerController,
+                            ClusterAddOn::NvidiaDevicePlugin => AddOn::NvidiaDevicePlugin,
+                        })
+                        .collect(),
+                });
+            }
             inventory.kubernetes_version = Some(eks.kubernetes_version);
         }
         if let Some(name) = facts.hyperpod_cluster {

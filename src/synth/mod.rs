@@ -571,6 +571,54 @@ const BACKENDS: &[&dyn Backend] = &[
     &terraform::Terraform,
 ];
 
+/// `HF0383`: a Pod Identity association on an imported EKS cluster not stated to run the Pod
+/// Identity agent add-on (the role would never reach the pods), once per construct.
+fn check_pod_identity_agent(
+    stack: &Stack,
+    graph: &crate::resources::ResourceGraph,
+    ds: &mut Diagnostics,
+) {
+    use crate::constructs::ClusterAddOn;
+    use crate::resources::ResourceKind;
+    let agent = ClusterAddOn::PodIdentityAgent;
+    let placements = crate::constructs::Placements::new(stack);
+    // Imported clusters without the agent stated: (resource path, name).
+    let without: Vec<(String, String)> = placements
+        .all()
+        .filter_map(|p| p.facts().eks_cluster)
+        .filter(|c| c.imported && !c.runs.contains(&agent))
+        .map(|c| (c.resource_path, c.name))
+        .collect();
+    let mut reported = std::collections::BTreeSet::new();
+    for r in &graph.resources {
+        let ResourceKind::PodIdentityAssociation(a) = &r.kind else {
+            continue;
+        };
+        let Some((_, name)) = without.iter().find(|(path, _)| *path == a.cluster.path) else {
+            continue;
+        };
+        let construct = r.path.split('/').next().unwrap_or(&r.path);
+        if !reported.insert(construct.to_owned()) {
+            continue;
+        }
+        ds.report(
+            Code::ImportedClusterPrerequisite,
+            stack.display_path(construct),
+            format!(
+                "gives service account {}/{} a role through a Pod Identity association on the imported cluster `{name}`, which is not stated to run {}",
+                a.namespace,
+                a.service_account,
+                agent.describe()
+            ),
+            format!(
+                "check it (`aws eks describe-addon --region {} --cluster-name {name} --addon-name eks-pod-identity-agent`) and state it: `{}`",
+                stack.region(),
+                agent.stated()
+            ),
+        );
+    }
+}
+
 /// `HF0016`: the objects `stack` creates that its EKS cluster holds once (Pod Identity
 /// associations; Kubernetes objects other than namespaces), keyed by region, cluster and
 /// identity in `seen` with the display path of the first stack creating each: a second stack
@@ -666,6 +714,7 @@ fn synthesize_stack(
     graph.check_references(stack, &mut problems);
     graph.check_stages(stack, &mut problems);
     check_shared_cluster_objects(stack, &graph, shared, &mut problems);
+    check_pod_identity_agent(stack, &graph, &mut problems);
     timings.expansion += start.elapsed();
     if problems.has_errors() {
         return Err(problems);

@@ -66,7 +66,7 @@ pub(crate) fn app(app: &App, ds: &mut Diagnostics) {
                 autoscaling::check(served, placed.cx.path, &claims, ds);
                 topology::workload(
                     stack,
-                    clusters,
+                    &clusters,
                     served,
                     placed.cx.path,
                     placed.node.stage,

@@ -20,7 +20,8 @@ use super::autoscaling::ever;
 use crate::app::{Stack, StageId, StageKind};
 use crate::catalog::{self, InstanceType};
 use crate::constructs::{
-    CapacityClaim, CapacitySource, Launcher, LoadBalancerController, Placements, ServedModel,
+    CapacityClaim, CapacitySource, ClusterAddOn, Exposure, Launcher, LoadBalancerController,
+    Placements, ServedModel,
 };
 use crate::diagnostics::{Code, Diagnostic, Diagnostics};
 use std::collections::BTreeMap;
@@ -43,12 +44,14 @@ fn providers(hyperpod: bool) -> &'static str {
 /// Helm stages only when the stack creates the cluster it runs on (an EKS cluster for a
 /// Deployment, a HyperPod cluster for an endpoint): a stack deploying onto a cluster described
 /// elsewhere cannot know that cluster's nodes or add-ons.
-#[derive(Clone, Copy, Debug, Default)]
+#[derive(Clone, Debug, Default)]
 pub struct Clusters {
     /// The stack creates an EKS cluster.
     pub eks: bool,
     /// The stack creates a HyperPod cluster.
     pub hyperpod: bool,
+    /// The stack deploys onto an imported EKS cluster: its name and what it is stated to run.
+    pub imported_eks: Option<(String, Vec<ClusterAddOn>)>,
 }
 
 impl Clusters {
@@ -58,7 +61,10 @@ impl Clusters {
         for placed in placements.all() {
             let facts = placed.facts();
             // An imported cluster may have nodes and add-ons the description does not show.
-            clusters.eks |= facts.eks_cluster.is_some_and(|c| !c.imported);
+            clusters.eks |= facts.eks_cluster.as_ref().is_some_and(|c| !c.imported);
+            if let Some(c) = facts.eks_cluster.as_ref().filter(|c| c.imported) {
+                clusters.imported_eks = Some((c.name.clone(), c.runs.clone()));
+            }
             clusters.hyperpod |= facts.hyperpod_cluster.is_some();
         }
         clusters
@@ -69,7 +75,7 @@ impl Clusters {
 /// the Helm stages before it, when the stack creates the cluster it runs on.
 pub fn workload(
     stack: &Stack,
-    clusters: Clusters,
+    clusters: &Clusters,
     served: &ServedModel<'_>,
     path: &str,
     stage: StageId,
@@ -82,6 +88,9 @@ pub fn workload(
         clusters.eks
     };
     if !described {
+        if let (false, Some((name, runs))) = (served.hyperpod, &clusters.imported_eks) {
+            imported_prerequisites(stack, name, runs, served, path, stage, ds);
+        }
         return;
     }
     let served_type = ec2_name(served.instance_type);
@@ -100,7 +109,7 @@ pub fn workload(
         replicas(served, path, instance, &matching, ds);
     }
     if !served.hyperpod && instance.gpu_count > 0 {
-        device_plugin(stack, served, path, stage, ds);
+        device_plugin(stack, served, path, stage, None, ds);
     }
 }
 
@@ -230,14 +239,62 @@ fn replicas(
     );
 }
 
-/// `HF0373`: a GPU workload on EKS nodes with no NVIDIA device plugin release before its stage.
-fn device_plugin(
+/// What a workload on an imported EKS cluster (`name`, stated to run `runs`) relies on the
+/// cluster for: the NVIDIA device plugin for GPU pods (`HF0373`) and the AWS Load Balancer
+/// Controller for a load balancer (`HF0383`), each installed by the stack or stated.
+fn imported_prerequisites(
     stack: &Stack,
+    name: &str,
+    runs: &[ClusterAddOn],
     served: &ServedModel<'_>,
     path: &str,
     stage: StageId,
     ds: &mut Diagnostics,
 ) {
+    let gpus = catalog::instance(ec2_name(served.instance_type)).is_some_and(|i| i.gpu_count > 0);
+    if gpus {
+        device_plugin(stack, served, path, stage, Some((name, runs)), ds);
+    }
+    let load_balancer = matches!(
+        served.exposure,
+        Exposure::InternalLoadBalancer | Exposure::InternetFacingLoadBalancer
+    );
+    let installed = stack
+        .stages()
+        .iter()
+        .any(|s| matches!(&s.kind, StageKind::Helm(r) if r.is_aws_load_balancer_controller()));
+    let controller = ClusterAddOn::LoadBalancerController;
+    if load_balancer && !installed && !runs.contains(&controller) {
+        ds.report(
+            Code::ImportedClusterPrerequisite,
+            path,
+            format!(
+                "`{}` is reached through a load balancer, which {} of the imported cluster `{name}` makes; the description neither installs it nor states that the cluster runs it",
+                served.object_name,
+                controller.describe()
+            ),
+            format!(
+                "check that it runs (`kubectl -n kube-system get deployment aws-load-balancer-controller`) and state it: `{}`; or install it with the stack (`LoadBalancerController` and its Helm stage)",
+                controller.stated()
+            ),
+        );
+    }
+}
+
+/// `HF0373`: a GPU workload on EKS nodes with no NVIDIA device plugin release before its stage
+/// (on an imported cluster, `imported`: its name and what it is stated to run, unless it is
+/// stated to run the plugin).
+fn device_plugin(
+    stack: &Stack,
+    served: &ServedModel<'_>,
+    path: &str,
+    stage: StageId,
+    imported: Option<(&str, &[ClusterAddOn])>,
+    ds: &mut Diagnostics,
+) {
+    if imported.is_some_and(|(_, runs)| runs.contains(&ClusterAddOn::NvidiaDevicePlugin)) {
+        return;
+    }
     let stages = stack.stages();
     let before = &stages[..stage.index().min(stages.len())];
     let installed = before
@@ -260,12 +317,15 @@ fn device_plugin(
             served.object_name, served.gpus
         ),
     };
-    ds.report(
-        Code::GpuWorkloadWithoutDevicePlugin,
-        path,
-        message,
-        "add `stack.helm_stage(\"nvidia-device-plugin\", HelmRelease::nvidia_device_plugin())` (stack files: `kind: helm`, `preset: nvidia-device-plugin`) before the workload's stage",
-    );
+    let help = "add `stack.helm_stage(\"nvidia-device-plugin\", HelmRelease::nvidia_device_plugin())` (stack files: `kind: helm`, `preset: nvidia-device-plugin`) before the workload's stage";
+    let help = match imported {
+        Some((name, _)) => format!(
+            "{help}; or, when the imported cluster `{name}` runs it already (`kubectl get nodes -o custom-columns=NAME:.metadata.name,GPUS:.status.allocatable.nvidia\\.com/gpu`), state it: `{}`",
+            ClusterAddOn::NvidiaDevicePlugin.stated()
+        ),
+        None => help.to_owned(),
+    };
+    ds.report(Code::GpuWorkloadWithoutDevicePlugin, path, message, help);
 }
 
 /// `HF0372`: node groups consuming a Capacity Block (or an On-Demand Capacity Reservation) of a

@@ -536,34 +536,139 @@ fn acknowledged_warnings_leave_the_report_and_enter_the_manifest() {
 
 #[test]
 fn an_imported_cluster_is_not_held_to_the_nodes_the_description_shows() {
-    // The platform's cluster already runs GPU nodes and the device plugin: a workload on it
-    // with no node group in this stack is not refused (HF0370, HF0373 are for created
-    // clusters), while the model-aware rules still apply.
-    let mut stack = Stack::new("imp", "us-east-2");
-    let s = stack.cloudformation_stage("foundation");
-    stack.add(s, ExistingEksCluster::new("Eks", "platform"));
-    let k = stack.kubernetes_stage("workload");
-    stack.add(
-        k,
-        VllmDeployment::new(
-            "Llama",
-            VllmServer::new(
-                "meta-llama/Llama-3.1-70B-Instruct",
-                "vllm/vllm-openai:v0.11.0",
+    // The platform's cluster already runs GPU nodes: a workload on it with no node group in
+    // this stack is not refused (HF0370 is for created clusters), while what the workload
+    // relies on the cluster for (the device plugin, a load balancer controller) is stated or
+    // refused, and the model-aware rules still apply.
+    let stack = |cluster: ExistingEksCluster| {
+        let mut stack = Stack::new("imp", "us-east-2");
+        let s = stack.cloudformation_stage("foundation");
+        stack.add(s, cluster);
+        let k = stack.kubernetes_stage("workload");
+        stack.add(
+            k,
+            VllmDeployment::new(
+                "Llama",
+                VllmServer::new(
+                    "meta-llama/Llama-3.1-70B-Instruct",
+                    "vllm/vllm-openai:v0.11.0",
+                )
+                .image_digest(
+                    "sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef",
+                )
+                .revision("0123456789abcdef0123456789abcdef01234567")
+                .served_model_name("Llama-70B")
+                .tensor_parallel_size(8),
+                "p5en.48xlarge",
             )
-            .image_digest("sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef")
-            .revision("0123456789abcdef0123456789abcdef01234567")
-            .tensor_parallel_size(8),
-            "p5en.48xlarge",
-        ),
+            .name("llama-70b"),
+        );
+        stack
+    };
+    let unstated = App::new()
+        .stack(stack(ExistingEksCluster::new("Eks", "platform")))
+        .validate();
+    assert_eq!(
+        unstated.with_code(Code::WorkloadWithoutCapacity).count(),
+        0,
+        "{unstated}"
     );
-    let found = App::new().stack(stack).validate();
+    let plugin = unstated
+        .with_code(Code::GpuWorkloadWithoutDevicePlugin)
+        .next()
+        .unwrap_or_else(|| panic!("{unstated}"));
+    assert!(
+        plugin
+            .help
+            .contains("ExistingEksCluster::runs(ClusterAddOn::NvidiaDevicePlugin)"),
+        "{plugin}"
+    );
+    let controller = unstated
+        .with_code(Code::ImportedClusterPrerequisite)
+        .next()
+        .unwrap_or_else(|| panic!("{unstated}"));
+    assert!(
+        controller
+            .message
+            .contains("the AWS Load Balancer Controller of the imported cluster `platform`"),
+        "{controller}"
+    );
+    let stated = App::new()
+        .stack(stack(
+            ExistingEksCluster::new("Eks", "platform")
+                .runs(ClusterAddOn::NvidiaDevicePlugin)
+                .runs(ClusterAddOn::LoadBalancerController),
+        ))
+        .validate();
     for code in [
         Code::WorkloadWithoutCapacity,
         Code::GpuWorkloadWithoutDevicePlugin,
+        Code::ImportedClusterPrerequisite,
     ] {
-        assert_eq!(found.with_code(code).count(), 0, "{code:?}: {found}");
+        assert_eq!(stated.with_code(code).count(), 0, "{code:?}: {stated}");
     }
+    // The cluster's own controller knows none of the company's tags: the Service asks for them.
+    let assembly = App::new()
+        .tag("cost-center", "ml-42")
+        .stack(stack(
+            ExistingEksCluster::new("Eks", "platform")
+                .runs(ClusterAddOn::NvidiaDevicePlugin)
+                .runs(ClusterAddOn::LoadBalancerController),
+        ))
+        .synth()
+        .unwrap_or_else(|e| panic!("{e}"));
+    let objects: String = assembly
+        .files()
+        .iter()
+        .filter(|(path, _)| path.ends_with(".yaml"))
+        .map(|(_, bytes)| String::from_utf8_lossy(bytes).into_owned())
+        .collect();
+    assert!(
+        objects.contains(
+            "service.beta.kubernetes.io/aws-load-balancer-additional-resource-tags: cost-center=ml-42,hyperforge:stack=imp"
+        ),
+        "{objects}"
+    );
+}
+
+/// What an imported cluster is stated to run is listed in the runbook's prerequisites, and a
+/// Pod Identity association on a cluster not stated to run the agent is refused.
+#[test]
+fn an_imported_clusters_prerequisites_are_stated_checked_and_listed() {
+    let ds = match App::new()
+        .stack(shared_cluster_stack_with("team-a", None, &[]))
+        .synth()
+    {
+        Ok(_) => panic!("synthesized"),
+        Err(ds) => ds,
+    };
+    assert!(
+        ds.iter()
+            .any(|d| d.code == Code::ImportedClusterPrerequisite
+                && d.path.starts_with("team-a/Weights")
+                && d.message.contains("model-weights/weights-stager")
+                && d.help
+                    .contains("ExistingEksCluster::runs(ClusterAddOn::PodIdentityAgent)")),
+        "{ds}"
+    );
+    let assembly = App::new()
+        .stack(shared_cluster_stack("team-a", None))
+        .synth()
+        .unwrap_or_else(|e| panic!("{e}"));
+    let runbook = assembly.text("team-a/RUNBOOK.md").unwrap();
+    for line in [
+        "The stack deploys onto the existing EKS cluster `ml-prod`, which it does not create.",
+        "- the EKS Pod Identity agent add-on (the stack's roles reach their pods through it): `aws eks describe-addon --region us-east-2 --cluster-name ml-prod --addon-name eks-pod-identity-agent --query addon.status`",
+    ] {
+        assert!(runbook.contains(line), "{line}\n{runbook}");
+    }
+    let manifest = &assembly.manifest().stacks[0].inventory;
+    let imported = manifest.imported_cluster.as_ref().unwrap();
+    assert_eq!(imported.name, "ml-prod");
+    assert_eq!(
+        imported.runs,
+        [hyperforge::assembly::inventory::AddOn::PodIdentityAgent]
+    );
 }
 
 #[test]
@@ -762,17 +867,27 @@ fn raw_resource_properties_are_checked_against_the_vendored_schemas() {
     );
 }
 
-/// A team's stack on the shared cluster `ml-prod`: its own bucket, staging one model; the
-/// stager's namespace and service account when given.
+/// A team's stack on the shared cluster `ml-prod` (stated to run the Pod Identity agent): its
+/// own bucket, staging one model; the stager's namespace and service account when given.
 fn shared_cluster_stack(name: &str, stager: Option<(&str, &str)>) -> Stack {
+    shared_cluster_stack_with(name, stager, &[ClusterAddOn::PodIdentityAgent])
+}
+
+/// [`shared_cluster_stack`] with the cluster stated to run `runs`.
+fn shared_cluster_stack_with(
+    name: &str,
+    stager: Option<(&str, &str)>,
+    runs: &[ClusterAddOn],
+) -> Stack {
     let mut stack = Stack::new(name, "us-east-2");
     let s = stack.cloudformation_stage("foundation");
-    let eks = stack.add(
-        s,
-        ExistingEksCluster::new("Eks", "ml-prod").oidc_issuer_url(
-            "https://oidc.eks.us-east-2.amazonaws.com/id/0123456789ABCDEF0123456789ABCDEF",
-        ),
+    let mut cluster = ExistingEksCluster::new("Eks", "ml-prod").oidc_issuer_url(
+        "https://oidc.eks.us-east-2.amazonaws.com/id/0123456789ABCDEF0123456789ABCDEF",
     );
+    for add_on in runs {
+        cluster = cluster.runs(*add_on);
+    }
+    let eks = stack.add(s, cluster);
     let store = ModelStore::new(
         "Weights",
         format!("{name}-weights-111122223333-us-east-2"),

@@ -101,7 +101,9 @@ pub fn stack() -> Stack {
                 "https://oidc.eks.us-east-2.amazonaws.com/id/0123456789ABCDEF0123456789ABCDEF",
             )
             .cluster_security_group_id("sg-0a1b2c3d4e5f60719")
-            .kubernetes_version("1.33"),
+            .kubernetes_version("1.33")
+            // The platform team runs the Pod Identity agent; the stack installs the rest.
+            .runs(ClusterAddOn::PodIdentityAgent),
     );
     stack.add(
         foundation,

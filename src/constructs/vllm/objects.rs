@@ -411,7 +411,7 @@ const CHECKOV_SKIP_NO_DIGEST: (Rule, &str) = (
 );
 
 /// The objects of `d` in stack `stack`.
-pub fn deployment(stack: &Stack, d: &VllmDeployment) -> VllmObjects {
+pub fn deployment(stack: &Stack, tags: &crate::app::Tags, d: &VllmDeployment) -> VllmObjects {
     let name = d.object_name().to_owned();
     let ns = d.object_namespace().to_owned();
     let server = d.server();
@@ -716,6 +716,26 @@ pub fn deployment(stack: &Stack, d: &VllmDeployment) -> VllmObjects {
                 "service.beta.kubernetes.io/aws-load-balancer-healthcheck-path".to_owned(),
                 "/health".to_owned(),
             );
+            // A controller the stack installs tags its load balancers with the stack's tags
+            // (`defaultTags`); one the cluster runs already knows none of them, so the Service
+            // asks for them (`key=value` pairs; AWS tags hold no comma).
+            let installs_controller = stack.stages().iter().any(|s| {
+                matches!(&s.kind, crate::app::StageKind::Helm(r) if r.is_aws_load_balancer_controller())
+            });
+            if !installs_controller {
+                let pairs: Vec<String> = tags
+                    .iter()
+                    .filter(|(k, v)| !k.contains([',', '=']) && !v.contains(','))
+                    .map(|(k, v)| format!("{k}={v}"))
+                    .collect();
+                if !pairs.is_empty() {
+                    annotations.insert(
+                        "service.beta.kubernetes.io/aws-load-balancer-additional-resource-tags"
+                            .to_owned(),
+                        pairs.join(","),
+                    );
+                }
+            }
             "LoadBalancer"
         }
     };
@@ -937,7 +957,7 @@ mod tests {
         let d = VllmDeployment::new("Kimi", server.clone(), "p6-b300.48xlarge")
             .efa(true)
             .service_annotation("a", "b");
-        let o = deployment(&stack, &d);
+        let o = deployment(&stack, &crate::app::Tags::new(), &d);
         same_yaml(&o.namespace);
         same_yaml(&o.service_account);
         same_yaml(&o.deployment);
