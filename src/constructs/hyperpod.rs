@@ -659,6 +659,10 @@ impl HyperPodCluster {
             );
         }
         let subnet_zone = self.subnet_zone(stack);
+        let imported_subnet = self
+            .subnets
+            .first()
+            .is_some_and(|s| super::network::is_imported_subnet(stack, s));
         let mut names = BTreeSet::new();
         for group in &self.groups {
             let gpath = format!("{path}/{}", group.name);
@@ -670,7 +674,13 @@ impl HyperPodCluster {
                     "give each instance group its own name",
                 );
             }
-            validate_group(group, stack.region(), subnet_zone.as_ref(), &gpath, ds);
+            validate_group(
+                group,
+                stack.region(),
+                subnet_zone.as_ref().map(|z| (z, imported_subnet)),
+                &gpath,
+                ds,
+            );
         }
         self.validate_ordering(stack, path, ds);
     }
@@ -757,7 +767,7 @@ pub const EBS_VOLUME_GB: Ints = Ints::new(1, 16384);
 fn validate_group(
     group: &InstanceGroup,
     region: &str,
-    subnet_zone: Option<&AzId>,
+    subnet_zone: Option<(&AzId, bool)>,
     path: &str,
     ds: &mut Diagnostics,
 ) {
@@ -865,14 +875,18 @@ fn validate_group(
                     "zone ids look like `usw2-az2`",
                 ),
                 Some(az) => {
-                    if let Some(subnet_zone) = subnet_zone {
+                    if let Some((subnet_zone, imported)) = subnet_zone {
                         if &az != subnet_zone {
                             ds.report_field(
                                 Code::TrainingPlanZoneMismatch,
                                 path,
                                 "training_plan.az_id",
                                 format!("the training plan's capacity is in {az}, but the cluster's subnet is in {subnet_zone}"),
-                                format!("place the HyperPod subnet in {az}: `Network::hyperpod_subnet(\"{az}\")`"),
+                                if imported {
+                                    format!("pass an imported subnet in {az}: `ExistingNetwork::hyperpod_subnet(\"subnet-...\", \"{az}\", cidr)`")
+                                } else {
+                                    format!("place the HyperPod subnet in {az}: `Network::hyperpod_subnet(\"{az}\")`")
+                                },
                             );
                         }
                     }

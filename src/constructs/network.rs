@@ -74,6 +74,17 @@ pub fn zone_of_subnet<'a>(stack: &'a Stack, subnet: &Ref<kind::Subnet>) -> Optio
     })
 }
 
+/// Whether `subnet` belongs to an imported network (`ExistingNetwork`): its placement is
+/// changed by importing another subnet, not by a `Network` builder.
+pub fn is_imported_subnet(stack: &Stack, subnet: &Ref<kind::Subnet>) -> bool {
+    stack.nodes().iter().any(|n| {
+        n.construct
+            .as_any()
+            .downcast_ref::<super::ExistingNetwork>()
+            .is_some_and(|e| e.subnet_at(&n.id, subnet.path()).is_some())
+    })
+}
+
 /// What a subnet of a network is, for documents that name it outside the templates (a
 /// Service's load balancer subnets, a NetworkPolicy's address blocks).
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -926,6 +926,12 @@ impl ManagedNodeGroup {
     ) {
         for subnet in &self.subnets {
             let subnet_zone = super::network::zone_of_subnet(stack, subnet);
+            // The way to a subnet in the zone depends on how the network was declared.
+            let fix = if super::network::is_imported_subnet(stack, subnet) {
+                format!("pass only an imported subnet in {zone}: `ExistingNetwork::gpu_subnet(\"subnet-...\", \"{zone}\", cidr)`, or one of its private subnets there")
+            } else {
+                format!("use only a subnet in {zone}: `Network::gpu_subnet(\"{zone}\")`")
+            };
             match subnet_zone {
                 Some(z) if z == zone.as_str() => {}
                 Some(z) => ds.report_field(
@@ -933,7 +939,7 @@ impl ManagedNodeGroup {
                     path,
                     "subnets",
                     format!("subnet `{}` is in {z}, the {what} is in {zone}", subnet.path()),
-                    format!("use only a subnet in {zone}: `Network::gpu_subnet(\"{zone}\")`"),
+                    fix,
                 ),
                 None => ds.report_field(
                     Code::CapacityBlockSubnetZone,

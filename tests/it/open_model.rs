@@ -407,6 +407,16 @@ fn an_imported_gpu_subnet_in_another_zone_than_the_block_is_refused() {
         errors.contains(Code::CapacityBlockSubnetZone, "imp/GpuNodes"),
         "{errors}"
     );
+    // The help names the way an imported network is changed, not a created network's builder.
+    let zone = errors
+        .with_code(Code::CapacityBlockSubnetZone)
+        .next()
+        .unwrap();
+    assert!(
+        zone.help.contains("ExistingNetwork::gpu_subnet(")
+            && !zone.help.contains("Network::gpu_subnet(\"use2"),
+        "{zone}"
+    );
 }
 
 #[test]
