@@ -37,7 +37,7 @@ macro_rules! codes {
         #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
         #[non_exhaustive]
         pub enum Code {
-            $( #[doc = $summary] $variant, )*
+            $( #[doc = concat!("`", $id, "` (", stringify!($severity), "): ", $summary, ".")] $variant, )*
         }
 
         impl Code {
@@ -47,6 +47,12 @@ macro_rules! codes {
             /// The stable identifier, e.g. `HF0101`.
             pub fn id(self) -> &'static str {
                 match self { $(Code::$variant => $id,)* }
+            }
+
+            /// The variant's name in Rust (`OversizedInstance` of `HF0505`): what
+            /// `Stack::acknowledge` and `Diagnostics::with_code` take as `Code::...`.
+            pub fn rust_name(self) -> &'static str {
+                match self { $(Code::$variant => stringify!($variant),)* }
             }
 
             /// The severity this code is reported with.
@@ -425,9 +431,10 @@ impl Code {
     pub fn explain_markdown(self) -> String {
         let severity = self.severity().as_str();
         format!(
-            "## {}: {}\n\nSeverity: {severity}.\n\n{}\n",
+            "## {}: {}\n\nSeverity: {severity}. In Rust: `Code::{}`.\n\n{}\n",
             self.id(),
             self.summary(),
+            self.rust_name(),
             self.explanation()
         )
     }
@@ -441,13 +448,14 @@ impl Code {
              Errors stop synthesis; warnings do not unless synthesis runs with \
              `SynthOptions { deny_warnings: true, .. }` (`hyperforge synth --deny-warnings`); \
              notes say how the description is deployed and never stop anything. Memory figures are GiB (2^30 bytes).\n\n\
-             | code | severity | summary |\n|---|---|---|\n",
+             | code | Rust name | severity | summary |\n|---|---|---|---|\n",
         );
         for code in Code::ALL {
             let severity = code.severity().as_str();
             out.push_str(&format!(
-                "| `{}` | {severity} | {} |\n",
+                "| `{}` | `Code::{}` | {severity} | {} |\n",
                 code.id(),
+                code.rust_name(),
                 code.summary()
             ));
         }

@@ -15,4 +15,4 @@ pub use loading::{
     cold_start, staging_secs, storage_usd_per_month, ColdStart, StoreKind, WeightSource,
 };
 pub use memory::MemoryPlan;
-pub use models::{model, models, AttentionKind, Experts, Model, Precision};
+pub use models::{model, models, models_markdown, AttentionKind, Experts, Model, Precision};

@@ -425,7 +425,11 @@ fn build_catalog() -> Vec<Model> {
     ]
 }
 
-/// Every model in the catalog.
+/// Every model in the catalog, by Hugging Face id (what `VllmServer::new` and
+/// `catalog::model` take). A model outside it is described with
+/// [`VllmServer::model_spec`](crate::constructs::VllmServer::model_spec).
+///
+#[doc = include_str!("../../docs/models.md")]
 pub fn models() -> &'static [Model] {
     static MODELS: OnceLock<Vec<Model>> = OnceLock::new();
     MODELS.get_or_init(build_catalog)
@@ -436,6 +440,34 @@ pub fn model(hf_id: &str) -> Option<&'static Model> {
     models()
         .iter()
         .find(|m| m.hf_id.eq_ignore_ascii_case(hf_id))
+}
+
+/// The catalog as a Markdown table (`docs/models.md`, in the rustdoc of [`models`]).
+pub fn models_markdown() -> String {
+    const GIB: f64 = 1024.0 * 1024.0 * 1024.0;
+    let mut out = String::from(
+        "| Hugging Face id | name | parameters | experts (active/routed) | weights GiB | context |\n|---|---|---|---|---|---|\n",
+    );
+    for m in models() {
+        let params = m.total_parameters() as f64;
+        let params = if params >= 1e12 {
+            format!("{:.2} T", params / 1e12)
+        } else {
+            format!("{:.1} B", params / 1e9)
+        };
+        let experts = m.experts.as_ref().map_or_else(
+            || "-".to_owned(),
+            |e| format!("{}/{}", e.active_per_token, e.routed),
+        );
+        out.push_str(&format!(
+            "| `{}` | {} | {params} | {experts} | {:.1} | {} |\n",
+            m.hf_id,
+            m.display_name,
+            m.weight_bytes() as f64 / GIB,
+            m.max_context_tokens
+        ));
+    }
+    out
 }
 
 #[cfg(test)]

@@ -444,7 +444,26 @@ impl VllmServer {
 
     /// Describes the model served, for models the catalog does not know (or to override the
     /// catalog's entry): its parameters by precision, attention layers, heads and experts feed
-    /// the memory and parallelism checks.
+    /// the memory and parallelism checks. The catalog's models are listed in
+    /// [`catalog::models()`](fn@crate::catalog::models) (and by `hyperforge catalog models`); read
+    /// the figures of another from its `config.json` on the Hugging Face Hub.
+    ///
+    /// ```
+    /// use hyperforge::catalog::{AttentionKind, Model, Precision};
+    /// use hyperforge::constructs::VllmServer;
+    ///
+    /// let model = Model::new("acme/acme-70b", "Acme 70B")
+    ///     // Weights by precision (a mixed checkpoint lists each part).
+    ///     .parameters("all", 70_000_000_000, Precision::Bf16)
+    ///     // `num_hidden_layers`, `num_key_value_heads`, `head_dim` of config.json.
+    ///     .attention(80, AttentionKind::Gqa { kv_heads: 8, head_dim: 128 })
+    ///     .attention_heads(64)
+    ///     .max_context_tokens(131_072);
+    /// let server = VllmServer::new("acme/acme-70b", "vllm/vllm-openai:v0.11.0")
+    ///     .model_spec(model)
+    ///     .tensor_parallel_size(8);
+    /// # let _ = server;
+    /// ```
     pub fn model_spec(mut self, model: Model) -> Self {
         self.model_spec = Some(model);
         self

@@ -24,3 +24,27 @@ fn diagnostics_reference_is_up_to_date() {
         );
     }
 }
+
+/// `docs/models.md` lists the model catalog (the rustdoc of `catalog::models` includes it);
+/// generated from the catalog, stale when it changes.
+#[test]
+fn model_catalog_reference_is_up_to_date() {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/models.md");
+    let expected = hyperforge::catalog::models_markdown();
+    if std::env::var_os("HYPERFORGE_BLESS").is_some_and(|v| v == "1") {
+        std::fs::write(&path, &expected).expect("write docs/models.md");
+        return;
+    }
+    let actual = std::fs::read_to_string(&path).unwrap_or_default();
+    assert!(
+        actual == expected,
+        "docs/models.md is stale: run `HYPERFORGE_BLESS=1 cargo test --test it diagnostics_doc::`"
+    );
+    for m in hyperforge::catalog::models() {
+        assert!(
+            actual.contains(&format!("`{}`", m.hf_id)),
+            "{} unlisted",
+            m.hf_id
+        );
+    }
+}
