@@ -312,14 +312,17 @@ impl Construct for ExistingNetwork {
 /// the controllers', Fluent Bit's and the model servers' roles reach their pods through EKS
 /// Pod Identity; an IAM OIDC provider for its issuer when a construct uses roles for service
 /// accounts (the inference operator); and an API reachable from where the runbook's kubectl
-/// and helm steps run.
+/// and helm steps run. What the stack's constructs rely on it running is stated with
+/// [`ExistingEksCluster::runs`] and checked (`HF0373`, `HF0383`); the runbook lists it.
 ///
 /// ```
-/// use hyperforge::constructs::ExistingEksCluster;
+/// use hyperforge::constructs::{ClusterAddOn, ExistingEksCluster};
 /// let cluster = ExistingEksCluster::new("Eks", "ml-platform")
 ///     .oidc_issuer_url("https://oidc.eks.us-west-2.amazonaws.com/id/0123456789ABCDEF0123456789ABCDEF")
 ///     .cluster_security_group_id("sg-0a1b2c3d4e5f60718")
-///     .kubernetes_version("1.33");
+///     .kubernetes_version("1.33")
+///     .runs(ClusterAddOn::PodIdentityAgent)
+///     .runs(ClusterAddOn::NvidiaDevicePlugin);
 /// ```
 #[derive(Clone, Debug)]
 pub struct ExistingEksCluster {

@@ -233,7 +233,7 @@ impl Construct for RawResource {
     }
 
     fn references(&self) -> Vec<AttrRef> {
-        crate::resources::ResourceFacts::references(&self.kind())
+        crate::resources::ResourceFacts::references(&self.resource())
     }
 
     fn validate(&self, cx: &Context<'_>, ds: &mut Diagnostics) {
@@ -326,7 +326,7 @@ impl Construct for RawResource {
     }
 
     fn expand(&self, scope: &mut Scope<'_>) {
-        let resource = scope.add("Resource", self.kind());
+        let resource = scope.add("Resource", self.resource());
         for (rule, reason) in &self.acknowledged {
             resource.acknowledge(*rule, reason.clone());
         }
@@ -334,7 +334,10 @@ impl Construct for RawResource {
 }
 
 impl RawResource {
-    fn kind(&self) -> RawKind {
+    /// The format-neutral resource it adds: what a construct of the user's own adds through
+    /// its `Scope` (`scope.add("Key", raw.resource())`) to compose raw resources; typed handles
+    /// to it are `Ref::new(stack, scope.path("Key"))` when it is `referable_as` their kind.
+    pub fn resource(&self) -> RawKind {
         RawKind {
             cloudformation: self.cloudformation.clone(),
             terraform: self.terraform.clone(),

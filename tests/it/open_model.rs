@@ -708,20 +708,21 @@ fn stack_files_acknowledge_warnings_too() {
 }
 
 /// Raw resources refer to each other through typed handles once they declare their kind: the
-/// team crate's escalation topic is encrypted with its raw key and published to by its raw
-/// alarm, in both formats, lowered as hyperforge's own references are.
+/// team crate's own construct `EscalationTopic` encrypts its raw topic with its raw key and
+/// publishes to it from its raw alarm, in both formats, lowered as hyperforge's own references
+/// are.
 #[test]
 fn raw_resources_refer_to_each_other_through_typed_handles() {
     let assembly = team::app().synth().unwrap_or_else(|e| panic!("{e}"));
     let t = template(&assembly, "team-deepseek/01-foundation.template.json");
     let resources = &t["Resources"];
     assert_eq!(
-        resources["EscalationResource"]["Properties"]["KmsMasterKeyId"],
-        json!({"Fn::GetAtt": ["EscalationKeyResource", "Arn"]})
+        resources["EscalationTopic"]["Properties"]["KmsMasterKeyId"],
+        json!({"Fn::GetAtt": ["EscalationKey", "Arn"]})
     );
     assert_eq!(
-        resources["EscalationAlarmResource"]["Properties"]["AlarmActions"],
-        json!([{"Ref": "EscalationResource"}])
+        resources["EscalationAlarm"]["Properties"]["AlarmActions"],
+        json!([{"Ref": "EscalationTopic"}])
     );
     let tf: Value = hyperforge::serde_json::from_str(
         assembly
@@ -731,16 +732,16 @@ fn raw_resources_refer_to_each_other_through_typed_handles() {
     .unwrap();
     let tf = &tf["resource"];
     assert!(
-        tf["aws_kms_key"]["escalation_key_resource"].is_object(),
+        tf["aws_kms_key"]["escalation_key"].is_object(),
         "{tf}"
     );
     assert_eq!(
-        tf["aws_sns_topic"]["escalation_resource"]["kms_master_key_id"],
-        "${aws_kms_key.escalation_key_resource.arn}"
+        tf["aws_sns_topic"]["escalation_topic"]["kms_master_key_id"],
+        "${aws_kms_key.escalation_key.arn}"
     );
     assert_eq!(
-        tf["aws_cloudwatch_metric_alarm"]["escalation_alarm_resource"]["alarm_actions"],
-        json!(["${aws_sns_topic.escalation_resource.arn}"])
+        tf["aws_cloudwatch_metric_alarm"]["escalation_alarm"]["alarm_actions"],
+        json!(["${aws_sns_topic.escalation_topic.arn}"])
     );
 
     // A reference to a raw resource that declares no kind, or another kind, is the user's

@@ -149,7 +149,7 @@ pub fn stack() -> Stack {
     // Raw resources referring to each other through typed handles, lowered in each format as
     // hyperforge's own resources are: the team's escalation topic, encrypted with a key of its
     // own, published to by an alarm on failed alarm deliveries.
-    escalation(&mut stack, foundation);
+    stack.add(foundation, EscalationTopic::new("Escalation"));
 
     let nodes = stack.cloudformation_stage("nodes");
     stack.add(
@@ -221,219 +221,246 @@ pub fn app() -> App {
     App::new().tag("managed-by", "hyperforge").stack(stack())
 }
 
-/// The team's escalation topic from raw resources only: a KMS key (`referable_as` a KMS key),
-/// an SNS topic encrypted with it (`referable_as` a topic), the topic's policy (TLS only,
-/// CloudWatch alarms of the account may publish) and an alarm publishing to it when SNS fails
-/// to deliver a notification. Returns the topic.
-pub fn escalation(
-    stack: &mut Stack,
-    stage: hyperforge::app::StageId,
-) -> hyperforge::app::Ref<hyperforge::app::kind::SnsTopic> {
-    use hyperforge::app::text::{Pseudo, Text};
-    use hyperforge::app::{kind, Kind};
-    let root = Text::lit("arn:")
-        .push_pseudo(Pseudo::Partition)
-        .push_lit(":iam::")
-        .push_pseudo(Pseudo::AccountId)
-        .push_lit(":root");
-    let key = stack.add(
-        stage,
-        RawResource::new("EscalationKey")
-            .referable_as(Kind::KmsKey)
-            .cloudformation(
-                "AWS::KMS::Key",
-                RawValue::object([
-                    ("Description", RawValue::from("Encrypts the team's escalation topic")),
-                    ("EnableKeyRotation", RawValue::from(json!(true))),
-                    (
-                        "KeyPolicy",
-                        RawValue::object([
-                            ("Version", RawValue::from("2012-10-17")),
-                            (
-                                "Statement",
-                                RawValue::List(vec![
-                                    RawValue::object([
-                                        ("Sid", RawValue::from("AccountAdministers")),
-                                        ("Effect", RawValue::from("Allow")),
-                                        (
-                                            "Principal",
-                                            RawValue::object([("AWS", RawValue::Text(root.clone()))]),
-                                        ),
-                                        ("Action", RawValue::from("kms:*")),
-                                        ("Resource", RawValue::from("*")),
+/// The team's escalation topic from raw resources only, a construct of the team's own: a KMS
+/// key, an SNS topic encrypted with it, the topic's policy (TLS only, CloudWatch alarms of the
+/// account may publish) and an alarm publishing to it when SNS fails to deliver a
+/// notification. The raw resources refer to each other through typed handles (the key and the
+/// topic are `referable_as` their kinds); its handle is the topic.
+#[derive(Clone, Debug)]
+pub struct EscalationTopic {
+    id: String,
+}
+
+impl EscalationTopic {
+    /// The topic, as construct `id`.
+    pub fn new(id: impl Into<String>) -> Self {
+        EscalationTopic { id: id.into() }
+    }
+}
+
+impl Construct for EscalationTopic {
+    type Handle = hyperforge::app::Ref<hyperforge::app::kind::SnsTopic>;
+    const KIND: &'static str = "escalation_topic";
+
+    fn id(&self) -> &str {
+        &self.id
+    }
+
+    fn handle(&self, stack: &str) -> Self::Handle {
+        hyperforge::app::Ref::new(stack, format!("{}/Topic", self.id))
+    }
+
+    fn expand(&self, scope: &mut Scope<'_>) {
+        use hyperforge::app::text::{Pseudo, Text};
+        use hyperforge::app::{kind, Kind, Ref};
+        let stack_name = scope.stack().name().to_owned();
+        let root = Text::lit("arn:")
+            .push_pseudo(Pseudo::Partition)
+            .push_lit(":iam::")
+            .push_pseudo(Pseudo::AccountId)
+            .push_lit(":root");
+        scope.add(
+            "Key",
+            RawResource::new("Key")
+                .referable_as(Kind::KmsKey)
+                .cloudformation(
+                    "AWS::KMS::Key",
+                    RawValue::object([
+                        ("Description", RawValue::from("Encrypts the team's escalation topic")),
+                        ("EnableKeyRotation", RawValue::from(json!(true))),
+                        (
+                            "KeyPolicy",
+                            RawValue::object([
+                                ("Version", RawValue::from("2012-10-17")),
+                                (
+                                    "Statement",
+                                    RawValue::List(vec![
+                                        RawValue::object([
+                                            ("Sid", RawValue::from("AccountAdministers")),
+                                            ("Effect", RawValue::from("Allow")),
+                                            (
+                                                "Principal",
+                                                RawValue::object([("AWS", RawValue::Text(root.clone()))]),
+                                            ),
+                                            ("Action", RawValue::from("kms:*")),
+                                            ("Resource", RawValue::from("*")),
+                                        ]),
+                                        RawValue::from(json!({
+                                            "Sid": "AlarmsUseKey",
+                                            "Effect": "Allow",
+                                            "Principal": {"Service": "cloudwatch.amazonaws.com"},
+                                            "Action": ["kms:Decrypt", "kms:GenerateDataKey*"],
+                                            "Resource": "*"
+                                        })),
                                     ]),
-                                    RawValue::from(json!({
-                                        "Sid": "AlarmsUseKey",
-                                        "Effect": "Allow",
-                                        "Principal": {"Service": "cloudwatch.amazonaws.com"},
-                                        "Action": ["kms:Decrypt", "kms:GenerateDataKey*"],
-                                        "Resource": "*"
-                                    })),
-                                ]),
-                            ),
-                        ]),
-                    ),
-                ]),
-            )
-            .terraform(
-                "aws_kms_key",
-                RawValue::object([
-                    ("description", RawValue::from("Encrypts the team's escalation topic")),
-                    ("enable_key_rotation", RawValue::from(json!(true))),
-                    (
-                        "policy",
-                        RawValue::Text(
-                            Text::lit(r#"{"Version":"2012-10-17","Statement":[{"Sid":"AccountAdministers","Effect":"Allow","Principal":{"AWS":""#)
-                                .push_text(root)
-                                .push_lit(r#""},"Action":"kms:*","Resource":"*"},{"Sid":"AlarmsUseKey","Effect":"Allow","Principal":{"Service":"cloudwatch.amazonaws.com"},"Action":["kms:Decrypt","kms:GenerateDataKey*"],"Resource":"*"}]}"#),
+                                ),
+                            ]),
                         ),
-                    ),
-                ]),
-            )
-            .cloudformation_tags(RawTags::KeyValueList),
-    );
-    let key = key.as_kind::<kind::KmsKey>();
-    let topic = stack.add(
-        stage,
-        RawResource::new("Escalation")
-            .referable_as(Kind::SnsTopic)
-            .cloudformation(
-                "AWS::SNS::Topic",
-                RawValue::object([
-                    ("DisplayName", RawValue::from("DeepSeek escalation")),
-                    ("KmsMasterKeyId", RawValue::from(key.arn())),
-                ]),
-            )
-            .terraform(
-                "aws_sns_topic",
-                RawValue::object([
-                    ("display_name", RawValue::from("DeepSeek escalation")),
-                    ("kms_master_key_id", RawValue::from(key.arn())),
-                ]),
-            )
-            .cloudformation_tags(RawTags::KeyValueList),
-    );
-    let topic = topic.as_kind::<kind::SnsTopic>();
-    let account = Text::default().push_pseudo(Pseudo::AccountId);
-    let topic_arn = Text::attr(topic.arn());
-    let policy_json = Text::lit(r#"{"Version":"2012-10-17","Statement":[{"Sid":"AlarmsPublish","Effect":"Allow","Principal":{"Service":"cloudwatch.amazonaws.com"},"Action":"sns:Publish","Resource":""#)
-        .push_text(topic_arn.clone())
-        .push_lit(r#"","Condition":{"StringEquals":{"aws:SourceAccount":""#)
-        .push_text(account.clone())
-        .push_lit(r#""}}},{"Sid":"DenyInsecureTransport","Effect":"Deny","Principal":{"AWS":"*"},"Action":"sns:Publish","Resource":""#)
-        .push_text(topic_arn)
-        .push_lit(r#"","Condition":{"Bool":{"aws:SecureTransport":"false"}}}]}"#);
-    stack.add(
-        stage,
-        RawResource::new("EscalationPolicy")
-            .cloudformation(
-                "AWS::SNS::TopicPolicy",
-                RawValue::object([
-                    ("Topics", RawValue::List(vec![RawValue::from(topic.arn())])),
-                    (
-                        "PolicyDocument",
-                        RawValue::object([
-                            ("Version", RawValue::from("2012-10-17")),
-                            (
-                                "Statement",
-                                RawValue::List(vec![
-                                    RawValue::object([
-                                        ("Sid", RawValue::from("AlarmsPublish")),
-                                        ("Effect", RawValue::from("Allow")),
-                                        (
-                                            "Principal",
-                                            RawValue::from(
-                                                json!({"Service": "cloudwatch.amazonaws.com"}),
-                                            ),
-                                        ),
-                                        ("Action", RawValue::from("sns:Publish")),
-                                        ("Resource", RawValue::from(topic.arn())),
-                                        (
-                                            "Condition",
-                                            RawValue::object([(
-                                                "StringEquals",
-                                                RawValue::object([(
-                                                    "aws:SourceAccount",
-                                                    RawValue::Text(account),
-                                                )]),
-                                            )]),
-                                        ),
-                                    ]),
-                                    RawValue::object([
-                                        ("Sid", RawValue::from("DenyInsecureTransport")),
-                                        ("Effect", RawValue::from("Deny")),
-                                        ("Principal", RawValue::from(json!({"AWS": "*"}))),
-                                        ("Action", RawValue::from("sns:Publish")),
-                                        ("Resource", RawValue::from(topic.arn())),
-                                        (
-                                            "Condition",
-                                            RawValue::from(
-                                                json!({"Bool": {"aws:SecureTransport": false}}),
-                                            ),
-                                        ),
-                                    ]),
-                                ]),
+                    ]),
+                )
+                .terraform(
+                    "aws_kms_key",
+                    RawValue::object([
+                        ("description", RawValue::from("Encrypts the team's escalation topic")),
+                        ("enable_key_rotation", RawValue::from(json!(true))),
+                        (
+                            "policy",
+                            RawValue::Text(
+                                Text::lit(r#"{"Version":"2012-10-17","Statement":[{"Sid":"AccountAdministers","Effect":"Allow","Principal":{"AWS":""#)
+                                    .push_text(root)
+                                    .push_lit(r#""},"Action":"kms:*","Resource":"*"},{"Sid":"AlarmsUseKey","Effect":"Allow","Principal":{"Service":"cloudwatch.amazonaws.com"},"Action":["kms:Decrypt","kms:GenerateDataKey*"],"Resource":"*"}]}"#),
                             ),
-                        ]),
-                    ),
-                ]),
-            )
-            .terraform(
-                "aws_sns_topic_policy",
-                RawValue::object([
-                    ("arn", RawValue::from(topic.arn())),
-                    ("policy", RawValue::Text(policy_json)),
-                ]),
+                        ),
+                    ]),
+                )
+                .cloudformation_tags(RawTags::KeyValueList)
+                .resource(),
+        );
+        let key: Ref<kind::KmsKey> = Ref::new(&stack_name, scope.path("Key"));
+        scope.add(
+            "Topic",
+            RawResource::new("Topic")
+                .referable_as(Kind::SnsTopic)
+                .cloudformation(
+                    "AWS::SNS::Topic",
+                    RawValue::object([
+                        ("DisplayName", RawValue::from("DeepSeek escalation")),
+                        ("KmsMasterKeyId", RawValue::from(key.arn())),
+                    ]),
+                )
+                .terraform(
+                    "aws_sns_topic",
+                    RawValue::object([
+                        ("display_name", RawValue::from("DeepSeek escalation")),
+                        ("kms_master_key_id", RawValue::from(key.arn())),
+                    ]),
+                )
+                .cloudformation_tags(RawTags::KeyValueList)
+                .resource(),
+        );
+        let topic: Ref<kind::SnsTopic> = Ref::new(&stack_name, scope.path("Topic"));
+        let account = Text::default().push_pseudo(Pseudo::AccountId);
+        let topic_arn = Text::attr(topic.arn());
+        let policy_json = Text::lit(r#"{"Version":"2012-10-17","Statement":[{"Sid":"AlarmsPublish","Effect":"Allow","Principal":{"Service":"cloudwatch.amazonaws.com"},"Action":"sns:Publish","Resource":""#)
+            .push_text(topic_arn.clone())
+            .push_lit(r#"","Condition":{"StringEquals":{"aws:SourceAccount":""#)
+            .push_text(account.clone())
+            .push_lit(r#""}}},{"Sid":"DenyInsecureTransport","Effect":"Deny","Principal":{"AWS":"*"},"Action":"sns:Publish","Resource":""#)
+            .push_text(topic_arn)
+            .push_lit(r#"","Condition":{"Bool":{"aws:SecureTransport":"false"}}}]}"#);
+        scope.add(
+            "Policy",
+            RawResource::new("Policy")
+                .cloudformation(
+                    "AWS::SNS::TopicPolicy",
+                    RawValue::object([
+                        ("Topics", RawValue::List(vec![RawValue::from(topic.arn())])),
+                        (
+                            "PolicyDocument",
+                            RawValue::object([
+                                ("Version", RawValue::from("2012-10-17")),
+                                (
+                                    "Statement",
+                                    RawValue::List(vec![
+                                        RawValue::object([
+                                            ("Sid", RawValue::from("AlarmsPublish")),
+                                            ("Effect", RawValue::from("Allow")),
+                                            (
+                                                "Principal",
+                                                RawValue::from(
+                                                    json!({"Service": "cloudwatch.amazonaws.com"}),
+                                                ),
+                                            ),
+                                            ("Action", RawValue::from("sns:Publish")),
+                                            ("Resource", RawValue::from(topic.arn())),
+                                            (
+                                                "Condition",
+                                                RawValue::object([(
+                                                    "StringEquals",
+                                                    RawValue::object([(
+                                                        "aws:SourceAccount",
+                                                        RawValue::Text(account),
+                                                    )]),
+                                                )]),
+                                            ),
+                                        ]),
+                                        RawValue::object([
+                                            ("Sid", RawValue::from("DenyInsecureTransport")),
+                                            ("Effect", RawValue::from("Deny")),
+                                            ("Principal", RawValue::from(json!({"AWS": "*"}))),
+                                            ("Action", RawValue::from("sns:Publish")),
+                                            ("Resource", RawValue::from(topic.arn())),
+                                            (
+                                                "Condition",
+                                                RawValue::from(
+                                                    json!({"Bool": {"aws:SecureTransport": false}}),
+                                                ),
+                                            ),
+                                        ]),
+                                    ]),
+                                ),
+                            ]),
+                        ),
+                    ]),
+                )
+                .terraform(
+                    "aws_sns_topic_policy",
+                    RawValue::object([
+                        ("arn", RawValue::from(topic.arn())),
+                        ("policy", RawValue::Text(policy_json)),
+                    ]),
+                )
+                .resource(),
+        );
+        // The alarm's properties once, in CloudFormation's names; Terraform's are their snake case.
+        let alarm = [
+            (
+                "AlarmName",
+                RawValue::from("deepseek-sns-delivery-failures"),
             ),
-    );
-    // The alarm's properties once, in CloudFormation's names; Terraform's are their snake case.
-    let alarm = [
-        (
-            "AlarmName",
-            RawValue::from("deepseek-sns-delivery-failures"),
-        ),
-        (
-            "AlarmDescription",
-            RawValue::from("SNS failed to deliver notifications of the team's account"),
-        ),
-        ("Namespace", RawValue::from("AWS/SNS")),
-        ("MetricName", RawValue::from("NumberOfNotificationsFailed")),
-        ("Statistic", RawValue::from("Sum")),
-        ("Period", RawValue::from(json!(300))),
-        ("EvaluationPeriods", RawValue::from(json!(1))),
-        ("Threshold", RawValue::from(json!(1))),
-        (
-            "ComparisonOperator",
-            RawValue::from("GreaterThanOrEqualToThreshold"),
-        ),
-        ("TreatMissingData", RawValue::from("notBreaching")),
-        (
-            "AlarmActions",
-            RawValue::List(vec![RawValue::from(topic.arn())]),
-        ),
-    ];
-    let snake = |name: &str| {
-        let mut out = String::new();
-        for (i, c) in name.chars().enumerate() {
-            if c.is_ascii_uppercase() && i > 0 {
-                out.push('_');
+            (
+                "AlarmDescription",
+                RawValue::from("SNS failed to deliver notifications of the team's account"),
+            ),
+            ("Namespace", RawValue::from("AWS/SNS")),
+            ("MetricName", RawValue::from("NumberOfNotificationsFailed")),
+            ("Statistic", RawValue::from("Sum")),
+            ("Period", RawValue::from(json!(300))),
+            ("EvaluationPeriods", RawValue::from(json!(1))),
+            ("Threshold", RawValue::from(json!(1))),
+            (
+                "ComparisonOperator",
+                RawValue::from("GreaterThanOrEqualToThreshold"),
+            ),
+            ("TreatMissingData", RawValue::from("notBreaching")),
+            (
+                "AlarmActions",
+                RawValue::List(vec![RawValue::from(topic.arn())]),
+            ),
+        ];
+        let snake = |name: &str| {
+            let mut out = String::new();
+            for (i, c) in name.chars().enumerate() {
+                if c.is_ascii_uppercase() && i > 0 {
+                    out.push('_');
+                }
+                out.push(c.to_ascii_lowercase());
             }
-            out.push(c.to_ascii_lowercase());
-        }
-        out
-    };
-    stack.add(
-        stage,
-        RawResource::new("EscalationAlarm")
-            .cloudformation(
-                "AWS::CloudWatch::Alarm",
-                RawValue::object(alarm.iter().map(|(k, v)| (*k, v.clone()))),
-            )
-            .terraform(
-                "aws_cloudwatch_metric_alarm",
-                RawValue::object(alarm.iter().map(|(k, v)| (snake(k), v.clone()))),
-            )
-            .cloudformation_tags(RawTags::KeyValueList),
-    );
-    topic
+            out
+        };
+        scope.add(
+            "Alarm",
+            RawResource::new("Alarm")
+                .cloudformation(
+                    "AWS::CloudWatch::Alarm",
+                    RawValue::object(alarm.iter().map(|(k, v)| (*k, v.clone()))),
+                )
+                .terraform(
+                    "aws_cloudwatch_metric_alarm",
+                    RawValue::object(alarm.iter().map(|(k, v)| (snake(k), v.clone()))),
+                )
+                .cloudformation_tags(RawTags::KeyValueList)
+                .resource(),
+        );
+    }
 }
