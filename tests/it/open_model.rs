@@ -731,10 +731,7 @@ fn raw_resources_refer_to_each_other_through_typed_handles() {
     )
     .unwrap();
     let tf = &tf["resource"];
-    assert!(
-        tf["aws_kms_key"]["escalation_key"].is_object(),
-        "{tf}"
-    );
+    assert!(tf["aws_kms_key"]["escalation_key"].is_object(), "{tf}");
     assert_eq!(
         tf["aws_sns_topic"]["escalation_topic"]["kms_master_key_id"],
         "${aws_kms_key.escalation_key.arn}"
