@@ -621,75 +621,87 @@ fn check_pod_identity_agent(
 
 /// `HF0016`: the objects `stack` creates that its EKS cluster holds once (Pod Identity
 /// associations; Kubernetes objects other than namespaces), keyed by region, cluster and
-/// identity in `seen` with the display path of the first stack creating each: a second stack
-/// creating one is reported at its resource, naming the first.
+/// identity in `seen` with the display path of the first stack creating each and whether that
+/// stack imports the cluster: a second stack creating one on a cluster either imports is
+/// reported at its resource, naming the first.
 fn check_shared_cluster_objects(
     stack: &Stack,
     graph: &crate::resources::ResourceGraph,
-    seen: &mut BTreeMap<String, String>,
+    seen: &mut BTreeMap<String, (String, bool)>,
     ds: &mut Diagnostics,
 ) {
     use crate::app::Attr;
     use crate::resources::ResourceKind;
+    // A cluster's name, and whether the stack imports it (rather than creating it).
+    let cluster_of = |r: &crate::resources::Resource| match &r.kind {
+        ResourceKind::EksCluster(c) => Some((c.name.clone(), false)),
+        ResourceKind::Existing(e) if e.kind == crate::app::Kind::EksCluster => {
+            Some((e.value(Attr::Name)?.as_literal()?, true))
+        }
+        _ => None,
+    };
     let cluster_name = |path: &str| {
         graph
             .resources
             .iter()
             .find(|r| r.path == path)
-            .and_then(|r| match &r.kind {
-                ResourceKind::EksCluster(c) => Some(c.name.clone()),
-                ResourceKind::Existing(e) => e.value(Attr::Name)?.as_literal(),
-                _ => None,
-            })
+            .and_then(cluster_of)
     };
     // The stack's one EKS cluster, which its Kubernetes stages target.
-    let clusters: Vec<String> = graph
-        .resources
-        .iter()
-        .filter_map(|r| match &r.kind {
-            ResourceKind::EksCluster(c) => Some(c.name.clone()),
-            ResourceKind::Existing(e) if e.kind == crate::app::Kind::EksCluster => {
-                e.value(Attr::Name)?.as_literal()
-            }
-            _ => None,
-        })
-        .collect();
+    let clusters: Vec<(String, bool)> = graph.resources.iter().filter_map(cluster_of).collect();
     let kube_cluster = match clusters.as_slice() {
-        [one] => Some(one.as_str()),
+        [one] => Some(one.clone()),
         _ => None,
     };
     let region = stack.region();
     for r in &graph.resources {
         let key = match &r.kind {
-            ResourceKind::PodIdentityAssociation(a) => cluster_name(&a.cluster.path).map(|c| {
-                format!(
-                    "the EKS Pod Identity association of service account {}/{} in cluster `{c}` ({region})",
-                    a.namespace, a.service_account
-                )
-            }),
-            ResourceKind::KubeObject(o) if o.kind() != "Namespace" => kube_cluster.map(|c| {
-                format!(
-                    "the {} `{}{}` in cluster `{c}` ({region})",
-                    o.kind(),
-                    o.namespace().map(|n| format!("{n}/")).unwrap_or_default(),
-                    o.name()
-                )
-            }),
+            ResourceKind::PodIdentityAssociation(a) => {
+                cluster_name(&a.cluster.path).map(|(c, imported)| {
+                    (
+                        format!(
+                            "the EKS Pod Identity association of service account {}/{} in cluster `{c}` ({region})",
+                            a.namespace, a.service_account
+                        ),
+                        imported,
+                    )
+                })
+            }
+            ResourceKind::KubeObject(o) if o.kind() != "Namespace" => {
+                kube_cluster.as_ref().map(|(c, imported)| {
+                    (
+                        format!(
+                            "the {} `{}{}` in cluster `{c}` ({region})",
+                            o.kind(),
+                            o.namespace().map(|n| format!("{n}/")).unwrap_or_default(),
+                            o.name()
+                        ),
+                        *imported,
+                    )
+                })
+            }
             _ => None,
         };
-        let Some(key) = key else { continue };
+        let Some((key, imported)) = key else { continue };
         let here = stack.display_path(&r.path);
         match seen.get(&key) {
-            // Within one stack, the stack's own checks speak.
-            Some(first) if !first.starts_with(&format!("{}/", stack.name())) => ds.report(
-                Code::SharedClusterObject,
-                here,
-                format!("creates {key}, which `{first}` creates too"),
-                "give one of them names of its own (the weights stager: `ModelStore::stager`), or let one stack create what both use",
-            ),
+            // Within one stack, the stack's own checks speak. Two stacks each creating a
+            // cluster of one name describe two clusters (one of which EKS refuses), not one
+            // shared: the objects are compared when at least one side imports the cluster.
+            Some((first, first_imported))
+                if !first.starts_with(&format!("{}/", stack.name()))
+                    && (imported || *first_imported) =>
+            {
+                ds.report(
+                    Code::SharedClusterObject,
+                    here,
+                    format!("creates {key}, which `{first}` creates too"),
+                    "give one of them names of its own (the weights stager: `ModelStore::stager`), or let one stack create what both use",
+                )
+            }
             Some(_) => {}
             None => {
-                seen.insert(key, here);
+                seen.insert(key, (here, imported));
             }
         }
     }
@@ -704,7 +716,7 @@ fn synthesize_stack(
     files: &mut BTreeMap<String, Vec<u8>>,
     ds: &mut Diagnostics,
     timings: &mut SynthTimings,
-    shared: &mut BTreeMap<String, String>,
+    shared: &mut BTreeMap<String, (String, bool)>,
 ) -> Result<StackManifest, Diagnostics> {
     timings.stacks += 1;
     let start = Instant::now();

@@ -979,3 +979,14 @@ fn two_stacks_on_one_shared_cluster_do_not_collide_silently() {
         "{ds}"
     );
 }
+
+/// Two stacks each creating a cluster of one name describe two clusters, not one shared: their
+/// objects are not compared (as in a synthetic app of many copies of a reference).
+#[test]
+fn stacks_creating_their_own_clusters_are_not_compared() {
+    App::new()
+        .stack(hyperforge::reference::kimi_k3_hyperpod_stack("copy-a"))
+        .stack(hyperforge::reference::kimi_k3_hyperpod_stack("copy-b"))
+        .synth()
+        .unwrap_or_else(|e| panic!("{e}"));
+}
