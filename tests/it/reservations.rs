@@ -26,12 +26,22 @@ fn reference_stack_file(name: &str) -> String {
 fn block_timeline(
     assembly: &hyperforge::assembly::Assembly,
 ) -> Option<hyperforge::assembly::inventory::Timeline> {
+    reservation_timeline(assembly, false)
+}
+
+/// The timeline of the first Capacity Block (or, `plan`, training plan) of `assembly`'s first
+/// stack.
+fn reservation_timeline(
+    assembly: &hyperforge::assembly::Assembly,
+    plan: bool,
+) -> Option<hyperforge::assembly::inventory::Timeline> {
     assembly.manifest().stacks[0]
         .inventory
         .capacity
         .iter()
         .find_map(|c| match &c.source {
-            CapacitySourceEntry::CapacityBlock { timeline, .. } => timeline.clone(),
+            CapacitySourceEntry::CapacityBlock { timeline, .. } if !plan => timeline.clone(),
+            CapacitySourceEntry::TrainingPlan { timeline, .. } if plan => timeline.clone(),
             _ => None,
         })
 }
@@ -94,16 +104,7 @@ fn the_window_drives_the_timeline_the_manifest_the_runbook_and_list_show() {
     let assembly = app("2026-12-10T04:55:00Z", "2026-12-17T11:30:00Z")
         .synth()
         .unwrap_or_else(|e| panic!("{e}"));
-    let stack = &assembly.manifest().stacks[0];
-    let timeline = stack
-        .inventory
-        .capacity
-        .iter()
-        .find_map(|c| match &c.source {
-            CapacitySourceEntry::CapacityBlock { timeline, .. } => timeline.clone(),
-            _ => None,
-        })
-        .expect("a timeline");
+    let timeline = block_timeline(&assembly).expect("a timeline");
     assert_eq!(timeline.start, "2026-12-10T04:55Z");
     assert_eq!(timeline.end, "2026-12-17T11:30Z");
     assert_eq!(timeline.drain_by, "2026-12-17T10:49Z");
@@ -747,15 +748,7 @@ fn a_training_plans_window_drives_the_hyperpod_references_timeline() {
     let app = hyperforge::reference::kimi_k3_hyperpod();
     let assembly = app.synth().unwrap_or_else(|e| panic!("{e}"));
     let stack = &assembly.manifest().stacks[0];
-    let timeline = stack
-        .inventory
-        .capacity
-        .iter()
-        .find_map(|c| match &c.source {
-            CapacitySourceEntry::TrainingPlan { timeline, .. } => timeline.clone(),
-            _ => None,
-        })
-        .expect("the plan's timeline");
+    let timeline = reservation_timeline(&assembly, true).expect("the plan's timeline");
     let minutes = |t: &str| hyperforge::catalog::time::parse_utc_minutes(t).unwrap();
     let at = hyperforge::catalog::time::format_utc;
     let (start, end) = (minutes(TRAINING_PLAN_START), minutes(TRAINING_PLAN_END));
