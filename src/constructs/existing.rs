@@ -366,18 +366,8 @@ impl ClusterAddOn {
     }
 
     /// The builder call stating it.
-    pub fn stated(self) -> &'static str {
-        match self {
-            ClusterAddOn::PodIdentityAgent => {
-                "ExistingEksCluster::runs(ClusterAddOn::PodIdentityAgent)"
-            }
-            ClusterAddOn::LoadBalancerController => {
-                "ExistingEksCluster::runs(ClusterAddOn::LoadBalancerController)"
-            }
-            ClusterAddOn::NvidiaDevicePlugin => {
-                "ExistingEksCluster::runs(ClusterAddOn::NvidiaDevicePlugin)"
-            }
-        }
+    pub fn stated(self) -> String {
+        format!("ExistingEksCluster::runs(ClusterAddOn::{self:?})")
     }
 }
 

@@ -79,11 +79,6 @@ pub fn hcl_string_body(s: &str) -> String {
     out
 }
 
-/// The resource type a handle of `kind` points at.
-pub(crate) fn resource_type(kind: Kind) -> &'static str {
-    kind.terraform_type()
-}
-
 /// The attribute expression (after `type.name.`) that reads `attr` of a `kind` resource;
 /// `None` for an attribute the kind does not have (every pair `Kind::attrs` lists has an arm:
 /// the unit test below checks it).
@@ -399,7 +394,7 @@ impl<'a> RootModule<'a> {
         }
         format!(
             "{}.{}.{}",
-            resource_type(r.kind),
+            r.kind.terraform_type(),
             snake(&logical_id(&r.path)),
             attribute(r.kind, r.attr).unwrap_or("id")
         )

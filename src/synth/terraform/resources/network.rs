@@ -4,7 +4,7 @@
 //! variables.
 
 use super::super::lower::name_tag;
-use super::super::module::{escape_template, resource_type, snake};
+use super::super::module::{escape_template, snake};
 use super::Cx;
 use crate::app::{logical_id, AttrRef};
 use crate::resources::{
@@ -16,7 +16,11 @@ use serde_json::{json, Map, Value};
 
 /// The address (`aws_internet_gateway.network_internet_gateway`) of the resource `r` reads.
 fn address(r: &AttrRef) -> String {
-    format!("{}.{}", resource_type(r.kind), snake(&logical_id(&r.path)))
+    format!(
+        "{}.{}",
+        r.kind.terraform_type(),
+        snake(&logical_id(&r.path))
+    )
 }
 
 /// A variable for `input` (named after its snake_case); returns `${var.<name>}`.
