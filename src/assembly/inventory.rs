@@ -180,6 +180,10 @@ pub struct Timeline {
     /// Traffic must stop and the group scale to zero: before the service's own scale-down,
     /// less the time a server is given to finish its requests.
     pub drain_by: String,
+    /// The CronJob (`namespace/name`) that drains the group at `drain_by`: cordons its nodes
+    /// and evicts their pods, on HyperPod, which drains nothing itself.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub drain_job: Option<String>,
     /// EKS scales a managed node group on the block to zero (Karpenter drains its nodes).
     pub scale_down_at: String,
     /// EC2 begins terminating the block's instances.

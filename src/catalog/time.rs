@@ -119,6 +119,15 @@ pub fn cron_once(minutes: i64) -> String {
     format!("cron({} {} {d} {m} ? {y})", in_day % 60, in_day / 60)
 }
 
+/// A Kubernetes CronJob's schedule (`M H D Mon *`, five fields, read in the CronJob's
+/// `timeZone`, `Etc/UTC`) that fires at the minute `minutes` since 1970-01-01T00:00Z, and on
+/// the same date of every later year (a CronJob has no year field).
+pub fn kubernetes_cron(minutes: i64) -> String {
+    let (_, m, d) = civil_from_days(minutes.div_euclid(1440));
+    let in_day = minutes.rem_euclid(1440);
+    format!("{} {} {d} {m} *", in_day % 60, in_day / 60)
+}
+
 /// `minutes` since 1970-01-01T00:00Z as RFC 3339 to the minute (`2026-12-10T04:55Z`).
 pub fn format_utc(minutes: i64) -> String {
     let (y, m, d) = civil_from_days(minutes.div_euclid(1440));
@@ -133,6 +142,14 @@ pub fn format_utc(minutes: i64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_cron_jobs_schedule_names_the_minute_and_the_date_without_the_year() {
+        let at = parse_utc_minutes("2027-01-15T10:54:00Z").unwrap();
+        assert_eq!(kubernetes_cron(at), "54 10 15 1 *");
+        let midnight = parse_utc_minutes("2026-12-31T00:00:00Z").unwrap();
+        assert_eq!(kubernetes_cron(midnight), "0 0 31 12 *");
+    }
 
     #[test]
     fn civil_days_round_trip() {

@@ -41,6 +41,7 @@ pub use crate::app::text;
 /// IAM policy documents, now part of the resource layer ([`crate::resources::iam`]).
 pub use crate::resources::iam;
 pub mod controllers;
+pub mod drain;
 pub mod ecr;
 pub mod eks;
 pub mod existing;

@@ -1287,6 +1287,37 @@ impl InferenceEndpoint {
 }
 
 impl InferenceEndpoint {
+    /// The drains of the windowed training-plan groups this endpoint's instance type runs on,
+    /// when it is the stack's first endpoint on that type (one drain per group).
+    fn expand_drains(&self, scope: &mut Scope<'_>) {
+        let stack = scope.stack();
+        let mut namespace_added = false;
+        for drain in super::drain::drains(stack) {
+            if drain.endpoint != self.id {
+                continue;
+            }
+            let group = drain.group.as_str();
+            let (namespace, account, role, binding, config, cron_job) =
+                super::drain::objects(stack.name(), group, &drain.schedule);
+            // One set per group: its children are named after it (`GpuDrainCronJob`).
+            let id = |kind: &str| format!("{}Drain{kind}", crate::app::pascal_id(group));
+            if !namespace_added {
+                scope.add("DrainNamespace", KubeObject::new(&namespace));
+                namespace_added = true;
+            }
+            scope.add(&id("ServiceAccount"), KubeObject::new(&account));
+            scope.add(&id("ClusterRole"), KubeObject::new(&role));
+            scope.add(&id("ClusterRoleBinding"), KubeObject::new(&binding));
+            scope.add(&id("ConfigMap"), KubeObject::new(&config));
+            scope
+                .add(&id("CronJob"), KubeObject::new(&cron_job))
+                .acknowledge(
+                    crate::resources::acknowledge::Rule::K8S_SERVICE_ACCOUNT_TOKEN,
+                    "the drain calls the Kubernetes API with its service account's token: it cordons the group's nodes and evicts their pods",
+                );
+        }
+    }
+
     /// This endpoint with its autoscaling's workspace address resolved to the placeholder of
     /// the workspace id (recorded in `scope` as a deploy-time value).
     fn with_workspace_address(&self, scope: &mut Scope<'_>) -> InferenceEndpoint {
@@ -1333,12 +1364,15 @@ impl Construct for InferenceEndpoint {
         InferenceEndpoint::validate(self, cx.path, ds);
     }
 
-    /// The `InferenceEndpointConfig` the HyperPod Inference Operator serves it from.
+    /// The `InferenceEndpointConfig` the HyperPod Inference Operator serves it from; and the
+    /// drain of each instance group of its instance type whose training plan has a window
+    /// (by the first endpoint on that type: see [`super::drain`]).
     fn expand(&self, scope: &mut Scope<'_>) {
         let resolved = self.with_workspace_address(scope);
         let config = objects::inference_endpoint_config(scope.stack(), &resolved);
         self.server().steps(scope, self.object_namespace());
         scope.add_object(KubeObject::new(&config));
+        self.expand_drains(scope);
     }
 
     fn facts(&self, _cx: &Context<'_>) -> Facts<'_> {

@@ -92,6 +92,9 @@ impl Rule {
     /// Secrets read from environment variables.
     pub const K8S_SECRETS_AS_ENVIRONMENT: Rule = Rule::checkov(&["CKV_K8S_35"]);
 
+    /// A pod that mounts its service account's token.
+    pub const K8S_SERVICE_ACCOUNT_TOKEN: Rule = Rule::checkov(&["CKV_K8S_38"]);
+
     /// A rule only cdk-nag has.
     pub const fn cdk_nag(ids: &'static [&'static str]) -> Rule {
         Rule {

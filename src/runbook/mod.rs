@@ -1221,7 +1221,12 @@ impl TimelineData {
                 .map(|m| m.to_string())
                 .unwrap_or_default(),
             drain_by: t.drain_by.clone(),
-            drain: drain.to_owned(),
+            drain: match &t.drain_job {
+                Some(job) => format!(
+                    "the CronJob `{job}` cordons the instance group's nodes and evicts their pods, as kubectl drain does (HyperPod drains nothing itself)"
+                ),
+                None => drain.to_owned(),
+            },
             scale_down_at: t.scale_down_at.clone(),
             terminations_from: t.terminations_from.clone(),
             terminations: terminations.to_owned(),

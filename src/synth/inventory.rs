@@ -194,7 +194,13 @@ fn capacity(
             drain_by: _,
             upfront_fee_usd: _,
         } => CapacitySourceEntry::TrainingPlan {
-            timeline: schedule.map(timeline),
+            timeline: schedule.map(timeline).map(|mut t| {
+                t.drain_job = crate::constructs::drain::drains(stack)
+                    .iter()
+                    .find(|d| d.path == claim.path)
+                    .map(crate::constructs::drain::GroupDrain::cron_job);
+                t
+            }),
             input: (claim.launcher == Launcher::HyperPod)
                 .then(|| crate::constructs::hyperpod::training_plan_input(stack, &arn, owner).name),
             arn,
@@ -226,6 +232,7 @@ pub fn timeline(s: crate::catalog::capacity::BlockSchedule) -> Timeline {
         start: format_utc(s.start),
         serving_from: s.serving_from.map(format_utc),
         drain_by: format_utc(s.drain_by),
+        drain_job: None,
         scale_down_at: format_utc(s.scale_down_at),
         terminations_from: format_utc(s.terminations_from),
         end: format_utc(s.end),

@@ -18,6 +18,7 @@ mod construct_model;
 mod crd_inference_endpoint_config;
 mod dashboard;
 mod diagnostics_doc;
+mod drain;
 mod eks_path;
 mod external_validators;
 mod field_ranges;

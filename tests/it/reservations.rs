@@ -768,7 +768,7 @@ fn a_training_plans_window_drives_the_hyperpod_references_timeline() {
             "| {} | the plan turns Active: SageMaker provisions the instance group's instances |",
             at(start)
         ),
-        format!("| {} | drain by: stop sending requests |", at(end - 31)),
+        format!("| {} | drain by: the CronJob `capacity-drain/drain-p6-b300` cordons the instance group's nodes and evicts their pods, as kubectl drain does (HyperPod drains nothing itself) |", at(end - 31)),
         "aws sagemaker extend-training-plan --region us-west-2".to_owned(),
     ] {
         assert!(runbook.contains(&line), "{line}");

@@ -91,7 +91,7 @@ fn script_compiles() {
 
 /// The top-level module of every `import` and `from ... import` statement in `source`, with
 /// its line number. A relative import (`from . import x`) is reported as `.`.
-fn imported_modules(source: &str) -> Vec<(usize, String)> {
+pub(crate) fn imported_modules(source: &str) -> Vec<(usize, String)> {
     let mut found = Vec::new();
     for (i, line) in source.lines().enumerate() {
         let line = line.trim_start();
@@ -120,7 +120,7 @@ fn imported_modules(source: &str) -> Vec<(usize, String)> {
 }
 
 /// The venv's Python's list of standard library modules (`sys.stdlib_module_names`).
-fn stdlib_modules() -> BTreeSet<String> {
+pub(crate) fn stdlib_modules() -> BTreeSet<String> {
     let out = run(
         &tool("python"),
         [

@@ -1,0 +1,237 @@
+//! The drain of a HyperPod instance group at its training plan's drain time
+//! (`hyperforge::constructs::drain`): the CronJob is derived from the plan's window wherever a
+//! HyperPod endpoint serves on the group's instance type, fires before the drain time and
+//! stops at SageMaker's terminations, never runs on the group it drains, and its program
+//! (`src/constructs/assets/drain_instance_group.py`) passes its Python tests against a fake
+//! API server and imports only the standard library its image has.
+//!
+//! The virtualenv comes from `tests/tools/install-validators.sh`; a missing one fails these
+//! tests, they are never skipped.
+
+use crate::common::{repo_root, tool, truncate, MAX_LINE};
+use crate::weights_stager::{imported_modules, stdlib_modules};
+use hyperforge::catalog::time::{format_utc, parse_utc_minutes};
+use hyperforge::constructs::drain::START_LEAD_MINUTES;
+use hyperforge::reference::{TRAINING_PLAN_END, TRAINING_PLAN_START};
+use serde_json::Value;
+use std::process::Command;
+
+const SCRIPT: &str = "src/constructs/assets/drain_instance_group.py";
+
+/// The documents of the HyperPod reference's inference stage, synthesized from `text` (its
+/// stack file, perhaps edited).
+fn inference_objects(text: &str) -> (Vec<Value>, hyperforge::assembly::Assembly) {
+    let app = hyperforge::stackfile::load_str("kimi-k3-hyperpod.yaml", text)
+        .unwrap_or_else(|e| panic!("{e}"));
+    let assembly = app.synth().unwrap_or_else(|e| panic!("{e}"));
+    let yaml = assembly
+        .text("kimi-k3-hyperpod/10-inference.yaml")
+        .expect("the inference stage");
+    let docs: Vec<Value> = serde_yaml::Deserializer::from_str(yaml)
+        .map(|d| serde::Deserialize::deserialize(d).unwrap_or_else(|e| panic!("{e}")))
+        .collect();
+    (docs, assembly)
+}
+
+fn reference_text() -> String {
+    std::fs::read_to_string(repo_root().join("stacks/kimi-k3-hyperpod.yaml")).unwrap()
+}
+
+fn of_kind<'a>(docs: &'a [Value], kind: &str) -> Vec<&'a Value> {
+    docs.iter().filter(|d| d["kind"] == kind).collect()
+}
+
+fn env(container: &Value, name: &str) -> Option<String> {
+    container["env"]
+        .as_array()?
+        .iter()
+        .find(|e| e["name"] == name)?
+        .get("value")?
+        .as_str()
+        .map(str::to_owned)
+}
+
+#[test]
+fn the_plans_window_drives_a_cron_job_that_drains_the_group_before_sagemakers_terminations() {
+    let (docs, assembly) = inference_objects(&reference_text());
+    let jobs = of_kind(&docs, "CronJob");
+    assert_eq!(jobs.len(), 1, "{docs:#?}");
+    let job = jobs[0];
+    let minutes = |t: &str| parse_utc_minutes(t).unwrap();
+    let (start, end) = (minutes(TRAINING_PLAN_START), minutes(TRAINING_PLAN_END));
+    assert!(start < end);
+    let drain_by = end - 31;
+    // Fires ahead of the drain time (the pod's start-up), in UTC, once a year at most.
+    let fires = drain_by - START_LEAD_MINUTES;
+    // The plan ends 2027-01-15T11:30Z: drained by 10:59, fired at 10:54.
+    assert_eq!(format_utc(fires), "2027-01-15T10:54Z");
+    assert_eq!(job["spec"]["schedule"], "54 10 15 1 *");
+    assert_eq!(job["spec"]["timeZone"], "Etc/UTC");
+    assert_eq!(job["spec"]["concurrencyPolicy"], "Forbid");
+    let job_spec = &job["spec"]["jobTemplate"]["spec"];
+    // Runs at most until SageMaker's terminations, plus its own start.
+    let deadline = job_spec["activeDeadlineSeconds"].as_i64().unwrap();
+    assert_eq!(deadline, ((end - 30) - fires) * 60 + 300);
+    let pod = &job_spec["template"]["spec"];
+    let container = &pod["containers"][0];
+    assert_eq!(env(container, "INSTANCE_GROUP").as_deref(), Some("p6-b300"));
+    assert_eq!(env(container, "DRAIN_AT"), Some(format_utc(drain_by)));
+    assert_eq!(env(container, "TERMINATE_AT"), Some(format_utc(end - 30)));
+    // Never on the group it drains.
+    let term = &pod["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]
+        ["nodeSelectorTerms"][0]["matchExpressions"][0];
+    assert_eq!(term["key"], "sagemaker.amazonaws.com/instance-group-name");
+    assert_eq!(term["operator"], "NotIn");
+    assert_eq!(term["values"][0], "p6-b300");
+    // Pinned by digest, locked down, and allowed exactly what a drain does.
+    assert!(container["image"].as_str().unwrap().contains("@sha256:"));
+    assert_eq!(container["securityContext"]["readOnlyRootFilesystem"], true);
+    let role = of_kind(&docs, "ClusterRole")[0];
+    let rules: Vec<(String, String)> = role["rules"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|r| {
+            let resources = r["resources"].as_array().unwrap().clone();
+            let verbs = r["verbs"].as_array().unwrap().clone();
+            resources.into_iter().flat_map(move |res| {
+                verbs.clone().into_iter().map(move |v| {
+                    (
+                        res.as_str().unwrap().to_owned(),
+                        v.as_str().unwrap().to_owned(),
+                    )
+                })
+            })
+        })
+        .collect();
+    let granted: Vec<(&str, &str)> = rules
+        .iter()
+        .map(|(r, v)| (r.as_str(), v.as_str()))
+        .collect();
+    assert_eq!(
+        granted,
+        [
+            ("nodes", "get"),
+            ("nodes", "list"),
+            ("nodes", "patch"),
+            ("pods", "list"),
+            ("pods/eviction", "create")
+        ]
+    );
+    // The program the ConfigMap holds is the one tested here.
+    let config = of_kind(&docs, "ConfigMap")
+        .into_iter()
+        .find(|c| c["metadata"]["name"] == "drain-p6-b300")
+        .expect("the drain's ConfigMap");
+    let script = std::fs::read_to_string(repo_root().join(SCRIPT)).unwrap();
+    assert_eq!(config["data"]["drain_instance_group.py"], script.as_str());
+    // The manifest and the runbook name it at the drain time.
+    let runbook = assembly.text("kimi-k3-hyperpod/RUNBOOK.md").unwrap();
+    assert!(runbook.contains(&format!(
+        "| {} | drain by: the CronJob `capacity-drain/drain-p6-b300` cordons",
+        format_utc(drain_by)
+    )));
+}
+
+#[test]
+fn an_earlier_drain_moves_the_cron_job_and_a_plan_without_a_window_has_none() {
+    let text = reference_text();
+    let early = text.replace(
+        "end: \"2027-01-15T11:30:00Z\"",
+        "end: \"2027-01-15T11:30:00Z\"\n                drain_by: \"2027-01-15T06:00:00Z\"",
+    );
+    assert_ne!(early, text);
+    let (docs, _) = inference_objects(&early);
+    let job = of_kind(&docs, "CronJob")[0];
+    assert_eq!(job["spec"]["schedule"], "55 5 15 1 *");
+    let container = &job["spec"]["jobTemplate"]["spec"]["template"]["spec"]["containers"][0];
+    assert_eq!(
+        env(container, "DRAIN_AT").as_deref(),
+        Some("2027-01-15T06:00Z")
+    );
+    assert_eq!(
+        env(container, "TERMINATE_AT").as_deref(),
+        Some("2027-01-15T11:00Z")
+    );
+
+    let mut lines: Vec<&str> = text.lines().collect();
+    let at = lines
+        .iter()
+        .position(|l| l.trim_start().starts_with("window:"))
+        .unwrap();
+    lines.drain(at..at + 3);
+    // The warning before the end needs the end given elsewhere, then.
+    let without = lines.join("\n").replace(
+        "        # Ends with the plan's window, given once on the p6-b300 instance group.",
+        "        end_time: \"2027-01-15T11:30:00Z\"",
+    );
+    let (docs, assembly) = inference_objects(&without);
+    for kind in ["CronJob", "ClusterRole", "ClusterRoleBinding", "Namespace"] {
+        assert!(of_kind(&docs, kind).is_empty(), "{kind} without a window");
+    }
+    let runbook = assembly.text("kimi-k3-hyperpod/RUNBOOK.md").unwrap();
+    assert!(!runbook.contains("capacity-drain"));
+}
+
+#[test]
+fn python_tests_pass() {
+    let python = tool("python");
+    let output = Command::new(&python)
+        .args([
+            "-m",
+            "unittest",
+            "discover",
+            "-s",
+            "tests/python",
+            "-p",
+            "test_drain_instance_group.py",
+            "-v",
+        ])
+        .current_dir(repo_root())
+        .env("PYTHONDONTWRITEBYTECODE", "1")
+        .output()
+        .unwrap_or_else(|e| panic!("cannot start {}: {e}", python.display()));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    let shown: String = String::from_utf8_lossy(&output.stdout)
+        .lines()
+        .chain(stderr.lines())
+        .map(|l| truncate(l, MAX_LINE) + "\n")
+        .collect();
+    assert!(
+        output.status.success(),
+        "the drain's Python tests failed ({}):\n{shown}",
+        output.status
+    );
+    let ran = stderr
+        .lines()
+        .find_map(|l| {
+            l.strip_prefix("Ran ")?
+                .split(' ')
+                .next()?
+                .parse::<u32>()
+                .ok()
+        })
+        .unwrap_or_else(|| panic!("no `Ran N tests` line:\n{shown}"));
+    assert!(ran >= 8, "only {ran} Python tests ran:\n{shown}");
+    assert!(
+        !stderr.contains("skipped"),
+        "a Python test was skipped:\n{shown}"
+    );
+}
+
+#[test]
+fn the_program_imports_only_the_standard_library() {
+    let source = std::fs::read_to_string(repo_root().join(SCRIPT)).unwrap();
+    let stdlib = stdlib_modules();
+    let imports = imported_modules(&source);
+    assert!(imports.iter().any(|(_, m)| m == "urllib"), "{imports:?}");
+    let foreign: Vec<String> = imports
+        .iter()
+        .filter(|(_, m)| m != "__future__" && !stdlib.contains(m.as_str()))
+        .map(|(line, m)| format!("{SCRIPT}:{line}: {m}"))
+        .collect();
+    assert!(foreign.is_empty(), "{}", foreign.join("\n"));
+    for dynamic in ["__import__", "importlib", "exec(", "eval("] {
+        assert!(!source.contains(dynamic), "{SCRIPT} uses {dynamic}");
+    }
+}
