@@ -7,6 +7,7 @@ pub mod instances;
 pub mod loading;
 pub mod memory;
 pub mod models;
+pub mod plan;
 pub mod regions;
 pub mod time;
 

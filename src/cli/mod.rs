@@ -21,6 +21,7 @@ mod commands;
 mod deploy;
 mod fleet;
 mod output;
+mod plan;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use std::path::PathBuf;
@@ -260,6 +261,22 @@ Example:
 Prices are EC2 on-demand prices in us-east-1 from the catalog; Capacity Block and training
 plan prices are set at purchase and are not included.")]
     Cost(StackArgs),
+    /// List every layout of one replica of a catalog model: instance type, nodes, TP, PP
+    #[command(after_help = "\
+Examples:
+  hyperforge plan moonshotai/Kimi-K3 --region us-east-1
+  hyperforge plan moonshotai/Kimi-K3 --region us-west-2 --context 262144 --replicas 2
+  hyperforge plan moonshotai/Kimi-K3 --region us-east-1 --reservation p6-b200.48xlarge:2
+
+Each candidate is an instance type, the nodes one replica spans, its tensor parallel size (inside a
+node) and pipeline parallel size (one stage per node). A layout serves when the weights fit in the
+GPU memory vLLM may use and the headroom left holds the KV cache of one sequence of --context
+tokens (default: the model's longest): the KV policy. Feasible layouts come first with their
+memory per GPU, KV capacity and price in the region; every other layout follows with why it
+cannot serve. It says when a single node suffices, so no multi-node layout is needed.
+
+Exit code 0 when a layout serves, 1 when none does, 2 on a bad argument.")]
+    Plan(PlanArgs),
     /// Print a shell completion script
     #[command(after_help = "\
 Examples:
@@ -271,6 +288,32 @@ Examples:
         #[arg(value_enum)]
         shell: clap_complete::Shell,
     },
+}
+
+/// `plan`.
+#[derive(Args, Debug)]
+pub struct PlanArgs {
+    /// The model's Hugging Face id (`hyperforge catalog models` lists them).
+    #[arg(value_name = "MODEL")]
+    pub model: String,
+    /// The region the replicas run in (where the types are offered, and their prices).
+    #[arg(long, value_name = "REGION")]
+    pub region: String,
+    /// The context one sequence must fit, tokens (default: the model's longest).
+    #[arg(long, value_name = "TOKENS", value_parser = clap::value_parser!(u64).range(1..=100_000_000))]
+    pub context: Option<u64>,
+    /// Replicas to price (and to fit in --reservation).
+    #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=1024))]
+    pub replicas: u32,
+    /// The fraction of GPU memory vLLM may use.
+    #[arg(long, value_name = "FRACTION", default_value_t = 0.90)]
+    pub gpu_memory_utilization: f64,
+    /// The most nodes one replica may span.
+    #[arg(long, value_name = "N", default_value_t = 4, value_parser = clap::value_parser!(u32).range(1..=16))]
+    pub max_nodes: u32,
+    /// A reservation the replicas must fit in, as its instance type and count.
+    #[arg(long, value_name = "TYPE:COUNT")]
+    pub reservation: Option<String>,
 }
 
 /// `diff`.
@@ -494,6 +537,7 @@ pub fn main() -> ExitCode {
         Command::List => commands::list(&cli.global),
         Command::Catalog { which } => commands::catalog(which),
         Command::Explain { code } => commands::explain(&code),
+        Command::Plan(args) => plan::run(&args),
         Command::Cost(args) => commands::cost(&cli.global, &args),
         Command::Completions { shell } => {
             let mut cmd = <Cli as clap::CommandFactory>::command();

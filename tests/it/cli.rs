@@ -484,6 +484,133 @@ fn list_catalog_explain_cost_completions() {
     }
 }
 
+/// `plan` lists every layout of one replica with its reasons, says when one node suffices and
+/// exits 0 when a layout serves, 1 when none does, 2 on a bad argument.
+#[test]
+fn plan_lists_layouts_and_why_the_others_fail() {
+    let (_tmp, root) = project();
+    let o = hyperforge(
+        &root,
+        &["plan", "moonshotai/Kimi-K3", "--region", "us-east-1"],
+    );
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let text = stdout(&o);
+    let line = |start: &str| {
+        text.lines()
+            .find(|l| l.trim_start().starts_with(start))
+            .unwrap_or_else(|| panic!("no line `{start}`:\n{text}"))
+            .to_owned()
+    };
+    let best = line("1 x p6-b300.48xlarge (TP 8 x PP 1, 8 GPUs)");
+    assert!(
+        best.contains("181.7") && best.contains("+60.0") && best.ends_with("$142.416"),
+        "{best}"
+    );
+    assert!(line("1 x p6-b200.48xlarge (TP 8 x PP 1, 8 GPUs):")
+        .contains("181.7 GiB of weights per GPU, 161.2 GiB usable"));
+    assert!(line("2 x p5.48xlarge (TP 8 x PP 2, 16 GPUs):")
+        .contains("90.9 GiB of weights per GPU, 72.0 GiB usable"));
+    assert!(text
+        .contains("Not multi-node: 1 x p6-b300.48xlarge (TP 8 x PP 1, 8 GPUs) serves on one node"));
+    assert!(text.contains("KV policy: room for one sequence of 1048576 tokens"));
+    // The smallest layouts elsewhere: 16 B200, 24 H100.
+    assert!(text.contains("  2 x p6-b200.48xlarge (TP 8 x PP 2, 16 GPUs)\n"));
+    assert!(text.contains("  3 x p5.48xlarge (TP 8 x PP 3, 24 GPUs)\n"));
+
+    // A reservation too small for every layout: nothing serves.
+    let o = hyperforge(
+        &root,
+        &[
+            "plan",
+            "moonshotai/Kimi-K3",
+            "--region",
+            "us-east-1",
+            "--reservation",
+            "p6-b200.48xlarge:1",
+        ],
+    );
+    assert_eq!(code(&o), 1);
+    assert!(stdout(&o).contains("No layout serves it"));
+    assert!(stdout(&o).contains("2 instances needed, the reservation holds 1"));
+    // Outside us-east-1 the catalog holds no price: unpriced, never $0.
+    let o = hyperforge(
+        &root,
+        &["plan", "moonshotai/Kimi-K3", "--region", "us-west-2"],
+    );
+    assert_eq!(code(&o), 0);
+    assert!(stdout(&o).contains("unpriced") && !stdout(&o).contains("$0.000"));
+
+    for (args, message) in [
+        (
+            vec!["plan", "acme/NoSuchModel", "--region", "us-east-1"],
+            "is not in the catalog",
+        ),
+        (
+            vec!["plan", "moonshotai/Kimi-K3", "--region", "mars-1"],
+            "not a region",
+        ),
+        (
+            vec![
+                "plan",
+                "moonshotai/Kimi-K3",
+                "--region",
+                "us-east-1",
+                "--reservation",
+                "p6-b300.48xlarge",
+            ],
+            "TYPE:COUNT",
+        ),
+        (
+            vec![
+                "plan",
+                "moonshotai/Kimi-K3",
+                "--region",
+                "us-east-1",
+                "--reservation",
+                "x9.big:2",
+            ],
+            "not in the catalog",
+        ),
+        (
+            vec![
+                "plan",
+                "moonshotai/Kimi-K3",
+                "--region",
+                "us-east-1",
+                "--reservation",
+                "p6-b300.48xlarge:0",
+            ],
+            "count of instances",
+        ),
+        (
+            vec![
+                "plan",
+                "moonshotai/Kimi-K3",
+                "--region",
+                "us-east-1",
+                "--gpu-memory-utilization",
+                "9",
+            ],
+            "fraction",
+        ),
+        (
+            vec![
+                "plan",
+                "moonshotai/Kimi-K3",
+                "--region",
+                "us-east-1",
+                "--max-nodes",
+                "99",
+            ],
+            "99",
+        ),
+    ] {
+        let o = hyperforge(&root, &args);
+        assert_eq!(code(&o), 2, "{args:?}");
+        assert!(stderr(&o).contains(message), "{args:?}: {}", stderr(&o));
+    }
+}
+
 #[test]
 fn version_is_the_line_clap_prints() {
     let (_tmp, root) = project();
@@ -513,6 +640,7 @@ fn help_shows_examples_and_exit_codes() {
         "catalog",
         "explain",
         "cost",
+        "plan",
         "completions",
     ] {
         let o = hyperforge(&root, &[sub, "--help"]);
