@@ -105,9 +105,25 @@ pub fn check(
     if !plan.fits() {
         let fitting = instances_that_fit(model, util);
         let help = if fitting.is_empty() {
+            // The planner's smallest layouts: the same arithmetic across nodes.
+            let mut request = crate::catalog::plan::PlanRequest::new(model, at.region);
+            request.gpu_memory_utilization = util;
+            request.context_tokens = context;
+            let plan = crate::catalog::plan::plan(&request);
+            let smallest: Vec<String> = plan
+                .minimum_per_instance_type()
+                .iter()
+                .take(3)
+                .map(|c| c.layout.to_string())
+                .collect();
+            let layouts = if smallest.is_empty() {
+                "none of up to 4 nodes per replica does either".to_owned()
+            } else {
+                format!("the smallest multi-node layouts: {}", smallest.join("; "))
+            };
             format!(
-                "no single catalog instance holds {} at {util:.2}; serve it across nodes (pipeline parallelism) or quantize it further",
-                model.display_name
+                "no single catalog instance holds {} at {util:.2}: it needs several nodes per replica, or a smaller quantization; `hyperforge plan {} --region {}` lists every layout ({layouts})",
+                model.display_name, model.hf_id, at.region
             )
         } else {
             let list: Vec<String> = fitting
@@ -134,8 +150,10 @@ pub fn check(
                 })
                 .collect();
             format!(
-                "instances that hold it on one node at {util:.2}: {}",
-                list.join("; ")
+                "instances that hold it on one node at {util:.2}: {} (`hyperforge plan {} --region {}` lists every layout)",
+                list.join("; "),
+                model.hf_id,
+                at.region
             )
         };
         ds.push(

@@ -113,6 +113,38 @@ fn kimi_k3_is_refused_on_p6_b200_with_the_shortfall() {
     );
 }
 
+/// A model no single node holds: the help names the planner's smallest multi-node layouts,
+/// from the same arithmetic `hyperforge plan` prints.
+#[test]
+fn a_model_no_node_holds_is_pointed_at_the_planners_layouts() {
+    // Twice Kimi K3's weights: 2,907 GiB, more than 8 x B300 hold at 0.90.
+    let ds = serve(k3().weight_bytes(3_121_872_182_896), "ml.p6-b300.48xlarge");
+    let d = ds
+        .with_code(Code::ModelDoesNotFit)
+        .next()
+        .unwrap_or_else(|| panic!("{ds}"));
+    assert!(
+        d.help.contains(
+            "no single catalog instance holds Kimi K3 at 0.90: it needs several nodes per replica"
+        ),
+        "{}",
+        d.help
+    );
+    assert!(
+        d.help
+            .contains("`hyperforge plan moonshotai/Kimi-K3 --region "),
+        "{}",
+        d.help
+    );
+    assert!(
+        d.help.contains(
+            "the smallest multi-node layouts: 2 x p6-b300.48xlarge (TP 8 x PP 2, 16 GPUs)"
+        ),
+        "{}",
+        d.help
+    );
+}
+
 #[test]
 fn kimi_k3_is_refused_on_p5en_with_the_shortfall() {
     let ds = serve(k3(), "ml.p5en.48xlarge");
