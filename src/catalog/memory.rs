@@ -46,6 +46,9 @@ pub struct MemoryPlan {
     pub instance: &'static str,
     /// Tensor parallel size.
     pub tensor_parallel: u32,
+    /// Pipeline parallel size (1: one stage; each stage holds its share of the layers and
+    /// their KV cache).
+    pub pipeline_parallel: u32,
     /// Decode context parallel size (1: off).
     pub decode_context_parallel: u32,
     /// The fraction of GPU memory vLLM may use.
@@ -76,10 +79,34 @@ impl MemoryPlan {
         gpu_memory_utilization: f64,
         kv_dtype_bytes: u32,
     ) -> Self {
+        Self::pipelined(
+            model,
+            instance,
+            tp,
+            1,
+            dcp,
+            gpu_memory_utilization,
+            kv_dtype_bytes,
+        )
+    }
+
+    /// [`MemoryPlan::new`] over `pp` pipeline stages (at least 1) of `tp` ranks each: the
+    /// weights split evenly over the `tp x pp` ranks, and each stage keeps the KV cache of its
+    /// own layers.
+    pub fn pipelined(
+        model: &Model,
+        instance: &'static InstanceType,
+        tp: u32,
+        pp: u32,
+        dcp: u32,
+        gpu_memory_utilization: f64,
+        kv_dtype_bytes: u32,
+    ) -> Self {
         let tp = tp.max(1);
+        let pp = pp.max(1);
         let dcp = dcp.max(1);
         let weight_bytes = model.weight_bytes();
-        let weight_bytes_per_gpu = weight_bytes.div_ceil(u64::from(tp));
+        let weight_bytes_per_gpu = weight_bytes.div_ceil(u64::from(tp) * u64::from(pp));
         let gpu_memory_bytes = instance.gpu_memory_mib * MIB;
         let usable =
             (gpu_memory_bytes as f64 * gpu_memory_utilization.clamp(0.0, 1.0)).floor() as u64;
@@ -88,6 +115,7 @@ impl MemoryPlan {
         MemoryPlan {
             instance: instance.name,
             tensor_parallel: tp,
+            pipeline_parallel: pp,
             decode_context_parallel: dcp,
             gpu_memory_utilization,
             weight_bytes,
@@ -100,7 +128,8 @@ impl MemoryPlan {
                 tp,
                 dcp,
                 kv_dtype_bytes,
-            ),
+            )
+            .div_ceil(u64::from(pp)),
         }
     }
 
@@ -138,10 +167,17 @@ impl MemoryPlan {
 
     /// One line with the numbers: weights per GPU, usable memory, headroom, all in GiB.
     pub fn summary(&self) -> String {
+        let layout = if self.pipeline_parallel > 1 {
+            format!(
+                "TP {} x PP {}",
+                self.tensor_parallel, self.pipeline_parallel
+            )
+        } else {
+            format!("TP {}", self.tensor_parallel)
+        };
         format!(
-            "{:.1} GiB of weights per GPU at TP {} vs {:.1} GiB usable ({:.1} GiB x {:.2}); headroom {:+.1} GiB per GPU",
+            "{:.1} GiB of weights per GPU at {layout} vs {:.1} GiB usable ({:.1} GiB x {:.2}); headroom {:+.1} GiB per GPU",
             gib(self.weight_bytes_per_gpu as f64),
-            self.tensor_parallel,
             gib(self.usable_bytes_per_gpu as f64),
             gib(self.gpu_memory_bytes as f64),
             self.gpu_memory_utilization,

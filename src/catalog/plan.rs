@@ -15,7 +15,7 @@
 //! refused even though its weights fit.
 
 use super::instances::InstanceType;
-use super::memory::{gib, kv_cache_bytes_per_token_per_gpu, MemoryPlan};
+use super::memory::{gib, MemoryPlan};
 use super::models::Model;
 
 /// The most nodes one replica may span.
@@ -229,24 +229,20 @@ fn layouts(instance: &'static InstanceType, max_nodes: u32) -> Vec<Layout> {
 fn judge(request: &PlanRequest<'_>, instance: &'static InstanceType, layout: Layout) -> Candidate {
     let model = request.model;
     let (tp, pp) = (layout.tensor_parallel, layout.pipeline_parallel);
-    let memory = MemoryPlan::new(
+    let memory = MemoryPlan::pipelined(
         model,
         instance,
         tp,
+        pp,
         1,
         request.gpu_memory_utilization,
         KV_DTYPE_BYTES,
     );
-    let ranks = u64::from(tp) * u64::from(pp);
-    let weights_per_gpu = model.weight_bytes().div_ceil(ranks);
+    let weights_per_gpu = memory.weight_bytes_per_gpu;
     let usable = memory.usable_bytes_per_gpu;
-    let headroom = i64::try_from(usable).unwrap_or(i64::MAX)
-        - i64::try_from(weights_per_gpu).unwrap_or(i64::MAX);
-    // Each pipeline stage keeps the cache of its own layers.
-    let kv_per_token =
-        kv_cache_bytes_per_token_per_gpu(model, tp, 1, KV_DTYPE_BYTES).div_ceil(u64::from(pp));
-    let kv_tokens =
-        (kv_per_token > 0).then(|| u64::try_from(headroom.max(0)).unwrap_or(0) / kv_per_token);
+    let headroom = memory.headroom_bytes_per_gpu;
+    let kv_per_token = memory.kv_bytes_per_token_per_gpu;
+    let kv_tokens = memory.kv_tokens_in_headroom();
     let context = request.policy_context();
     let sequences_at_context = kv_tokens.map(|t| t / context);
     let replicas = request.replicas.max(1);

@@ -500,9 +500,47 @@ impl PodStorage {
     }
 }
 
+/// The engine serving a model.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Engine {
+    /// vLLM's OpenAI-compatible server (`vllm serve`).
+    Vllm,
+}
+
+/// A served model as the model-aware rules read it (weights and KV cache against GPU memory,
+/// attention heads and expert slices against the parallel sizes), whatever engine serves it and
+/// however many nodes one replica spans: the seam between a server's own settings and the
+/// rules, so a multi-node layout or a second engine is checked by the same rules.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ServingShape {
+    /// The engine.
+    pub engine: Engine,
+    /// Its version, when the image names one (`v0.11.2` of `vllm/vllm-openai:v0.11.2`).
+    pub engine_version: Option<String>,
+    /// The model's Hugging Face id.
+    pub model_id: String,
+    /// The model's facts (the catalog's or the description's own), with an explicit weight
+    /// size in place of the model's; `None` for a model the catalog does not hold.
+    pub model: Option<crate::catalog::Model>,
+    /// Tensor parallel size (0: invalid, reported by the server's construct).
+    pub tensor_parallel: u32,
+    /// Pipeline parallel size (1: one stage).
+    pub pipeline_parallel: u32,
+    /// Nodes one replica spans.
+    pub nodes_per_replica: u32,
+    /// Decode context parallel size (1: off).
+    pub decode_context_parallel: u32,
+    /// The longest sequence the engine accepts, tokens, when set.
+    pub max_model_len: Option<u64>,
+    /// The fraction of GPU memory the engine may use.
+    pub gpu_memory_utilization: f64,
+}
+
 /// A model served by a construct, with the hardware each replica gets.
 #[derive(Clone, Debug)]
 pub struct ServedModel<'a> {
+    /// What the model-aware rules read.
+    pub shape: ServingShape,
     /// The Kubernetes object's name.
     pub object_name: &'a str,
     /// Its namespace.

@@ -688,6 +688,42 @@ impl VllmServer {
         self.tensor_parallel_size.unwrap_or(gpus)
     }
 
+    /// The engine version the image's tag names (`v0.11.2`), when it names one.
+    pub fn engine_version(&self) -> Option<&str> {
+        let tag = self.image.rsplit_once(':')?.1;
+        let version = tag.strip_prefix('v').unwrap_or(tag);
+        let parts: Vec<&str> = version.split('.').collect();
+        (parts.len() == 3
+            && parts
+                .iter()
+                .all(|p| !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit())))
+        .then_some(tag)
+    }
+
+    /// The server as the model-aware rules read it, on `gpus` GPUs of one node (one node per
+    /// replica, one pipeline stage: what this server runs).
+    pub fn shape(&self, gpus: u32) -> super::ServingShape {
+        let model = self.model().map(|m| {
+            let mut model = m.clone();
+            if let Some(bytes) = self.weight_bytes {
+                model.checkpoint_bytes = Some(bytes);
+            }
+            model
+        });
+        super::ServingShape {
+            engine: super::Engine::Vllm,
+            engine_version: self.engine_version().map(str::to_owned),
+            model_id: self.model_id.clone(),
+            model,
+            tensor_parallel: self.tensor_parallel(gpus),
+            pipeline_parallel: 1,
+            nodes_per_replica: 1,
+            decode_context_parallel: self.decode_context_parallel(),
+            max_model_len: self.max_model_len,
+            gpu_memory_utilization: self.gpu_memory_utilization,
+        }
+    }
+
     /// The server's command-line arguments when vLLM downloads the model itself (the EKS
     /// path): the model id, pinned to the revision when one is set (`--revision` for weights,
     /// configuration and tokenizer, `--code-revision` for the code `--trust-remote-code` runs).
@@ -1379,6 +1415,7 @@ impl Construct for InferenceEndpoint {
         let gpus = catalog::instance(self.instance_type()).map_or(0, |i| i.gpu_count);
         Facts {
             served_models: vec![ServedModel {
+                shape: self.server().shape(gpus),
                 object_name: self.object_name(),
                 namespace: self.object_namespace(),
                 server: self.server(),
@@ -1720,6 +1757,40 @@ impl super::stack_file::StackFileConstruct for VllmDeployment {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The shape the rules read: the engine's version from the image tag, the model with an
+    /// explicit weight size, one node and one pipeline stage.
+    #[test]
+    fn a_servers_shape_is_what_the_rules_read() {
+        let server = VllmServer::new("moonshotai/Kimi-K3", "vllm/vllm-openai:v0.11.2")
+            .weight_bytes(1_000)
+            .max_model_len(65_536);
+        let shape = server.shape(8);
+        assert_eq!(shape.engine, super::super::Engine::Vllm);
+        assert_eq!(shape.engine_version.as_deref(), Some("v0.11.2"));
+        assert_eq!(shape.model.unwrap().weight_bytes(), 1_000);
+        assert_eq!(
+            (
+                shape.tensor_parallel,
+                shape.pipeline_parallel,
+                shape.nodes_per_replica
+            ),
+            (8, 1, 1)
+        );
+        assert_eq!(shape.max_model_len, Some(65_536));
+        for (image, version) in [
+            ("vllm/vllm-openai:latest", None),
+            ("vllm/vllm-openai:v0.11", None),
+            ("registry:5000/vllm", None),
+            ("vllm/vllm-openai:0.12.0", Some("0.12.0")),
+        ] {
+            assert_eq!(
+                VllmServer::new("a/b", image).engine_version(),
+                version,
+                "{image}"
+            );
+        }
+    }
 
     #[test]
     fn model_ids_follow_the_hub_rules() {
@@ -2544,8 +2615,12 @@ impl Construct for VllmDeployment {
     }
 
     fn facts(&self, _cx: &Context<'_>) -> Facts<'_> {
+        // Tensor parallelism spans the node's GPUs at most (more is reported as HF0401).
+        let on_node = catalog::instance(self.instance_type())
+            .map_or(self.gpu_count(), |i| self.gpu_count().min(i.gpu_count));
         Facts {
             served_models: vec![ServedModel {
+                shape: self.server().shape(on_node),
                 object_name: self.object_name(),
                 namespace: self.object_namespace(),
                 server: self.server(),

@@ -6,7 +6,7 @@
 
 use crate::catalog::memory::{gib, instances_that_fit, MemoryPlan};
 use crate::catalog::{self, InstanceType, Model};
-use crate::constructs::VllmServer;
+use crate::constructs::ServingShape;
 use crate::diagnostics::{Code, Diagnostic, Diagnostics};
 
 /// KV cache element size assumed for the checks: BF16 (`--kv-cache-dtype auto` on BF16
@@ -63,16 +63,16 @@ pub struct Placement<'a> {
     pub hyperpod: bool,
 }
 
-/// Checks `server` serving `model` on `instance` at tensor parallel size `tp` (1 to the
+/// Checks `model` served as `shape` on `instance` (its tensor parallel size 1 to the
 /// instance's GPU count) where `at` says.
 pub fn check(
     model: &Model,
-    server: &VllmServer,
+    shape: &ServingShape,
     instance: &'static InstanceType,
-    tp: u32,
     at: Placement<'_>,
     ds: &mut Diagnostics,
 ) {
+    let tp = shape.tensor_parallel.max(1);
     let Placement { path, hyperpod, .. } = at;
     let name = |i: &InstanceType| {
         if hyperpod {
@@ -81,13 +81,21 @@ pub fn check(
             i.name.to_owned()
         }
     };
-    let util = server.memory_utilization();
+    let util = shape.gpu_memory_utilization;
     if !crate::constructs::vllm::GPU_MEMORY_UTILIZATION.contains(util) {
         return; // reported as HF0411
     }
-    let dcp = server.decode_context_parallel().max(1);
-    let plan = MemoryPlan::new(model, instance, tp, dcp, util, KV_DTYPE_BYTES);
-    let context = server.context_length();
+    let dcp = shape.decode_context_parallel.max(1);
+    let plan = MemoryPlan::pipelined(
+        model,
+        instance,
+        tp,
+        shape.pipeline_parallel,
+        dcp,
+        util,
+        KV_DTYPE_BYTES,
+    );
+    let context = shape.max_model_len;
     if let Some(len) = context {
         if model.max_context_tokens > 0 && len > model.max_context_tokens {
             ds.report_field(
@@ -207,7 +215,7 @@ pub fn check(
             }
         }
     }
-    oversized(model, server, instance, &plan, at, ds);
+    oversized(model, shape, instance, &plan, at, ds);
 }
 
 /// `HF0505`: a cheaper catalog instance offered in `region` (by HyperPod for an endpoint, by EC2
@@ -216,7 +224,7 @@ pub fn check(
 /// one sequence at `max_model_len`, when set).
 fn oversized(
     model: &Model,
-    server: &VllmServer,
+    shape: &ServingShape,
     instance: &'static InstanceType,
     plan: &MemoryPlan,
     at: Placement<'_>,
@@ -237,7 +245,7 @@ fn oversized(
     let Some(current_price) = instance.on_demand_usd_per_hour_us_east_1 else {
         return;
     };
-    let util = server.memory_utilization();
+    let util = shape.gpu_memory_utilization;
     let candidate = instances_that_fit(model, util).into_iter().find(|p| {
         let Some(i) = catalog::instance(p.instance) else {
             return false;
@@ -247,7 +255,7 @@ fn oversized(
             .is_some_and(|price| price < current_price);
         let roomy = p.headroom_bytes_per_gpu as f64
             >= SUGGESTION_MIN_HEADROOM_FRACTION * p.usable_bytes_per_gpu as f64;
-        let holds_context = match (server.context_length(), p.concurrent_sequences(1)) {
+        let holds_context = match (shape.max_model_len, p.concurrent_sequences(1)) {
             (Some(len), Some(_)) => p.concurrent_sequences(len).unwrap_or(0) >= 1,
             _ => true,
         };
@@ -292,4 +300,68 @@ fn oversized(
         .at_field("instance_type")
         .note(plan.summary()),
     );
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::constructs::{Engine, ServingShape};
+
+    fn k3_shape(tp: u32, pp: u32) -> ServingShape {
+        let model = catalog::model("moonshotai/Kimi-K3").unwrap().clone();
+        ServingShape {
+            engine: Engine::Vllm,
+            engine_version: None,
+            model_id: model.hf_id.to_string(),
+            model: Some(model),
+            tensor_parallel: tp,
+            pipeline_parallel: pp,
+            nodes_per_replica: pp,
+            decode_context_parallel: 1,
+            max_model_len: None,
+            gpu_memory_utilization: 0.90,
+        }
+    }
+
+    fn fit_codes(shape: &ServingShape, instance: &str) -> Vec<Code> {
+        let mut ds = Diagnostics::new();
+        let at = Placement {
+            region: "us-east-1",
+            path: "s/Server",
+            hyperpod: false,
+        };
+        let model = shape.model.clone().unwrap();
+        check(
+            &model,
+            shape,
+            catalog::instance(instance).unwrap(),
+            at,
+            &mut ds,
+        );
+        ds.iter().map(|d| d.code).collect()
+    }
+
+    /// The rules read the shape, whatever spans it: K3 refused on one 8 x B200 node at TP 8,
+    /// held by two of them at TP 8 x PP 2 (the planner's layout), with the same arithmetic.
+    #[test]
+    fn a_pipelined_shape_is_checked_by_the_same_rule() {
+        assert_eq!(
+            fit_codes(&k3_shape(8, 1), "p6-b200.48xlarge"),
+            [Code::ModelDoesNotFit]
+        );
+        assert!(fit_codes(&k3_shape(8, 2), "p6-b200.48xlarge").is_empty());
+        let request = crate::catalog::plan::PlanRequest::new(
+            catalog::model("moonshotai/Kimi-K3").unwrap(),
+            "us-east-1",
+        );
+        let planned = crate::catalog::plan::plan(&request);
+        let two = planned
+            .candidates
+            .iter()
+            .find(|c| {
+                c.layout.instance_type == "p6-b200.48xlarge" && c.layout.pipeline_parallel == 2
+            })
+            .unwrap();
+        assert!(two.feasible());
+    }
 }

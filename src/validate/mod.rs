@@ -93,41 +93,32 @@ fn served_model(stack: &Stack, served: &ServedModel<'_>, path: &str, ds: &mut Di
     let Some(instance) = catalog::instance(served.instance_type) else {
         return;
     };
-    let server = served.server;
-    let Some(model) = server.model() else {
+    // The model-aware rules read the engine-neutral shape, never the server.
+    let shape = &served.shape;
+    let Some(model) = &shape.model else {
         ds.report_field(
             Code::ModelNotInCatalog,
             path,
             "model",
             format!(
                 "model `{}` is not in the catalog: memory fit and parallelism were not checked",
-                server.model_id()
+                shape.model_id
             ),
             "describe it with `VllmServer::model_spec(Model::new(..).parameters(..).attention(..).attention_heads(..))`",
         );
         return;
     };
-    let mut model = model.clone();
-    if let Some(bytes) = server.weights() {
-        // An explicit `weight_bytes` on the server overrides the model's own size.
-        model.checkpoint_bytes = Some(bytes);
-    }
-    let gpus = served.gpus.min(instance.gpu_count);
-    if gpus == 0 {
+    if served.gpus.min(instance.gpu_count) == 0 || shape.tensor_parallel == 0 {
         return; // reported by the construct (HF0401 and friends)
     }
-    let tp = server.tensor_parallel(gpus);
-    if tp == 0 {
-        return; // reported as HF0401
-    }
-    parallelism::check(&model, server, tp, path, ds);
-    if tp <= gpus {
+    parallelism::check(model, shape, path, ds);
+    if shape.tensor_parallel <= instance.gpu_count {
         let at = memory::Placement {
             region: stack.region(),
             path,
             hyperpod: served.hyperpod,
         };
-        memory::check(&model, server, instance, tp, at, ds);
+        memory::check(model, shape, instance, at, ds);
     }
 }
 

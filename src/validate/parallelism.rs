@@ -5,7 +5,7 @@
 //! checked with the server in `constructs::vllm`.
 
 use crate::catalog::{Model, Precision};
-use crate::constructs::VllmServer;
+use crate::constructs::ServingShape;
 use crate::diagnostics::{Code, Diagnostics};
 
 /// The MXFP4 scale group: one E8M0 scale per 32 values.
@@ -20,8 +20,9 @@ fn dividing_sizes(heads: u32, max: u32) -> Vec<String> {
         .collect()
 }
 
-/// Checks `server` serving `model` at tensor parallel size `tp` (at least 1).
-pub fn check(model: &Model, server: &VllmServer, tp: u32, path: &str, ds: &mut Diagnostics) {
+/// Checks `model` served as `shape` (its tensor parallel size at least 1).
+pub fn check(model: &Model, shape: &ServingShape, path: &str, ds: &mut Diagnostics) {
+    let tp = shape.tensor_parallel.max(1);
     let heads = model.attention_heads;
     if heads > 0 && !heads.is_multiple_of(tp) {
         ds.report_field(
@@ -39,7 +40,7 @@ pub fn check(model: &Model, server: &VllmServer, tp: u32, path: &str, ds: &mut D
             ),
         );
     }
-    let dcp = server.decode_context_parallel();
+    let dcp = shape.decode_context_parallel;
     if !crate::constructs::vllm::GPU_COUNT.contains(i64::from(dcp)) || !tp.is_multiple_of(dcp) {
         ds.report_field(
             Code::InvalidDecodeContextParallelSize,
