@@ -39,6 +39,66 @@ pub fn strip_templates(text: &str) -> String {
     out
 }
 
+/// What a vendored CRD defines for the served-versions table: its group, kind, the versions its
+/// controller serves (`served: true`) and the origin its first line records.
+pub struct Served {
+    /// The API group.
+    pub group: String,
+    /// The kind.
+    pub kind: String,
+    /// The served versions, in the CRD's order.
+    pub versions: Vec<String>,
+    /// The `# source:` line's text.
+    pub source: String,
+}
+
+/// The served versions of the CRD in `text`.
+pub fn served(schema_path: &str, text: &str) -> Result<Served, Error> {
+    let err = |ptr: &str, msg: &str| Error(format!("{schema_path}#{ptr}: {msg}"));
+    let source = text
+        .lines()
+        .next()
+        .and_then(|l| l.strip_prefix("# source: "))
+        .ok_or_else(|| {
+            Error(format!(
+                "{schema_path}: the first line is not `# source: ...`"
+            ))
+        })?;
+    // The origin alone, without the notes on how the file was kept.
+    let source = [". Contains ", ". Data file"]
+        .iter()
+        .filter_map(|cut| source.find(cut))
+        .min()
+        .map_or(source, |at| &source[..at])
+        .to_owned();
+    let doc_value: Value = serde_yaml::from_str(&strip_templates(text))
+        .map_err(|e| Error(format!("{schema_path}: invalid YAML: {e}")))?;
+    let get_str = |ptr: &str| -> Result<String, Error> {
+        doc_value
+            .pointer(ptr)
+            .and_then(Value::as_str)
+            .map(str::to_owned)
+            .ok_or_else(|| err(ptr, "missing or not a string"))
+    };
+    let versions = doc_value
+        .pointer("/spec/versions")
+        .and_then(Value::as_array)
+        .ok_or_else(|| err("/spec/versions", "missing or not an array"))?
+        .iter()
+        .filter(|v| v.get("served").and_then(Value::as_bool) == Some(true))
+        .filter_map(|v| v.get("name").and_then(Value::as_str).map(str::to_owned))
+        .collect::<Vec<_>>();
+    if versions.is_empty() {
+        return Err(err("/spec/versions", "no served version"));
+    }
+    Ok(Served {
+        group: get_str("/spec/group")?,
+        kind: get_str("/spec/names/kind")?,
+        versions,
+        source,
+    })
+}
+
 /// Generates the module for `version` of the CRD in `text`.
 pub fn generate(schema_path: &str, text: &str, version: &str) -> Result<CrdModule, Error> {
     let err = |ptr: &str, msg: &str| Error(format!("{schema_path}#{ptr}: {msg}"));

@@ -68,6 +68,8 @@ pub const L1_DIR: &str = "src/synth/cloudformation/l1";
 pub const CFN_SHAPES: &str = "src/synth/cloudformation/shapes.txt";
 /// Output directory of the CRD modules.
 pub const CRD_DIR: &str = "src/resources/kubernetes/crd";
+/// The vendored CRDs, relative to the workspace root.
+pub const CRD_SCHEMAS: &str = "codegen/schemas/crds";
 
 const REGENERATE: &str = "Do not edit; regenerate with `cargo run -p hyperforge-codegen`.";
 
@@ -192,6 +194,39 @@ pub fn generate_all(root: &Path) -> Result<Vec<GeneratedFile>, Error> {
     for module in &crd_modules {
         mod_rs.push_str(&format!("pub mod {module};\n"));
     }
+    // Every vendored CRD, typed or not: the versions its pinned controller serves.
+    let mut crd_files: Vec<String> = std::fs::read_dir(root.join(CRD_SCHEMAS))
+        .map_err(|e| Error(format!("{CRD_SCHEMAS}: cannot read: {e}")))?
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n.ends_with(".yaml"))
+        .collect();
+    crd_files.sort();
+    mod_rs.push_str(
+        "\n/// A vendored CustomResourceDefinition: the kind its pinned controller defines and the \
+         versions it serves.\n\
+         #[derive(Clone, Copy, Debug, PartialEq, Eq)]\n\
+         pub struct ServedCrd {\n\
+         /// The API group.\npub group: &'static str,\n\
+         /// The kind.\npub kind: &'static str,\n\
+         /// The versions served (`served: true`).\npub versions: &'static [&'static str],\n\
+         /// Where the CRD was vendored from.\npub source: &'static str,\n}\n\n\
+         /// Every vendored CRD (`codegen/schemas/crds/`), by file name.\n\
+         pub const SERVED: &[ServedCrd] = &[\n",
+    );
+    for name in &crd_files {
+        let rel = format!("{CRD_SCHEMAS}/{name}");
+        let s = crd::served(&rel, &read(root, &rel)?)?;
+        let versions: Vec<String> = s.versions.iter().map(|v| format!("{v:?}")).collect();
+        mod_rs.push_str(&format!(
+            "ServedCrd {{ group: {:?}, kind: {:?}, versions: &[{}], source: {:?} }},\n",
+            s.group,
+            s.kind,
+            versions.join(", "),
+            s.source
+        ));
+    }
+    mod_rs.push_str("];\n");
     files.push(GeneratedFile {
         path: format!("{CRD_DIR}/mod.rs"),
         contents: rustfmt(root, &mod_rs, CRD_DIR)?,

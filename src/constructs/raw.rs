@@ -389,6 +389,40 @@ impl KubernetesManifest {
     }
 }
 
+/// Why an object of `api_version` and `kind` cannot be applied where hyperforge pins the
+/// controller of its group (a vendored CRD, `crd::SERVED`), and the help: a kind the group's
+/// CRDs do not define, or a version the kind's CRD does not serve. `None` for any other group.
+pub fn unserved_custom_resource(api_version: &str, kind: &str) -> Option<(String, String)> {
+    use crate::resources::kubernetes::crd::SERVED;
+    let (group, version) = api_version.split_once('/')?;
+    let of_group: Vec<_> = SERVED.iter().filter(|c| c.group == group).collect();
+    if of_group.is_empty() {
+        return None;
+    }
+    let Some(crd) = of_group.iter().find(|c| c.kind == kind) else {
+        let kinds: Vec<&str> = of_group.iter().map(|c| c.kind).collect();
+        return Some((
+            format!("the pinned controller of `{group}` defines no kind `{kind}`"),
+            format!(
+                "its kinds are {} (CRDs from {})",
+                kinds.join(", "),
+                of_group[0].source
+            ),
+        ));
+    };
+    (!crd.versions.contains(&version)).then(|| {
+        (
+            format!("`{group}/{version}` `{kind}` is not served by the pinned controller"),
+            format!(
+                "use `apiVersion: {group}/{}` (it serves {}; CRD from {})",
+                crd.versions[0],
+                crd.versions.join(", "),
+                crd.source
+            ),
+        )
+    })
+}
+
 /// The parent object of JSON pointer `pointer` in `v` and the last key.
 fn parent_of<'a>(
     v: &'a mut Value,
@@ -433,6 +467,9 @@ impl Construct for KubernetesManifest {
                         format!("`{}` is not a Kubernetes object name", o.name()),
                         "names are lowercase DNS-1123 subdomains: letters, digits, `-` and `.`",
                     );
+                }
+                if let Some((problem, help)) = unserved_custom_resource(o.api_version(), o.kind()) {
+                    ds.report(Code::CustomResourceNotServed, path, problem, help);
                 }
                 if let Some(ns) = o.namespace() {
                     if !super::vllm::is_dns_label(ns) {

@@ -255,6 +255,93 @@ fn raw_resources_are_checked_and_placed_by_kind() {
     );
 }
 
+/// A custom resource of a group whose controller hyperforge pins must name a kind and version
+/// that controller serves (the vendored CRDs): Karpenter's v1beta1 API and its removed
+/// `Provisioner` are refused at the object, with the version to use; other groups are free.
+#[test]
+fn custom_resources_name_what_the_pinned_controller_serves() {
+    let mut stack = Stack::new("crs", "us-west-2");
+    let k = stack.kubernetes_stage("objects");
+    let object = |api: &str, kind: &str| json!({"apiVersion": api, "kind": kind, "metadata": {"name": "x"}, "spec": {}});
+    stack.add(
+        k,
+        KubernetesManifest::new("OldPool", object("karpenter.sh/v1beta1", "NodePool")),
+    );
+    stack.add(
+        k,
+        KubernetesManifest::new("Removed", object("karpenter.sh/v1", "Provisioner")),
+    );
+    stack.add(
+        k,
+        KubernetesManifest::new("Current", object("keda.sh/v1alpha1", "ScaledObject")),
+    );
+    stack.add(
+        k,
+        KubernetesManifest::new("Other", object("example.com/v9", "Widget")),
+    );
+    let errors = App::new().stack(stack).synth().unwrap_err();
+    let found: Vec<(String, String)> = errors
+        .with_code(Code::CustomResourceNotServed)
+        .map(|d| (d.path.clone(), d.help.clone()))
+        .collect();
+    assert_eq!(found.len(), 2, "{errors}");
+    assert_eq!(found[0].0, "crs/OldPool");
+    assert!(
+        found[0]
+            .1
+            .starts_with("use `apiVersion: karpenter.sh/v1` (it serves v1;"),
+        "{}",
+        found[0].1
+    );
+    assert!(found[0].1.contains("tag: v1.8.1"), "{}", found[0].1);
+    assert_eq!(found[1].0, "crs/Removed");
+    assert!(
+        found[1].1.starts_with("its kinds are NodePool"),
+        "{}",
+        found[1].1
+    );
+}
+
+/// Every custom resource hyperforge emits is typed from a vendored CRD, at a version that CRD
+/// serves: the table and the types come from the same files.
+#[test]
+fn every_typed_custom_resource_is_served_by_its_vendored_crd() {
+    use hyperforge::resources::kubernetes::crd::{self, SERVED};
+    use k8s_openapi::Resource;
+    fn served<K: Resource>() -> bool {
+        SERVED
+            .iter()
+            .any(|c| c.group == K::GROUP && c.kind == K::KIND && c.versions.contains(&K::VERSION))
+    }
+    assert!(served::<crd::node_pool::NodePool>());
+    assert!(served::<crd::ec2_node_class::EC2NodeClass>());
+    assert!(served::<
+        crd::inference_endpoint_config::InferenceEndpointConfig,
+    >());
+    assert!(served::<crd::scaled_object::ScaledObject>());
+    assert!(served::<crd::trigger_authentication::TriggerAuthentication>());
+    assert_eq!(SERVED.len(), 6, "one entry per vendored CRD file");
+    // The controllers the presets install are the releases the CRDs were vendored from.
+    use hyperforge::app::stage::{ChartSource, HelmRelease};
+    for (release, group) in [
+        (HelmRelease::karpenter("c"), "karpenter.sh"),
+        (HelmRelease::karpenter("c"), "karpenter.k8s.aws"),
+        (HelmRelease::keda("c"), "keda.sh"),
+    ] {
+        let ChartSource::Repository { version, .. } = &release.chart else {
+            panic!("{} is not a repository chart", release.release);
+        };
+        for crd in SERVED.iter().filter(|c| c.group == group) {
+            assert!(
+                crd.source.contains(&format!("tag: v{version} ")),
+                "{group} {}: chart {version}, CRD from {}",
+                crd.kind,
+                crd.source
+            );
+        }
+    }
+}
+
 #[test]
 fn a_kubernetes_manifest_takes_deployed_values() {
     let mut stack = Stack::new("raw", "us-west-2");

@@ -7,3 +7,26 @@ pub mod inference_endpoint_config;
 pub mod node_pool;
 pub mod scaled_object;
 pub mod trigger_authentication;
+
+/// A vendored CustomResourceDefinition: the kind its pinned controller defines and the versions it serves.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ServedCrd {
+    /// The API group.
+    pub group: &'static str,
+    /// The kind.
+    pub kind: &'static str,
+    /// The versions served (`served: true`).
+    pub versions: &'static [&'static str],
+    /// Where the CRD was vendored from.
+    pub source: &'static str,
+}
+
+/// Every vendored CRD (`codegen/schemas/crds/`), by file name.
+pub const SERVED: &[ServedCrd] = &[
+ServedCrd { group: "inference.sagemaker.aws.amazon.com", kind: "InferenceEndpointConfig", versions: &["v1", "v1alpha1"], source: "github.com/aws/sagemaker-hyperpod-cli, path: helm_chart/HyperPodHelmChart/charts/inference-operator/config/crd/inference.sagemaker.aws.amazon.com_inferenceendpointconfigs.yaml, commit: 011ca927123e02b35a399935bbb3ab1905fe33c7 (repo HEAD snapshot dated 2026-06-22; file last changed in a00b22d17ea928a6e39a43bd2efdafe01b1005ea)" },
+ServedCrd { group: "inference.sagemaker.aws.amazon.com", kind: "JumpStartModel", versions: &["v1", "v1alpha1"], source: "github.com/aws/sagemaker-hyperpod-cli, path: helm_chart/HyperPodHelmChart/charts/inference-operator/config/crd/inference.sagemaker.aws.amazon.com_jumpstartmodels.yaml, commit: 011ca927123e02b35a399935bbb3ab1905fe33c7 (repo HEAD snapshot dated 2026-06-22; file last changed in 4b7671922b7b918bb7b131ac5b8ea1ab195166da)" },
+ServedCrd { group: "karpenter.k8s.aws", kind: "EC2NodeClass", versions: &["v1"], source: "github.com/aws/karpenter-provider-aws (Apache-2.0), path: pkg/apis/crds/karpenter.k8s.aws_ec2nodeclasses.yaml, tag: v1.8.1 (commit 1ad0d78f8fa452cf27f4cf607377dd092489e2a0, the release of Helm chart karpenter 1.8.1; file last changed in 1c6fbc57d92ddf5a913e85185eacfa68648032bc)" },
+ServedCrd { group: "karpenter.sh", kind: "NodePool", versions: &["v1"], source: "github.com/aws/karpenter-provider-aws (Apache-2.0), path: pkg/apis/crds/karpenter.sh_nodepools.yaml, tag: v1.8.1 (commit 1ad0d78f8fa452cf27f4cf607377dd092489e2a0, the release of Helm chart karpenter 1.8.1; file last changed in 0c9688f0f9718ee2ad2de6e08526ade9a785670f)" },
+ServedCrd { group: "keda.sh", kind: "ScaledObject", versions: &["v1alpha1"], source: "github.com/kedacore/keda (Apache-2.0), path: config/crd/bases/keda.sh_scaledobjects.yaml, tag: v2.17.1 (commit a3e20902dc67acaf40a9d5a4146c90d4426a7b9f, the KEDA of Helm chart keda 2.17.1 that the HyperPod inference operator chart depends on; file last changed in c63e61748ed935ded8f1cc7903c688ad18525b37)" },
+ServedCrd { group: "keda.sh", kind: "TriggerAuthentication", versions: &["v1alpha1"], source: "github.com/kedacore/keda (Apache-2.0), path: config/crd/bases/keda.sh_triggerauthentications.yaml, tag: v2.17.1 (commit a3e20902dc67acaf40a9d5a4146c90d4426a7b9f, the KEDA of Helm chart keda 2.17.1 that the KedaOperator preset installs; file last changed in 96f77ae477ff64d918f239720eae4f9edff091f5)" },
+];
