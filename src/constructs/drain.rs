@@ -8,7 +8,8 @@
 //! the scheduled scale-down drains (EKS cordons and evicts); this is HyperPod's twin.
 //!
 //! Derived, never asked for: a served model on HyperPod whose instance group is on a training
-//! plan with a window gets it (see `InferenceEndpoint::expand`).
+//! plan with a window gets it (see `InferenceEndpoint::expand`), and the group gets the label
+//! the drain selects its nodes by ([`INSTANCE_GROUP_LABEL`], see `HyperPodCluster::expand`).
 
 use super::vllm::InferenceEndpoint;
 use super::{window_schedule, Construct, Launcher, Placements};
@@ -31,8 +32,12 @@ use std::collections::BTreeMap;
 /// The namespace the drain CronJobs run in.
 pub const DRAIN_NAMESPACE: &str = "capacity-drain";
 
-/// The label HyperPod puts on every node of an instance group, valued with the group's name.
-pub const INSTANCE_GROUP_LABEL: &str = "sagemaker.amazonaws.com/instance-group-name";
+/// The label the drain selects a group's nodes by, valued with the group's name: set on each
+/// drained group's `KubernetesConfig` labels, which HyperPod applies to every node it launches
+/// in the group and keeps through replacements ("The cluster works to reconcile the actual
+/// state with the declared state", SageMaker API Reference, `ClusterNodeDetails`). A label
+/// hyperforge sets itself, rather than one HyperPod is seen to set without documenting it.
+pub const INSTANCE_GROUP_LABEL: &str = "hyperforge.io/instance-group";
 
 /// The drain program, run by the CronJob's container (`python3 /drain/drain_instance_group.py`).
 pub const DRAIN_SCRIPT: &str = include_str!("assets/drain_instance_group.py");

@@ -941,6 +941,12 @@ impl Construct for HyperPodCluster {
                 .push_lit(format!("/{}", self.lifecycle.prefix)),
             on_create: self.lifecycle.on_create.clone(),
         };
+        // The groups a drain cordons carry the label it selects them by (HyperPod keeps an
+        // instance group's `KubernetesConfig` labels on every node it launches).
+        let drained: Vec<String> = super::drain::drains(scope.stack())
+            .into_iter()
+            .map(|d| d.group)
+            .collect();
         let instance_groups = self
             .groups
             .iter()
@@ -963,7 +969,16 @@ impl Construct for HyperPodCluster {
                         Some(training_plan_input(scope.stack(), &plan.arn, &self.id))
                     }
                 },
-                labels: g.labels.clone(),
+                labels: {
+                    let mut labels = g.labels.clone();
+                    if drained.contains(&g.name) {
+                        labels.insert(
+                            super::drain::INSTANCE_GROUP_LABEL.to_owned(),
+                            g.name.clone(),
+                        );
+                    }
+                    labels
+                },
                 taints: g
                     .taints
                     .iter()

@@ -80,7 +80,7 @@ fn the_plans_window_drives_a_cron_job_that_drains_the_group_before_sagemakers_te
     // Never on the group it drains.
     let term = &pod["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]
         ["nodeSelectorTerms"][0]["matchExpressions"][0];
-    assert_eq!(term["key"], "sagemaker.amazonaws.com/instance-group-name");
+    assert_eq!(term["key"], "hyperforge.io/instance-group");
     assert_eq!(term["operator"], "NotIn");
     assert_eq!(term["values"][0], "p6-b300");
     // Pinned by digest, locked down, and allowed exactly what a drain does.
@@ -125,6 +125,23 @@ fn the_plans_window_drives_a_cron_job_that_drains_the_group_before_sagemakers_te
         .expect("the drain's ConfigMap");
     let script = std::fs::read_to_string(repo_root().join(SCRIPT)).unwrap();
     assert_eq!(config["data"]["drain_instance_group.py"], script.as_str());
+    // The group carries the label the drain selects its nodes by, in both formats, and the
+    // program selects by the same label.
+    let cluster = assembly
+        .text("kimi-k3-hyperpod/04-cluster.template.json")
+        .unwrap();
+    assert!(
+        cluster.contains("\"hyperforge.io/instance-group\": \"p6-b300\""),
+        "{cluster}"
+    );
+    let terraform = assembly
+        .text("kimi-k3-hyperpod/terraform/04-cluster/main.tf.json")
+        .unwrap();
+    assert!(terraform.contains("\"hyperforge.io/instance-group\": \"p6-b300\""));
+    assert!(script.contains(&format!(
+        "GROUP_LABEL = \"{}\"",
+        hyperforge::constructs::drain::INSTANCE_GROUP_LABEL
+    )));
     // The manifest and the runbook name it at the drain time.
     let runbook = assembly.text("kimi-k3-hyperpod/RUNBOOK.md").unwrap();
     assert!(runbook.contains(&format!(

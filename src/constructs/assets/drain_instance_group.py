@@ -1,11 +1,11 @@
 """Drains one SageMaker HyperPod instance group before its training plan ends.
 
 Run by a CronJob at the plan's drain time: cordons every node of the group (label
-`sagemaker.amazonaws.com/instance-group-name`) and evicts their pods through the Eviction API,
-as `kubectl drain` does (DaemonSet and mirror pods stay; PodDisruptionBudgets are honoured, a
-blocked eviction is retried), so every server finishes its requests within its termination
-grace before SageMaker begins terminating the plan's instances. HyperPod itself drains
-nothing when it terminates them.
+`hyperforge.io/instance-group`, set in the group's KubernetesConfig) and evicts their pods
+through the Eviction API, as `kubectl drain` does (DaemonSet and mirror pods stay;
+PodDisruptionBudgets are honoured, a blocked eviction is retried), so every server finishes its
+requests within its termination grace before SageMaker begins terminating the plan's
+instances. HyperPod itself drains nothing when it terminates them.
 
 Standard library only (the image is the plain Python image). Configured by environment:
 INSTANCE_GROUP; DRAIN_AT and TERMINATE_AT (RFC 3339 in UTC, `2027-01-15T10:59Z`); POD_NAME and
@@ -28,7 +28,7 @@ import urllib.error
 import urllib.parse
 import urllib.request
 
-GROUP_LABEL = "sagemaker.amazonaws.com/instance-group-name"
+GROUP_LABEL = "hyperforge.io/instance-group"
 MIRROR_ANNOTATION = "kubernetes.io/config.mirror"
 # A CronJob that fires this long before the drain time (the pod's start-up) still drains.
 EARLIEST_START = datetime.timedelta(minutes=15)
