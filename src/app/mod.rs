@@ -151,7 +151,8 @@ impl StageId {
 /// A construct as a stack stores it: the type-erased view the core model needs (its id and
 /// the references it makes). The layers above reach the construct itself through
 /// `ConstructRef` in [`crate::constructs`], which stores every construct `Stack::add` places.
-pub trait AnyConstruct: Any + fmt::Debug {
+/// A description is data: it is shared between the threads that synthesize an app's stacks.
+pub trait AnyConstruct: Any + fmt::Debug + Send + Sync {
     /// The construct's id (first segment of its resources' paths).
     fn id(&self) -> &str;
     /// The construct's kind, as stack files and messages name it (`network`, `eks_cluster`).

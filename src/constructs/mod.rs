@@ -115,7 +115,8 @@ use std::fmt;
 /// (a composite of resources, a resource hyperforge has no builder for) implements it, is
 /// added with [`Stack::add`] like any other, expands into the [`crate::resources`] kinds
 /// every backend lowers, and may report [`Facts`] (capacity it claims, models it serves) so
-/// that cost, the runbook and the cross-construct rules see it.
+/// that cost, the runbook and the cross-construct rules see it. A construct is data (`Send +
+/// Sync`): the stacks of an app are synthesized on several threads.
 ///
 /// ```
 /// use hyperforge::app::{kind, Ref, Stack};
@@ -150,7 +151,7 @@ use std::fmt;
 /// let key = stack.add(data, TeamKey { id: "TeamKey".into(), team: "research".into() });
 /// assert_eq!(key.path(), "TeamKey/Key");
 /// ```
-pub trait Construct: Clone + fmt::Debug + 'static {
+pub trait Construct: Clone + fmt::Debug + Send + Sync + 'static {
     /// Typed references to the construct's resources, returned by `Stack::add`.
     type Handle;
     /// The construct's kind as stack files and messages name it (`network`, `eks_cluster`).
@@ -179,7 +180,7 @@ pub trait Construct: Clone + fmt::Debug + 'static {
 
 /// The object-safe form of [`Construct`] a stack stores: what every layer above the core
 /// model calls on a placed construct, whatever its type.
-pub trait DynConstruct: fmt::Debug {
+pub trait DynConstruct: fmt::Debug + Send + Sync {
     /// See [`Construct::id`].
     fn id(&self) -> &str;
     /// See [`Construct::KIND`].

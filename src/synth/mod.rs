@@ -437,18 +437,26 @@ pub fn synthesize_timed(
     let mut stacks = Vec::new();
     let mut errors = Diagnostics::new();
     let mut shared = BTreeMap::new();
-    for stack in app.stacks() {
-        match synthesize_stack(
-            app,
-            stack,
-            options.formats,
-            &mut files,
-            &mut ds,
-            &mut timings,
-            &mut shared,
-        ) {
-            Ok(manifest) => stacks.push(manifest),
-            Err(e) => errors.extend(e),
+    for (stack, outcome) in app
+        .stacks()
+        .iter()
+        .zip(synthesize_stacks(app, options.formats))
+    {
+        timings.add(&outcome.timings);
+        ds.extend(outcome.notes);
+        // Stacks sharing a cluster are compared in the app's order.
+        let mut clashes = Diagnostics::new();
+        compare_shared_cluster_objects(stack.name(), outcome.shared, &mut shared, &mut clashes);
+        match outcome.manifest {
+            Ok(manifest) if !clashes.has_errors() => {
+                files.extend(outcome.files);
+                stacks.push(manifest);
+            }
+            Ok(_) => errors.extend(clashes),
+            Err(e) => {
+                errors.extend(clashes);
+                errors.extend(e);
+            }
         }
     }
     ds.extend(errors);
@@ -619,17 +627,22 @@ fn check_pod_identity_agent(
     }
 }
 
-/// `HF0016`: the objects `stack` creates that its EKS cluster holds once (Pod Identity
-/// associations; Kubernetes objects other than namespaces), keyed by region, cluster and
-/// identity in `seen` with the display path of the first stack creating each and whether that
-/// stack imports the cluster: a second stack creating one on a cluster either imports is
-/// reported at its resource, naming the first.
-fn check_shared_cluster_objects(
+/// An object a stack creates that its EKS cluster holds once (a Pod Identity association; a
+/// Kubernetes object other than a namespace), for `HF0016`.
+struct SharedObject {
+    /// What it is, with its cluster and region (the key two stacks collide on).
+    key: String,
+    /// The display path of the resource creating it.
+    here: String,
+    /// Whether the stack imports the cluster (rather than creating it).
+    imported: bool,
+}
+
+/// The objects `stack` creates that its EKS cluster holds once, in graph order.
+fn shared_cluster_objects(
     stack: &Stack,
     graph: &crate::resources::ResourceGraph,
-    seen: &mut BTreeMap<String, (String, bool)>,
-    ds: &mut Diagnostics,
-) {
+) -> Vec<SharedObject> {
     use crate::app::Attr;
     use crate::resources::ResourceKind;
     // A cluster's name, and whether the stack imports it (rather than creating it).
@@ -654,6 +667,7 @@ fn check_shared_cluster_objects(
         _ => None,
     };
     let region = stack.region();
+    let mut out = Vec::new();
     for r in &graph.resources {
         let key = match &r.kind {
             ResourceKind::PodIdentityAssociation(a) => {
@@ -682,14 +696,39 @@ fn check_shared_cluster_objects(
             }
             _ => None,
         };
-        let Some((key, imported)) = key else { continue };
-        let here = stack.display_path(&r.path);
+        if let Some((key, imported)) = key {
+            out.push(SharedObject {
+                key,
+                here: stack.display_path(&r.path),
+                imported,
+            });
+        }
+    }
+    out
+}
+
+/// `HF0016`: `objects` of stack `stack_name` against `seen`, keyed by region, cluster and
+/// identity, with the display path of the first stack creating each and whether that stack
+/// imports the cluster: a second stack creating one on a cluster either imports is reported at
+/// its resource, naming the first.
+fn compare_shared_cluster_objects(
+    stack_name: &str,
+    objects: Vec<SharedObject>,
+    seen: &mut BTreeMap<String, (String, bool)>,
+    ds: &mut Diagnostics,
+) {
+    for SharedObject {
+        key,
+        here,
+        imported,
+    } in objects
+    {
         match seen.get(&key) {
             // Within one stack, the stack's own checks speak. Two stacks each creating a
             // cluster of one name describe two clusters (one of which EKS refuses), not one
             // shared: the objects are compared when at least one side imports the cluster.
             Some((first, first_imported))
-                if !first.starts_with(&format!("{}/", stack.name()))
+                if !first.starts_with(&format!("{stack_name}/"))
                     && (imported || *first_imported) =>
             {
                 ds.report(
@@ -707,6 +746,79 @@ fn check_shared_cluster_objects(
     }
 }
 
+/// What synthesizing one stack gives, before the stacks are compared with each other.
+struct StackOutcome {
+    /// Its files.
+    files: BTreeMap<String, Vec<u8>>,
+    /// What the backends found without failing (template limits).
+    notes: Diagnostics,
+    /// Its phases' times.
+    timings: SynthTimings,
+    /// The objects its cluster holds once (`HF0016`).
+    shared: Vec<SharedObject>,
+    /// Its manifest entry, or its errors.
+    manifest: Result<StackManifest, Diagnostics>,
+}
+
+/// Synthesizes every stack of `app`, on up to the machine's cores when there are several, and
+/// returns their outcomes in the app's order (so the output does not depend on the schedule).
+fn synthesize_stacks(app: &App, formats: Formats) -> Vec<StackOutcome> {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    let stacks = app.stacks();
+    let one = |stack: &Stack| {
+        let mut files = BTreeMap::new();
+        let mut notes = Diagnostics::new();
+        let mut timings = SynthTimings::default();
+        let mut shared = Vec::new();
+        let manifest = synthesize_stack(
+            app,
+            stack,
+            formats,
+            &mut files,
+            &mut notes,
+            &mut timings,
+            &mut shared,
+        );
+        StackOutcome {
+            files,
+            notes,
+            timings,
+            shared,
+            manifest,
+        }
+    };
+    let workers = std::thread::available_parallelism()
+        .map_or(1, std::num::NonZeroUsize::get)
+        .min(stacks.len());
+    if workers <= 1 {
+        return stacks.iter().map(one).collect();
+    }
+    let next = AtomicUsize::new(0);
+    let mut done: Vec<(usize, StackOutcome)> = std::thread::scope(|scope| {
+        let handles: Vec<_> = (0..workers)
+            .map(|_| {
+                scope.spawn(|| {
+                    let mut mine = Vec::new();
+                    loop {
+                        let i = next.fetch_add(1, Ordering::Relaxed);
+                        let Some(stack) = stacks.get(i) else {
+                            break;
+                        };
+                        mine.push((i, one(stack)));
+                    }
+                    mine
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .flat_map(|h| h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)))
+            .collect()
+    });
+    done.sort_by_key(|(i, _)| *i);
+    done.into_iter().map(|(_, o)| o).collect()
+}
+
 /// Lowers one stack into `files`; diagnostics found on the rendered artifacts (template
 /// limits) go to `ds`.
 fn synthesize_stack(
@@ -716,7 +828,7 @@ fn synthesize_stack(
     files: &mut BTreeMap<String, Vec<u8>>,
     ds: &mut Diagnostics,
     timings: &mut SynthTimings,
-    shared: &mut BTreeMap<String, (String, bool)>,
+    shared: &mut Vec<SharedObject>,
 ) -> Result<StackManifest, Diagnostics> {
     timings.stacks += 1;
     let start = Instant::now();
@@ -725,7 +837,7 @@ fn synthesize_stack(
     let mut problems = Diagnostics::new();
     graph.check_references(stack, &mut problems);
     graph.check_stages(stack, &mut problems);
-    check_shared_cluster_objects(stack, &graph, shared, &mut problems);
+    *shared = shared_cluster_objects(stack, &graph);
     check_pod_identity_agent(stack, &graph, &mut problems);
     timings.expansion += start.elapsed();
     if problems.has_errors() {
