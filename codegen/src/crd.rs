@@ -54,7 +54,6 @@ pub struct Served {
 
 /// The served versions of the CRD in `text`.
 pub fn served(schema_path: &str, text: &str) -> Result<Served, Error> {
-    let err = |ptr: &str, msg: &str| Error(format!("{schema_path}#{ptr}: {msg}"));
     let source = text
         .lines()
         .next()
@@ -71,54 +70,70 @@ pub fn served(schema_path: &str, text: &str) -> Result<Served, Error> {
         .min()
         .map_or(source, |at| &source[..at])
         .to_owned();
-    let doc_value: Value = serde_yaml::from_str(&strip_templates(text))
-        .map_err(|e| Error(format!("{schema_path}: invalid YAML: {e}")))?;
-    let get_str = |ptr: &str| -> Result<String, Error> {
-        doc_value
-            .pointer(ptr)
-            .and_then(Value::as_str)
-            .map(str::to_owned)
-            .ok_or_else(|| err(ptr, "missing or not a string"))
-    };
-    let versions = doc_value
-        .pointer("/spec/versions")
-        .and_then(Value::as_array)
-        .ok_or_else(|| err("/spec/versions", "missing or not an array"))?
+    let crd = Parsed::new(schema_path, text)?;
+    let versions = crd
+        .versions()?
         .iter()
         .filter(|v| v.get("served").and_then(Value::as_bool) == Some(true))
         .filter_map(|v| v.get("name").and_then(Value::as_str).map(str::to_owned))
         .collect::<Vec<_>>();
     if versions.is_empty() {
-        return Err(err("/spec/versions", "no served version"));
+        return Err(crd.err("/spec/versions", "no served version"));
     }
     Ok(Served {
-        group: get_str("/spec/group")?,
-        kind: get_str("/spec/names/kind")?,
+        group: crd.str("/spec/group")?,
+        kind: crd.str("/spec/names/kind")?,
         versions,
         source,
     })
 }
 
-/// Generates the module for `version` of the CRD in `text`.
-pub fn generate(schema_path: &str, text: &str, version: &str) -> Result<CrdModule, Error> {
-    let err = |ptr: &str, msg: &str| Error(format!("{schema_path}#{ptr}: {msg}"));
-    let doc_value: Value = serde_yaml::from_str(&strip_templates(text))
-        .map_err(|e| Error(format!("{schema_path}: invalid YAML: {e}")))?;
-    let get_str = |ptr: &str| -> Result<String, Error> {
-        doc_value
+/// A CRD manifest parsed once, Helm template expressions replaced: what `served` and
+/// `generate` read.
+struct Parsed<'a> {
+    schema_path: &'a str,
+    doc: Value,
+}
+
+impl<'a> Parsed<'a> {
+    fn new(schema_path: &'a str, text: &str) -> Result<Self, Error> {
+        let doc = serde_yaml::from_str(&strip_templates(text))
+            .map_err(|e| Error(format!("{schema_path}: invalid YAML: {e}")))?;
+        Ok(Parsed { schema_path, doc })
+    }
+
+    fn err(&self, ptr: &str, msg: &str) -> Error {
+        Error(format!("{}#{ptr}: {msg}", self.schema_path))
+    }
+
+    /// The string at `ptr`.
+    fn str(&self, ptr: &str) -> Result<String, Error> {
+        self.doc
             .pointer(ptr)
             .and_then(Value::as_str)
             .map(str::to_owned)
-            .ok_or_else(|| err(ptr, "missing or not a string"))
-    };
-    let group = get_str("/spec/group")?;
-    let kind = get_str("/spec/names/kind")?;
-    let plural = get_str("/spec/names/plural")?;
-    let namespaced = get_str("/spec/scope")? == "Namespaced";
-    let versions = doc_value
-        .pointer("/spec/versions")
-        .and_then(Value::as_array)
-        .ok_or_else(|| err("/spec/versions", "missing or not an array"))?;
+            .ok_or_else(|| self.err(ptr, "missing or not a string"))
+    }
+
+    /// `spec.versions`.
+    fn versions(&self) -> Result<&Vec<Value>, Error> {
+        self.doc
+            .pointer("/spec/versions")
+            .and_then(Value::as_array)
+            .ok_or_else(|| self.err("/spec/versions", "missing or not an array"))
+    }
+}
+
+/// Generates the module for `version` of the CRD in `text`.
+pub fn generate(schema_path: &str, text: &str, version: &str) -> Result<CrdModule, Error> {
+    let err = |ptr: &str, msg: &str| Error(format!("{schema_path}#{ptr}: {msg}"));
+    let crd = Parsed::new(schema_path, text)?;
+    let doc_value = &crd.doc;
+    let group = crd.str("/spec/group")?;
+    let kind = crd.str("/spec/names/kind")?;
+    let plural = crd.str("/spec/names/plural")?;
+    let namespaced = crd.str("/spec/scope")? == "Namespaced";
+    let versions = crd.versions()?;
     let index = versions
         .iter()
         .position(|v| v.get("name").and_then(Value::as_str) == Some(version))

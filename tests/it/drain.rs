@@ -8,13 +8,12 @@
 //! The virtualenv comes from `tests/tools/install-validators.sh`; a missing one fails these
 //! tests, they are never skipped.
 
-use crate::common::{repo_root, tool, truncate, MAX_LINE};
+use crate::common::repo_root;
 use crate::weights_stager::{imported_modules, stdlib_modules};
 use hyperforge::catalog::time::{format_utc, parse_utc_minutes};
 use hyperforge::constructs::drain::START_LEAD_MINUTES;
 use hyperforge::reference::{TRAINING_PLAN_END, TRAINING_PLAN_START};
 use serde_json::Value;
-use std::process::Command;
 
 const SCRIPT: &str = "src/constructs/assets/drain_instance_group.py";
 
@@ -192,48 +191,7 @@ fn an_earlier_drain_moves_the_cron_job_and_a_plan_without_a_window_has_none() {
 
 #[test]
 fn python_tests_pass() {
-    let python = tool("python");
-    let output = Command::new(&python)
-        .args([
-            "-m",
-            "unittest",
-            "discover",
-            "-s",
-            "tests/python",
-            "-p",
-            "test_drain_instance_group.py",
-            "-v",
-        ])
-        .current_dir(repo_root())
-        .env("PYTHONDONTWRITEBYTECODE", "1")
-        .output()
-        .unwrap_or_else(|e| panic!("cannot start {}: {e}", python.display()));
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    let shown: String = String::from_utf8_lossy(&output.stdout)
-        .lines()
-        .chain(stderr.lines())
-        .map(|l| truncate(l, MAX_LINE) + "\n")
-        .collect();
-    assert!(
-        output.status.success(),
-        "the drain's Python tests failed ({}):\n{shown}",
-        output.status
-    );
-    let ran = stderr
-        .lines()
-        .find_map(|l| {
-            l.strip_prefix("Ran ")?
-                .split(' ')
-                .next()?
-                .parse::<u32>()
-                .ok()
-        })
-        .unwrap_or_else(|| panic!("no `Ran N tests` line:\n{shown}"));
-    assert!(ran >= 8, "only {ran} Python tests ran:\n{shown}");
-    assert!(
-        !stderr.contains("skipped"),
-        "a Python test was skipped:\n{shown}"
-    );
+    crate::weights_stager::run_python_tests("test_drain_instance_group.py", 8);
 }
 
 #[test]
