@@ -24,7 +24,9 @@ use k8s_openapi::api::core::v1::{
     ObjectFieldSelector, PodSecurityContext, PodSpec, PodTemplateSpec, ResourceRequirements,
     SeccompProfile, SecurityContext, ServiceAccount, Volume, VolumeMount,
 };
-use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding, PolicyRule, RoleRef, Subject};
+use k8s_openapi::api::rbac::v1::{
+    ClusterRole, ClusterRoleBinding, PolicyRule, Role, RoleBinding, RoleRef, Subject,
+};
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use std::collections::BTreeMap;
@@ -126,21 +128,30 @@ pub fn drains(stack: &Stack) -> Vec<GroupDrain> {
     out
 }
 
-/// The objects draining instance group `group` of stack `part_of` on `schedule`, in apply
-/// order: the namespace, the service account, its cluster role and binding (nodes: get, list,
-/// patch; pods: list; evictions: create), the program and the CronJob.
-pub fn objects(
-    part_of: &str,
-    group: &str,
-    schedule: &BlockSchedule,
-) -> (
-    Namespace,
-    ServiceAccount,
-    ClusterRole,
-    ClusterRoleBinding,
-    ConfigMap,
-    CronJob,
-) {
+/// The objects draining one instance group, in apply order.
+#[derive(Clone, Debug, PartialEq)]
+pub struct DrainObjects {
+    /// The drains' namespace.
+    pub namespace: Namespace,
+    /// The program's service account.
+    pub account: ServiceAccount,
+    /// What it may do across the cluster: nodes get, list, patch (cordon); pods list; evictions
+    /// create.
+    pub cluster_role: ClusterRole,
+    /// Its binding to the service account.
+    pub cluster_binding: ClusterRoleBinding,
+    /// What it may do in its namespace: suspend its own CronJob once it has run.
+    pub role: Role,
+    /// Its binding to the service account.
+    pub binding: RoleBinding,
+    /// The program.
+    pub config: ConfigMap,
+    /// The CronJob.
+    pub cron_job: CronJob,
+}
+
+/// The objects draining instance group `group` of stack `part_of` on `schedule`.
+pub fn objects(part_of: &str, group: &str, schedule: &BlockSchedule) -> DrainObjects {
     let name = object_name(group);
     let cluster_name = format!("{DRAIN_NAMESPACE}:{name}");
     let labels = BTreeMap::from([
@@ -167,7 +178,7 @@ pub fn objects(
         verbs: strings(verbs),
         ..Default::default()
     };
-    let role = ClusterRole {
+    let cluster_role = ClusterRole {
         metadata: meta(&cluster_name, false),
         rules: Some(vec![
             rule(&["nodes"], &["get", "list", "patch"]),
@@ -176,12 +187,38 @@ pub fn objects(
         ]),
         ..Default::default()
     };
-    let binding = ClusterRoleBinding {
+    let cluster_binding = ClusterRoleBinding {
         metadata: meta(&cluster_name, false),
         role_ref: RoleRef {
             api_group: "rbac.authorization.k8s.io".to_owned(),
             kind: "ClusterRole".to_owned(),
             name: cluster_name.clone(),
+        },
+        subjects: Some(vec![Subject {
+            kind: "ServiceAccount".to_owned(),
+            name: name.clone(),
+            namespace: Some(DRAIN_NAMESPACE.to_owned()),
+            api_group: None,
+        }]),
+    };
+    // Once it has run, the program suspends its CronJob: nothing fires after the drain (the
+    // CronJob's schedule has no year). Applying the stage again (after an extension) resumes it.
+    let role = Role {
+        metadata: meta(&name, true),
+        rules: Some(vec![PolicyRule {
+            api_groups: Some(vec!["batch".to_owned()]),
+            resources: Some(strings(&["cronjobs"])),
+            resource_names: Some(vec![name.clone()]),
+            verbs: strings(&["patch"]),
+            ..Default::default()
+        }]),
+    };
+    let binding = RoleBinding {
+        metadata: meta(&name, true),
+        role_ref: RoleRef {
+            api_group: "rbac.authorization.k8s.io".to_owned(),
+            kind: "Role".to_owned(),
+            name: name.clone(),
         },
         subjects: Some(vec![Subject {
             kind: "ServiceAccount".to_owned(),
@@ -224,6 +261,7 @@ pub fn objects(
             env("INSTANCE_GROUP", group.to_owned()),
             env("DRAIN_AT", format_utc(schedule.drain_by)),
             env("TERMINATE_AT", format_utc(schedule.terminations_from)),
+            env("CRON_JOB", name.clone()),
             field("POD_NAME", "metadata.name"),
             field("POD_NAMESPACE", "metadata.namespace"),
             env("PYTHONUNBUFFERED", "1".to_owned()),
@@ -307,6 +345,8 @@ pub fn objects(
             schedule: kubernetes_cron(fires_at),
             time_zone: Some("Etc/UTC".to_owned()),
             concurrency_policy: Some("Forbid".to_owned()),
+            // Explicit, so that applying the stage again resumes a CronJob its run suspended.
+            suspend: Some(false),
             // A start missed by more than the lead is late for the drain.
             starting_deadline_seconds: Some(START_LEAD_MINUTES * 60),
             successful_jobs_history_limit: Some(1),
@@ -329,7 +369,6 @@ pub fn objects(
                     ..Default::default()
                 }),
             },
-            ..Default::default()
         }),
         ..Default::default()
     };
@@ -341,7 +380,16 @@ pub fn objects(
         metadata: meta(&name, true),
         ..Default::default()
     };
-    (namespace, account, role, binding, config, cron_job)
+    DrainObjects {
+        namespace,
+        account,
+        cluster_role,
+        cluster_binding,
+        role,
+        binding,
+        config,
+        cron_job,
+    }
 }
 
 #[cfg(test)]

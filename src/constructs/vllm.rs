@@ -1333,20 +1333,24 @@ impl InferenceEndpoint {
                 continue;
             }
             let group = drain.group.as_str();
-            let (namespace, account, role, binding, config, cron_job) =
-                super::drain::objects(stack.name(), group, &drain.schedule);
+            let o = super::drain::objects(stack.name(), group, &drain.schedule);
             // One set per group: its children are named after it (`GpuDrainCronJob`).
             let id = |kind: &str| format!("{}Drain{kind}", crate::app::pascal_id(group));
             if !namespace_added {
-                scope.add("DrainNamespace", KubeObject::new(&namespace));
+                scope.add("DrainNamespace", KubeObject::new(&o.namespace));
                 namespace_added = true;
             }
-            scope.add(&id("ServiceAccount"), KubeObject::new(&account));
-            scope.add(&id("ClusterRole"), KubeObject::new(&role));
-            scope.add(&id("ClusterRoleBinding"), KubeObject::new(&binding));
-            scope.add(&id("ConfigMap"), KubeObject::new(&config));
+            scope.add(&id("ServiceAccount"), KubeObject::new(&o.account));
+            scope.add(&id("ClusterRole"), KubeObject::new(&o.cluster_role));
+            scope.add(
+                &id("ClusterRoleBinding"),
+                KubeObject::new(&o.cluster_binding),
+            );
+            scope.add(&id("Role"), KubeObject::new(&o.role));
+            scope.add(&id("RoleBinding"), KubeObject::new(&o.binding));
+            scope.add(&id("ConfigMap"), KubeObject::new(&o.config));
             scope
-                .add(&id("CronJob"), KubeObject::new(&cron_job))
+                .add(&id("CronJob"), KubeObject::new(&o.cron_job))
                 .acknowledge(
                     crate::resources::acknowledge::Rule::K8S_SERVICE_ACCOUNT_TOKEN,
                     "the drain calls the Kubernetes API with its service account's token: it cordons the group's nodes and evicts their pods",

@@ -1,7 +1,8 @@
 //! The drain of a HyperPod instance group at its training plan's drain time
 //! (`hyperforge::constructs::drain`): the CronJob is derived from the plan's window wherever a
 //! HyperPod endpoint serves on the group's instance type, fires before the drain time and
-//! stops at SageMaker's terminations, never runs on the group it drains, and its program
+//! stops at SageMaker's terminations, never runs on the group it drains, suspends its own
+//! CronJob once it has run (nothing fires after the drain), and its program
 //! (`src/constructs/assets/drain_instance_group.py`) passes its Python tests against a fake
 //! API server and imports only the standard library its image has.
 //!
@@ -67,6 +68,23 @@ fn the_plans_window_drives_a_cron_job_that_drains_the_group_before_sagemakers_te
     assert_eq!(job["spec"]["schedule"], "54 10 15 1 *");
     assert_eq!(job["spec"]["timeZone"], "Etc/UTC");
     assert_eq!(job["spec"]["concurrencyPolicy"], "Forbid");
+    // Applying the stage again resumes a CronJob its run suspended; the run may suspend only
+    // its own CronJob.
+    assert_eq!(job["spec"]["suspend"], false);
+    let role = of_kind(&docs, "Role")[0];
+    assert_eq!(
+        role["rules"],
+        serde_json::json!([{
+            "apiGroups": ["batch"],
+            "resourceNames": ["drain-p6-b300"],
+            "resources": ["cronjobs"],
+            "verbs": ["patch"]
+        }])
+    );
+    assert_eq!(
+        of_kind(&docs, "RoleBinding")[0]["roleRef"]["name"],
+        "drain-p6-b300"
+    );
     let job_spec = &job["spec"]["jobTemplate"]["spec"];
     // Runs at most until SageMaker's terminations, plus its own start.
     let deadline = job_spec["activeDeadlineSeconds"].as_i64().unwrap();
@@ -74,6 +92,7 @@ fn the_plans_window_drives_a_cron_job_that_drains_the_group_before_sagemakers_te
     let pod = &job_spec["template"]["spec"];
     let container = &pod["containers"][0];
     assert_eq!(env(container, "INSTANCE_GROUP").as_deref(), Some("p6-b300"));
+    assert_eq!(env(container, "CRON_JOB").as_deref(), Some("drain-p6-b300"));
     assert_eq!(env(container, "DRAIN_AT"), Some(format_utc(drain_by)));
     assert_eq!(env(container, "TERMINATE_AT"), Some(format_utc(end - 30)));
     // Never on the group it drains.
@@ -182,7 +201,14 @@ fn an_earlier_drain_moves_the_cron_job_and_a_plan_without_a_window_has_none() {
         "        end_time: \"2027-01-15T11:30:00Z\"",
     );
     let (docs, assembly) = inference_objects(&without);
-    for kind in ["CronJob", "ClusterRole", "ClusterRoleBinding", "Namespace"] {
+    for kind in [
+        "CronJob",
+        "ClusterRole",
+        "ClusterRoleBinding",
+        "Role",
+        "RoleBinding",
+        "Namespace",
+    ] {
         assert!(of_kind(&docs, kind).is_empty(), "{kind} without a window");
     }
     let runbook = assembly.text("kimi-k3-hyperpod/RUNBOOK.md").unwrap();

@@ -57,6 +57,7 @@ class FakeCluster:
         self.lock = threading.Lock()
         self.unschedulable = set()
         self.evicted = []
+        self.suspended = []
         self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), self.handler())
         self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
         self.thread.start()
@@ -112,6 +113,12 @@ class FakeCluster:
                             return self.reply(400, {"message": "unexpected patch"})
                         cluster.unschedulable.add(node)
                         return self.reply(200, {"metadata": {"name": node}})
+                    if method == "PATCH" and url.path.startswith("/apis/batch/v1/namespaces/"):
+                        parts = url.path.split("/")
+                        if parts[6] != "cronjobs" or self.body() != {"spec": {"suspend": True}}:
+                            return self.reply(400, {"message": "unexpected patch"})
+                        cluster.suspended.append(f"{parts[5]}/{parts[7]}")
+                        return self.reply(200, {})
                     if method == "GET" and url.path == "/api/v1/pods":
                         field = query["fieldSelector"][0]
                         node = field.removeprefix("spec.nodeName=")
@@ -173,6 +180,7 @@ class Program(unittest.TestCase):
             "INSTANCE_GROUP": GROUP,
             "DRAIN_AT": drain_at,
             "TERMINATE_AT": terminate_at,
+            "CRON_JOB": "drain-p6-b300",
             "POD_NAME": "drain-p6-b300-1",
             "POD_NAMESPACE": "capacity-drain",
             "KUBERNETES_API": cluster.url,
@@ -215,23 +223,28 @@ class Program(unittest.TestCase):
         )
         self.assertIn("refused", out.stdout)  # the budget's 429 was retried
         self.assertIn("drained", out.stdout)
+        # Nothing fires after the drain: the CronJob is suspended.
+        self.assertEqual(c.suspended, ["capacity-drain/drain-p6-b300"])
         patches = [call for call in c.calls if call[0] == "PATCH"]
         self.assertTrue(all(call[3] == "application/merge-patch+json" for call in patches))
         self.assertTrue(all(call[2] == f"Bearer {TOKEN}" for call in c.calls))
 
-    def test_outside_its_window_it_does_nothing(self):
+    def test_outside_its_window_it_drains_nothing(self):
         c = self.cluster()
-        # The CronJob fires on the same date a year later.
+        # Long before it: nothing at all.
+        out = self.run_drain(c, stamp(datetime.timedelta(hours=2)), stamp(datetime.timedelta(hours=3)))
+        self.assertEqual(out.returncode, 0)
+        self.assertIn("before the drain window", out.stdout)
+        self.assertEqual(c.calls, [])
+        # The CronJob firing on the same date a year later drains nothing and suspends itself.
         out = self.run_drain(
             c, stamp(-datetime.timedelta(days=365)), stamp(-datetime.timedelta(days=365) + datetime.timedelta(minutes=1))
         )
         self.assertEqual(out.returncode, 0, out.stdout + out.stderr)
-        self.assertIn("nothing to do", out.stdout)
-        self.assertEqual(c.calls, [])
-        # Nor long before it.
-        out = self.run_drain(c, stamp(datetime.timedelta(hours=2)), stamp(datetime.timedelta(hours=3)))
-        self.assertEqual(out.returncode, 0)
-        self.assertEqual(c.calls, [])
+        self.assertIn("past the drain window", out.stdout)
+        self.assertEqual(c.evicted, [])
+        self.assertEqual(c.unschedulable, set())
+        self.assertEqual(c.suspended, ["capacity-drain/drain-p6-b300"])
 
     def test_a_pod_still_running_at_the_terminations_fails_the_job(self):
         c = self.cluster(guarded=["kimik3-1"], refusals=1000)
@@ -239,6 +252,7 @@ class Program(unittest.TestCase):
         self.assertEqual(out.returncode, 1, out.stdout + out.stderr)
         self.assertIn("still running: serving/kimik3-1", out.stdout)
         self.assertIn("default/kimik3-0", c.evicted)
+        self.assertEqual(c.suspended, ["capacity-drain/drain-p6-b300"])
 
     def test_a_group_without_nodes_is_drained_already(self):
         c = self.cluster()

@@ -7,10 +7,14 @@ PodDisruptionBudgets are honoured, a blocked eviction is retried), so every serv
 requests within its termination grace before SageMaker begins terminating the plan's
 instances. HyperPod itself drains nothing when it terminates them.
 
+Once it has run (or finds its window past), it suspends its own CronJob (CRON_JOB), whose
+schedule has no year: nothing fires after the drain. Applying the stage again resumes it.
+
 Standard library only (the image is the plain Python image). Configured by environment:
-INSTANCE_GROUP; DRAIN_AT and TERMINATE_AT (RFC 3339 in UTC, `2027-01-15T10:59Z`); POD_NAME and
-POD_NAMESPACE (its own pod, never evicted). The API server and the service account's token and
-CA are the in-cluster ones (KUBERNETES_API, SERVICE_ACCOUNT_DIR override them).
+INSTANCE_GROUP; DRAIN_AT and TERMINATE_AT (RFC 3339 in UTC, `2027-01-15T10:59Z`); CRON_JOB;
+POD_NAME and POD_NAMESPACE (its own pod, never evicted). The API server and the service
+account's token and CA are the in-cluster ones (KUBERNETES_API, SERVICE_ACCOUNT_DIR override
+them).
 
 Exit status: 0 drained (or nothing to do outside the window), 1 pods still running when the
 terminations begin, 2 a configuration error.
@@ -94,6 +98,15 @@ class Api:
         selector = urllib.parse.quote(f"spec.nodeName={node}")
         return self.call("GET", f"/api/v1/pods?fieldSelector={selector}").get("items", [])
 
+    def suspend(self, namespace: str, cron_job: str) -> None:
+        ns, name = urllib.parse.quote(namespace), urllib.parse.quote(cron_job)
+        self.call(
+            "PATCH",
+            f"/apis/batch/v1/namespaces/{ns}/cronjobs/{name}",
+            {"spec": {"suspend": True}},
+            "application/merge-patch+json",
+        )
+
     def evict(self, namespace: str, name: str) -> None:
         ns, pod = urllib.parse.quote(namespace), urllib.parse.quote(name)
         self.call(
@@ -170,24 +183,32 @@ def main() -> int:
         return 2
     current = now()
     # The CronJob fires every year on the drain's date; only the plan's own year drains.
-    if not drain_at - EARLIEST_START <= current < terminate_at:
-        shape = "%Y-%m-%dT%H:%M:%SZ"
-        log(
-            f"{current:{shape}} is outside the drain window"
-            f" {drain_at:{shape}} .. {terminate_at:{shape}}: nothing to do"
-        )
+    if current < drain_at - EARLIEST_START:
+        log(f"{current:%Y-%m-%dT%H:%M:%SZ} is before the drain window: nothing to do")
         return 0
-    if current < drain_at:
-        time.sleep((drain_at - current).total_seconds())
     api = Api(
         os.environ.get("KUBERNETES_API", "https://kubernetes.default.svc"),
         os.environ.get("SERVICE_ACCOUNT_DIR", "/var/run/secrets/kubernetes.io/serviceaccount"),
     )
-    try:
-        return drain(api, group, own, terminate_at, log)
-    except (ApiError, OSError) as e:
-        log(f"the drain failed: {e}")
-        return 1
+    if current >= terminate_at:
+        log(f"{current:%Y-%m-%dT%H:%M:%SZ} is past the drain window: nothing to do")
+        status = 0
+    else:
+        if current < drain_at:
+            time.sleep((drain_at - current).total_seconds())
+        try:
+            status = drain(api, group, own, terminate_at, log)
+        except (ApiError, OSError) as e:
+            log(f"the drain failed: {e}")
+            status = 1
+    cron_job = os.environ.get("CRON_JOB")
+    if cron_job and own[0]:
+        try:
+            api.suspend(own[0], cron_job)
+            log(f"suspended CronJob {own[0]}/{cron_job}: nothing fires after the drain")
+        except (ApiError, OSError) as e:
+            log(f"could not suspend CronJob {own[0]}/{cron_job}: {e}")
+    return status
 
 
 if __name__ == "__main__":
