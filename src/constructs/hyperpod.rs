@@ -764,6 +764,62 @@ pub const THREADS_PER_CORE: Ints = Ints::new(1, 2);
 /// An instance group's EBS volume, GB (SageMaker's `VolumeSizeInGB`).
 pub const EBS_VOLUME_GB: Ints = Ints::new(1, 16384);
 
+/// The most Kubernetes labels, and taints, HyperPod applies to an instance group's nodes
+/// ("up to 50 labels and 50 taints" per instance group, SageMaker HyperPod custom labels and
+/// taints, `KubernetesConfig`).
+pub const MAX_LABELS_OR_TAINTS: usize = 50;
+
+/// `HF0387`: the group's labels and taints are what HyperPod takes, leaving room and the key
+/// for the drain's label.
+fn validate_labels_and_taints(group: &InstanceGroup, path: &str, ds: &mut Diagnostics) {
+    use super::vllm::{is_label_key, is_label_value};
+    let own = super::drain::INSTANCE_GROUP_LABEL;
+    let mut problems: Vec<(&str, String)> = Vec::new();
+    if group.labels.len() >= MAX_LABELS_OR_TAINTS {
+        problems.push(("labels", format!(
+            "{} labels, at most {} of its own (HyperPod takes {MAX_LABELS_OR_TAINTS}; one is kept for `{own}`)",
+            group.labels.len(),
+            MAX_LABELS_OR_TAINTS - 1
+        )));
+    }
+    if group.taints.len() > MAX_LABELS_OR_TAINTS {
+        problems.push((
+            "taints",
+            format!(
+                "{} taints, at most {MAX_LABELS_OR_TAINTS}",
+                group.taints.len()
+            ),
+        ));
+    }
+    for (key, value) in group.labels.iter().take(MAX_LABELS_OR_TAINTS + 1) {
+        if key == own {
+            problems.push(("labels", format!("the label `{own}` is hyperforge's own")));
+        } else if !is_label_key(key) || !is_label_value(value) {
+            problems.push((
+                "labels",
+                format!("`{key}={value}` is not a Kubernetes label"),
+            ));
+        }
+    }
+    for t in group.taints.iter().take(MAX_LABELS_OR_TAINTS + 1) {
+        if !is_label_key(&t.key) || !is_label_value(&t.value) {
+            problems.push((
+                "taints",
+                format!("`{}={}` is not a Kubernetes taint", t.key, t.value),
+            ));
+        }
+    }
+    for (field, problem) in problems {
+        ds.report_field(
+            Code::InvalidNodeLabelsOrTaints,
+            path,
+            field,
+            format!("instance group `{}`: {problem}", group.name),
+            "label and taint keys are `[prefix/]name`, names and values at most 63 letters, digits, `-`, `_` and `.`; at most 49 labels and 50 taints a group",
+        );
+    }
+}
+
 fn validate_group(
     group: &InstanceGroup,
     region: &str,
@@ -780,6 +836,7 @@ fn validate_group(
             "use 1-63 letters and digits, with single hyphens between them",
         );
     }
+    validate_labels_and_taints(group, path, ds);
     // The region offer is checked over every capacity claim (`validate::region`).
     if catalog::instance(&group.instance_type).is_none() {
         ds.report_field(

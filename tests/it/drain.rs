@@ -236,3 +236,43 @@ fn the_program_imports_only_the_standard_library() {
         assert!(!source.contains(dynamic), "{SCRIPT} uses {dynamic}");
     }
 }
+
+/// A group's labels and taints are what HyperPod takes, with room and the key kept for the
+/// drain's label (`HF0387`, at the field).
+#[test]
+fn a_groups_labels_leave_the_drains_label_to_hyperforge() {
+    use hyperforge::constructs::*;
+    use hyperforge::Code;
+    let codes = |group: InstanceGroup| -> Vec<(Code, Option<String>)> {
+        let mut stack = hyperforge::app::Stack::new("labels", "us-west-2");
+        crate::fixtures::add_hyperpod_stages(
+            &mut stack,
+            Network::new("Network").hyperpod_subnet("usw2-az2"),
+            "labels",
+            group,
+        );
+        hyperforge::App::new()
+            .stack(stack)
+            .validate()
+            .iter()
+            .filter(|d| d.code == Code::InvalidNodeLabelsOrTaints)
+            .map(|d| (d.code, d.field.clone()))
+            .collect()
+    };
+    let group = || InstanceGroup::new("gpu", "ml.p6-b300.48xlarge");
+    assert!(codes(group().label("team", "research")).is_empty());
+    let field = |f: &str| vec![(Code::InvalidNodeLabelsOrTaints, Some(f.to_owned()))];
+    assert_eq!(
+        codes(group().label("hyperforge.io/instance-group", "gpu")),
+        field("labels")
+    );
+    assert_eq!(codes(group().label("bad key!", "x")), field("labels"));
+    assert_eq!(
+        codes(group().taint("dedicated", "gpu nodes", TaintEffect::NoSchedule)),
+        field("taints")
+    );
+    let many = (0..50).fold(group(), |g, i| g.label(format!("k{i}"), "v"));
+    assert_eq!(codes(many), field("labels"));
+    let enough = (0..49).fold(group(), |g, i| g.label(format!("k{i}"), "v"));
+    assert!(codes(enough).is_empty());
+}
