@@ -165,16 +165,22 @@ impl MemoryPlan {
         Some(headroom / per_sequence)
     }
 
-    /// One line with the numbers: weights per GPU, usable memory, headroom, all in GiB.
-    pub fn summary(&self) -> String {
-        let layout = if self.pipeline_parallel > 1 {
+    /// The parallel layout, as messages name it: `TP 8`, or `TP 8 x PP 2` over pipeline
+    /// stages.
+    pub fn layout(&self) -> String {
+        if self.pipeline_parallel > 1 {
             format!(
                 "TP {} x PP {}",
                 self.tensor_parallel, self.pipeline_parallel
             )
         } else {
             format!("TP {}", self.tensor_parallel)
-        };
+        }
+    }
+
+    /// One line with the numbers: weights per GPU, usable memory, headroom, all in GiB.
+    pub fn summary(&self) -> String {
+        let layout = self.layout();
         format!(
             "{:.1} GiB of weights per GPU at {layout} vs {:.1} GiB usable ({:.1} GiB x {:.2}); headroom {:+.1} GiB per GPU",
             gib(self.weight_bytes_per_gpu as f64),

@@ -24,6 +24,10 @@ pub const MAX_NODES_PER_REPLICA: u32 = 16;
 /// The most replicas a plan prices.
 pub const MAX_REPLICAS: u32 = 1024;
 
+/// The most instances a reservation given to a plan holds that matter: every replica at the
+/// most nodes.
+pub const MAX_RESERVED_INSTANCES: u32 = MAX_NODES_PER_REPLICA * MAX_REPLICAS;
+
 /// The KV cache element size, bytes (BF16/FP16; vLLM's default cache dtype).
 const KV_DTYPE_BYTES: u32 = 2;
 

@@ -303,13 +303,13 @@ pub struct PlanArgs {
     #[arg(long, value_name = "TOKENS", value_parser = clap::value_parser!(u64).range(1..=100_000_000))]
     pub context: Option<u64>,
     /// Replicas to price (and to fit in --reservation).
-    #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=1024))]
+    #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=i64::from(hyperforge::catalog::plan::MAX_REPLICAS)))]
     pub replicas: u32,
     /// The fraction of GPU memory vLLM may use.
     #[arg(long, value_name = "FRACTION", default_value_t = 0.90)]
     pub gpu_memory_utilization: f64,
     /// The most nodes one replica may span.
-    #[arg(long, value_name = "N", default_value_t = 4, value_parser = clap::value_parser!(u32).range(1..=16))]
+    #[arg(long, value_name = "N", default_value_t = 4, value_parser = clap::value_parser!(u32).range(1..=i64::from(hyperforge::catalog::plan::MAX_NODES_PER_REPLICA)))]
     pub max_nodes: u32,
     /// A reservation the replicas must fit in, as its instance type and count.
     #[arg(long, value_name = "TYPE:COUNT")]

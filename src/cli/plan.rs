@@ -2,7 +2,8 @@
 
 use super::output;
 use super::{Exit, PlanArgs};
-use hyperforge::catalog::plan::{plan, Candidate, PlanRequest, MAX_NODES_PER_REPLICA};
+use hyperforge::catalog::plan::{plan, Candidate, PlanRequest, MAX_RESERVED_INSTANCES};
+use hyperforge::constructs::vllm::GPU_MEMORY_UTILIZATION;
 
 /// `hyperforge plan`.
 pub fn run(args: &PlanArgs) -> Exit {
@@ -25,10 +26,12 @@ pub fn run(args: &PlanArgs) -> Exit {
         );
         return Exit::Usage;
     }
-    if !(0.1..=1.0).contains(&args.gpu_memory_utilization) {
+    // The range a server's `gpu_memory_utilization` takes (HF0411).
+    if !GPU_MEMORY_UTILIZATION.contains(args.gpu_memory_utilization) {
         eprintln!(
-            "error: --gpu-memory-utilization {} is not a fraction of GPU memory; use 0.1 to 1.0, e.g. 0.90",
-            args.gpu_memory_utilization
+            "error: --gpu-memory-utilization {} is not a fraction of GPU memory; use {}, e.g. 0.90",
+            args.gpu_memory_utilization,
+            GPU_MEMORY_UTILIZATION.describe()
         );
         return Exit::Usage;
     }
@@ -131,7 +134,7 @@ fn row(c: &Candidate) -> Vec<String> {
     ]
 }
 
-/// `TYPE:COUNT`, the type in the catalog and the count 1..=`MAX_NODES_PER_REPLICA` x 64.
+/// `TYPE:COUNT`, the type in the catalog and the count 1 to [`MAX_RESERVED_INSTANCES`].
 fn parse_reservation(text: &str) -> Result<(&'static str, u32), String> {
     let (name, count) = text
         .split_once(':')
@@ -140,7 +143,7 @@ fn parse_reservation(text: &str) -> Result<(&'static str, u32), String> {
         .ok_or_else(|| {
             format!("instance type `{name}` is not in the catalog (hyperforge catalog instances)")
         })?;
-    let most = MAX_NODES_PER_REPLICA * 64;
+    let most = MAX_RESERVED_INSTANCES;
     let count: u32 = count
         .parse()
         .ok()

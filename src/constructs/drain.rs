@@ -17,12 +17,12 @@ use crate::app::Stack;
 use crate::catalog::capacity::{BlockSchedule, Reservation};
 use crate::catalog::time::{format_utc, kubernetes_cron};
 use crate::constructs::weights::{STAGER_IMAGE, STAGER_IMAGE_DIGEST};
+use crate::resources::kubernetes::{locked_down_container, pod_template, restricted_pod};
 use k8s_openapi::api::batch::v1::{CronJob, CronJobSpec, JobSpec, JobTemplateSpec};
 use k8s_openapi::api::core::v1::{
-    Affinity, Capabilities, ConfigMap, ConfigMapVolumeSource, Container, EnvVar, EnvVarSource,
-    Namespace, NodeAffinity, NodeSelector, NodeSelectorRequirement, NodeSelectorTerm,
-    ObjectFieldSelector, PodSecurityContext, PodSpec, PodTemplateSpec, ResourceRequirements,
-    SeccompProfile, SecurityContext, ServiceAccount, Volume, VolumeMount,
+    Affinity, ConfigMap, ConfigMapVolumeSource, Container, EnvVar, EnvVarSource, Namespace,
+    NodeAffinity, NodeSelector, NodeSelectorRequirement, NodeSelectorTerm, ObjectFieldSelector,
+    PodSpec, ResourceRequirements, ServiceAccount, Volume, VolumeMount,
 };
 use k8s_openapi::api::rbac::v1::{
     ClusterRole, ClusterRoleBinding, PolicyRule, Role, RoleBinding, RoleRef, Subject,
@@ -48,6 +48,12 @@ pub const DRAIN_SCRIPT: &str = include_str!("assets/drain_instance_group.py");
 /// by then, and the program waits for the drain time itself.
 pub const START_LEAD_MINUTES: i64 = 5;
 
+/// The image the drain runs: the stager's pinned Python image (its program needs only the
+/// standard library).
+pub fn image() -> String {
+    format!("{STAGER_IMAGE}@{STAGER_IMAGE_DIGEST}")
+}
+
 /// The longest CronJob name: its Jobs append 11 characters to it and stay DNS labels.
 const MAX_CRON_JOB_NAME: usize = 52;
 
@@ -56,14 +62,28 @@ const MAX_CRON_JOB_NAME: usize = 52;
 /// a short stable hash of the group's own name when lowering or shortening changed it, so two
 /// groups never share one.
 pub fn object_name(group: &str) -> String {
-    let plain = format!("drain-{}", group.to_ascii_lowercase());
-    if plain.len() <= MAX_CRON_JOB_NAME && !group.bytes().any(|b| b.is_ascii_uppercase()) {
+    // Anything but a lower-case letter, a digit or `-` becomes `-` (HyperPod's own names have
+    // only letters, digits and `-`; this keeps any input a Kubernetes name).
+    let lowered: String = group
+        .chars()
+        .map(|c| {
+            let c = c.to_ascii_lowercase();
+            if c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-' {
+                c
+            } else {
+                '-'
+            }
+        })
+        .collect();
+    let plain = format!("drain-{lowered}");
+    if plain.len() <= MAX_CRON_JOB_NAME && lowered == group && !group.ends_with('-') {
         return plain;
     }
     // FNV-1a, 32 bits: stable across builds and platforms.
     let hash = group.bytes().fold(0x811c_9dc5_u32, |h, b| {
         (h ^ u32::from(b)).wrapping_mul(0x0100_0193)
     });
+    // ASCII by construction, so any byte is a character boundary.
     let kept = plain[..plain.len().min(MAX_CRON_JOB_NAME - 9)].trim_end_matches('-');
     format!("{kept}-{hash:08x}")
 }
@@ -135,7 +155,7 @@ pub struct DrainObjects {
     pub namespace: Namespace,
     /// The program's service account.
     pub account: ServiceAccount,
-    /// What it may do across the cluster: nodes get, list, patch (cordon); pods list; evictions
+    /// What it may do across the cluster: nodes list, patch (cordon); pods list; evictions
     /// create.
     pub cluster_role: ClusterRole,
     /// Its binding to the service account.
@@ -181,25 +201,33 @@ pub fn objects(part_of: &str, group: &str, schedule: &BlockSchedule) -> DrainObj
     let cluster_role = ClusterRole {
         metadata: meta(&cluster_name, false),
         rules: Some(vec![
-            rule(&["nodes"], &["get", "list", "patch"]),
+            rule(&["nodes"], &["list", "patch"]),
             rule(&["pods"], &["list"]),
             rule(&["pods/eviction"], &["create"]),
         ]),
         ..Default::default()
     };
+    // The service account, bound to a role of `kind` named `role`.
+    let bound_to = |kind: &str, role: &str| {
+        (
+            RoleRef {
+                api_group: "rbac.authorization.k8s.io".to_owned(),
+                kind: kind.to_owned(),
+                name: role.to_owned(),
+            },
+            Some(vec![Subject {
+                kind: "ServiceAccount".to_owned(),
+                name: name.clone(),
+                namespace: Some(DRAIN_NAMESPACE.to_owned()),
+                api_group: None,
+            }]),
+        )
+    };
+    let (role_ref, subjects) = bound_to("ClusterRole", &cluster_name);
     let cluster_binding = ClusterRoleBinding {
         metadata: meta(&cluster_name, false),
-        role_ref: RoleRef {
-            api_group: "rbac.authorization.k8s.io".to_owned(),
-            kind: "ClusterRole".to_owned(),
-            name: cluster_name.clone(),
-        },
-        subjects: Some(vec![Subject {
-            kind: "ServiceAccount".to_owned(),
-            name: name.clone(),
-            namespace: Some(DRAIN_NAMESPACE.to_owned()),
-            api_group: None,
-        }]),
+        role_ref,
+        subjects,
     };
     // Once it has run, the program suspends its CronJob: nothing fires after the drain (the
     // CronJob's schedule has no year). Applying the stage again (after an extension) resumes it.
@@ -213,19 +241,11 @@ pub fn objects(part_of: &str, group: &str, schedule: &BlockSchedule) -> DrainObj
             ..Default::default()
         }]),
     };
+    let (role_ref, subjects) = bound_to("Role", &name);
     let binding = RoleBinding {
         metadata: meta(&name, true),
-        role_ref: RoleRef {
-            api_group: "rbac.authorization.k8s.io".to_owned(),
-            kind: "Role".to_owned(),
-            name: name.clone(),
-        },
-        subjects: Some(vec![Subject {
-            kind: "ServiceAccount".to_owned(),
-            name: name.clone(),
-            namespace: Some(DRAIN_NAMESPACE.to_owned()),
-            api_group: None,
-        }]),
+        role_ref,
+        subjects,
     };
     let config = ConfigMap {
         metadata: meta(&name, true),
@@ -254,7 +274,7 @@ pub fn objects(part_of: &str, group: &str, schedule: &BlockSchedule) -> DrainObj
     let q = |s: &str| Quantity(s.to_owned());
     let container = Container {
         name: "drain".to_owned(),
-        image: Some(format!("{STAGER_IMAGE}@{STAGER_IMAGE_DIGEST}")),
+        image: Some(image()),
         image_pull_policy: Some("IfNotPresent".to_owned()),
         command: Some(strings(&["python3", "/drain/drain_instance_group.py"])),
         env: Some(vec![
@@ -274,18 +294,7 @@ pub fn objects(part_of: &str, group: &str, schedule: &BlockSchedule) -> DrainObj
             limits: Some(BTreeMap::from([("memory".to_owned(), q("128Mi"))])),
             claims: None,
         }),
-        security_context: Some(SecurityContext {
-            allow_privilege_escalation: Some(false),
-            capabilities: Some(Capabilities {
-                drop: Some(vec!["ALL".to_owned()]),
-                add: None,
-            }),
-            read_only_root_filesystem: Some(true),
-            run_as_non_root: Some(true),
-            run_as_user: Some(10001),
-            run_as_group: Some(10001),
-            ..Default::default()
-        }),
+        security_context: Some(locked_down_container()),
         volume_mounts: Some(vec![VolumeMount {
             name: "drain".to_owned(),
             mount_path: "/drain".to_owned(),
@@ -317,14 +326,7 @@ pub fn objects(part_of: &str, group: &str, schedule: &BlockSchedule) -> DrainObj
         automount_service_account_token: Some(true),
         restart_policy: Some("Never".to_owned()),
         affinity: Some(elsewhere),
-        security_context: Some(PodSecurityContext {
-            seccomp_profile: Some(SeccompProfile {
-                type_: "RuntimeDefault".to_owned(),
-                localhost_profile: None,
-            }),
-            run_as_non_root: Some(true),
-            ..Default::default()
-        }),
+        security_context: Some(restricted_pod()),
         containers: vec![container],
         volumes: Some(vec![Volume {
             name: "drain".to_owned(),
@@ -359,13 +361,7 @@ pub fn objects(part_of: &str, group: &str, schedule: &BlockSchedule) -> DrainObj
                 spec: Some(JobSpec {
                     backoff_limit: Some(2),
                     active_deadline_seconds: Some(runs_for),
-                    template: PodTemplateSpec {
-                        metadata: Some(ObjectMeta {
-                            labels: Some(labels.clone()),
-                            ..Default::default()
-                        }),
-                        spec: Some(pod),
-                    },
+                    template: pod_template(&labels, pod),
                     ..Default::default()
                 }),
             },

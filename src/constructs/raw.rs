@@ -410,12 +410,12 @@ pub fn unserved_custom_resource(api_version: &str, kind: &str) -> Option<(String
             ),
         ));
     };
+    let preferred = crd.versions.first()?;
     (!crd.versions.contains(&version)).then(|| {
         (
             format!("`{group}/{version}` `{kind}` is not served by the pinned controller"),
             format!(
-                "use `apiVersion: {group}/{}` (it serves {}; CRD from {})",
-                crd.versions[0],
+                "use `apiVersion: {group}/{preferred}` (it serves {}; CRD from {})",
                 crd.versions.join(", "),
                 crd.source
             ),

@@ -688,9 +688,11 @@ impl VllmServer {
         self.tensor_parallel_size.unwrap_or(gpus)
     }
 
-    /// The engine version the image's tag names (`v0.11.2`), when it names one.
+    /// The engine version the image's tag names (`v0.11.2`), when it names one (a digest
+    /// after the tag, `@sha256:…`, is not part of it).
     pub fn engine_version(&self) -> Option<&str> {
-        let tag = self.image.rsplit_once(':')?.1;
+        let name = self.image.split('@').next().unwrap_or(&self.image);
+        let tag = name.rsplit_once(':')?.1;
         let version = tag.strip_prefix('v').unwrap_or(tag);
         let parts: Vec<&str> = version.split('.').collect();
         (parts.len() == 3
@@ -1337,6 +1339,14 @@ impl InferenceEndpoint {
             // One set per group: its children are named after it (`GpuDrainCronJob`).
             let id = |kind: &str| format!("{}Drain{kind}", crate::app::pascal_id(group));
             if !namespace_added {
+                // The drain runs a week or more after this stage is applied: its pinned image
+                // is checked now, not found missing at the drain.
+                scope.step(
+                    "VerifyDrainImage",
+                    Step::VerifyImage {
+                        image: super::drain::image(),
+                    },
+                );
                 scope.add("DrainNamespace", KubeObject::new(&o.namespace));
                 namespace_added = true;
             }
@@ -1787,6 +1797,11 @@ mod tests {
             ("vllm/vllm-openai:v0.11", None),
             ("registry:5000/vllm", None),
             ("vllm/vllm-openai:0.12.0", Some("0.12.0")),
+            (
+                "vllm/vllm-openai:v0.11.2@sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef",
+                Some("v0.11.2"),
+            ),
+            ("registry:5000/vllm@sha256:0123", None),
         ] {
             assert_eq!(
                 VllmServer::new("a/b", image).engine_version(),

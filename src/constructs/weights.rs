@@ -31,9 +31,9 @@ use crate::resources::{
 };
 use k8s_openapi::api::batch::v1::{Job, JobSpec};
 use k8s_openapi::api::core::v1::{
-    Capabilities, ConfigMap, ConfigMapVolumeSource, Container, EmptyDirVolumeSource, EnvVar,
-    EnvVarSource, Namespace, PodSecurityContext, PodSpec, PodTemplateSpec, ResourceRequirements,
-    SeccompProfile, SecretKeySelector, SecurityContext, ServiceAccount, Volume, VolumeMount,
+    ConfigMap, ConfigMapVolumeSource, Container, EmptyDirVolumeSource, EnvVar, EnvVarSource,
+    Namespace, PodSpec, ResourceRequirements, SecretKeySelector, ServiceAccount, Volume,
+    VolumeMount,
 };
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
@@ -761,18 +761,7 @@ impl WeightsStaging {
             read_only: Some(read_only),
             ..Default::default()
         };
-        let locked_down = SecurityContext {
-            allow_privilege_escalation: Some(false),
-            read_only_root_filesystem: Some(true),
-            run_as_non_root: Some(true),
-            run_as_user: Some(10001),
-            run_as_group: Some(10001),
-            capabilities: Some(Capabilities {
-                drop: Some(vec!["ALL".to_owned()]),
-                add: None,
-            }),
-            ..Default::default()
-        };
+        let locked_down = crate::resources::kubernetes::locked_down_container();
         let env = |name: &str, value: &str| EnvVar {
             name: name.to_owned(),
             value: Some(value.to_owned()),
@@ -898,14 +887,7 @@ impl WeightsStaging {
             // On SIGTERM the stager aborts its open uploads; parts in flight finish first.
             termination_grace_period_seconds: Some(120),
             node_selector: (!self.node_selector.is_empty()).then(|| self.node_selector.clone()),
-            security_context: Some(PodSecurityContext {
-                seccomp_profile: Some(SeccompProfile {
-                    type_: "RuntimeDefault".to_owned(),
-                    localhost_profile: None,
-                }),
-                run_as_non_root: Some(true),
-                ..Default::default()
-            }),
+            security_context: Some(crate::resources::kubernetes::restricted_pod()),
             init_containers: Some(vec![install]),
             containers: vec![stage],
             volumes: Some(vec![
@@ -929,13 +911,7 @@ impl WeightsStaging {
                 active_deadline_seconds: Some(
                     i64::try_from(self.deadline_secs(stack)).unwrap_or(i64::MAX),
                 ),
-                template: PodTemplateSpec {
-                    metadata: Some(ObjectMeta {
-                        labels: Some(labels.clone()),
-                        ..Default::default()
-                    }),
-                    spec: Some(pod),
-                },
+                template: crate::resources::kubernetes::pod_template(&labels, pod),
                 ..Default::default()
             }),
             ..Default::default()

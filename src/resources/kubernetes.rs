@@ -159,3 +159,50 @@ impl Scope<'_> {
 }
 
 impl ResourceFacts for KubeObject {}
+
+/// The security context of a container hyperforge runs its own programs in (the weights
+/// stager, the capacity drain): a non-root user and group (10001, above the range checkov's
+/// CKV_K8S_40 flags), no privilege escalation, no capabilities, a read-only root filesystem.
+pub fn locked_down_container() -> k8s_openapi::api::core::v1::SecurityContext {
+    use k8s_openapi::api::core::v1::{Capabilities, SecurityContext};
+    SecurityContext {
+        allow_privilege_escalation: Some(false),
+        read_only_root_filesystem: Some(true),
+        run_as_non_root: Some(true),
+        run_as_user: Some(10001),
+        run_as_group: Some(10001),
+        capabilities: Some(Capabilities {
+            drop: Some(vec!["ALL".to_owned()]),
+            add: None,
+        }),
+        ..Default::default()
+    }
+}
+
+/// The pod security context of those programs' pods: the runtime's default seccomp profile,
+/// no container as root.
+pub fn restricted_pod() -> k8s_openapi::api::core::v1::PodSecurityContext {
+    use k8s_openapi::api::core::v1::{PodSecurityContext, SeccompProfile};
+    PodSecurityContext {
+        seccomp_profile: Some(SeccompProfile {
+            type_: "RuntimeDefault".to_owned(),
+            localhost_profile: None,
+        }),
+        run_as_non_root: Some(true),
+        ..Default::default()
+    }
+}
+
+/// A pod template of `spec` whose pods carry `labels`.
+pub fn pod_template(
+    labels: &std::collections::BTreeMap<String, String>,
+    spec: k8s_openapi::api::core::v1::PodSpec,
+) -> k8s_openapi::api::core::v1::PodTemplateSpec {
+    k8s_openapi::api::core::v1::PodTemplateSpec {
+        metadata: Some(ObjectMeta {
+            labels: Some(labels.clone()),
+            ..Default::default()
+        }),
+        spec: Some(spec),
+    }
+}

@@ -169,9 +169,10 @@ pub fn check(
                 Code::ModelDoesNotFit,
                 path,
                 format!(
-                    "{} does not fit {} at TP {tp}: {:.1} GiB of weights per GPU, {:.1} GiB usable ({:.1} GiB x {util:.2}), short by {:.1} GiB per GPU",
+                    "{} does not fit {} at {}: {:.1} GiB of weights per GPU, {:.1} GiB usable ({:.1} GiB x {util:.2}), short by {:.1} GiB per GPU",
                     model.display_name,
                     name(instance),
+                    plan.layout(),
                     gib(plan.weight_bytes_per_gpu as f64),
                     gib(plan.usable_bytes_per_gpu as f64),
                     gib(plan.gpu_memory_bytes as f64),
@@ -280,13 +281,13 @@ fn oversized(
             Code::OversizedInstance,
             path,
             format!(
-                "{} leaves {:.1} GiB per GPU free on {} at TP {}; {} holds it at TP {} with {:.1} GiB free per GPU",
+                "{} leaves {:.1} GiB per GPU free on {} at {}; {} holds it at {} with {:.1} GiB free per GPU",
                 model.display_name,
                 plan.headroom_gib(),
                 name(instance),
-                plan.tensor_parallel,
+                plan.layout(),
                 name(small),
-                smaller.tensor_parallel,
+                smaller.layout(),
                 smaller.headroom_gib(),
             ),
             format!(

@@ -24,9 +24,13 @@ fn inference_objects(text: &str) -> (Vec<Value>, hyperforge::assembly::Assembly)
     let app = hyperforge::stackfile::load_str("kimi-k3-hyperpod.yaml", text)
         .unwrap_or_else(|e| panic!("{e}"));
     let assembly = app.synth().unwrap_or_else(|e| panic!("{e}"));
-    let yaml = assembly
-        .text("kimi-k3-hyperpod/10-inference.yaml")
-        .expect("the inference stage");
+    let path = assembly
+        .files()
+        .keys()
+        .find(|p| p.ends_with("-inference.yaml"))
+        .expect("the inference stage")
+        .clone();
+    let yaml = assembly.text(&path).expect("the inference stage");
     let docs: Vec<Value> = serde_yaml::Deserializer::from_str(yaml)
         .map(|d| serde::Deserialize::deserialize(d).unwrap_or_else(|e| panic!("{e}")))
         .collect();
@@ -129,7 +133,6 @@ fn the_plans_window_drives_a_cron_job_that_drains_the_group_before_sagemakers_te
     assert_eq!(
         granted,
         [
-            ("nodes", "get"),
             ("nodes", "list"),
             ("nodes", "patch"),
             ("pods", "list"),
@@ -160,12 +163,58 @@ fn the_plans_window_drives_a_cron_job_that_drains_the_group_before_sagemakers_te
         "GROUP_LABEL = \"{}\"",
         hyperforge::constructs::drain::INSTANCE_GROUP_LABEL
     )));
+    // Its pinned image is checked when the stack deploys, no later than the drain's stage
+    // (once: the stager's stage checks the same image first).
+    let stages = &assembly.manifest().stacks[0].stages;
+    let inference = stages
+        .iter()
+        .position(|s| s.name() == "inference")
+        .expect("the inference stage");
+    let image = hyperforge::constructs::drain::image();
+    assert!(stages[..=inference].iter().any(|s| s
+        .steps()
+        .iter()
+        .any(|step| matches!(step, hyperforge::assembly::plan::Step::VerifyImage { image: i } if *i == image))));
     // The manifest and the runbook name it at the drain time.
     let runbook = assembly.text("kimi-k3-hyperpod/RUNBOOK.md").unwrap();
     assert!(runbook.contains(&format!(
         "| {} | drain by: the CronJob `capacity-drain/drain-p6-b300` cordons",
         format_utc(drain_by)
     )));
+}
+
+/// Without a staging Job checking the same image first, the drain's own stage checks it.
+#[test]
+fn the_drains_image_is_checked_in_its_stage_when_nothing_checks_it_earlier() {
+    let text = reference_text();
+    let lines: Vec<&str> = text.lines().collect();
+    let from = lines
+        .iter()
+        .position(|l| *l == "  - name: weights")
+        .unwrap();
+    let to = lines
+        .iter()
+        .position(|l| *l == "  - name: inference")
+        .unwrap();
+    let unstaged: String = lines[..from]
+        .iter()
+        .chain(&lines[to..])
+        .filter(|l| !l.trim_start().starts_with("weights_store:"))
+        .map(|l| format!("{l}\n"))
+        .collect();
+    let (_, assembly) = inference_objects(&unstaged);
+    let stages = &assembly.manifest().stacks[0].stages;
+    let image = hyperforge::constructs::drain::image();
+    let checked_in: Vec<&str> = stages
+        .iter()
+        .filter(|s| {
+            s.steps().iter().any(|step| {
+                matches!(step, hyperforge::assembly::plan::Step::VerifyImage { image: i } if *i == image)
+            })
+        })
+        .map(|s| s.name())
+        .collect();
+    assert_eq!(checked_in, ["inference"]);
 }
 
 #[test]

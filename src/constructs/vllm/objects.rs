@@ -17,9 +17,9 @@ use crate::resources::Rule;
 use k8s_openapi::api::apps::v1::{Deployment, DeploymentSpec, DeploymentStrategy};
 use k8s_openapi::api::core::v1::{
     Capabilities, Container, ContainerPort, EmptyDirVolumeSource, EnvVar, EnvVarSource,
-    HTTPGetAction, Namespace, PodSecurityContext, PodSpec, PodTemplateSpec, Probe,
-    ResourceRequirements, SeccompProfile, SecretKeySelector, SecurityContext, Service,
-    ServiceAccount, ServicePort, ServiceSpec, Toleration, Volume, VolumeMount,
+    HTTPGetAction, Namespace, PodSecurityContext, PodSpec, Probe, ResourceRequirements,
+    SeccompProfile, SecretKeySelector, SecurityContext, Service, ServiceAccount, ServicePort,
+    ServiceSpec, Toleration, Volume, VolumeMount,
 };
 use k8s_openapi::api::networking::v1::{
     IPBlock, NetworkPolicy, NetworkPolicyIngressRule, NetworkPolicyPeer, NetworkPolicyPort,
@@ -670,13 +670,7 @@ pub fn deployment(stack: &Stack, tags: &crate::app::Tags, d: &VllmDeployment) ->
                 type_: Some("Recreate".to_owned()),
                 rolling_update: None,
             }),
-            template: PodTemplateSpec {
-                metadata: Some(ObjectMeta {
-                    labels: Some(labels.clone()),
-                    ..Default::default()
-                }),
-                spec: Some(pod),
-            },
+            template: crate::resources::kubernetes::pod_template(&labels, pod),
             ..Default::default()
         }),
         ..Default::default()
