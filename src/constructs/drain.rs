@@ -402,7 +402,13 @@ mod tests {
         let long_name = object_name(&long);
         assert!(long_name.len() <= MAX_CRON_JOB_NAME);
         assert_ne!(long_name, object_name(&"a".repeat(62)));
+        // Whatever the input (a description that failed validation, a library caller): a
+        // name, never a panic on a character boundary.
+        let odd = format!("{}ü\u{0}/x", "g".repeat(36));
+        assert_ne!(object_name(&odd), object_name(&"g".repeat(36)));
         for g in [
+            "ü",
+            &odd,
             "gpu",
             "Gpu",
             &long,
