@@ -78,7 +78,7 @@
 //!     workload,
 //!     VllmDeployment::new(
 //!         "KimiK3",
-//!         VllmServer::new("moonshotai/Kimi-K3", "vllm/vllm-openai:kimi-k3")
+//!         VllmServer::new("moonshotai/Kimi-K3", "vllm/vllm-openai:v0.27.0")
 //!             .trust_remote_code(true)
 //!             .revision("0123456789abcdef0123456789abcdef01234567")
 //!             .tensor_parallel_size(8),

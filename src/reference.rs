@@ -46,10 +46,17 @@ pub const TRAINING_PLAN_START: &str = "2027-01-08T11:30:00Z";
 /// and the download fails until it is replaced.
 pub const MODEL_REVISION: &str = "0123456789abcdef0123456789abcdef01234567";
 
-/// A placeholder for the digest of `vllm/vllm-openai:kimi-k3` the deployment runs: replace it
-/// with the digest you tested (the runbook's workload stage shows how to look it up and check
-/// it). The day-0 tag is meant to move, so the reference pins a digest; this value is not a
-/// real digest and the image pull fails until it is replaced.
+/// The vLLM image the references run: release 0.27.0, the first that serves Kimi K3
+/// (vllm-project/recipes `models/moonshotai/Kimi-K3.yaml`: `min_vllm_version: "0.27.0"`).
+/// A release tag rather than AWS's day-0 `kimi-k3` tag, whose release no tag names: the server's
+/// options and variables are checked against 0.27.0's (the engine table), and the pod checks
+/// at start-up that the image runs 0.27.0.
+pub const VLLM_IMAGE: &str = "vllm/vllm-openai:v0.27.0";
+
+/// A placeholder for the digest of [`VLLM_IMAGE`] the deployment runs: replace it with the
+/// digest you tested (the runbook's workload stage shows how to look it up and check it). A tag
+/// can be moved, so the reference pins a digest; this value is not a real digest and the image
+/// pull fails until it is replaced.
 pub const IMAGE_DIGEST: &str =
     "sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef";
 
@@ -90,7 +97,7 @@ fn system_nodes() -> Vec<(String, String)> {
 /// The vLLM server for Kimi K3, as the reference deployments run it (each reads the copy its
 /// stack stages: `weights_from`).
 pub fn kimi_k3_server() -> VllmServer {
-    VllmServer::new("moonshotai/Kimi-K3", "vllm/vllm-openai:kimi-k3")
+    VllmServer::new("moonshotai/Kimi-K3", VLLM_IMAGE)
         .image_digest(IMAGE_DIGEST)
         .served_model_name("Kimi-K3")
         .trust_remote_code(true)
@@ -100,7 +107,8 @@ pub fn kimi_k3_server() -> VllmServer {
         .tool_call_parser("kimi_k3")
         .reasoning_parser("kimi_k3")
         .moe_backend("auto")
-        .env("VLLM_ENABLE_K3_LATENT_MOE_TAIL_FUSION", "1")
+        // AWS's day-0 instructions also set `VLLM_ENABLE_K3_LATENT_MOE_TAIL_FUSION=1`, which no
+        // release reads: 0.27.0 fuses the latent MoE tail itself on Blackwell GPUs (HF0522).
         .extra_arg("--no-enable-flashinfer-autotune")
 }
 

@@ -248,6 +248,10 @@ pub struct EndpointEntry {
     /// The digest the image is pinned to, when pinned.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub image_digest: Option<String>,
+    /// The engine release the image's tag names (`0.27.0`): the one the server's options were
+    /// checked against and its pod checks at start-up (init container `engine-release`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub engine_release: Option<String>,
     /// The Secret key holding the Hugging Face token, when the server reads one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub hf_token: Option<SecretKeyEntry>,

@@ -3,6 +3,8 @@
 //! storing them costs (`loading`). Sources are cited beside each table.
 
 pub mod capacity;
+mod engine_releases;
+pub mod engines;
 pub mod instances;
 pub mod loading;
 pub mod memory;

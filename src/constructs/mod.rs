@@ -518,6 +518,17 @@ pub struct ServingShape {
     pub engine: Engine,
     /// Its version, when the image names one (`v0.11.2` of `vllm/vllm-openai:v0.11.2`).
     pub engine_version: Option<String>,
+    /// The image the engine runs, as the container names it.
+    pub image: String,
+    /// Every command-line word hyperforge starts the engine with, over all the ways the
+    /// construct launches it (the model's path or id, a revision pin, a load format), the
+    /// user's own arguments excluded.
+    pub args: Vec<String>,
+    /// The user's own arguments, in order.
+    pub extra_args: Vec<String>,
+    /// The engine's environment: each variable's name and its literal value (`None` for a
+    /// value read from a Secret).
+    pub env: Vec<(String, Option<String>)>,
     /// The model's Hugging Face id.
     pub model_id: String,
     /// The model's facts (the catalog's or the description's own), with an explicit weight

@@ -235,6 +235,15 @@ pub struct VllmServer {
     staged: Option<ModelStoreHandle>,
 }
 
+/// The load format streaming staged weights from S3: the Run:ai model streamer, each tensor
+/// parallel rank reading its own share.
+const STREAMER_ARGS: [&str; 4] = [
+    "--load-format",
+    "runai_streamer",
+    "--model-loader-extra-config",
+    r#"{"distributed":true}"#,
+];
+
 /// Arguments set from typed fields; `extra_args` may not repeat them.
 const OWNED_ARGS: &[&str] = &[
     "--model",
@@ -409,6 +418,12 @@ impl VllmServer {
     /// Adds an argument the typed fields do not cover.
     pub fn extra_arg(mut self, arg: impl Into<String>) -> Self {
         self.extra_args.push(arg.into());
+        self
+    }
+
+    /// Adds arguments the typed fields do not cover, in order.
+    pub fn extra_args(mut self, args: impl IntoIterator<Item = impl Into<String>>) -> Self {
+        self.extra_args.extend(args.into_iter().map(Into::into));
         self
     }
 
@@ -702,6 +717,13 @@ impl VllmServer {
         .then_some(tag)
     }
 
+    /// The engine release the image's tag names, as the engine reports its version (`0.27.0`
+    /// of `v0.27.0`): what the pod's start-up check expects.
+    pub fn engine_release(&self) -> Option<String> {
+        let (a, b, c) = crate::catalog::engines::parse_version(self.engine_version()?)?;
+        Some(format!("{a}.{b}.{c}"))
+    }
+
     /// The server as the model-aware rules read it, on `gpus` GPUs of one node (one node per
     /// replica, one pipeline stage: what this server runs).
     pub fn shape(&self, gpus: u32) -> super::ServingShape {
@@ -712,9 +734,25 @@ impl VllmServer {
             }
             model
         });
+        // Every launch form's words: the Hub's revision pin, the streamer's load format.
+        let mut args = self.own_args(&self.model_id, gpus);
+        args.extend(self.revision_args());
+        args.extend(STREAMER_ARGS.iter().map(|a| (*a).to_owned()));
+        let mut env: Vec<(String, Option<String>)> = self
+            .env
+            .iter()
+            .map(|(k, v)| (k.clone(), Some(v.clone())))
+            .collect();
+        if self.api_key.is_some() {
+            env.push((Self::API_KEY_ENV.to_owned(), None));
+        }
         super::ServingShape {
             engine: super::Engine::Vllm,
             engine_version: self.engine_version().map(str::to_owned),
+            image: self.image_reference(),
+            args,
+            extra_args: self.extra_args.clone(),
+            env,
             model_id: self.model_id.clone(),
             model,
             tensor_parallel: self.tensor_parallel(gpus),
@@ -731,20 +769,23 @@ impl VllmServer {
     /// configuration and tokenizer, `--code-revision` for the code `--trust-remote-code` runs).
     pub fn hub_args(&self, gpus: u32) -> Vec<String> {
         let mut args = self.args(&self.model_id, gpus);
-        if let Some(sha) = &self.revision {
-            // After `--model` and its value, so the pin reads next to the model.
-            let at = 2.min(args.len());
-            args.splice(
-                at..at,
-                [
-                    "--revision".to_owned(),
-                    sha.clone(),
-                    "--code-revision".to_owned(),
-                    sha.clone(),
-                ],
-            );
-        }
+        // After `--model` and its value, so the pin reads next to the model.
+        let at = 2.min(args.len());
+        args.splice(at..at, self.revision_args());
         args
+    }
+
+    /// `--revision` and `--code-revision` of the pinned revision, if one is.
+    fn revision_args(&self) -> Vec<String> {
+        match &self.revision {
+            Some(sha) => vec![
+                "--revision".to_owned(),
+                sha.clone(),
+                "--code-revision".to_owned(),
+                sha.clone(),
+            ],
+            None => Vec::new(),
+        }
     }
 
     /// The server's command-line arguments when vLLM streams the staged copy at `url`
@@ -757,18 +798,20 @@ impl VllmServer {
         if let Some(at) = args.iter().position(|a| a == "--load-format") {
             args.drain(at..(at + 2).min(args.len()));
         }
-        args.extend([
-            "--load-format".to_owned(),
-            "runai_streamer".to_owned(),
-            "--model-loader-extra-config".to_owned(),
-            r#"{"distributed":true}"#.to_owned(),
-        ]);
+        args.extend(STREAMER_ARGS.iter().map(|a| (*a).to_owned()));
         args
     }
 
     /// The server's command-line arguments, serving a local copy of the weights at
     /// `model_path` (the revision was pinned where the copy was made).
     pub fn args(&self, model_path: &str, gpus: u32) -> Vec<String> {
+        let mut args = self.own_args(model_path, gpus);
+        args.extend(self.extra_args.iter().cloned());
+        args
+    }
+
+    /// The arguments the typed fields set, the user's own not included.
+    fn own_args(&self, model_path: &str, gpus: u32) -> Vec<String> {
         let mut args = vec![
             "--model".to_owned(),
             model_path.to_owned(),
@@ -809,7 +852,6 @@ impl VllmServer {
         if let Some(backend) = &self.moe_backend {
             args.extend(["--moe-backend".to_owned(), backend.clone()]);
         }
-        args.extend(self.extra_args.iter().cloned());
         args
     }
 

@@ -429,6 +429,8 @@ pub struct EndpointData {
     pub image_tag: String,
     /// The digest the image is pinned to, or empty.
     pub image_digest: String,
+    /// The engine release the pod checks at start-up (`0.27.0`), or empty.
+    pub engine_release: String,
     /// The Secret the server reads the Hugging Face token from, or empty.
     pub hf_token_secret: String,
     /// The key inside that Secret.
@@ -1417,6 +1419,7 @@ fn endpoint(e: &EndpointEntry) -> EndpointData {
         image: e.image.clone(),
         image_tag: e.image_as_given.clone().unwrap_or_default(),
         image_digest: e.image_digest.clone().unwrap_or_default(),
+        engine_release: e.engine_release.clone().unwrap_or_default(),
         hf_token_secret,
         hf_token_key,
         api_key_jsonpath: if api_key_key.is_empty() {

@@ -257,6 +257,7 @@ fn endpoint(served: &ServedModel<'_>, stage: &str) -> EndpointEntry {
         image_as_given: (image != server.image()).then(|| server.image().to_owned()),
         image,
         image_digest: server.pinned_digest().map(str::to_owned),
+        engine_release: server.engine_release(),
         hf_token: server.hf_token().map(secret_key),
         api_key: server.api_key().map(secret_key),
         gpus: served.gpus,

@@ -313,6 +313,10 @@ mod tests {
         ServingShape {
             engine: Engine::Vllm,
             engine_version: None,
+            image: "vllm/vllm-openai:v0.27.0".to_owned(),
+            args: Vec::new(),
+            extra_args: Vec::new(),
+            env: Vec::new(),
             model_id: model.hf_id.to_string(),
             model: Some(model),
             tensor_parallel: tp,

@@ -6,6 +6,8 @@
 //!   against the tensor parallel size (`HF0502`-`HF0504`);
 //! - [`memory`]: whether the weights fit the GPUs, what a sequence at `max_model_len` needs,
 //!   and oversized instances (`HF0501`, `HF0505`, `HF0507`-`HF0509`);
+//! - [`engine`]: the serving engine's contract: options, variables, fabric settings and KV
+//!   connectors against the image's engine release (`HF0520`-`HF0525`);
 //! - [`model_source`]: where the workers get the weights from (`HF0506`);
 //! - [`autoscaling`]: an autoscaled server's most replicas against the GPUs its capacity can
 //!   ever provide and the nodes provisioned now (`HF0360`, `HF0361`);
@@ -23,6 +25,7 @@
 
 pub mod autoscaling;
 pub mod capacity;
+pub mod engine;
 pub mod limits;
 pub mod memory;
 pub mod model_source;
@@ -95,6 +98,7 @@ fn served_model(stack: &Stack, served: &ServedModel<'_>, path: &str, ds: &mut Di
     };
     // The model-aware rules read the engine-neutral shape, never the server.
     let shape = &served.shape;
+    engine::check(shape, instance, path, ds);
     let Some(model) = &shape.model else {
         ds.report_field(
             Code::ModelNotInCatalog,

@@ -20,6 +20,7 @@ mod dashboard;
 mod diagnostics_doc;
 mod drain;
 mod eks_path;
+mod engine_contract;
 mod external_validators;
 mod field_ranges;
 mod fleet;

@@ -749,7 +749,7 @@ fn a_mutable_tag_warns_a_bad_digest_is_refused_and_always_pull_is_asked_for() {
 fn a_hostile_image_is_refused_before_synthesis() {
     let root = env!("CARGO_MANIFEST_DIR");
     let text = std::fs::read_to_string(format!("{root}/stacks/kimi-k3-eks.yaml")).unwrap();
-    let line = "          image: vllm/vllm-openai:kimi-k3\n";
+    let line = "          image: vllm/vllm-openai:v0.27.0\n";
     assert!(text.contains(line), "stack file layout changed");
     for image in [
         "\"vllm/vllm-openai:kimi-k3$(id)\"",

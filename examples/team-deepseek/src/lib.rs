@@ -188,7 +188,7 @@ pub fn stack() -> Stack {
             }),
         ),
     );
-    let server = VllmServer::new("deepseek-ai/DeepSeek-V3", "vllm/vllm-openai:v0.11.0")
+    let server = VllmServer::new("deepseek-ai/DeepSeek-V3", "vllm/vllm-openai:v0.11.2")
         .image_digest("sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef")
         .revision("0123456789abcdef0123456789abcdef01234567")
         .served_model_name("DeepSeek-V3")

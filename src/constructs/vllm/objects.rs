@@ -169,6 +169,13 @@ pub fn inference_endpoint_config(stack: &Stack, ep: &InferenceEndpoint) -> Infer
             }),
             ..Default::default()
         },
+        kubernetes: release_check(server, "IfNotPresent")
+            .as_ref()
+            .and_then(operator_init_container)
+            .map(|c| InferenceEndpointConfigKubernetes {
+                init_containers: Some(vec![c]),
+                ..Default::default()
+            }),
         load_balancer: Some(InferenceEndpointConfigLoadBalancer {
             health_check_path: Some("/health".to_owned()),
             routing_algorithm: None,
@@ -192,6 +199,52 @@ pub fn inference_endpoint_config(stack: &Stack, ep: &InferenceEndpoint) -> Infer
         },
         spec,
     }
+}
+
+/// The start-up check of the engine release ([`release_check`]), run with `python3 -c`.
+const RELEASE_CHECK: &str = include_str!("../assets/check_engine_release.py");
+
+/// The serving pod's first init container, when the image's tag names a release
+/// (`v0.27.0`): in the server's own image, it stops the pod with a message unless vLLM's
+/// installed version is that release, the one the server's options and variables were
+/// checked against at synthesis (`validate::engine`). It reads the package's metadata only
+/// (well under a second, nothing imported); the image is the one the server pulls anyway.
+pub fn release_check(server: &VllmServer, image_pull_policy: &str) -> Option<Container> {
+    let release = server.engine_release()?;
+    let small = |cpu: &str, memory: &str| {
+        BTreeMap::from([("cpu".to_owned(), q(cpu)), ("memory".to_owned(), q(memory))])
+    };
+    Some(Container {
+        name: "engine-release".to_owned(),
+        image: Some(server.image_reference()),
+        image_pull_policy: Some(image_pull_policy.to_owned()),
+        command: Some(vec![
+            "python3".to_owned(),
+            "-B".to_owned(),
+            "-c".to_owned(),
+            RELEASE_CHECK.to_owned(),
+            "vllm".to_owned(),
+            release,
+            server.image_reference(),
+        ]),
+        resources: Some(ResourceRequirements {
+            requests: Some(small("100m", "128Mi")),
+            limits: Some(small("500m", "256Mi")),
+            ..Default::default()
+        }),
+        security_context: Some(crate::resources::kubernetes::locked_down_container()),
+        ..Default::default()
+    })
+}
+
+/// [`release_check`] as the Inference Operator's CRD spells an init container (the same
+/// Kubernetes `Container` schema).
+fn operator_init_container(
+    c: &Container,
+) -> Option<InferenceEndpointConfigKubernetesInitContainers> {
+    serde_json::to_value(c)
+        .ok()
+        .and_then(|v| serde_json::from_value(v).ok())
 }
 
 fn probe_threshold(seconds: u64, period: u64) -> i32 {
@@ -632,6 +685,7 @@ pub fn deployment(stack: &Stack, tags: &crate::app::Tags, d: &VllmDeployment) ->
             ..Default::default()
         }),
         termination_grace_period_seconds: Some(TERMINATION_GRACE_SECS as i64),
+        init_containers: release_check(server, d.image_pull_policy()).map(|c| vec![c]),
         containers: vec![container],
         volumes: Some(vec![
             Volume {
