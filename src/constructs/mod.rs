@@ -565,6 +565,9 @@ pub struct ServedModel<'a> {
     pub gpus: u32,
     /// Replicas.
     pub replicas: i64,
+    /// The EFA devices each replica's pod requests (0: none; a HyperPod endpoint's worker
+    /// cannot request them).
+    pub efa_devices: u32,
     /// Served through the HyperPod inference operator (`InferenceEndpointConfig`).
     pub hyperpod: bool,
     /// How the replicas scale, when they do.

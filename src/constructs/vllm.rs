@@ -1478,6 +1478,7 @@ impl Construct for InferenceEndpoint {
                 instance_type: self.instance_type(),
                 gpus,
                 replicas: i64::from(self.replica_count()),
+                efa_devices: 0,
                 hyperpod: true,
                 autoscaling: self.autoscaling.as_ref(),
                 exposure: Exposure::InternalLoadBalancer,
@@ -2688,6 +2689,11 @@ impl Construct for VllmDeployment {
                 instance_type: self.instance_type(),
                 gpus: self.gpu_count(),
                 replicas: i64::from(self.replica_count()),
+                efa_devices: if self.efa_enabled() {
+                    catalog::instance(self.instance_type()).map_or(0, |i| i.efa_max)
+                } else {
+                    0
+                },
                 hyperpod: false,
                 autoscaling: self.autoscaling.as_ref(),
                 exposure: self.exposure(),

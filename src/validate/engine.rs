@@ -17,9 +17,15 @@ pub fn release(shape: &ServingShape) -> Option<&'static EngineRelease> {
     }
 }
 
-/// Checks `shape` served on `instance`.
-pub fn check(shape: &ServingShape, instance: &Instance, path: &str, ds: &mut Diagnostics) {
-    fabric(shape, instance, path, ds);
+/// Checks `shape` served on `instance` by pods requesting `efa_devices` EFA devices each.
+pub fn check(
+    shape: &ServingShape,
+    instance: &Instance,
+    efa_devices: u32,
+    path: &str,
+    ds: &mut Diagnostics,
+) {
+    fabric(shape, instance, efa_devices, path, ds);
     let Some(release) = release(shape) else {
         let (what, help) = match &shape.engine_version {
             None => (
@@ -147,7 +153,13 @@ pub fn check(shape: &ServingShape, instance: &Instance, path: &str, ds: &mut Dia
 }
 
 /// The fabric rules: InfiniBand-only settings on EFA, and the KV connector's constraints.
-fn fabric(shape: &ServingShape, instance: &Instance, path: &str, ds: &mut Diagnostics) {
+fn fabric(
+    shape: &ServingShape,
+    instance: &Instance,
+    efa_devices: u32,
+    path: &str,
+    ds: &mut Diagnostics,
+) {
     let efa = instance.efa_max > 0;
     if efa {
         for (name, value) in &shape.env {
@@ -202,6 +214,18 @@ fn fabric(shape: &ServingShape, instance: &Instance, path: &str, ds: &mut Diagno
                 instance.name
             ),
             "set `kv_connector_extra_config.backends` to `[\"LIBFABRIC\"]` (source: NVIDIA Dynamo, EFA (RDMA over AWS Fabric) on EKS)",
+        );
+    }
+    if efa && kv.uses_nixl() && kv.uses_libfabric() && efa_devices == 0 {
+        ds.report_field(
+            Code::KvConnectorConstraint,
+            path,
+            "extra_args",
+            format!(
+                "`{}` moves KV caches over EFA with NIXL's LIBFABRIC backend, and the pod requests none of {}'s {} EFA devices",
+                kv.connector, instance.name, instance.efa_max
+            ),
+            "request them: `VllmDeployment::efa(true)` (`efa: true` in a stack file) adds the instance's EFA devices and the 2 MiB hugepages libfabric registers memory with; a HyperPod endpoint's worker cannot request EFA devices (source: NVIDIA Dynamo, EFA (RDMA over AWS Fabric) on EKS)",
         );
     }
 }

@@ -98,7 +98,7 @@ fn served_model(stack: &Stack, served: &ServedModel<'_>, path: &str, ds: &mut Di
     };
     // The model-aware rules read the engine-neutral shape, never the server.
     let shape = &served.shape;
-    engine::check(shape, instance, path, ds);
+    engine::check(shape, instance, served.efa_devices, path, ds);
     let Some(model) = &shape.model else {
         ds.report_field(
             Code::ModelNotInCatalog,

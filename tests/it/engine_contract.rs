@@ -39,6 +39,29 @@ fn check(server: VllmServer) -> Diagnostics {
     app(server).validate()
 }
 
+/// `server` in an EKS Deployment on a p6-b300 Capacity Block, its pod requesting the
+/// instance's EFA devices when `efa`.
+fn check_on_eks(server: VllmServer, efa: bool) -> Diagnostics {
+    let stack = crate::fixtures::capacity_block_serving_stack_with(
+        "eks",
+        hyperforge::constructs::NodeCapacity::capacity_block("cr-0123456789abcdef0", "usw2-az2"),
+        server,
+        |d, _| d.efa(efa),
+    );
+    App::new().stack(stack).validate()
+}
+
+/// `--kv-transfer-config` of NIXL with `backends`, when given.
+fn nixl(backends: Option<&str>) -> [String; 2] {
+    let extra = backends.map_or_else(String::new, |b| {
+        format!(r#","kv_connector_extra_config":{{"backends":["{b}"]}}"#)
+    });
+    [
+        "--kv-transfer-config".to_owned(),
+        format!(r#"{{"kv_connector":"NixlConnector","kv_role":"kv_both"{extra}}}"#),
+    ]
+}
+
 /// The engine-contract diagnostics, as (code, field, message, help).
 fn contract(ds: &Diagnostics) -> Vec<(Code, String, String, String)> {
     ds.iter()
@@ -93,38 +116,6 @@ fn published_breakages_are_refused_and_their_fixes_pass() {
             code: Code::EngineOptionNotAccepted,
             field: "extra_args",
             says: "/metrics",
-        },
-        Case {
-            // vllm-project/vllm#52913.
-            name: "NixlConnector with pipeline parallelism",
-            broken: k3(RELEASE).extra_args([
-                "--pipeline-parallel-size",
-                "2",
-                "--kv-transfer-config",
-                r#"{"kv_connector":"NixlConnector","kv_role":"kv_both","kv_connector_extra_config":{"backends":["LIBFABRIC"]}}"#,
-            ]),
-            fixed: k3(RELEASE).extra_args([
-                "--kv-transfer-config",
-                r#"{"kv_connector":"NixlConnector","kv_role":"kv_both","kv_connector_extra_config":{"backends":["LIBFABRIC"]}}"#,
-            ]),
-            code: Code::KvConnectorConstraint,
-            field: "extra_args",
-            says: "pipeline parallel size 2",
-        },
-        Case {
-            // NVIDIA Dynamo's EFA guide: UCX, NIXL's default, lands on TCP speed on EFA.
-            name: "NIXL over UCX on EFA",
-            broken: k3(RELEASE).extra_args([
-                "--kv-transfer-config",
-                r#"{"kv_connector":"NixlConnector","kv_role":"kv_both"}"#,
-            ]),
-            fixed: k3(RELEASE).extra_args([
-                "--kv-transfer-config",
-                r#"{"kv_connector":"NixlConnector","kv_role":"kv_both","kv_connector_extra_config":{"backends":["LIBFABRIC"]}}"#,
-            ]),
-            code: Code::KvConnectorConstraint,
-            field: "extra_args",
-            says: "LIBFABRIC",
         },
         Case {
             // vllm-project/recipes Kimi-K3 `pd_cluster`.
@@ -191,6 +182,64 @@ fn published_breakages_are_refused_and_their_fixes_pass() {
         assert_eq!(contract(&fixed), Vec::new(), "{}: fixed", case.name);
         assert!(!fixed.has_errors(), "{}: fixed:\n{fixed}", case.name);
     }
+}
+
+/// The KV connector's constraints: NixlConnector refuses pipeline parallelism
+/// (vllm-project/vllm#52913); on EFA, NIXL needs its LIBFABRIC backend (UCX lands on TCP speed)
+/// and EFA devices in the pod. Each refused, and passing once fixed.
+#[test]
+fn kv_connectors_are_held_to_their_constraints() {
+    let only = |ds: &Diagnostics| -> Vec<String> {
+        contract(ds)
+            .into_iter()
+            .map(|(code, field, message, _)| {
+                assert_eq!(
+                    (code, field.as_str()),
+                    (Code::KvConnectorConstraint, "extra_args")
+                );
+                message
+            })
+            .collect()
+    };
+    let pipelined = k3(RELEASE)
+        .extra_args(["--pipeline-parallel-size", "2"])
+        .extra_args(nixl(Some("LIBFABRIC")));
+    let found = only(&check_on_eks(pipelined, true));
+    assert_eq!(found.len(), 1, "{found:#?}");
+    assert!(
+        found[0].contains("pipeline parallel size 2"),
+        "{}",
+        found[0]
+    );
+    let found = only(&check_on_eks(k3(RELEASE).extra_args(nixl(None)), true));
+    assert_eq!(found.len(), 1, "{found:#?}");
+    assert!(found[0].contains("default (UCX)"), "{}", found[0]);
+    let found = only(&check_on_eks(
+        k3(RELEASE).extra_args(nixl(Some("UCX"))),
+        true,
+    ));
+    assert!(
+        found[0].contains("backend UCX") || found[0].contains("UCX backend"),
+        "{}",
+        found[0]
+    );
+    let found = only(&check_on_eks(
+        k3(RELEASE).extra_args(nixl(Some("LIBFABRIC"))),
+        false,
+    ));
+    assert_eq!(found.len(), 1, "{found:#?}");
+    assert!(
+        found[0].contains("requests none of p6-b300.48xlarge's 16 EFA devices"),
+        "{}",
+        found[0]
+    );
+    // On HyperPod, whose worker cannot request EFA devices, the same.
+    let found = only(&check(k3(RELEASE).extra_args(nixl(Some("LIBFABRIC")))));
+    assert_eq!(found.len(), 1, "{found:#?}");
+    // Fixed: LIBFABRIC, EFA devices, no pipeline parallelism.
+    let fixed = check_on_eks(k3(RELEASE).extra_args(nixl(Some("LIBFABRIC"))), true);
+    assert_eq!(contract(&fixed), Vec::new());
+    assert!(!fixed.has_errors(), "{fixed}");
 }
 
 /// Options are read as vLLM's parser reads them: `_` for `-`, `=value`, `--no-` negations,

@@ -76,6 +76,21 @@ pub fn capacity_block_serving_stack(
     capacity: NodeCapacity,
     deployment: impl FnOnce(VllmDeployment, &NetworkHandle) -> VllmDeployment,
 ) -> Stack {
+    capacity_block_serving_stack_with(
+        name,
+        capacity,
+        hyperforge::reference::kimi_k3_server(),
+        deployment,
+    )
+}
+
+/// [`capacity_block_serving_stack`] serving `server`.
+pub fn capacity_block_serving_stack_with(
+    name: &str,
+    capacity: NodeCapacity,
+    server: hyperforge::constructs::VllmServer,
+    deployment: impl FnOnce(VllmDeployment, &NetworkHandle) -> VllmDeployment,
+) -> Stack {
     let mut stack = Stack::new(name, "us-west-2");
     let f = stack.cloudformation_stage("foundation");
     let net = stack.add(f, Network::new("Network").gpu_subnet("usw2-az2"));
@@ -98,11 +113,7 @@ pub fn capacity_block_serving_stack(
     );
     stack.helm_stage("nvidia-device-plugin", HelmRelease::nvidia_device_plugin());
     let w = stack.kubernetes_stage("workload");
-    let server = VllmDeployment::new(
-        "KimiK3",
-        hyperforge::reference::kimi_k3_server(),
-        "p6-b300.48xlarge",
-    );
+    let server = VllmDeployment::new("KimiK3", server, "p6-b300.48xlarge");
     stack.add(w, deployment(server, &net));
     stack
 }
