@@ -69,7 +69,7 @@ pub struct DeployOptions {
     /// (`--template-bucket`).
     pub template_bucket: Option<String>,
     /// Templates larger than this many bytes are uploaded (CloudFormation's limit,
-    /// [`INLINE_TEMPLATE_BYTES`](crate::validate::limits::INLINE_TEMPLATE_BYTES), unless a test
+    /// 51,200 bytes, unless a test
     /// lowers it).
     pub inline_template_limit: usize,
     /// Run helm, kubectl and git for the Helm and Kubernetes stages, and every stage's steps,

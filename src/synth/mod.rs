@@ -1,5 +1,5 @@
 //! Synthesis: validate the whole app (every diagnostic at once: structural checks, then the
-//! model-aware rules of [`crate::validate`]), expand each stack's constructs once into its
+//! model-aware rules of `validate`), expand each stack's constructs once into its
 //! [`ResourceGraph`], hand it to every [`Backend`] (CloudFormation, the stage payloads,
 //! Kubernetes, Terraform), and collect their artifacts, the typed manifest and the runbook into
 //! an [`Assembly`]. Nothing is written here: synthesis is pure computation.

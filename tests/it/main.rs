@@ -53,5 +53,4 @@ mod validation;
 mod weights;
 mod weights_stager;
 mod workload;
-mod yaml;
 mod zones;

@@ -412,7 +412,7 @@ fn reserved_counts_are_powers_of_two_up_to_64() {
     // The shared check for Capacity Blocks.
     for (count, valid) in [(1, true), (64, true), (0, false), (48, false), (128, false)] {
         let mut ds = Diagnostics::new();
-        hyperforge::validate::capacity::check_block_count(count, "test/Block", &mut ds);
+        hyperforge::catalog::capacity::check_block_count(count, "test/Block", &mut ds);
         assert_eq!(ds.is_empty(), valid, "{count}");
     }
 }

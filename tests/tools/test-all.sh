@@ -19,7 +19,12 @@ set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/../.."
 repo_root="$(pwd)"
 
-step() { printf '\n==> %s\n' "$*" >&2; }
+# Each step says when it starts, with the time the previous one took and the time so far.
+step_started=$SECONDS
+step() {
+    printf '\n==> %s   (previous step %d s, %d s in all)\n' "$*" "$((SECONDS - step_started))" "$SECONDS" >&2
+    step_started=$SECONDS
+}
 die() { printf 'test-all: error: %s\n' "$*" >&2; exit 1; }
 
 export HYPERFORGE_VENV="${HYPERFORGE_VENV:-$repo_root/.venv-validators}"
@@ -136,4 +141,4 @@ step "cargo test --features deploy --test deploy_moto -- --test-threads=1"
 cargo test --features deploy --test deploy_moto -- --test-threads=1
 
 stop_moto
-echo "all checks passed"
+echo "all checks passed in $SECONDS s"

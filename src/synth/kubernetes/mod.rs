@@ -24,7 +24,7 @@ use std::collections::BTreeMap;
 
 /// The multi-document YAML of Kubernetes stage `stage`: its objects in the order their
 /// constructs were added (each construct's in the order it adds them), each written by
-/// [`crate::yaml`] (the text `serde_norway` writes; writing it does not fail).
+/// hyperforge's YAML emitter (the text `serde_norway` writes; writing it does not fail).
 pub fn stage_yaml(graph: &ResourceGraph, stage: StageId) -> Result<String, serde_yaml::Error> {
     stage_yaml_patched(graph, stage, &BTreeMap::new())
 }

@@ -1,15 +1,15 @@
-//! `hyperforge::yaml` writes the same bytes as `serde_norway::to_string`, on generated JSON
-//! values full of what YAML treats specially, and on the artifacts of the reference stacks.
+//! The emitter writes the same bytes as `serde_norway::to_string`, on generated JSON values
+//! full of what YAML treats specially, and on the artifacts of the reference stacks.
 
 use proptest::prelude::*;
 use serde_json::{json, Map, Value};
 
 fn same(value: &Value) {
-    let ours = hyperforge::yaml::to_string(value);
+    let ours = crate::yaml::to_string(value);
     let theirs = serde_yaml::to_string(value).expect("serde_norway writes every JSON value");
     assert_eq!(ours, theirs, "for {value:?}");
     let mut appended = String::from("---\n");
-    hyperforge::yaml::push(&mut appended, value);
+    crate::yaml::push(&mut appended, value);
     assert_eq!(appended, format!("---\n{theirs}"));
 }
 
@@ -203,9 +203,9 @@ fn same_for_the_cases_named() {
 #[test]
 fn same_for_the_reference_artifacts() {
     let mut compared = 0;
-    for app in hyperforge::reference::all()
+    for app in crate::reference::all()
         .into_iter()
-        .chain(hyperforge::reference::variants())
+        .chain(crate::reference::variants())
     {
         let assembly = app.synth().expect("reference stacks synthesize");
         for (path, bytes) in assembly.files() {
@@ -239,7 +239,7 @@ fn same_for_the_reference_artifacts() {
             for doc in documents {
                 let value: Value = serde_yaml::from_str(&doc).expect("the artifact is YAML");
                 same(&value);
-                assert_eq!(hyperforge::yaml::to_string(&value), doc, "{path}");
+                assert_eq!(crate::yaml::to_string(&value), doc, "{path}");
                 compared += 1;
             }
         }

@@ -692,3 +692,6 @@ impl Emitter<'_> {
         }
     }
 }
+
+#[cfg(test)]
+mod conformance;
