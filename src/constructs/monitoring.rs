@@ -6,7 +6,7 @@
 //! * an AMP workspace, its data encrypted at rest with an AWS owned key: AMP's user guide
 //!   ("Encryption at rest") says that "workspaces created with customer managed keys cannot use
 //!   AWS managed collectors for ingestion", and the collector below is what fills the workspace
-//!   (see ARCHITECTURE.md, "Metrics in Amazon Managed Service for Prometheus");
+//!   (see docs/decisions/0027-metrics-in-amazon-managed-prometheus.md);
 //! * the workspace's alert manager definition, routing every alert to the notification topic
 //!   through an SNS receiver (`sns_configs` with `sigv4.region`: AMP's user guide, "Configure
 //!   alert manager to send messages to your Amazon SNS topic", requires the region and allows

@@ -75,7 +75,7 @@ fn labels(stack: &Stack, name: &str) -> BTreeMap<String, String> {
 /// The worker gets no `/dev/shm` volume: the CRD (sagemaker-hyperpod-cli 011ca927) has no
 /// `volumeMounts` on `worker`, and `spec.kubernetes.volumes` are for init containers only, so
 /// the container runtime's default shared memory applies unless the operator adds more; the
-/// runbook checks its size once the worker runs (ARCHITECTURE.md, Decisions).
+/// runbook checks its size once the worker runs (docs/decisions/0005-no-dev-shm-volume-on-the-hyperpod-worker.md).
 pub fn inference_endpoint_config(stack: &Stack, ep: &InferenceEndpoint) -> InferenceEndpointConfig {
     let server = ep.server();
     let gpus = ep.gpus().unwrap_or(1);
