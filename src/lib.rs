@@ -190,6 +190,11 @@ pub mod synth;
 pub(crate) mod validate;
 pub(crate) mod yaml;
 
+/// The README's Rust code blocks, compiled and run as doc tests.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+pub struct ReadmeDoctests;
+
 /// What a description usually needs, in one import: `use hyperforge::prelude::*;`.
 ///
 /// ```

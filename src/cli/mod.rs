@@ -27,7 +27,7 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-/// Exit codes (documented in `--help` and the README).
+/// Exit codes (documented in `--help` and in the book, `docs/book/src/reference/cli.md`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Exit {
     /// Success.

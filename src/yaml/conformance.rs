@@ -1,6 +1,8 @@
 //! The emitter writes the same bytes as `serde_norway::to_string`, on generated JSON values
 //! full of what YAML treats specially, and on the artifacts of the reference stacks.
 
+#![cfg(test)]
+
 use proptest::prelude::*;
 use serde_json::{json, Map, Value};
 

@@ -48,14 +48,18 @@ fn module_of(src: &Path, file: &Path) -> Option<String> {
     Some(first.trim_end_matches(".rs").to_owned())
 }
 
-/// Every `crate::<module>` the code of `text` names, with its line; comments and the test
-/// module (last in a file, after `#[cfg(test)]`) are skipped.
+/// Every `crate::<module>` the code of `text` names, with its line; comments, the test
+/// module (last in a file, after `#[cfg(test)]`) and files of test code (`#![cfg(test)]`) are
+/// skipped.
 fn crate_uses(text: &str) -> Vec<(usize, String)> {
     let mut uses = Vec::new();
     let mut in_group = false;
     for (number, line) in text.lines().enumerate() {
         let code = line.split("//").next().unwrap_or_default();
-        if line.trim_start().starts_with("#[cfg(test)]") && !line.starts_with(' ') {
+        // A test module, last in its file, or a file that is test code whole.
+        if (line.starts_with("#[cfg(test)]") || line.starts_with("#![cfg(test)]"))
+            && !line.starts_with(' ')
+        {
             break;
         }
         let mut rest = code;

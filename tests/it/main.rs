@@ -10,6 +10,7 @@ mod fixtures;
 
 mod admin_path;
 mod autoscaling;
+mod book;
 mod checkov_kubernetes;
 mod cli;
 mod cold_start;

@@ -2,7 +2,8 @@
 # Create (or reuse) the directory holding the external validators: a Python virtualenv with
 # cfn-lint, checkov, kubernetes-validate, moto server, ShellCheck, jsonschema and PyYAML, and
 # beside it (in cdk-nag/) the npm packages of cdk-nag's AwsSolutions pack, from the lock file
-# tests/tools/cdk-nag/package-lock.json.
+# tests/tools/cdk-nag/package-lock.json, and (in mdbook/) mdBook from crates.io, which builds
+# the book in docs/book/.
 #
 #   tests/tools/install-validators.sh
 #
@@ -60,9 +61,26 @@ install_cdk_nag() {
     echo "$want_nag" >"$nag_stamp"
 }
 
+# --- mdBook (crates.io) -------------------------------------------------------------------
+mdbook_version="0.5.4"
+mdbook_dir="$venv/mdbook"
+
+install_mdbook() {
+    if [[ "$("$mdbook_dir/bin/mdbook" --version 2>/dev/null)" == "mdbook v$mdbook_version" ]]; then
+        log "up to date: $mdbook_dir (mdbook $mdbook_version)"
+        return
+    fi
+    command -v cargo >/dev/null 2>&1 || die "cargo not found; mdBook is installed with it"
+    log "installing mdbook $mdbook_version from crates.io into $mdbook_dir (cargo install; about 3 minutes on 2 cores)"
+    cargo install mdbook --version "$mdbook_version" --locked --no-default-features \
+        --root "$mdbook_dir" --quiet \
+        || die "cargo install mdbook failed; see the messages above"
+}
+
 if [[ -f "$stamp" && "$(cat "$stamp")" == "$want" ]] && tools_present; then
     log "up to date: $venv"
     install_cdk_nag
+    install_mdbook
     exit 0
 fi
 
@@ -88,3 +106,4 @@ echo "$want" >"$stamp"
 log "installed in $((SECONDS - start)) s: $("$venv/bin/cfn-lint" --version 2>&1 | head -n1), checkov $("$venv/bin/checkov" --version 2>/dev/null | head -n1)"
 
 install_cdk_nag
+install_mdbook

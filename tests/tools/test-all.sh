@@ -11,7 +11,7 @@
 #    when it is already up to date);
 # 3. a moto server on a free loopback port for deploy-path tests, exported as
 #    HYPERFORGE_MOTO_ENDPOINT (tests that do not deploy ignore it);
-# 4. cargo test for every target, then the doc tests;
+# 4. the book (mdbook build of docs/book/), cargo test for every target, then the doc tests;
 # 5. the `deploy` feature (AWS SDK): its unit and doc tests, then tests/deploy_moto.rs
 #    against the moto server, one test at a time (they share the server).
 set -euo pipefail
@@ -119,6 +119,11 @@ PY
 step "starting moto_server (log: ${moto_log#"$repo_root"/})"
 start_moto
 printf 'moto_server pid %s at %s\n' "$moto_pid" "$HYPERFORGE_MOTO_ENDPOINT" >&2
+
+step "mdbook build docs/book (into a temporary directory)"
+book_out="$(mktemp -d)"
+"$HYPERFORGE_VENV/mdbook/bin/mdbook" build docs/book --dest-dir "$book_out"
+rm -rf "$book_out"
 
 step "cargo test --workspace --all-targets"
 cargo test --workspace --all-targets
