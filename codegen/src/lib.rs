@@ -200,13 +200,7 @@ pub fn generate_all(root: &Path) -> Result<Vec<GeneratedFile>, Error> {
         mod_rs.push_str(&format!("pub mod {module};\n"));
     }
     // Every vendored CRD, typed or not: the versions its pinned controller serves.
-    let mut crd_files: Vec<String> = std::fs::read_dir(root.join(CRD_SCHEMAS))
-        .map_err(|e| Error(format!("{CRD_SCHEMAS}: cannot read: {e}")))?
-        .flatten()
-        .map(|e| e.file_name().to_string_lossy().into_owned())
-        .filter(|n| n.ends_with(".yaml"))
-        .collect();
-    crd_files.sort();
+    let crd_files = file_names(root, CRD_SCHEMAS, ".yaml")?;
     mod_rs.push_str(
         "\n/// A vendored CustomResourceDefinition: the kind its pinned controller defines and the \
          versions it serves.\n\
@@ -238,13 +232,7 @@ pub fn generate_all(root: &Path) -> Result<Vec<GeneratedFile>, Error> {
     });
 
     // The engine table.
-    let mut names: Vec<String> = std::fs::read_dir(root.join(VLLM_RELEASES))
-        .map_err(|e| Error(format!("{VLLM_RELEASES}: cannot read: {e}")))?
-        .flatten()
-        .map(|e| e.file_name().to_string_lossy().into_owned())
-        .filter(|n| n.ends_with(".txt"))
-        .collect();
-    names.sort();
+    let names = file_names(root, VLLM_RELEASES, ".txt")?;
     let mut releases = Vec::new();
     for name in &names {
         let rel = format!("{VLLM_RELEASES}/{name}");
@@ -265,6 +253,18 @@ pub fn generate_all(root: &Path) -> Result<Vec<GeneratedFile>, Error> {
 
     files.sort_by(|a, b| a.path.cmp(&b.path));
     Ok(files)
+}
+
+/// The names of the files in `dir` (relative to `root`) ending in `suffix`, sorted.
+fn file_names(root: &Path, dir: &str, suffix: &str) -> Result<Vec<String>, Error> {
+    let mut names: Vec<String> = std::fs::read_dir(root.join(dir))
+        .map_err(|e| Error(format!("{dir}: cannot read: {e}")))?
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n.ends_with(suffix))
+        .collect();
+    names.sort();
+    Ok(names)
 }
 
 /// `.rs` files in the generated directories that the generator does not produce.

@@ -125,6 +125,12 @@ book_out="$(mktemp -d)"
 "$HYPERFORGE_VENV/mdbook/bin/mdbook" build docs/book --dest-dir "$book_out"
 rm -rf "$book_out"
 
+step "the README's first set-up command (cargo run --example reference_stacks, into a temporary directory)"
+readme_out="$(mktemp -d)"
+cargo run --quiet --example reference_stacks -- "$readme_out/hyperforge.out" >/dev/null
+[[ -f "$readme_out/hyperforge.out/manifest.json" ]] || die "the reference_stacks example wrote no manifest.json"
+rm -rf "$readme_out"
+
 step "cargo test --workspace --all-targets"
 cargo test --workspace --all-targets
 
