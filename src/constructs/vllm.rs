@@ -708,13 +708,7 @@ impl VllmServer {
     pub fn engine_version(&self) -> Option<&str> {
         let name = self.image.split('@').next().unwrap_or(&self.image);
         let tag = name.rsplit_once(':')?.1;
-        let version = tag.strip_prefix('v').unwrap_or(tag);
-        let parts: Vec<&str> = version.split('.').collect();
-        (parts.len() == 3
-            && parts
-                .iter()
-                .all(|p| !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit())))
-        .then_some(tag)
+        catalog::engines::parse_version(tag).map(|_| tag)
     }
 
     /// The engine release the image's tag names, as the engine reports its version (`0.27.0`

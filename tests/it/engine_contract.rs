@@ -350,38 +350,29 @@ fn every_option_the_references_emit_is_in_their_releases_table() {
         .source
         .contains(&format!("vllm-{version}.tar.gz, sha256 ")));
     let mut checked = 0;
-    for app in [
+    for app in &[
         hyperforge::reference::kimi_k3_hyperpod(),
         hyperforge::reference::kimi_k3_eks(),
         hyperforge::reference::kimi_k3_eks_karpenter(),
     ] {
-        let assembly = app.synth().expect("the references synthesize");
-        for (path, bytes) in assembly.files() {
-            if !path.ends_with(".yaml") {
-                continue;
-            }
-            let text = String::from_utf8_lossy(bytes);
-            for doc in serde_yaml::Deserializer::from_str(&text) {
-                let value: serde_json::Value =
-                    serde::Deserialize::deserialize(doc).expect("valid YAML");
-                let args = match value["kind"].as_str() {
-                    Some("Deployment") => {
-                        value["spec"]["template"]["spec"]["containers"][0]["args"].clone()
-                    }
-                    Some("InferenceEndpointConfig") => value["spec"]["worker"]["args"].clone(),
-                    _ => continue,
-                };
-                let Some(args) = args.as_array() else {
-                    continue;
-                };
-                for word in args.iter().filter_map(|a| a.as_str()) {
-                    if let Some(option) = engines::option_of(word) {
-                        assert!(
-                            release.accepts(&option),
-                            "{path}: {option} not in vLLM {version}"
-                        );
-                        checked += 1;
-                    }
+        for (path, value) in yaml_documents(app) {
+            let args = match value["kind"].as_str() {
+                Some("Deployment") => &value["spec"]["template"]["spec"]["containers"][0]["args"],
+                Some("InferenceEndpointConfig") => &value["spec"]["worker"]["args"],
+                _ => continue,
+            };
+            for word in args
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter_map(|a| a.as_str())
+            {
+                if let Some(option) = engines::option_of(word) {
+                    assert!(
+                        release.accepts(&option),
+                        "{path}: {option} not in vLLM {version}"
+                    );
+                    checked += 1;
                 }
             }
         }
@@ -400,53 +391,58 @@ fn serving_pods_check_their_engine_release_at_start_up() {
         hyperforge::reference::VLLM_IMAGE,
         hyperforge::reference::IMAGE_DIGEST
     );
-    for (app, kind) in [
+    for &(ref app, kind) in &[
         (hyperforge::reference::kimi_k3_eks(), "Deployment"),
         (
             hyperforge::reference::kimi_k3_hyperpod(),
             "InferenceEndpointConfig",
         ),
     ] {
-        let assembly = app.synth().expect("the references synthesize");
         let mut found = 0;
-        for (path, bytes) in assembly.files() {
-            if !path.ends_with(".yaml") {
+        for (path, value) in yaml_documents(app) {
+            if value["kind"] != kind {
                 continue;
             }
-            for doc in serde_yaml::Deserializer::from_str(&String::from_utf8_lossy(bytes)) {
-                let value: serde_json::Value =
-                    serde::Deserialize::deserialize(doc).expect("valid YAML");
-                if value["kind"] != kind {
-                    continue;
-                }
-                let init = match kind {
-                    "Deployment" => &value["spec"]["template"]["spec"]["initContainers"][0],
-                    _ => &value["spec"]["kubernetes"]["initContainers"][0],
-                };
-                assert_eq!(init["name"], "engine-release", "{path}");
-                assert_eq!(init["image"], json!(image), "{path}");
-                assert_eq!(
-                    init["command"],
-                    json!(["python3", "-B", "-c", program, "vllm", "0.27.0", image]),
-                    "{path}"
-                );
-                assert_eq!(init["securityContext"]["runAsNonRoot"], true);
-                found += 1;
-            }
+            let init = match kind {
+                "Deployment" => &value["spec"]["template"]["spec"]["initContainers"][0],
+                _ => &value["spec"]["kubernetes"]["initContainers"][0],
+            };
+            assert_eq!(init["name"], "engine-release", "{path}");
+            assert_eq!(init["image"], json!(image), "{path}");
+            assert_eq!(
+                init["command"],
+                json!(["python3", "-B", "-c", program, "vllm", "0.27.0", image]),
+                "{path}"
+            );
+            assert_eq!(init["securityContext"]["runAsNonRoot"], true);
+            found += 1;
         }
         assert_eq!(found, 1, "{kind}");
     }
     // A tag naming no release gets no check (and HF0521 says so).
-    let objects = app(k3("vllm/vllm-openai:kimi-k3"))
-        .synth()
-        .expect("a warning only");
-    let text = objects
-        .files()
-        .iter()
-        .filter(|(p, _)| p.ends_with(".yaml"))
-        .map(|(_, b)| String::from_utf8_lossy(b).into_owned())
-        .collect::<String>();
-    assert!(text.contains("kind: InferenceEndpointConfig") && !text.contains("engine-release"));
+    let configs: Vec<serde_json::Value> = yaml_documents(&app(k3("vllm/vllm-openai:kimi-k3")))
+        .into_iter()
+        .map(|(_, v)| v)
+        .filter(|v| v["kind"] == "InferenceEndpointConfig")
+        .collect();
+    assert_eq!(configs.len(), 1);
+    assert_eq!(configs[0]["spec"]["kubernetes"], serde_json::Value::Null);
+}
+
+/// Every YAML document `app` synthesizes (Kubernetes objects and Helm values), by file.
+fn yaml_documents(app: &App) -> Vec<(String, serde_json::Value)> {
+    let assembly = app.synth().expect("the description synthesizes");
+    let mut out = Vec::new();
+    for (path, bytes) in assembly.files() {
+        if !path.ends_with(".yaml") {
+            continue;
+        }
+        for doc in serde_yaml::Deserializer::from_str(&String::from_utf8_lossy(bytes)) {
+            let value = serde::Deserialize::deserialize(doc).expect("valid YAML");
+            out.push((path.clone(), value));
+        }
+    }
+    out
 }
 
 /// The start-up program's own tests (run as the pod runs it).
