@@ -12,9 +12,11 @@
 //! cargo run --release --example bench_fleet -- 1000 discard # synthesized and dropped: no disk, flat memory
 //! ```
 
+mod reference;
+
 use hyperforge::fleet::{Fleet, FleetMember, FleetOptions, FleetOutput, FleetRegion, FleetSink};
-use hyperforge::reference::{kimi_k3_eks_stack_at, Placement};
 use hyperforge::App;
+use reference::{kimi_k3_eks_stack_at, Placement};
 use std::time::Instant;
 
 const REGIONS: [(&str, &str, &str); 5] = [

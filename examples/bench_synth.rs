@@ -6,6 +6,8 @@
 //! cargo run --release --example bench_synth
 //! ```
 
+mod reference;
+
 use std::time::{Duration, Instant};
 
 fn percentile(sorted: &[Duration], p: f64) -> Duration {
@@ -22,10 +24,7 @@ fn peak_rss_mib() -> Option<f64> {
 
 fn main() {
     let iterations = 500;
-    for app in hyperforge::reference::all()
-        .into_iter()
-        .chain(hyperforge::reference::variants())
-    {
+    for app in reference::all().into_iter().chain(reference::variants()) {
         let name = app.stacks().first().map_or("?", |s| s.name()).to_owned();
         for _ in 0..20 {
             std::hint::black_box(app.synth().expect("reference app synthesizes"));
@@ -64,12 +63,10 @@ fn main() {
     for n in [5usize, 50, 500] {
         let mut fleet = hyperforge::App::new();
         for i in 0..n {
-            fleet.add_stack(hyperforge::reference::kimi_k3_hyperpod_stack(&format!(
+            fleet.add_stack(reference::kimi_k3_hyperpod_stack(&format!(
                 "kimi-k3-hyperpod-{i}"
             )));
-            fleet.add_stack(hyperforge::reference::kimi_k3_eks_stack(&format!(
-                "kimi-k3-eks-{i}"
-            )));
+            fleet.add_stack(reference::kimi_k3_eks_stack(&format!("kimi-k3-eks-{i}")));
         }
         let start = Instant::now();
         let assembly = fleet.synth().expect("fleet synthesizes");

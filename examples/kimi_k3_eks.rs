@@ -8,6 +8,8 @@
 //! Prints every diagnostic (rustc style) and exits 1 without touching the output directory
 //! when the description has an error.
 
+mod reference;
+
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -15,7 +17,7 @@ fn main() -> ExitCode {
     let out = std::env::args_os()
         .nth(1)
         .map_or_else(|| PathBuf::from("hyperforge.out"), PathBuf::from);
-    let app = hyperforge::reference::kimi_k3_eks();
+    let app = reference::kimi_k3_eks();
     match app.synth() {
         Err(diagnostics) => {
             eprintln!("{diagnostics}");

@@ -10,6 +10,8 @@
 //! Prints every diagnostic and exits 1 without touching the output directory when a member
 //! has an error.
 
+mod reference;
+
 use hyperforge::fleet::{FleetOptions, FleetWriteError};
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -18,7 +20,7 @@ fn main() -> ExitCode {
     let out = std::env::args_os()
         .nth(1)
         .map_or_else(|| PathBuf::from("hyperforge.fleet"), PathBuf::from);
-    let fleet = hyperforge::reference::kimi_k3_eks_fleet();
+    let fleet = reference::kimi_k3_eks_fleet();
     match fleet.write_to(&out, &FleetOptions::default()) {
         Err(FleetWriteError::Diagnostics(diagnostics)) => {
             eprintln!("{diagnostics}");

@@ -8,6 +8,8 @@
 //! Prints every diagnostic (rustc style) and exits 1 without touching the output directory
 //! when a description has an error.
 
+mod reference;
+
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -16,10 +18,7 @@ fn main() -> ExitCode {
         .nth(1)
         .map_or_else(|| PathBuf::from("hyperforge.out"), PathBuf::from);
     let mut app = hyperforge::App::new().tag("managed-by", "hyperforge");
-    for reference in hyperforge::reference::all()
-        .into_iter()
-        .chain(hyperforge::reference::variants())
-    {
+    for reference in reference::all().into_iter().chain(reference::variants()) {
         for stack in reference.stacks() {
             app.add_stack(stack.clone());
         }

@@ -5,6 +5,8 @@
 use serde::Serialize;
 use std::fmt;
 
+mod sources;
+
 /// How bad a diagnostic is. Errors stop synthesis; warnings do not unless denied.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
 #[serde(rename_all = "lowercase")]
@@ -442,16 +444,24 @@ codes! {
 }
 
 impl Code {
+    /// Where the code's rule comes from, one line of Markdown: the service documentation,
+    /// specification or upstream source that states the limit or behaviour it enforces, or
+    /// `hyperforge: ` and the reason when the rule is hyperforge's own.
+    pub fn source(self) -> &'static str {
+        sources::source(self)
+    }
+
     /// The code's documentation as Markdown: a heading with id and summary, the severity, the
-    /// explanation. This is what `hyperforge explain CODE` prints.
+    /// explanation and the rule's source. This is what `hyperforge explain CODE` prints.
     pub fn explain_markdown(self) -> String {
         let severity = self.severity().as_str();
         format!(
-            "## {}: {}\n\nSeverity: {severity}. In Rust: `Code::{}`.\n\n{}\n",
+            "## {}: {}\n\nSeverity: {severity}. In Rust: `Code::{}`.\n\n{}\n\nSource: {}\n",
             self.id(),
             self.summary(),
             self.rust_name(),
-            self.explanation()
+            self.explanation(),
+            self.source()
         )
     }
 
@@ -743,6 +753,26 @@ impl std::error::Error for Diagnostics {}
 mod tests {
     use super::*;
     use std::collections::BTreeSet;
+
+    /// Every code names where its rule comes from, in one line: hyperforge's own reason, or a
+    /// document whose links are absolute `https` addresses (the reference is read off the site).
+    #[test]
+    fn every_code_names_its_source() {
+        let mut linked = 0;
+        for code in Code::ALL {
+            let source = code.source();
+            assert!(
+                !source.trim().is_empty() && !source.contains('\n'),
+                "{}: {source:?}",
+                code.id()
+            );
+            for link in source.split("](").skip(1) {
+                assert!(link.starts_with("https://"), "{}: {link}", code.id());
+                linked += 1;
+            }
+        }
+        assert!(linked >= 100, "{linked} linked sources");
+    }
 
     #[test]
     fn codes_are_unique_and_documented() {

@@ -125,10 +125,12 @@
 //! Module map: [`app`] (construct model), [`constructs`] (builders), [`catalog`] (instance and model
 //! facts, GPU memory arithmetic), [`diagnostics`], `validate` (model-aware rules and service
 //! limits, internal), [`synth`] (backends), [`assembly`] (output), [`cost`] (hourly estimate),
-//! [`reference`](mod@reference) (the reference deployments), `runbook` (the deployment runbook of a stack;
-//! feature `runbook`), `stackfile` (declarative YAML stack files; feature `stackfile`),
+//! [`fleet`] (one description over regions and accounts), `runbook` (the deployment runbook
+//! of a stack; feature `runbook`), `stackfile` (declarative YAML stack files; feature `stackfile`),
 //! `policy` (Guard rules; feature `policy`), `deploy` (feature `deploy`), and [`generated`]:
 //! the CloudFormation L1 and Kubernetes custom resource types generated from vendored schemas.
+//! The reference deployments are example code written against this API, in the repository's
+//! `examples/reference/mod.rs`.
 //!
 //! ## Features
 //!
@@ -178,7 +180,6 @@ pub mod fleet;
 #[cfg(feature = "policy")]
 #[cfg_attr(docsrs, doc(cfg(feature = "policy")))]
 pub mod policy;
-pub mod reference;
 pub mod resources;
 #[cfg(feature = "runbook")]
 #[cfg_attr(docsrs, doc(cfg(feature = "runbook")))]
@@ -187,6 +188,14 @@ pub mod runbook;
 #[cfg_attr(docsrs, doc(cfg(feature = "stackfile")))]
 pub mod stackfile;
 pub mod synth;
+
+// The reference deployments are example code (`examples/reference/mod.rs`), written against
+// the public API as a user's crate would; the unit tests build them too.
+#[cfg(test)]
+extern crate self as hyperforge;
+#[cfg(test)]
+#[path = "../examples/reference/mod.rs"]
+mod reference;
 pub(crate) mod validate;
 pub(crate) mod yaml;
 

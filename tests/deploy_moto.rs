@@ -44,6 +44,9 @@
 
 #![cfg(feature = "deploy")]
 
+#[path = "../examples/reference/mod.rs"]
+mod reference;
+
 use hyperforge::app::Stack;
 use hyperforge::constructs::{ClusterSecurityGroup, LifecycleScripts, Network};
 use hyperforge::deploy::fleet::Change;
@@ -1147,7 +1150,7 @@ fn the_cli_creates_the_reference_fleets_stack_sets() {
     let rt = rt();
     let dir = tempfile::tempdir().expect("temporary directory");
     let out = dir.path().join("fleet.out");
-    hyperforge::reference::kimi_k3_eks_fleet()
+    reference::kimi_k3_eks_fleet()
         .write_to(&out, &FleetOptions::default())
         .unwrap_or_else(|e| panic!("{e}"));
     let manifest = FleetDir::load(&out).unwrap_or_else(|e| panic!("{e}"));

@@ -744,12 +744,12 @@ stack_file_shape! {
         SUBNETS: opt "subnets", Ty::Refs(Want::Subnets), "The control plane's subnets.";
         SECURITY_GROUPS: opt "security_groups", Ty::Refs(Want::SecurityGroup), "Additional security groups.";
         VPC: opt "vpc", Ty::Ref(Want::Vpc), "The cluster's VPC (required for the admin host).";
-        ADMIN_HOST: opt "admin_host", Ty::Bool, "Create the SSM-managed admin host that reaches the private endpoint (default `true`; `false` when you reach the VPC another way).";
-        ADMIN_HOST_INSTANCE_TYPE: opt "admin_host_instance_type", Ty::Str, "The admin host's instance type (default `t3.micro`).";
+        ADMIN_HOST: opt "admin_host", Ty::Bool, default "true", "Create the SSM-managed admin host that reaches the private endpoint (`false` when you reach the VPC another way).";
+        ADMIN_HOST_INSTANCE_TYPE: opt "admin_host_instance_type", Ty::Str, default "t3.micro", "The admin host's instance type.";
         PUBLIC_ACCESS_CIDRS: opt "public_access_cidrs", Ty::StrList, "Also allow the public endpoint from these blocks (default: private only).";
         ACCESS_ENTRIES: opt "access_entries", Ty::List(&access_entry_fields::SHAPE), "Principals allowed into the cluster.";
         ADDONS: opt "addons", Ty::List(&addon_fields::SHAPE), "EKS add-ons.";
-        NETWORK_POLICY: opt "network_policy", Ty::Bool, "Whether the VPC CNI enforces NetworkPolicies (default true).";
+        NETWORK_POLICY: opt "network_policy", Ty::Bool, default "true", "Whether the VPC CNI enforces NetworkPolicies.";
     }
 }
 

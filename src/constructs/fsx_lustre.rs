@@ -334,10 +334,10 @@ stack_file_shape! {
         ID: req "fsx_lustre", Ty::Str, "The construct id.";
         SUBNET: req "subnet", Ty::Ref(Want::Subnet), "The file system's subnet.";
         SECURITY_GROUP: req "security_group", Ty::Ref(Want::SecurityGroup), "The security group of its network interfaces (Lustre ports open within it).";
-        DEPLOYMENT_TYPE: opt "deployment_type", Ty::Enum(&["PERSISTENT_2"]), "The deployment type (default `PERSISTENT_2`).";
-        STORAGE_GIB: opt "storage_gib", Ty::U32(super::STORAGE_GIB), "Storage capacity in GiB: 1200 or a multiple of 2400 (default 1200).";
-        THROUGHPUT_PER_TIB: opt "throughput_per_tib", Ty::U32(super::THROUGHPUT_PER_TIB), "MB/s per TiB of storage: 125, 250, 500 or 1000 (default 125).";
-        COMPRESSION: opt "compression", Ty::Enum(&["lz4", "none"]), "Data compression (default `lz4`).";
+        DEPLOYMENT_TYPE: opt "deployment_type", Ty::Enum(&["PERSISTENT_2"]), default "PERSISTENT_2", "The deployment type.";
+        STORAGE_GIB: opt "storage_gib", Ty::U32(super::STORAGE_GIB), default "1200", "Storage capacity in GiB: 1200 or a multiple of 2400.";
+        THROUGHPUT_PER_TIB: opt "throughput_per_tib", Ty::U32(super::THROUGHPUT_PER_TIB), default "125", "MB/s per TiB of storage: 125, 250, 500 or 1000.";
+        COMPRESSION: opt "compression", Ty::Enum(&["lz4", "none"]), default "lz4", "Data compression.";
         DATA_REPOSITORY: opt "data_repository", Ty::Obj(&data_repository_fields::SHAPE), "The link to S3.";
     }
 }

@@ -1142,7 +1142,7 @@ stack_file_shape! {
     pub mod instance_group_fields = "InstanceGroup", "A HyperPod instance group." {
         NAME: req "name", Ty::Str, "The group's name.";
         INSTANCE_TYPE: req "instance_type", Ty::Str, "The `ml.` instance type.";
-        COUNT: opt "count", Ty::I64(super::INSTANCE_COUNT), "Instances (default 1).";
+        COUNT: opt "count", Ty::I64(super::INSTANCE_COUNT), default "1", "Instances.";
         THREADS_PER_CORE: opt "threads_per_core", Ty::I64(super::THREADS_PER_CORE), "1 or 2.";
         EBS_VOLUME_GB: opt "ebs_volume_gb", Ty::I64(super::EBS_VOLUME_GB), "Instance storage volume in GB.";
         DEEP_HEALTH_CHECKS: opt "deep_health_checks", Ty::EnumList(DeepHealthCheck::NAMES), "Deep health checks on creation.";
@@ -1160,7 +1160,7 @@ stack_file_shape! {
         LIFECYCLE: req "lifecycle", Ty::Ref(Want::Lifecycle), "The lifecycle scripts run on node creation.";
         SUBNETS: opt "subnets", Ty::Refs(Want::Subnets), "The nodes' subnets (the HyperPod subnet).";
         SECURITY_GROUPS: opt "security_groups", Ty::Refs(Want::SecurityGroup), "The nodes' security groups.";
-        NODE_RECOVERY: opt "node_recovery", Ty::Enum(NodeRecovery::NAMES), "Node recovery (default `automatic`).";
+        NODE_RECOVERY: opt "node_recovery", Ty::Enum(NodeRecovery::NAMES), default "automatic", "Node recovery.";
         INSTANCE_GROUPS: req "instance_groups", Ty::List(&instance_group_fields::SHAPE), "The instance groups.";
     }
 }

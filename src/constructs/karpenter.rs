@@ -804,8 +804,8 @@ stack_file_shape! {
         INSTANCE_TYPE: req "instance_type", Ty::Str, "The EC2 instance type.";
         RESERVATION_ID: opt "reservation_id", Ty::Str, "Select the Capacity Block by id.";
         RESERVATION_TAGS: opt "reservation_tags", Ty::StrMap, "Select the Capacity Block by tags.";
-        MAX_NODES: opt "max_nodes", Ty::U32(super::super::nodes::RESERVABLE_COUNT_RANGE), "At most this many nodes (default 1).";
-        AMI_VERSION: opt "ami_version", Ty::Str, "The EKS-optimized AL2023 AMI release (`al2023@<version>`; default `v20260714`).";
+        MAX_NODES: opt "max_nodes", Ty::U32(super::super::nodes::RESERVABLE_COUNT_RANGE), default "1", "At most this many nodes.";
+        AMI_VERSION: opt "ami_version", Ty::Str, default super::DEFAULT_AL2023_AMI_VERSION, "The EKS-optimized AL2023 AMI release (the version in `al2023@<version>`).";
         WINDOW: opt "window", Ty::Obj(&super::super::nodes::reservation_window_fields::SHAPE), "When the Capacity Block holds its instances: its timeline (nodes, serving, drain) is derived from it.";
         UPFRONT_FEE_USD: opt "upfront_fee_usd", Ty::F64(super::super::nodes::UPFRONT_FEE_USD), "What the block cost, paid up front (its offering's `UpfrontFee`), USD.";
     }

@@ -210,7 +210,7 @@ stack_file_shape! {
 stack_file_shape! {
     pub mod fields = <LifecycleScripts as Construct>::KIND, "A bucket holding the HyperPod lifecycle scripts (default `on_create.sh`)." {
         ID: req "lifecycle_scripts", Ty::Str, "The construct id.";
-        CONTAINER_STORAGE: opt "container_storage", Ty::Enum(ContainerStorage::NAMES), "Where the default `on_create.sh` puts containerd and kubelet data: `instance_store` (local NVMe at /opt/dlami/nvme, default) or `ebs_volume` (/opt/sagemaker).";
+        CONTAINER_STORAGE: opt "container_storage", Ty::Enum(ContainerStorage::NAMES), default "instance_store", "Where the default `on_create.sh` puts containerd and kubelet data: `instance_store` (local NVMe at /opt/dlami/nvme) or `ebs_volume` (/opt/sagemaker).";
         ON_CREATE_SCRIPT: opt "on_create_script", Ty::Str, "Replaces the `on_create.sh` script.";
         FILES: opt "files", Ty::List(&file_fields::SHAPE), "More files next to the entry point.";
     }

@@ -290,7 +290,7 @@ stack_file_shape! {
     pub mod fields = <LogShipping as Construct>::KIND, "Container logs to CloudWatch Logs: a KMS key, the log groups `/hyperforge/<cluster>/workloads` and `/hyperforge/<cluster>/system`, and Fluent Bit's role (EKS Pod Identity); install Fluent Bit with the Helm preset `aws-for-fluent-bit`." {
         ID: req "log_shipping", Ty::Str, "The construct id.";
         CLUSTER: req "cluster", Ty::Ref(Want::Eks), "The EKS cluster whose container logs are shipped.";
-        RETENTION_DAYS: opt "retention_days", Ty::U32(super::LOG_RETENTION_RANGE), "How long log events are kept, a CloudWatch Logs retention period in days (default 90).";
+        RETENTION_DAYS: opt "retention_days", Ty::U32(super::LOG_RETENTION_RANGE), default "90", "How long log events are kept, a CloudWatch Logs retention period in days.";
     }
 }
 

@@ -938,12 +938,12 @@ stack_file_shape! {
 stack_file_shape! {
     pub mod network_fields = <Network as Construct>::KIND, "A VPC with public and private subnets, NAT, flow logs, and optional HyperPod and GPU subnets." {
         ID: req "network", Ty::Str, "The construct id.";
-        CIDR: opt "cidr", Ty::Str, "The primary CIDR block, /16 to /20 (default `10.192.0.0/16`).";
-        AVAILABILITY_ZONES: opt "availability_zones", Ty::U32(super::AVAILABILITY_ZONES), "Zones with a public and a private subnet (default 2).";
-        NAT_GATEWAYS: opt "nat_gateways", Ty::Enum(NatGateways::NAMES), "One NAT gateway, or one per zone (default `one`).";
+        CIDR: opt "cidr", Ty::Str, default "10.192.0.0/16", "The primary CIDR block, /16 to /20.";
+        AVAILABILITY_ZONES: opt "availability_zones", Ty::U32(super::AVAILABILITY_ZONES), default "2", "Zones with a public and a private subnet.";
+        NAT_GATEWAYS: opt "nat_gateways", Ty::Enum(NatGateways::NAMES), default "one", "One NAT gateway, or one per zone.";
         HYPERPOD_SUBNET: opt "hyperpod_subnet", Ty::Obj(&zonal_subnet_fields::SHAPE), "The HyperPod subnet, in the training plan's zone.";
         GPU_SUBNET: opt "gpu_subnet", Ty::Obj(&zonal_subnet_fields::SHAPE), "The GPU node subnet, in the Capacity Block's zone.";
-        FLOW_LOG_RETENTION_DAYS: opt "flow_log_retention_days", Ty::U32(super::LOG_RETENTION_RANGE), "Flow log retention in days (default 365).";
+        FLOW_LOG_RETENTION_DAYS: opt "flow_log_retention_days", Ty::U32(super::LOG_RETENTION_RANGE), default "365", "Flow log retention in days.";
     }
 }
 

@@ -138,7 +138,7 @@ stack_file_shape! {
     pub mod fields = <ClusterSecurityGroup as Construct>::KIND, "The security group shared by the cluster's nodes." {
         ID: req "cluster_security_group", Ty::Str, "The construct id.";
         VPC: req "vpc", Ty::Ref(Want::Vpc), "The VPC.";
-        FSX_LUSTRE_PORTS: opt "fsx_lustre_ports", Ty::Bool, "Open the FSx for Lustre ports between members (default true).";
+        FSX_LUSTRE_PORTS: opt "fsx_lustre_ports", Ty::Bool, default "true", "Open the FSx for Lustre ports between members.";
     }
 }
 

@@ -204,6 +204,10 @@ pub struct Field {
     pub ty: Ty,
     /// Whether it must be present.
     pub required: bool,
+    /// The value an absent optional field stands for, as the file would write it (`365`,
+    /// `per_az`, `true`); `None` when absence means "not set" or a value derived from other
+    /// fields (the doc line says which). The schema gives it as `default`.
+    pub default: Option<&'static str>,
     /// One line of documentation.
     pub doc: &'static str,
 }
@@ -245,9 +249,11 @@ impl Shape {
 macro_rules! stack_file_shape {
     (@required req) => { true };
     (@required opt) => { false };
+    (@default) => { None };
+    (@default $default:expr) => { Some($default) };
     (
         $vis:vis mod $module:ident = $name:expr, $doc:literal {
-            $( $field:ident : $req:ident $key:literal, $ty:expr, $fdoc:literal; )*
+            $( $field:ident : $req:ident $key:literal, $ty:expr, $(default $default:expr,)? $fdoc:literal; )*
         }
     ) => {
         #[doc = concat!("The stack-file fields of `", stringify!($module), "`.")]
@@ -261,6 +267,7 @@ macro_rules! stack_file_shape {
                     name: $key,
                     ty: $ty,
                     required: $crate::constructs::stack_file::stack_file_shape!(@required $req),
+                    default: $crate::constructs::stack_file::stack_file_shape!(@default $($default)?),
                     doc: $fdoc,
                 };
             )*

@@ -1507,7 +1507,7 @@ stack_file_shape! {
         SERVED_MODEL_NAME: opt "served_model_name", Ty::Str, "The name clients pass as `model`.";
         TENSOR_PARALLEL_SIZE: opt "tensor_parallel_size", Ty::U32(super::GPU_COUNT), "Tensor parallel size (default: every GPU of the instance).";
         DECODE_CONTEXT_PARALLEL_SIZE: opt "decode_context_parallel_size", Ty::U32(super::GPU_COUNT), "Decode context parallel size.";
-        GPU_MEMORY_UTILIZATION: opt "gpu_memory_utilization", Ty::F64(super::GPU_MEMORY_UTILIZATION), "Fraction of GPU memory vLLM may use (default 0.90).";
+        GPU_MEMORY_UTILIZATION: opt "gpu_memory_utilization", Ty::F64(super::GPU_MEMORY_UTILIZATION), default "0.90", "Fraction of GPU memory vLLM may use.";
         MAX_MODEL_LEN: opt "max_model_len", Ty::U64(super::MODEL_LEN), "Maximum context length.";
         LOAD_FORMAT: opt "load_format", Ty::Str, "The weight loader (`fastsafetensors`, ...).";
         TRUST_REMOTE_CODE: opt "trust_remote_code", Ty::Bool, "Run the model repository's own code.";
@@ -1533,11 +1533,11 @@ stack_file_shape! {
         SERVER_ADDRESS: opt "server_address", Ty::Str, "The Prometheus query endpoint: `https://aps-workspaces.<region>.amazonaws.com/workspaces/<workspace id>` for AMP (or `workspace`).";
         WORKSPACE: opt "workspace", Ty::Ref(Want::PrometheusMonitoring), "The `prometheus_monitoring` whose workspace is queried (its id is filled in when the stage is applied); instead of `server_address`.";
         QUERY: opt "query", Ty::Str, "A PromQL query returning one value (default: `sum(vllm:num_requests_waiting{model_name=\"<served name>\"})`).";
-        TARGET_VALUE: opt "target_value", Ty::F64(super::autoscaling::AUTOSCALING_TARGET), "The query's target value per replica (default 4).";
-        POLLING_INTERVAL_SECS: opt "polling_interval_secs", Ty::U32(super::autoscaling::AUTOSCALING_SECS), "How often the query runs, seconds (default 30).";
-        COOLDOWN_SECS: opt "cooldown_secs", Ty::U32(super::autoscaling::AUTOSCALING_SECS), "Cooldown, seconds (default 600).";
-        SCALE_UP_STABILIZATION_SECS: opt "scale_up_stabilization_secs", Ty::U32(super::autoscaling::AUTOSCALING_SECS), "Scale-up stabilization window, seconds (default 0).";
-        SCALE_DOWN_STABILIZATION_SECS: opt "scale_down_stabilization_secs", Ty::U32(super::autoscaling::AUTOSCALING_SECS), "Scale-down stabilization window, seconds (default 1800).";
+        TARGET_VALUE: opt "target_value", Ty::F64(super::autoscaling::AUTOSCALING_TARGET), default "4", "The query's target value per replica.";
+        POLLING_INTERVAL_SECS: opt "polling_interval_secs", Ty::U32(super::autoscaling::AUTOSCALING_SECS), default "30", "How often the query runs, seconds.";
+        COOLDOWN_SECS: opt "cooldown_secs", Ty::U32(super::autoscaling::AUTOSCALING_SECS), default "600", "Cooldown, seconds.";
+        SCALE_UP_STABILIZATION_SECS: opt "scale_up_stabilization_secs", Ty::U32(super::autoscaling::AUTOSCALING_SECS), default "0", "Scale-up stabilization window, seconds.";
+        SCALE_DOWN_STABILIZATION_SECS: opt "scale_down_stabilization_secs", Ty::U32(super::autoscaling::AUTOSCALING_SECS), default "1800", "Scale-down stabilization window, seconds.";
     }
 }
 
@@ -1547,8 +1547,8 @@ stack_file_shape! {
         SERVER: req "server", Ty::Obj(&server_fields::SHAPE), "The vLLM server.";
         INSTANCE_TYPE: req "instance_type", Ty::Str, "The instance type (EC2 or `ml.` name).";
         NAME: opt "name", Ty::Str, "The object name (default: the served model name in lowercase).";
-        NAMESPACE: opt "namespace", Ty::Str, "The namespace (default `default`).";
-        REPLICAS: opt "replicas", Ty::I64(super::REPLICAS), "Replicas (default 1; with autoscaling, the count the operator starts with).";
+        NAMESPACE: opt "namespace", Ty::Str, default "default", "The namespace.";
+        REPLICAS: opt "replicas", Ty::I64(super::REPLICAS), default "1", "Replicas; with autoscaling, the count the operator starts with.";
         AUTOSCALING: opt "autoscaling", Ty::Obj(&autoscaling_fields::SHAPE), "Autoscaling (the endpoint's `autoScalingSpec`).";
     }
 }
@@ -1567,14 +1567,14 @@ stack_file_shape! {
         INSTANCE_TYPE: req "instance_type", Ty::Str, "The EC2 instance type of the nodes.";
         NAME: opt "name", Ty::Str, "The object name (default: the served model name in lowercase).";
         NAMESPACE: opt "namespace", Ty::Str, "The namespace (default: the object name).";
-        REPLICAS: opt "replicas", Ty::I64(super::REPLICAS), "Replicas (default 1).";
+        REPLICAS: opt "replicas", Ty::I64(super::REPLICAS), default "1", "Replicas.";
         GPUS: opt "gpus", Ty::U32(super::GPU_COUNT), "GPUs per replica (default: every GPU of the instance).";
-        EXPOSURE: opt "exposure", Ty::Enum(Exposure::NAMES), "How the Service is exposed (default `internal_load_balancer`).";
+        EXPOSURE: opt "exposure", Ty::Enum(Exposure::NAMES), default "internal_load_balancer", "How the Service is exposed.";
         SERVICE_ANNOTATIONS: opt "service_annotations", Ty::StrMap, "Annotations on the Service.";
         EFA: opt "efa", Ty::Bool, "Request the instance's EFA interfaces.";
         LOAD_BALANCER_SUBNETS: opt "load_balancer_subnets", Ty::Refs(Want::Subnets), "The load balancer's subnets, one per zone (default for an internal load balancer: the serving nodes' subnets; `Network.public_subnets` when internet-facing); the NetworkPolicy admits their blocks.";
         CLIENTS: opt "clients", Ty::List(&client_fields::SHAPE), "Pods allowed to reach the server directly.";
-        ALWAYS_PULL_IMAGE: opt "always_pull_image", Ty::Bool, "Ask the registry for the image at every start (`imagePullPolicy: Always`; default `IfNotPresent`).";
+        ALWAYS_PULL_IMAGE: opt "always_pull_image", Ty::Bool, default "false", "Ask the registry for the image at every start (`imagePullPolicy: Always` rather than `IfNotPresent`).";
         AUTOSCALING: opt "autoscaling", Ty::Obj(&autoscaling_fields::SHAPE), "Autoscaling (a KEDA ScaledObject; `replicas` is then left to it).";
     }
 }

@@ -1037,7 +1037,7 @@ stack_file_shape! {
         STORE: req "store", Ty::Ref(Want::ModelStore), "The model store.";
         MODEL: req "model", Ty::Str, "The Hugging Face model id (`organization/name`).";
         REVISION: req "revision", Ty::Str, "The commit to stage: 40 lowercase hex digits, the same the servers pin.";
-        WORKERS: opt "workers", Ty::U32(super::WORKERS), "Parallel file copies (default 8).";
+        WORKERS: opt "workers", Ty::U32(super::WORKERS), default "8", "Parallel file copies.";
         HF_TOKEN_SECRET: opt "hf_token_secret", Ty::Obj(&crate::constructs::vllm::secret_key_ref_fields::SHAPE), "The Secret (in namespace `model-weights`) holding the Hugging Face token; read if present.";
         NODE_SELECTOR: opt "node_selector", Ty::StrMap, "Node labels the Job runs on (`hyperforge.io/node-role: system`).";
         WEIGHT_BYTES: opt "weight_bytes", Ty::U64(crate::constructs::vllm::WEIGHT_BYTES), "The checkpoint's size, for models not in the catalog.";

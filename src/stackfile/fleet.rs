@@ -9,7 +9,7 @@
 //! before any member is built: a malformed one (HF1120), an unknown name (HF1121), a name some
 //! member has no value for (HF1123). A stack file loaded on its own refuses them (HF1122).
 
-use super::schema::{self, opt, req, Shape, Ty};
+use super::schema::{self, opt, opt_default, req, Shape, Ty};
 use super::yaml::{Node, Pos, Value};
 use super::{entries, items, parse_bool, parse_text, parse_whole, str_map, text, Cx};
 use crate::assembly::fleet::{
@@ -54,10 +54,11 @@ static PREFERENCES: Shape = Shape {
     name: "Preferences",
     doc: "How StackSet operations roll out (`OperationPreferences`).",
     fields: &[
-        &opt(
+        &opt_default(
             "region_concurrency",
             Ty::Enum(&["sequential", "parallel"]),
-            "One region after another (default) or all at once.",
+            "sequential",
+            "One region after another or all at once.",
         ),
         &opt(
             "max_concurrent",
@@ -179,20 +180,22 @@ pub static FLEET_FILE: Shape = Shape {
             Ty::List(&REGION),
             "The regions, in order: members are named `<fleet>-<region>[-<target>][-<model>]`.",
         ),
-        &opt(
+        &opt_default(
             "permission_model",
             Ty::Enum(&["self-managed", "service-managed"]),
-            "The StackSets' permission model (default `self-managed`).",
+            "self-managed",
+            "The StackSets' permission model.",
         ),
         &opt(
             "administration_role_arn",
             Ty::Str,
             "Self-managed: the administration role (default: the account's `AWSCloudFormationStackSetAdministrationRole`).",
         ),
-        &opt(
+        &opt_default(
             "execution_role_name",
             Ty::Str,
-            "Self-managed: the execution role's name in each target account (default `AWSCloudFormationStackSetExecutionRole`).",
+            "AWSCloudFormationStackSetExecutionRole",
+            "Self-managed: the execution role's name in each target account.",
         ),
         &opt(
             "delegated_admin",

@@ -12,6 +12,7 @@ pub(super) const fn req(name: &'static str, ty: Ty, doc: &'static str) -> Field 
         name,
         ty,
         required: true,
+        default: None,
         doc,
     }
 }
@@ -21,6 +22,23 @@ pub(super) const fn opt(name: &'static str, ty: Ty, doc: &'static str) -> Field 
         name,
         ty,
         required: false,
+        default: None,
+        doc,
+    }
+}
+
+/// An optional field whose absence stands for `default` (as the file would write it).
+pub(super) const fn opt_default(
+    name: &'static str,
+    ty: Ty,
+    default: &'static str,
+    doc: &'static str,
+) -> Field {
+    Field {
+        name,
+        ty,
+        required: false,
+        default: Some(default),
         doc,
     }
 }
@@ -223,6 +241,39 @@ fn ty_schema(ty: Ty) -> Value {
     }
 }
 
+/// A field's default as the JSON value its type takes (`365` a number, `true` a boolean,
+/// `per_az` a string); `None` when the text is not a value of the type, which
+/// `tests::every_default_is_a_value_of_its_field` refuses.
+fn typed_default(ty: Ty, text: &str) -> Option<Value> {
+    match ty {
+        Ty::U32(r) | Ty::U64(r) | Ty::I64(r) => {
+            let n: i64 = text.parse().ok()?;
+            (r.min <= n && n <= r.max).then(|| json!(n))
+        }
+        Ty::F64(r) => {
+            let x: f64 = text.parse().ok()?;
+            let above = if r.min_exclusive {
+                x > r.min
+            } else {
+                x >= r.min
+            };
+            (above && x <= r.max).then(|| json!(x))
+        }
+        Ty::Bool => text.parse::<bool>().ok().map(Value::Bool),
+        Ty::Enum(values) => values.contains(&text).then(|| json!(text)),
+        Ty::Str => Some(json!(text)),
+        Ty::StrMap
+        | Ty::StrList
+        | Ty::EnumList(_)
+        | Ty::Ref(_)
+        | Ty::Refs(_)
+        | Ty::Obj(_)
+        | Ty::List(_)
+        | Ty::Constructs
+        | Ty::Stages => None,
+    }
+}
+
 fn object_schema(shape: &Shape, kind_const: Option<&str>) -> Value {
     let mut props = Map::new();
     for f in shape.fields {
@@ -233,6 +284,9 @@ fn object_schema(shape: &Shape, kind_const: Option<&str>) -> Value {
         if let Value::Object(m) = &mut s {
             m.entry("description")
                 .or_insert_with(|| Value::String(f.doc.to_owned()));
+            if let Some(default) = f.default.and_then(|d| typed_default(f.ty, d)) {
+                m.insert("default".to_owned(), default);
+            }
         }
         props.insert(f.name.to_owned(), s);
     }
@@ -358,5 +412,40 @@ mod tests {
             }
         }
         assert!(numeric >= 20, "{numeric} numeric fields");
+    }
+
+    /// A default is a value its field accepts (a number in range, one of an enum's values),
+    /// given only to optional fields, so the schema's `default` is one a file could write.
+    #[test]
+    fn every_default_is_a_value_of_its_field() {
+        let mut shapes = Vec::new();
+        for s in CONSTRUCTS {
+            collect(s, &mut shapes);
+        }
+        for (_, s) in STAGE_KINDS {
+            collect(s, &mut shapes);
+        }
+        collect(&FILE, &mut shapes);
+        collect(&super::super::fleet::FLEET_FILE, &mut shapes);
+        let mut defaults = 0;
+        for shape in shapes {
+            for f in shape.fields {
+                let Some(default) = f.default else { continue };
+                defaults += 1;
+                assert!(
+                    !f.required,
+                    "{}.{} is required and has a default",
+                    shape.name, f.name
+                );
+                assert!(
+                    typed_default(f.ty, default).is_some(),
+                    "{}.{}: `{default}` is not a value of {:?}",
+                    shape.name,
+                    f.name,
+                    f.ty
+                );
+            }
+        }
+        assert!(defaults >= 30, "{defaults} defaults");
     }
 }

@@ -6,11 +6,11 @@
 //! (strict) and the role's template with cfn-lint and checkov.
 
 use crate::external_validators;
-use hyperforge::constructs::vllm::objects::trigger_authentication_name;
-use hyperforge::constructs::*;
-use hyperforge::reference::{
+use crate::reference::{
     self, kimi_k3_server, CAPACITY_BLOCK_AZ_ID, CAPACITY_BLOCK_RESERVATION_ID, REGION,
 };
+use hyperforge::constructs::vllm::objects::trigger_authentication_name;
+use hyperforge::constructs::*;
 use hyperforge::{App, Assembly, Code, Diagnostics, Severity, Stack};
 use serde::Deserialize;
 use serde_json::Value;

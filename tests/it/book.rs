@@ -95,21 +95,27 @@ fn fields(out: &mut String, object: &Value) {
     let Some(properties) = object.get("properties").and_then(Value::as_object) else {
         return;
     };
-    out.push_str("| field | type | required | what it is |\n|---|---|---|---|\n");
+    out.push_str("| field | type | required | default | what it is |\n|---|---|---|---|---|\n");
     for (name, schema) in properties {
         let description = schema
             .get("description")
             .and_then(Value::as_str)
             .unwrap_or("");
+        let default = match schema.get("default") {
+            Some(Value::String(s)) => format!("`{s}`"),
+            Some(v) => format!("`{v}`"),
+            None => String::new(),
+        };
         writeln!(
             out,
-            "| `{name}` | {} | {} | {} |",
+            "| `{name}` | {} | {} | {} | {} |",
             cell(&type_of(schema)),
             if required.contains(&name.as_str()) {
                 "yes"
             } else {
                 ""
             },
+            cell(&default),
             cell(description)
         )
         .unwrap();

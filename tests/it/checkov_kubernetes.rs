@@ -9,9 +9,9 @@ fn kubernetes_manifests_pass_checkov() {
     let python = tool("python");
     let gate = script("checkov_gate.py");
     let mut scanned = 0;
-    for app in hyperforge::reference::all()
+    for app in crate::reference::all()
         .into_iter()
-        .chain(hyperforge::reference::variants())
+        .chain(crate::reference::variants())
     {
         let dir = tempfile::tempdir().expect("temp dir");
         app.synth()

@@ -68,8 +68,8 @@ fn synth_writes_the_reference_output_and_check_passes() {
     let out = root.join("hyperforge.out");
     // Same bytes as the reference apps synthesized by the library.
     for app in [
-        hyperforge::reference::kimi_k3_hyperpod(),
-        hyperforge::reference::kimi_k3_eks(),
+        crate::reference::kimi_k3_hyperpod(),
+        crate::reference::kimi_k3_eks(),
     ] {
         let assembly = app.synth().unwrap();
         for (path, bytes) in assembly.files() {

@@ -435,9 +435,9 @@ fn render(app: App) -> Vec<StackOut> {
 fn reference() -> &'static [StackOut] {
     static STACKS: OnceLock<Vec<StackOut>> = OnceLock::new();
     STACKS.get_or_init(|| {
-        hyperforge::reference::all()
+        crate::reference::all()
             .into_iter()
-            .chain(hyperforge::reference::variants())
+            .chain(crate::reference::variants())
             .flat_map(render)
             .collect()
     })
@@ -1590,9 +1590,9 @@ fn kube_state_metrics_values_are_keys_of_the_pinned_chart() {
         serde_json::json!({})
     );
     // The references install it: on the system nodes on EKS, without a selector on HyperPod.
-    for app in hyperforge::reference::all()
+    for app in crate::reference::all()
         .into_iter()
-        .chain(hyperforge::reference::variants())
+        .chain(crate::reference::variants())
     {
         for stack in app.stacks() {
             let hyperpod = stack.name().contains("hyperpod");

@@ -1,9 +1,10 @@
 //! The serving dashboard: a Grafana dashboard in a ConfigMap the dashboard sidecar loads, whose
 //! panels query only the jobs the managed collector scrapes, and the runbook's way to import it.
 
+use crate::reference;
 use hyperforge::constructs::dashboard::{dashboard_json, DASHBOARD_KEY, GRAFANA_DASHBOARD_LABEL};
 use hyperforge::constructs::ServingDashboard;
-use hyperforge::{reference, App};
+use hyperforge::App;
 use serde::Deserialize;
 use serde_json::Value;
 

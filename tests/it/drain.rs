@@ -10,10 +10,10 @@
 //! tests, they are never skipped.
 
 use crate::common::repo_root;
+use crate::reference::{TRAINING_PLAN_END, TRAINING_PLAN_START};
 use crate::weights_stager::{imported_modules, stdlib_modules};
 use hyperforge::catalog::time::{format_utc, parse_utc_minutes};
 use hyperforge::constructs::drain::START_LEAD_MINUTES;
-use hyperforge::reference::{TRAINING_PLAN_END, TRAINING_PLAN_START};
 use serde_json::Value;
 
 const SCRIPT: &str = "src/constructs/assets/drain_instance_group.py";

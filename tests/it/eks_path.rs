@@ -1,9 +1,9 @@
 //! The EKS path: Capacity Block node groups, the vLLM Deployment and its Service, and the
 //! mistakes that would otherwise surface only at apply time.
 
+use crate::reference::{kimi_k3_server, CAPACITY_BLOCK_AZ_ID, CAPACITY_BLOCK_RESERVATION_ID};
 use hyperforge::app::Stack;
 use hyperforge::constructs::*;
-use hyperforge::reference::{kimi_k3_server, CAPACITY_BLOCK_AZ_ID, CAPACITY_BLOCK_RESERVATION_ID};
 use hyperforge::{App, Code};
 use serde_json::{json, Value};
 
@@ -348,7 +348,7 @@ fn karpenter_objects(app: &App) -> Vec<Value> {
 
 #[test]
 fn karpenter_pins_the_ami_and_never_replaces_a_drifted_capacity_block_node() {
-    let objects = karpenter_objects(&hyperforge::reference::kimi_k3_eks_karpenter());
+    let objects = karpenter_objects(&crate::reference::kimi_k3_eks_karpenter());
     let class = objects
         .iter()
         .find(|o| o["kind"] == "EC2NodeClass")
@@ -401,7 +401,7 @@ fn karpenter_pins_the_ami_and_never_replaces_a_drifted_capacity_block_node() {
 /// and the runbook checks the block's state before scaling the named group.
 #[test]
 fn a_capacity_block_group_starts_at_zero_and_the_runbook_scales_it_once_active() {
-    let assembly = hyperforge::reference::kimi_k3_eks()
+    let assembly = crate::reference::kimi_k3_eks()
         .synth()
         .unwrap_or_else(|d| panic!("{d}"));
     let t: Value =

@@ -341,7 +341,7 @@ fn an_unknown_release_is_a_warning_that_says_what_is_not_checked() {
 /// given is one that release accepts.
 #[test]
 fn every_option_the_references_emit_is_in_their_releases_table() {
-    let version = hyperforge::reference::VLLM_IMAGE
+    let version = crate::reference::VLLM_IMAGE
         .rsplit_once(":v")
         .map(|(_, v)| v)
         .expect("the reference image is a release tag");
@@ -351,9 +351,9 @@ fn every_option_the_references_emit_is_in_their_releases_table() {
         .contains(&format!("vllm-{version}.tar.gz, sha256 ")));
     let mut checked = 0;
     for app in &[
-        hyperforge::reference::kimi_k3_hyperpod(),
-        hyperforge::reference::kimi_k3_eks(),
-        hyperforge::reference::kimi_k3_eks_karpenter(),
+        crate::reference::kimi_k3_hyperpod(),
+        crate::reference::kimi_k3_eks(),
+        crate::reference::kimi_k3_eks_karpenter(),
     ] {
         for (path, value) in yaml_documents(app) {
             let args = match value["kind"].as_str() {
@@ -388,13 +388,13 @@ fn serving_pods_check_their_engine_release_at_start_up() {
     let program = include_str!("../../src/constructs/assets/check_engine_release.py");
     let image = format!(
         "{}@{}",
-        hyperforge::reference::VLLM_IMAGE,
-        hyperforge::reference::IMAGE_DIGEST
+        crate::reference::VLLM_IMAGE,
+        crate::reference::IMAGE_DIGEST
     );
     for &(ref app, kind) in &[
-        (hyperforge::reference::kimi_k3_eks(), "Deployment"),
+        (crate::reference::kimi_k3_eks(), "Deployment"),
         (
-            hyperforge::reference::kimi_k3_hyperpod(),
+            crate::reference::kimi_k3_hyperpod(),
             "InferenceEndpointConfig",
         ),
     ] {

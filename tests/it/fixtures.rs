@@ -79,7 +79,7 @@ pub fn capacity_block_serving_stack(
     capacity_block_serving_stack_with(
         name,
         capacity,
-        hyperforge::reference::kimi_k3_server(),
+        crate::reference::kimi_k3_server(),
         deployment,
     )
 }

@@ -6,12 +6,12 @@
 
 use crate::common::{run, tool};
 use crate::external_validators::{cdk_nag, checkov_cloudformation};
+use crate::reference;
 use hyperforge::assembly::fleet::{
     Amount, OperationPreferences, PermissionModel, RegionConcurrency,
 };
 use hyperforge::constructs::Network;
 use hyperforge::fleet::{Fleet, FleetMember, FleetOptions, FleetRegion, FleetWriteError};
-use hyperforge::reference;
 use hyperforge::{App, Code, Stack};
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicUsize, Ordering};

@@ -96,7 +96,7 @@ fn the_reference_fleet_file_matches_the_rust_reference_fleet() {
         load_file(&repo("stacks/fleets/kimi-k3-eks-fleet.yaml")).unwrap_or_else(|d| panic!("{d}"));
     let options = FleetOptions::default();
     let (files, output) = from_file.synth(&options).unwrap_or_else(|d| panic!("{d}"));
-    let (expected, _) = hyperforge::reference::kimi_k3_eks_fleet()
+    let (expected, _) = crate::reference::kimi_k3_eks_fleet()
         .synth(&options)
         .unwrap_or_else(|d| panic!("{d}"));
     assert_eq!(output.manifest.members.len(), 3);

@@ -158,9 +158,9 @@ fn input_problems(text_of: &dyn Fn(&str) -> Option<String>, stack: &StackManifes
 #[test]
 fn every_deploy_time_value_is_one_declared_input() {
     let mut inputs = 0;
-    for app in hyperforge::reference::all()
+    for app in crate::reference::all()
         .into_iter()
-        .chain(hyperforge::reference::variants())
+        .chain(crate::reference::variants())
     {
         let assembly = app.synth().unwrap_or_else(|e| panic!("{e}"));
         let text_of = |path: &str| assembly.text(path).map(str::to_owned);
@@ -181,7 +181,7 @@ fn every_deploy_time_value_is_one_declared_input() {
     );
 
     // The check sees a second form of the reservation id.
-    let assembly = hyperforge::reference::kimi_k3_eks().synth().unwrap();
+    let assembly = crate::reference::kimi_k3_eks().synth().unwrap();
     let stack = &assembly.manifest().stacks[0];
     let path = crate::common::stage_file(&assembly, "kimi-k3-eks", "operations", "template.json");
     let mutated = assembly.text(&path).unwrap().replacen(
@@ -211,7 +211,7 @@ fn every_deploy_time_value_is_one_declared_input() {
 /// every StackSet, and each instance's overrides are that member's input values.
 #[test]
 fn fleet_stack_sets_bind_the_members_inputs() {
-    let fleet = hyperforge::reference::kimi_k3_eks_fleet();
+    let fleet = crate::reference::kimi_k3_eks_fleet();
     let (files, output) = fleet
         .synth(&hyperforge::fleet::FleetOptions::default())
         .unwrap_or_else(|e| panic!("{e}"));

@@ -19,7 +19,6 @@ const LAYERS: &[&str] = &[
     "runbook",
     "synth",
     "fleet",
-    "reference",
     "stackfile",
     "deploy",
     "cli",

@@ -7,6 +7,8 @@
 
 mod common;
 mod fixtures;
+#[path = "../../examples/reference/mod.rs"]
+mod reference;
 
 mod admin_path;
 mod autoscaling;

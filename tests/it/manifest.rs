@@ -2,8 +2,9 @@
 //! `Manifest` and serializes to the same bytes, and `docs/manifest.schema.json` is the schema
 //! of those types (`HYPERFORGE_BLESS=1` rewrites it).
 
+use crate::reference;
 use hyperforge::assembly::manifest::{Manifest, StageManifest};
-use hyperforge::{reference, Format, Formats, SynthOptions};
+use hyperforge::{Format, Formats, SynthOptions};
 use std::path::Path;
 
 fn reads_back(text: &str, what: &str) -> Manifest {

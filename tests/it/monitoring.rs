@@ -557,7 +557,7 @@ fn list_shows_the_alerts() {
 /// worker port what the `hyperpod-inference` job keeps (`http`, 8000, the metrics port too).
 #[test]
 fn the_hyperpod_reference_is_monitored() {
-    let assembly = hyperforge::reference::kimi_k3_hyperpod()
+    let assembly = crate::reference::kimi_k3_hyperpod()
         .synth()
         .unwrap_or_else(|d| panic!("{d}"));
     let operations = json_file(&assembly, "-operations.template.json");

@@ -3,9 +3,9 @@
 //! never panic (tests build with overflow checks, so an overflow is a panic here) or abort on
 //! an allocation sized by the input.
 
+use crate::reference::{kimi_k3_server, CAPACITY_BLOCK_AZ_ID, CAPACITY_BLOCK_RESERVATION_ID};
 use hyperforge::app::Stack;
 use hyperforge::constructs::*;
-use hyperforge::reference::{kimi_k3_server, CAPACITY_BLOCK_AZ_ID, CAPACITY_BLOCK_RESERVATION_ID};
 use hyperforge::App;
 use proptest::prelude::*;
 
@@ -178,7 +178,7 @@ proptest! {
 
 /// The HyperPod path with every instance-group number replaced.
 fn hyperpod_app(count: i64, threads: i64, ebs: i64, reserved: i64, replicas: i32) -> App {
-    use hyperforge::reference::{TRAINING_PLAN_ARN, TRAINING_PLAN_AZ_ID};
+    use crate::reference::{TRAINING_PLAN_ARN, TRAINING_PLAN_AZ_ID};
     let mut stack = Stack::new("numbers", "us-west-2");
     let f = stack.cloudformation_stage("foundation");
     let net = stack.add(

@@ -1072,8 +1072,8 @@ fn two_stacks_on_one_shared_cluster_do_not_collide_silently() {
 #[test]
 fn stacks_creating_their_own_clusters_are_not_compared() {
     App::new()
-        .stack(hyperforge::reference::kimi_k3_hyperpod_stack("copy-a"))
-        .stack(hyperforge::reference::kimi_k3_hyperpod_stack("copy-b"))
+        .stack(crate::reference::kimi_k3_hyperpod_stack("copy-a"))
+        .stack(crate::reference::kimi_k3_hyperpod_stack("copy-b"))
         .synth()
         .unwrap_or_else(|e| panic!("{e}"));
 }

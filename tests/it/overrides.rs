@@ -11,7 +11,7 @@ use serde_json::{json, Value};
 const STACK: &str = "kimi-k3-eks";
 
 fn app(edit: impl FnOnce(&mut Stack)) -> App {
-    let mut stack = hyperforge::reference::kimi_k3_eks_stack(STACK);
+    let mut stack = crate::reference::kimi_k3_eks_stack(STACK);
     edit(&mut stack);
     App::new().tag("managed-by", "hyperforge").stack(stack)
 }

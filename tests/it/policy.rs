@@ -2,8 +2,9 @@
 //! unacknowledged findings, every acknowledgement with a reason), and deliberately bad input as
 //! the negative control.
 
+use crate::reference;
 use hyperforge::policy::{PolicyPack, RuleFile};
-use hyperforge::{reference, Code, Diagnostic};
+use hyperforge::{Code, Diagnostic};
 use serde_json::Value;
 
 /// A pack of one rule file, `origin`, holding `text`.

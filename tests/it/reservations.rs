@@ -2,9 +2,9 @@
 //! (it ends at 11:30 UTC, lasts 1 to 14 days or whole weeks up to 182) and drives the timeline
 //! the manifest, the runbook and `hyperforge list` show.
 
+use crate::reference::CAPACITY_BLOCK_RESERVATION_ID;
 use hyperforge::assembly::inventory::CapacitySourceEntry;
 use hyperforge::constructs::*;
-use hyperforge::reference::CAPACITY_BLOCK_RESERVATION_ID;
 use hyperforge::{App, Code};
 
 fn app(start: &str, end: &str) -> App {
@@ -268,7 +268,7 @@ fn the_end_warning_reads_the_windows_end() {
 /// fields, the same timeline, and Karpenter's drain in the runbook.
 #[test]
 fn a_karpenter_pools_window_is_checked_and_drives_its_timeline() {
-    let app = hyperforge::reference::kimi_k3_eks_karpenter();
+    let app = crate::reference::kimi_k3_eks_karpenter();
     let assembly = app.synth().unwrap_or_else(|e| panic!("{e}"));
     let runbook = assembly.text("kimi-k3-eks-karpenter/RUNBOOK.md").unwrap();
     assert!(runbook.contains(
@@ -588,9 +588,9 @@ fn an_open_block_that_serves_nothing_is_alerted_on() {
     use hyperforge::catalog::time::parse_utc_minutes;
     use hyperforge::constructs::monitoring::{CAPACITY_BLOCK_NOT_SERVING, SERVING_SLACK_MINUTES};
     for (app, name) in [
-        (hyperforge::reference::kimi_k3_eks(), "kimi-k3-eks"),
+        (crate::reference::kimi_k3_eks(), "kimi-k3-eks"),
         (
-            hyperforge::reference::kimi_k3_eks_karpenter(),
+            crate::reference::kimi_k3_eks_karpenter(),
             "kimi-k3-eks-karpenter",
         ),
     ] {
@@ -744,8 +744,8 @@ fn a_training_plans_window_is_checked_against_sagemakers_rules() {
 /// end, the not-serving alert and `hyperforge cost`, on the HyperPod reference.
 #[test]
 fn a_training_plans_window_drives_the_hyperpod_references_timeline() {
-    use hyperforge::reference::{TRAINING_PLAN_END, TRAINING_PLAN_START};
-    let app = hyperforge::reference::kimi_k3_hyperpod();
+    use crate::reference::{TRAINING_PLAN_END, TRAINING_PLAN_START};
+    let app = crate::reference::kimi_k3_hyperpod();
     let assembly = app.synth().unwrap_or_else(|e| panic!("{e}"));
     let stack = &assembly.manifest().stacks[0];
     let timeline = reservation_timeline(&assembly, true).expect("the plan's timeline");

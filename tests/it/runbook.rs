@@ -2,7 +2,7 @@
 //! CloudFormation stack name they mention exists, and they say how to reach the model.
 
 use crate::common::stage_file;
-use hyperforge::reference;
+use crate::reference;
 use serde_json::{json, Value};
 use std::collections::BTreeSet;
 

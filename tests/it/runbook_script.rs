@@ -16,11 +16,11 @@
 //! skipped. Negative controls at the end show each check catching what it is for.
 
 use crate::common::{run, tool};
+use crate::reference;
 use hyperforge::assembly::manifest::{
     SecretSource, SecretStep, StackManifest, StageManifest, Step, When,
 };
 use hyperforge::assembly::Assembly;
-use hyperforge::reference;
 use std::collections::BTreeSet;
 use std::path::Path;
 
@@ -702,7 +702,7 @@ fn order_checks_catch_swapped_and_missing_stages() {
 /// template it names exists.
 #[test]
 fn the_fleet_runbook_is_a_script_too() {
-    let (files, output) = hyperforge::reference::kimi_k3_eks_fleet()
+    let (files, output) = crate::reference::kimi_k3_eks_fleet()
         .synth(&hyperforge::fleet::FleetOptions::default())
         .expect("the reference fleet synthesizes");
     let text = String::from_utf8(files["FLEET.md"].clone()).unwrap();

@@ -5,7 +5,7 @@
 //! virtualenv (`tests/tools/check_schemas.py`).
 
 use crate::common::run_script;
-use hyperforge::reference;
+use crate::reference;
 use std::path::{Path, PathBuf};
 
 fn repo(path: &str) -> PathBuf {

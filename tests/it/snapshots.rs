@@ -1,7 +1,7 @@
 //! Every artifact of every reference stack, as exact text, under `snapshots/`. A change to
 //! emitted infrastructure shows up here for review (`cargo insta review`).
 
-use hyperforge::reference;
+use crate::reference;
 
 #[test]
 fn reference_artifacts_match_snapshots() {

@@ -39,20 +39,20 @@ fn assert_same_output(from_file: &App, from_rust: &App) {
 #[test]
 fn hyperpod_stack_file_matches_the_rust_reference() {
     let app = load_file(&repo("stacks/kimi-k3-hyperpod.yaml")).unwrap_or_else(|d| panic!("{d}"));
-    assert_same_output(&app, &hyperforge::reference::kimi_k3_hyperpod());
+    assert_same_output(&app, &crate::reference::kimi_k3_hyperpod());
 }
 
 #[test]
 fn eks_stack_file_matches_the_rust_reference() {
     let app = load_file(&repo("stacks/kimi-k3-eks.yaml")).unwrap_or_else(|d| panic!("{d}"));
-    assert_same_output(&app, &hyperforge::reference::kimi_k3_eks());
+    assert_same_output(&app, &crate::reference::kimi_k3_eks());
 }
 
 #[test]
 fn karpenter_variant_stack_file_matches_the_rust_reference() {
     let app =
         load_file(&repo("stacks/kimi-k3-eks-karpenter.yaml")).unwrap_or_else(|d| panic!("{d}"));
-    assert_same_output(&app, &hyperforge::reference::kimi_k3_eks_karpenter());
+    assert_same_output(&app, &crate::reference::kimi_k3_eks_karpenter());
 }
 
 #[test]
@@ -222,6 +222,90 @@ fn every_declared_field_is_built() {
             );
         }
     }
+}
+
+/// Adds each optional field `value` (an object of `shape`) leaves out that declares a default,
+/// with that default, in the objects and lists of objects it holds too; returns how many.
+fn add_defaults(value: &mut serde_yaml::Value, shape: &Shape) -> usize {
+    let Some(map) = value.as_mapping_mut() else {
+        return 0;
+    };
+    let mut added = 0;
+    for f in shape.fields {
+        match (map.get_mut(f.name), f.ty, f.default) {
+            (Some(v), Ty::Obj(inner), _) => added += add_defaults(v, inner),
+            (Some(v), Ty::List(inner), _) => {
+                for item in v.as_sequence_mut().into_iter().flatten() {
+                    added += add_defaults(item, inner);
+                }
+            }
+            (None, ty, Some(default)) => {
+                let written = match ty {
+                    Ty::Str | Ty::Enum(_) => serde_yaml::Value::String(default.to_owned()),
+                    _ => serde_yaml::from_str(default).unwrap(),
+                };
+                map.insert(f.name.into(), written);
+                added += 1;
+            }
+            _ => {}
+        }
+    }
+    added
+}
+
+/// A default the schema states is the one the builder uses: in every reference stack file,
+/// writing out every default the file leaves implicit (in each construct and the objects it
+/// holds) synthesizes the same assembly, byte for byte.
+#[test]
+fn writing_out_a_fields_default_changes_nothing() {
+    let mut added = 0;
+    for path in [
+        "stacks/kimi-k3-hyperpod.yaml",
+        "stacks/kimi-k3-eks.yaml",
+        "stacks/kimi-k3-eks-karpenter.yaml",
+    ] {
+        let text = read(path);
+        let mut tree: serde_yaml::Value = serde_yaml::from_str(&text).unwrap();
+        for stage in tree["stages"].as_sequence_mut().unwrap() {
+            for c in stage
+                .get_mut("constructs")
+                .and_then(serde_yaml::Value::as_sequence_mut)
+                .into_iter()
+                .flatten()
+            {
+                let shape = c
+                    .as_mapping()
+                    .into_iter()
+                    .flatten()
+                    .find_map(|(k, _)| {
+                        STACK_FILE_SHAPES
+                            .iter()
+                            .find(|s| k.as_str() == Some(s.name))
+                    })
+                    .unwrap_or_else(|| panic!("no kind in {c:?}"));
+                added += add_defaults(c, shape);
+            }
+        }
+        let explicit = serde_yaml::to_string(&tree).unwrap();
+        let a = load_str(path, &text).unwrap_or_else(|d| panic!("{d}"));
+        let b = load_str(path, &explicit)
+            .unwrap_or_else(|d| panic!("{path} with its defaults written out:\n{d}"));
+        let a = a.synth().unwrap_or_else(|d| panic!("{d}"));
+        let b = b.synth().unwrap_or_else(|d| panic!("{d}"));
+        assert_eq!(
+            a.files().keys().collect::<Vec<_>>(),
+            b.files().keys().collect::<Vec<_>>(),
+            "{path}"
+        );
+        for (name, bytes) in a.files() {
+            assert!(
+                b.files()[name] == *bytes,
+                "{path}: {name} changes when the defaults are written out"
+            );
+        }
+        assert_eq!(a.warnings(), b.warnings(), "{path}");
+    }
+    assert!(added >= 20, "only {added} defaults written out");
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -6,9 +6,9 @@
 //! here, so a new resource type is checked the day it is emitted. And the tag rules:
 //! reserved keys (`HF0385`), EC2's 50 tags per resource (`HF0386`).
 
+use crate::reference;
 use hyperforge::app::{App, Tags};
 use hyperforge::constructs::{KarpenterHandle, KarpenterNodePool, ReservationSelector};
-use hyperforge::reference;
 use serde::Deserialize;
 use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet};

@@ -5,10 +5,10 @@
 //! without GPU-count rules after it; help lines that speak of the user's own values. Each rule
 //! has a failing case and the reference stacks as the passing one.
 
-use hyperforge::constructs::*;
-use hyperforge::reference::{
+use crate::reference::{
     self, kimi_k3_server, CAPACITY_BLOCK_AZ_ID, CAPACITY_BLOCK_RESERVATION_ID, REGION,
 };
+use hyperforge::constructs::*;
 use hyperforge::{App, Code, Diagnostics, Severity, Stack};
 
 const OURS: [Code; 6] = [

@@ -529,9 +529,9 @@ fn every_model_level_fault_is_reported_in_one_run() {
 
 #[test]
 fn reference_stacks_have_no_warnings_but_the_s3_deployed_template() {
-    for app in hyperforge::reference::all()
+    for app in crate::reference::all()
         .into_iter()
-        .chain(hyperforge::reference::variants())
+        .chain(crate::reference::variants())
     {
         let assembly = app.synth().unwrap_or_else(|d| panic!("{d}"));
         // Both paths serve the staged copy, so no Hub download warning (HF0506). A foundation
@@ -614,9 +614,9 @@ fn a_replaced_lifecycle_script_is_not_judged() {
 #[test]
 fn weights_larger_than_an_eks_nodes_nvme_are_refused() {
     // 40 TB of weights exceed the p6-b300's 30.4 TB RAID 0 (and its GPUs: HF0501 as well).
-    let app = hyperforge::reference::kimi_k3_eks();
+    let app = crate::reference::kimi_k3_eks();
     let mut stack = app.stacks()[0].clone();
-    let huge = hyperforge::reference::kimi_k3_server().weight_bytes(40_000_000_000_000);
+    let huge = crate::reference::kimi_k3_server().weight_bytes(40_000_000_000_000);
     let w = stack.kubernetes_stage("more");
     stack.add(
         w,
@@ -638,7 +638,7 @@ fn weights_larger_than_an_eks_nodes_nvme_are_refused() {
 
 #[test]
 fn cost_covers_node_groups_and_karpenter_pools() {
-    let report = hyperforge::cost::estimate(&hyperforge::reference::kimi_k3_eks());
+    let report = hyperforge::cost::estimate(&crate::reference::kimi_k3_eks());
     let eks = &report.stacks[0];
     let gpu = eks
         .lines
@@ -658,7 +658,7 @@ fn cost_covers_node_groups_and_karpenter_pools() {
         .iter()
         .any(|l| l.instance_type == "m7i.xlarge" && l.usd_per_hour().is_none()));
     assert!(eks.has_unpriced());
-    let karpenter = hyperforge::cost::estimate(&hyperforge::reference::kimi_k3_eks_karpenter());
+    let karpenter = hyperforge::cost::estimate(&crate::reference::kimi_k3_eks_karpenter());
     assert!(karpenter.stacks[0]
         .lines
         .iter()

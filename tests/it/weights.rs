@@ -5,8 +5,9 @@
 
 use crate::common::repo_root;
 use crate::common::stage_file;
+use crate::reference;
 use hyperforge::constructs::weights::{STAGER_REQUIREMENTS, STAGER_SCRIPT};
-use hyperforge::{reference, Assembly, Code};
+use hyperforge::{Assembly, Code};
 use serde::Deserialize;
 use serde_json::{json, Value};
 

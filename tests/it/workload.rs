@@ -1,9 +1,9 @@
 //! The served workload as deployed: properties every reference stack (and the builders at
 //! other settings) must keep, read back from the synthesized Kubernetes objects and runbooks.
 
+use crate::reference::{self, kimi_k3_server, CAPACITY_BLOCK_AZ_ID};
 use hyperforge::app::Stack;
 use hyperforge::constructs::*;
-use hyperforge::reference::{self, kimi_k3_server, CAPACITY_BLOCK_AZ_ID};
 use hyperforge::{App, Assembly};
 use serde::Deserialize;
 use serde_json::{json, Value};

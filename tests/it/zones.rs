@@ -5,9 +5,9 @@
 //! templates) include the zone of every subnet the serving nodes launch in. The NetworkPolicy
 //! admits exactly the load balancer subnets' blocks.
 
+use crate::reference::CAPACITY_BLOCK_RESERVATION_ID;
 use hyperforge::app::Stack;
 use hyperforge::constructs::*;
-use hyperforge::reference::CAPACITY_BLOCK_RESERVATION_ID;
 use hyperforge::{App, Code};
 use serde::Deserialize;
 use serde_json::Value;
@@ -189,9 +189,9 @@ fn uncovered(p: &Placement) -> Option<String> {
 #[test]
 fn the_load_balancer_has_every_serving_zone_whatever_zones_are_given() {
     for (app, stack) in [
-        (hyperforge::reference::kimi_k3_eks(), "kimi-k3-eks"),
+        (crate::reference::kimi_k3_eks(), "kimi-k3-eks"),
         (
-            hyperforge::reference::kimi_k3_eks_karpenter(),
+            crate::reference::kimi_k3_eks_karpenter(),
             "kimi-k3-eks-karpenter",
         ),
     ] {
@@ -264,9 +264,9 @@ fn private_subnets_may_miss_the_blocks_zone_and_are_warned_about() {
 #[test]
 fn every_subnet_is_placed_by_zone_id_and_spread_zones_come_from_the_region() {
     for app in [
-        hyperforge::reference::kimi_k3_eks(),
-        hyperforge::reference::kimi_k3_eks_karpenter(),
-        hyperforge::reference::kimi_k3_hyperpod(),
+        crate::reference::kimi_k3_eks(),
+        crate::reference::kimi_k3_eks_karpenter(),
+        crate::reference::kimi_k3_hyperpod(),
     ] {
         let assembly = app.synth().unwrap_or_else(|e| panic!("{e}"));
         let stack = &assembly.manifest().stacks[0];

@@ -295,14 +295,11 @@ impl Synthesized {
 
 /// Synthesize every reference app into a fresh temporary directory.
 pub fn synth_reference_apps() -> Vec<Synthesized> {
-    let apps: Vec<hyperforge::App> = hyperforge::reference::all()
+    let apps: Vec<hyperforge::App> = crate::reference::all()
         .into_iter()
-        .chain(hyperforge::reference::variants())
+        .chain(crate::reference::variants())
         .collect();
-    assert!(
-        !apps.is_empty(),
-        "hyperforge::reference::all() returned no app"
-    );
+    assert!(!apps.is_empty(), "crate::reference::all() returned no app");
     apps.into_iter()
         .map(|app| {
             let dir = tempfile::tempdir().expect("create temporary directory");

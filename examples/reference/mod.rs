@@ -1,20 +1,24 @@
-//! The reference deployments, written with the typed builders. The examples write them to
-//! disk, the snapshot and validator tests check every artifact, the benchmarks time them.
+//! The reference deployments, written with the typed builders: example code, shared by the
+//! examples (which write them to disk and time them), the integration tests (which check every
+//! artifact) and the library's unit tests, each of which includes this file as a module of its
+//! own. `stacks/` holds the same deployments as stack files.
 //!
 //! Kimi K3 (2.8 T-parameter MoE, MXFP4 experts, 1.42 TiB (1.56 TB) of weights) on one
 //! `ml.p6-b300.48xlarge` (8 x B300) with tensor parallelism 8.
 
-use crate::app::{App, Stack};
-use crate::constructs::vllm::Autoscaling;
-use crate::constructs::{
+#![allow(dead_code)]
+
+use hyperforge::app::{App, Stack};
+use hyperforge::constructs::vllm::Autoscaling;
+use hyperforge::constructs::{
     AlarmTopic, Capacity, CapacityBlock, CapacityEndWarning, ClusterSecurityGroup, EksCluster,
     HelmRelease, HyperPodCluster, InferenceEndpoint, InferenceOperator, InstanceGroup, Karpenter,
     KarpenterNodePool, KedaOperatorRole, LifecycleScripts, LoadBalancerController, LogShipping,
     ManagedNodeGroup, ModelStore, Network, PrometheusMonitoring, ReservationSelector,
     ServingDashboard, VllmDeployment, VllmServer, WeightsStaging,
 };
-use crate::constructs::{EksClusterHandle, ModelStoreHandle, NetworkHandle};
-use crate::fleet::{Fleet, FleetMember, FleetRegion};
+use hyperforge::constructs::{EksClusterHandle, ModelStoreHandle, NetworkHandle};
+use hyperforge::fleet::{Fleet, FleetMember, FleetRegion};
 
 /// The region of the reference stacks (p6-b300 is offered for HyperPod in us-east-1 and
 /// us-west-2).
