@@ -147,7 +147,21 @@ pub fn generate(schema_path: &str, text: &str, version: &str) -> Result<CrdModul
         file: schema_path,
         taken: BTreeSet::new(),
         structs: Vec::new(),
+        embedded: crate::CRD_EMBEDDED_CORE_TYPES
+            .iter()
+            .filter(|(crd, _, _)| *crd == schema_path)
+            .map(|(_, below_spec, ty)| (format!("{spec_ptr}{below_spec}"), *ty))
+            .collect(),
     };
+    // An embedded type names a field the CRD has, or the table is stale.
+    for (at, _) in &gen.embedded {
+        if doc_value.pointer(at).is_none() {
+            return Err(err(
+                at,
+                "named in CRD_EMBEDDED_CORE_TYPES but not in the CRD",
+            ));
+        }
+    }
     let spec_name = format!("{kind}Spec");
     gen.taken.insert(spec_name.clone());
     gen.taken.insert(kind.clone());
@@ -246,6 +260,8 @@ struct Gen<'a> {
     file: &'a str,
     taken: BTreeSet<String>,
     structs: Vec<Option<StructDef>>,
+    /// Absolute JSON pointers generated as a core type (`CRD_EMBEDDED_CORE_TYPES`).
+    embedded: Vec<(String, &'static str)>,
 }
 
 impl Gen<'_> {
@@ -311,6 +327,9 @@ impl Gen<'_> {
     }
 
     fn ty(&mut self, schema: &Value, ptr: &str, child: &str) -> Result<String, Error> {
+        if let Some((_, ty)) = self.embedded.iter().find(|(at, _)| at == ptr) {
+            return Ok((*ty).to_owned());
+        }
         let flag = |key: &str| schema.get(key).and_then(Value::as_bool) == Some(true);
         if flag("x-kubernetes-int-or-string") {
             return Ok("k8s_openapi::apimachinery::pkg::util::intstr::IntOrString".into());

@@ -61,6 +61,31 @@ pub const CRDS: &[(&str, &str)] = &[
     (KARPENTER_EC2_NODE_CLASS_CRD, "v1"),
     (KEDA_SCALED_OBJECT_CRD, "v1alpha1"),
     (KEDA_TRIGGER_AUTHENTICATION_CRD, "v1alpha1"),
+    (LEADER_WORKER_SET_CRD, "v1"),
+];
+/// LeaderWorkerSet's CRD (kubernetes-sigs/lws), relative to the workspace root.
+pub const LEADER_WORKER_SET_CRD: &str =
+    "codegen/schemas/crds/leaderworkerset.x-k8s.io_leaderworkersets.yaml";
+/// Fields of a CRD's spec that embed a core Kubernetes type, generated as that k8s-openapi type
+/// rather than as structs of their own: (CRD, JSON pointer below `spec`, Rust type). A pod
+/// template embedded in a CRD is the core `PodTemplateSpec`, validated by the API server as
+/// one, so the generated code reuses it (and its thousands of fields are not generated twice).
+pub const CRD_EMBEDDED_CORE_TYPES: &[(&str, &str, &str)] = &[
+    (
+        LEADER_WORKER_SET_CRD,
+        "/properties/leaderWorkerTemplate/properties/leaderTemplate",
+        "k8s_openapi::api::core::v1::PodTemplateSpec",
+    ),
+    (
+        LEADER_WORKER_SET_CRD,
+        "/properties/leaderWorkerTemplate/properties/workerTemplate",
+        "k8s_openapi::api::core::v1::PodTemplateSpec",
+    ),
+    (
+        LEADER_WORKER_SET_CRD,
+        "/properties/leaderWorkerTemplate/properties/volumeClaimTemplates/items",
+        "k8s_openapi::api::core::v1::PersistentVolumeClaim",
+    ),
 ];
 /// Output directory of the L1 modules.
 pub const L1_DIR: &str = "src/synth/cloudformation/l1";

@@ -543,6 +543,102 @@ pub fn kimi_k3_eks_fleet() -> Fleet {
     .region(FleetRegion::new("eu-west-2").capacity_block("cr-0fedcba9876543210", "euw2-az2"))
 }
 
+/// The Capacity Block of the multi-node variant: two p6-b200.48xlarge in us-west-2 (a
+/// placeholder id, as the other references' are).
+pub const MULTI_NODE_RESERVATION_ID: &str = "cr-0b200b200b200b200";
+
+/// Kimi K3 where no single node holds it: on 2 x p6-b200.48xlarge (8 x B200 each, 180 GB per
+/// GPU) from one Capacity Block, tensor parallel 8 inside each node and pipeline parallel 2
+/// across them (`hyperforge plan moonshotai/Kimi-K3 --region us-west-2` lists it as the
+/// smallest B200 layout; 8 x B200 cannot hold the 1,452.8 GiB of weights). The replica is one
+/// LeaderWorkerSet group over EFA: the GPU node group launches with EFA interfaces, the EFA
+/// device plugin and the LeaderWorkerSet controller are Helm stages, and NCCL must use the EFA
+/// network or stop (`NCCL_NET=Libfabric`). The image must carry libfabric and aws-ofi-nccl:
+/// this one is a placeholder for an image built with the EFA installer.
+pub fn kimi_k3_eks_multi_node() -> App {
+    let name = "kimi-k3-eks-multi-node";
+    let mut stack = Stack::new(name, REGION)
+        .description("Kimi K3 on EKS over two p6-b200 nodes (TP 8 x PP 2, LeaderWorkerSet, EFA).")
+        .tag("workload", "kimi-k3");
+    let foundation = stack.cloudformation_stage("foundation");
+    let network = stack.add(
+        foundation,
+        Network::new("Network").gpu_subnet(CAPACITY_BLOCK_AZ_ID),
+    );
+    let sg = stack.add(
+        foundation,
+        ClusterSecurityGroup::new("ClusterSecurityGroup", &network.vpc),
+    );
+    let eks = stack.add(
+        foundation,
+        EksCluster::new("Eks", name)
+            .subnets(&network.private_subnets)
+            .vpc(&network.vpc)
+            .security_group(&sg.group),
+    );
+    stack.add(
+        foundation,
+        LoadBalancerController::new("LoadBalancerController", &eks.cluster),
+    );
+    let store = stack.add(
+        foundation,
+        ModelStore::new("Weights", weights_bucket(name).as_str(), &eks),
+    );
+
+    let nodes = stack.cloudformation_stage("nodes");
+    stack.add(
+        nodes,
+        ManagedNodeGroup::system("SystemNodes", &eks.cluster, &network.private_subnets),
+    );
+    stack.add(
+        nodes,
+        ManagedNodeGroup::gpu(
+            "GpuNodes",
+            &eks.cluster,
+            "p6-b200.48xlarge",
+            network.gpu_subnet.iter(),
+        )
+        .capacity(
+            CapacityBlock::held(MULTI_NODE_RESERVATION_ID, CAPACITY_BLOCK_AZ_ID, 2)
+                .during(CAPACITY_BLOCK_START, CAPACITY_BLOCK_END),
+        )
+        // Both instances of the block: one replica's two pipeline stages.
+        .scaling(2, 2, 2)
+        // EFA-only interfaces on every network card (card 0 keeps its ENA primary), in the
+        // cluster security group, which admits every protocol between its members.
+        .efa(true)
+        .security_group(&sg.group),
+    );
+
+    stack.helm_stage("nvidia-device-plugin", HelmRelease::nvidia_device_plugin());
+    stack.helm_stage("efa-device-plugin", HelmRelease::efa_device_plugin());
+    stack.helm_stage("lws", HelmRelease::leader_worker_set());
+    stack.helm_stage(
+        "aws-load-balancer-controller",
+        HelmRelease::aws_load_balancer_controller(&eks.name, REGION, &network.vpc),
+    );
+
+    let weights = stack.kubernetes_stage("weights");
+    stack.add(
+        weights,
+        WeightsStaging::new("StageKimiK3", &store, "moonshotai/Kimi-K3", MODEL_REVISION)
+            .hf_token_secret(HF_TOKEN_SECRET, HF_TOKEN_SECRET_KEY)
+            .node_selector("hyperforge.io/node-role", "system"),
+    );
+    let workload = stack.kubernetes_stage("workload");
+    stack.add(
+        workload,
+        VllmDeployment::new(
+            "KimiK3",
+            kimi_k3_server().weights_from(&store),
+            "p6-b200.48xlarge",
+        )
+        .name("kimi-k3")
+        .nodes_per_replica(2),
+    );
+    App::new().tag("managed-by", "hyperforge").stack(stack)
+}
+
 /// The reference fleet's name.
 pub const FLEET_NAME: &str = "kimi-k3-eks-fleet";
 
@@ -553,5 +649,5 @@ pub fn all() -> Vec<App> {
 
 /// Variants of the reference deployments (other capacity wiring), checked by the same tests.
 pub fn variants() -> Vec<App> {
-    vec![kimi_k3_eks_karpenter()]
+    vec![kimi_k3_eks_karpenter(), kimi_k3_eks_multi_node()]
 }

@@ -258,8 +258,11 @@ pub struct EndpointEntry {
     /// The Secret key holding the API key, when the endpoint requires one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub api_key: Option<SecretKeyEntry>,
-    /// GPUs per replica.
+    /// GPUs per replica (per pod, one node's, when a replica spans several nodes).
     pub gpus: u32,
+    /// Nodes each replica spans: above 1, a LeaderWorkerSet group of one pod per node.
+    #[serde(default = "one_node", skip_serializing_if = "is_one_node")]
+    pub nodes_per_replica: u32,
     /// The shared memory a Deployment's pod mounts for that many GPUs, GiB.
     pub shm_gib: u64,
     /// The port the server listens on.
@@ -279,6 +282,14 @@ pub struct EndpointEntry {
     pub staged: bool,
     /// Where the weights come from, for people.
     pub weights_source: String,
+}
+
+fn one_node() -> u32 {
+    1
+}
+
+fn is_one_node(nodes: &u32) -> bool {
+    *nodes == 1
 }
 
 /// A Job copying a model at one revision into a store.

@@ -10,6 +10,11 @@ use serde_json::json;
 /// The version of NVIDIA's `dcgm-exporter` chart (tag `4.5.3-4.8.2` of NVIDIA/dcgm-exporter,
 /// whose `deployment/Chart.yaml` says version 4.8.2).
 pub const DCGM_EXPORTER_CHART_VERSION: &str = "4.8.2";
+/// The LeaderWorkerSet chart version: the release whose CRD is vendored
+/// (`codegen/schemas/crds/leaderworkerset.x-k8s.io_leaderworkersets.yaml`, tag v0.10.0).
+pub const LWS_CHART_VERSION: &str = "0.10.0";
+/// The namespace the LeaderWorkerSet controller runs in.
+pub const LWS_NAMESPACE: &str = "lws-system";
 
 /// The version of the prometheus-community `kube-state-metrics` chart (kube-state-metrics
 /// 2.20.0).
@@ -129,6 +134,32 @@ impl HelmRelease {
                 ]
             }),
             note: "EFA device plugin: advertises vpc.amazonaws.com/efa on GPU nodes.".to_owned(),
+            set_from_outputs: Vec::new(),
+            wait: true,
+            tags_value: None,
+        }
+    }
+
+    /// The LeaderWorkerSet controller (kubernetes-sigs/lws, chart `lws` 0.10.0 from
+    /// `oci://registry.k8s.io/lws/charts`, namespace `lws-system`, as its installation page
+    /// installs it) with its CRD: what runs a replica spanning several
+    /// nodes ([`VllmDeployment::nodes_per_replica`](super::VllmDeployment::nodes_per_replica))
+    /// as one group. Its CRD is the one vendored in `codegen/schemas/crds/` (tag v0.10.0).
+    pub fn leader_worker_set() -> Self {
+        HelmRelease {
+            release: "lws".to_owned(),
+            namespace: LWS_NAMESPACE.to_owned(),
+            chart: ChartSource::Repository {
+                repo: "oci://registry.k8s.io/lws/charts".to_owned(),
+                chart: "lws".to_owned(),
+                version: LWS_CHART_VERSION.to_owned(),
+            },
+            // The released chart's values pin the controller image to the release; the
+            // controller runs on the system nodes.
+            values: json!({
+                "nodeSelector": { "hyperforge.io/node-role": "system" }
+            }),
+            note: "LeaderWorkerSet: runs each multi-node vLLM replica as one group (leader and workers created, restarted and deleted together).".to_owned(),
             set_from_outputs: Vec::new(),
             wait: true,
             tags_value: None,
@@ -399,6 +430,17 @@ impl HelmRelease {
     pub fn is_aws_load_balancer_controller(&self) -> bool {
         matches!(&self.chart, ChartSource::Repository { chart, .. }
             if chart == "aws-load-balancer-controller")
+    }
+
+    /// Whether this is the LeaderWorkerSet controller's chart ([`HelmRelease::leader_worker_set`]).
+    pub fn is_leader_worker_set(&self) -> bool {
+        matches!(&self.chart, ChartSource::Repository { chart, .. } if chart == "lws")
+    }
+
+    /// Whether this is the EFA device plugin's chart ([`HelmRelease::efa_device_plugin`]).
+    pub fn is_efa_device_plugin(&self) -> bool {
+        matches!(&self.chart, ChartSource::Repository { chart, .. }
+            if chart == "aws-efa-k8s-device-plugin")
     }
 
     /// Whether this is the HyperPod dependencies chart.

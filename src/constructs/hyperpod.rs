@@ -1098,6 +1098,9 @@ impl Construct for HyperPodCluster {
                 node_labels: g.labels().clone(),
                 subnets: Vec::new(),
                 pod_storage: self.pod_storage(g),
+                // HyperPod attaches the instance type's EFA interfaces itself.
+                efa_interfaces: crate::catalog::instance(g.instance_type())
+                    .is_some_and(|i| i.efa_max > 0),
             })
             .collect();
         Facts {

@@ -574,6 +574,8 @@ impl Construct for KarpenterNodePool {
                 subnets: super::network::zonal_subnets_tagged(cx.stack, "gpu"),
                 // `instanceStorePolicy: RAID0`.
                 pod_storage: PodStorage::ec2(self.instance_type(), true, ROOT_VOLUME_GIB),
+                // The EC2NodeClass asks for no EFA interfaces.
+                efa_interfaces: false,
             }],
             node_pools: vec![self.object_name().to_owned()],
             ..Facts::default()

@@ -462,6 +462,9 @@ pub struct CapacityClaim {
     /// The node-local storage holding each node's container images and pod volumes (where a
     /// served model's weights are downloaded to), when known.
     pub pod_storage: Option<PodStorage>,
+    /// Whether its instances launch with EFA interfaces (a node group's `efa`): what a replica
+    /// spanning several nodes needs between them.
+    pub efa_interfaces: bool,
 }
 
 /// The node-local storage of a claim's nodes that holds container images and pod volumes.

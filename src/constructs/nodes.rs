@@ -1416,6 +1416,8 @@ impl Construct for ManagedNodeGroup {
                     self.local_nvme_raid0(),
                     self.root_volume_gb,
                 ),
+                // The layout always holds the primary ENA interface; EFA adds the rest.
+                efa_interfaces: self.efa && self.efa_layout().len() > 1,
             }],
             ..Facts::default()
         }

@@ -132,6 +132,45 @@ pub const MODEL_LEN: Ints = Ints::new(1, 1 << 24);
 
 /// Replicas: at least one, at most what a Kubernetes `replicas` (int32) holds.
 pub const REPLICAS: Ints = Ints::new(1, i32::MAX as i64);
+/// Nodes one replica may span: one pipeline stage per node, and vLLM's own launch.
+pub const NODES_PER_REPLICA: Ints = Ints::new(1, 16);
+
+/// A pod's part in a replica over several nodes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum NodeRole {
+    /// Node rank 0: the API server and pipeline stage 0.
+    Leader,
+    /// A further pipeline stage, with no API server of its own.
+    Worker,
+}
+
+/// The words of vLLM's own multi-node launch (releases 0.11.2 and later, multiprocessing
+/// backend; vLLM's "Parallelism and Scaling" page, "Running vLLM with MultiProcessing") for a
+/// replica of `nodes` pipeline stages, one per node: each pod names the group's size, its
+/// rank and the leader's address, which LeaderWorkerSet gives every container as
+/// `LWS_LEADER_ADDRESS` (the leader pod's DNS name, published before it is ready) and
+/// `LWS_WORKER_INDEX` (0 for the leader); Kubernetes expands `$(...)` from the container's
+/// environment. Workers run headless (no API server). The master port is vLLM's default,
+/// 29501.
+pub fn multi_node_args(nodes: u32, role: NodeRole) -> Vec<String> {
+    let mut args = vec![
+        "--pipeline-parallel-size".to_owned(),
+        nodes.to_string(),
+        "--nnodes".to_owned(),
+        nodes.to_string(),
+        "--master-addr".to_owned(),
+        "$(LWS_LEADER_ADDRESS)".to_owned(),
+        "--node-rank".to_owned(),
+    ];
+    match role {
+        NodeRole::Leader => args.push("0".to_owned()),
+        NodeRole::Worker => {
+            args.push("$(LWS_WORKER_INDEX)".to_owned());
+            args.push("--headless".to_owned());
+        }
+    }
+    args
+}
 
 impl Default for StorageThroughput {
     /// 500 MB/s from the Hugging Face Hub, 2 GB/s from local NVMe into the GPUs, 15 minutes of
@@ -1571,7 +1610,8 @@ stack_file_shape! {
         GPUS: opt "gpus", Ty::U32(super::GPU_COUNT), "GPUs per replica (default: every GPU of the instance).";
         EXPOSURE: opt "exposure", Ty::Enum(Exposure::NAMES), default "internal_load_balancer", "How the Service is exposed.";
         SERVICE_ANNOTATIONS: opt "service_annotations", Ty::StrMap, "Annotations on the Service.";
-        EFA: opt "efa", Ty::Bool, "Request the instance's EFA interfaces.";
+        EFA: opt "efa", Ty::Bool, "Request the instance's EFA interfaces (always, with `nodes_per_replica` above 1).";
+        NODES_PER_REPLICA: opt "nodes_per_replica", Ty::U32(super::NODES_PER_REPLICA), default "1", "Nodes each replica spans, one pipeline stage of all a node's GPUs on each: above 1, a LeaderWorkerSet group over EFA.";
         LOAD_BALANCER_SUBNETS: opt "load_balancer_subnets", Ty::Refs(Want::Subnets), "The load balancer's subnets, one per zone (default for an internal load balancer: the serving nodes' subnets; `Network.public_subnets` when internet-facing); the NetworkPolicy admits their blocks.";
         CLIENTS: opt "clients", Ty::List(&client_fields::SHAPE), "Pods allowed to reach the server directly.";
         ALWAYS_PULL_IMAGE: opt "always_pull_image", Ty::Bool, default "false", "Ask the registry for the image at every start (`imagePullPolicy: Always` rather than `IfNotPresent`).";
@@ -1784,6 +1824,9 @@ impl super::stack_file::StackFileConstruct for VllmDeployment {
         }
         if let Some(v) = r.bool(&f::EFA) {
             c = c.efa(v);
+        }
+        if let Some(v) = r.u32(&f::NODES_PER_REPLICA) {
+            c = c.nodes_per_replica(v);
         }
         if let Some(v) = r.bool(&f::ALWAYS_PULL_IMAGE) {
             c = c.always_pull_image(v);
@@ -2150,6 +2193,7 @@ pub struct VllmDeployment {
     exposure: Exposure,
     service_annotations: std::collections::BTreeMap<String, String>,
     efa: bool,
+    nodes: u32,
     load_balancer_subnets: Vec<Ref<kind::Subnet>>,
     clients: Vec<Client>,
     always_pull: bool,
@@ -2191,11 +2235,21 @@ impl VllmDeployment {
             exposure: Exposure::InternalLoadBalancer,
             service_annotations: std::collections::BTreeMap::new(),
             efa: false,
+            nodes: 1,
             load_balancer_subnets: Vec::new(),
             clients: Vec::new(),
             always_pull: false,
             autoscaling: None,
         }
+    }
+
+    /// Spreads each replica over `nodes` nodes of the instance type, one pipeline stage of all
+    /// the node's GPUs on each (tensor parallel inside a node, pipeline parallel across them),
+    /// for a model no single node holds (`hyperforge plan` says when). The replica is then a
+    /// LeaderWorkerSet group started by vLLM's own multi-node launch, over EFA.
+    pub fn nodes_per_replica(mut self, nodes: u32) -> Self {
+        self.nodes = nodes;
+        self
     }
 
     /// Scales the Deployment on a Prometheus query with a KEDA `ScaledObject` (and a
@@ -2363,9 +2417,38 @@ impl VllmDeployment {
         &self.service_annotations
     }
 
-    /// Whether EFA is requested.
+    /// Whether the pods request the instance's EFA devices: when asked, and always for a
+    /// replica over several nodes.
     pub fn efa_enabled(&self) -> bool {
-        self.efa
+        self.efa || self.nodes > 1
+    }
+
+    /// Nodes each replica spans (1: a Deployment's pod on one node).
+    pub fn nodes(&self) -> u32 {
+        self.nodes
+    }
+
+    /// What the engine runs per replica with `gpus` GPUs per node: the server's shape, over
+    /// [`VllmDeployment::nodes`] pipeline stages when it spans several, with the words of the
+    /// multi-node launch among hyperforge's own (checked against the release like the rest).
+    pub fn shape(&self, gpus: u32) -> super::ServingShape {
+        let mut shape = self.server.shape(gpus);
+        if self.nodes > 1 {
+            shape.pipeline_parallel = self.nodes;
+            shape.nodes_per_replica = self.nodes;
+            shape
+                .args
+                .extend(multi_node_args(self.nodes, NodeRole::Leader));
+            shape
+                .args
+                .extend(multi_node_args(self.nodes, NodeRole::Worker));
+            shape.env.extend(
+                objects::MULTI_NODE_FABRIC_ENV
+                    .iter()
+                    .map(|(k, v)| ((*k).to_owned(), Some((*v).to_owned()))),
+            );
+        }
+        shape
     }
 
     /// The image pull policy (`IfNotPresent`, or `Always` when asked).
@@ -2456,6 +2539,128 @@ impl VllmDeployment {
         }
     }
 
+    /// `HF0427`-`HF0429`: what a replica over several nodes needs (see
+    /// [`VllmDeployment::nodes_per_replica`]).
+    fn check_multi_node(&self, stack: &Stack, path: &str, ds: &mut Diagnostics) {
+        let unsupported = |ds: &mut Diagnostics, field: &str, message: String, help: &str| {
+            ds.report_field(
+                Code::MultiNodeReplicaUnsupported,
+                path,
+                field,
+                message,
+                help,
+            );
+        };
+        if !NODES_PER_REPLICA.contains(i64::from(self.nodes)) {
+            unsupported(
+                ds,
+                "nodes_per_replica",
+                format!("{} nodes per replica", self.nodes),
+                "use 1 to 16 nodes per replica (`hyperforge plan` lists the layouts that hold the model)",
+            );
+            return;
+        }
+        if self.autoscaling.is_some() {
+            unsupported(
+                ds,
+                "autoscaling",
+                format!(
+                    "a replica over {} nodes is a LeaderWorkerSet group, which KEDA's ScaledObject here does not scale",
+                    self.nodes
+                ),
+                "leave `autoscaling` out and set `replicas`",
+            );
+        }
+        let Some(instance) = catalog::instance(self.instance_type()) else {
+            return; // HF0303, from `validate` above
+        };
+        if self.gpu_count() != instance.gpu_count {
+            unsupported(
+                ds,
+                "gpus",
+                format!(
+                    "each node of a multi-node replica is one pipeline stage of all its GPUs; {} of {}'s {} are asked for",
+                    self.gpu_count(),
+                    self.instance_type(),
+                    instance.gpu_count
+                ),
+                "leave `gpus` out",
+            );
+        }
+        if let Some(release) = self
+            .server
+            .engine_version()
+            .and_then(crate::catalog::engines::vllm)
+        {
+            if release.multi_node_launch() != crate::catalog::engines::MultiNodeLaunch::Native {
+                unsupported(
+                    ds,
+                    "server.image",
+                    format!(
+                        "vLLM {} starts a replica over several nodes through Ray only; hyperforge emits vLLM's own launch (`--nnodes`, `--node-rank`, `--master-addr`, `--headless`)",
+                        release.version_text()
+                    ),
+                    "serve with vLLM 0.11.2 or later",
+                );
+            }
+        }
+        if instance.efa_max == 0 {
+            ds.report_field(
+                Code::MultiNodeWithoutEfa,
+                path,
+                "instance_type",
+                format!("{} has no EFA interfaces", self.instance_type()),
+                "spread replicas over nodes of an instance type with EFA (`hyperforge catalog instances`)",
+            );
+        } else {
+            let claims: Vec<super::CapacityClaim> = super::Placements::new(stack)
+                .all()
+                .flat_map(|p| p.facts().capacity)
+                .filter(|c| c.instance_type == self.instance_type())
+                .collect();
+            if let Some(without) = claims.iter().find(|c| !c.efa_interfaces) {
+                ds.report_field(
+                    Code::MultiNodeWithoutEfa,
+                    path,
+                    "nodes_per_replica",
+                    format!(
+                        "the replica spans {} nodes of {}, but `{}` launches them without EFA interfaces: NCCL would fall back to TCP between the nodes",
+                        self.nodes,
+                        self.instance_type(),
+                        without.path
+                    ),
+                    "launch the nodes from a managed node group with `efa(true)` (stack files: `efa: true`)",
+                );
+            }
+        }
+        let (mut lws, mut efa) = (false, false);
+        for stage in stack.stages() {
+            if let crate::app::StageKind::Helm(r) = &stage.kind {
+                lws |= r.is_leader_worker_set();
+                efa |= r.is_efa_device_plugin();
+            }
+        }
+        let mut missing = Vec::new();
+        if !lws {
+            missing.push("`lws` (the LeaderWorkerSet controller)");
+        }
+        if !efa {
+            missing.push("`efa-device-plugin`");
+        }
+        if !missing.is_empty() {
+            ds.report_field(
+                Code::MultiNodeControllerMissing,
+                path,
+                "nodes_per_replica",
+                format!(
+                    "the stack installs no {}: the LeaderWorkerSet is refused, or its pods stay Pending",
+                    missing.join(" and no ")
+                ),
+                "add the missing Helm stages before this deployment's stage",
+            );
+        }
+    }
+
     pub(crate) fn validate(&self, stack: &Stack, path: &str, ds: &mut Diagnostics) {
         let load_balanced = self.exposure != Exposure::ClusterIp;
         let lb_subnets = self.effective_lb_subnets(stack);
@@ -2497,6 +2702,9 @@ impl VllmDeployment {
         }
         if load_balanced && !self.load_balancer_subnets.is_empty() {
             self.check_serving_zones(stack, path, ds);
+        }
+        if self.nodes != 1 {
+            self.check_multi_node(stack, path, ds);
         }
         for subnet in &lb_subnets {
             match subnet_facts(stack, subnet) {
@@ -2657,9 +2865,14 @@ impl Construct for VllmDeployment {
         self.server().steps(scope, self.object_namespace());
         scope.add_object(KubeObject::new(&o.namespace));
         scope.add_object(KubeObject::new(&o.service_account));
-        let deployment = scope.add_object(KubeObject::new(&o.deployment));
+        let workload = match &o.workload {
+            objects::Workload::Deployment(deployment) => {
+                scope.add_object(KubeObject::new(deployment.as_ref()))
+            }
+            objects::Workload::Group(group) => scope.add_object(KubeObject::new(group.as_ref())),
+        };
         for (rule, reason) in &o.deployment_acknowledgements {
-            deployment.acknowledge(*rule, *reason);
+            workload.acknowledge(*rule, *reason);
         }
         scope.add_object(KubeObject::new(&o.service));
         scope.add_object(KubeObject::new(&o.disruption_budget));
@@ -2676,7 +2889,7 @@ impl Construct for VllmDeployment {
             .map_or(self.gpu_count(), |i| self.gpu_count().min(i.gpu_count));
         Facts {
             served_models: vec![ServedModel {
-                shape: self.server().shape(on_node),
+                shape: self.shape(on_node),
                 object_name: self.object_name(),
                 namespace: self.object_namespace(),
                 server: self.server(),

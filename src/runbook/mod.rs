@@ -451,6 +451,10 @@ pub struct EndpointData {
     pub operator: bool,
     /// Served by a Deployment behind a Service.
     pub deployment: bool,
+    /// Served by a LeaderWorkerSet (a replica over several nodes) behind a Service.
+    pub group: bool,
+    /// Nodes each replica spans.
+    pub nodes_per_replica: u32,
     /// Startup budget in seconds (download, load, warm-up, times 1.5).
     pub startup_secs: u64,
     /// The server reads a staged copy from S3 rather than the Hub.
@@ -1433,7 +1437,9 @@ fn endpoint(e: &EndpointEntry) -> EndpointData {
         shm_gib: e.shm_gib,
         port: e.port,
         operator: e.operator,
-        deployment: !e.operator,
+        deployment: !e.operator && e.nodes_per_replica <= 1,
+        group: !e.operator && e.nodes_per_replica > 1,
+        nodes_per_replica: e.nodes_per_replica,
         startup_secs: e.startup_secs,
         staged: e.staged,
         weights_source: e.weights_source.clone(),

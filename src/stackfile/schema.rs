@@ -48,6 +48,7 @@ pub const HELM_PRESETS: &[&str] = &[
     "hyperpod-dependencies",
     "nvidia-device-plugin",
     "efa-device-plugin",
+    "lws",
     "aws-load-balancer-controller",
     "karpenter",
     "aws-for-fluent-bit",

@@ -261,6 +261,7 @@ fn endpoint(served: &ServedModel<'_>, stage: &str) -> EndpointEntry {
         hf_token: server.hf_token().map(secret_key),
         api_key: server.api_key().map(secret_key),
         gpus: served.gpus,
+        nodes_per_replica: served.shape.nodes_per_replica.max(1),
         shm_gib: shm_gib(served.gpus),
         port: u16::try_from(crate::constructs::vllm::VLLM_PORT).unwrap_or(u16::MAX),
         operator,

@@ -194,12 +194,19 @@ fn replicas(
     }
     let per_node = i64::from(instance.gpu_count / served.gpus);
     if per_node == 0 {
-        return; // a replica larger than a node: HF0406
+        return; // a pod larger than a node: HF0406
     }
-    let gpus = i64::from(served.gpus);
+    // A replica over several nodes takes that many whole nodes (one pod of all their GPUs on
+    // each); a single-node replica shares its node with the others that fit.
+    let nodes_per_replica = i64::from(served.shape.nodes_per_replica.max(1));
+    let gpus = i64::from(served.gpus).saturating_mul(nodes_per_replica);
     let node_gpus = i64::from(instance.gpu_count);
     let ever_nodes: i64 = matching.iter().map(|c| ever(c)).sum();
-    let ever_replicas = ever_nodes.saturating_mul(per_node);
+    let ever_replicas = if nodes_per_replica > 1 {
+        ever_nodes / nodes_per_replica
+    } else {
+        ever_nodes.saturating_mul(per_node)
+    };
     let asked = served.replicas;
     if asked <= ever_replicas {
         return;

@@ -142,7 +142,9 @@ fn a_helm_stage_waits_alike_on_every_path() {
                 let mut in_terraform = 0;
                 for path in app.artifacts_with_format("terraform") {
                     let m = read_json(&path);
-                    if let Some(r) = m["resource"]["helm_release"].get(release.replace('-', "_")) {
+                    // The Terraform resource is named after the stage.
+                    let stage_name = stage["name"].as_str().unwrap().replace('-', "_");
+                    if let Some(r) = m["resource"]["helm_release"].get(&stage_name) {
                         assert_eq!(r["wait"].as_bool(), Some(wait), "{release}: Terraform");
                         in_terraform += 1;
                     }

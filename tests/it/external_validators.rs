@@ -659,6 +659,35 @@ fn karpenter_objects_pass_crd_schema() {
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
 
+/// Each LeaderWorkerSet (a multi-node replica) against the CRD of the LeaderWorkerSet release
+/// the stack installs (v0.10.0): its pod templates against the core pod schema embedded there.
+#[test]
+fn leader_worker_sets_pass_crd_schema() {
+    let mut groups = 0;
+    let mut failures = Vec::new();
+    for app in synth_reference_apps() {
+        let files: Vec<PathBuf> = app
+            .artifacts_with_format("kubernetes")
+            .into_iter()
+            .filter(|f| {
+                documents(f)
+                    .iter()
+                    .any(|d| d.kind.as_deref() == Some("LeaderWorkerSet"))
+            })
+            .collect();
+        if files.is_empty() {
+            continue;
+        }
+        groups += 1;
+        match validate_against_crd(&common::leader_worker_set_crd(), &files) {
+            Ok(report) => eprintln!("{}: {}", app.label, report.trim()),
+            Err(findings) => failures.push(format!("== {}\n{findings}", app.label)),
+        }
+    }
+    assert!(groups > 0, "no reference app has a LeaderWorkerSet");
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
 // ---------------------------------------------------------------------------------
 // Negative controls: the same helpers accept a valid input and reject a broken one.
 // ---------------------------------------------------------------------------------

@@ -37,6 +37,7 @@ mod layers;
 mod logs;
 mod manifest;
 mod monitoring;
+mod multi_node;
 mod numeric_inputs;
 mod open_model;
 mod operations;

@@ -134,6 +134,7 @@ impl Construct for BatchPool {
                 node_labels: Default::default(),
                 subnets: Vec::new(),
                 pod_storage: None,
+                efa_interfaces: false,
             }],
             ..Facts::default()
         }

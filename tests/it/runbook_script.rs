@@ -272,7 +272,7 @@ fn runbooks() -> Vec<(String, StackManifest, BTreeSet<String>, Assembly)> {
             out.push((text, stack, files.clone(), assembly.clone()));
         }
     }
-    assert_eq!(out.len(), 3, "the three reference stacks");
+    assert_eq!(out.len(), 4, "the four reference stacks");
     out
 }
 
@@ -507,8 +507,8 @@ fn every_secret_a_stage_reads_is_created_before_it() {
         }
         assert!(conformance_problems(&text, &stack).is_empty());
     }
-    // Each reference: the staging Job's Hub token and the server's API key.
-    assert_eq!(seen, 6);
+    // Each of the four references: the staging Job's Hub token and the server's API key.
+    assert_eq!(seen, 8);
 }
 
 /// A reference stack file whose server also reads the Hub token from a Secret.

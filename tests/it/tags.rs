@@ -163,9 +163,10 @@ fn tags_reach_every_taggable_cloudformation_resource_and_what_ec2_launches() {
             }
         }
     }
-    // The EKS references' system groups and the managed GPU group; every cluster's admin host.
-    assert_eq!(launch_templates, 3);
-    assert_eq!(instances, 3);
+    // The EKS references' system groups and the managed GPU groups (the plain and the
+    // multi-node reference's); every cluster's admin host.
+    assert_eq!(launch_templates, 5);
+    assert_eq!(instances, 4);
     assert!(tagged > 100, "{tagged}");
 }
 
@@ -238,8 +239,8 @@ fn tags_reach_every_taggable_terraform_resource_and_what_ec2_launches() {
             }
         }
     }
-    assert_eq!(launch_templates, 3);
-    assert_eq!(instances, 3);
+    assert_eq!(launch_templates, 5);
+    assert_eq!(instances, 4);
 }
 
 #[test]
@@ -285,8 +286,8 @@ fn tags_reach_what_the_load_balancer_controller_creates() {
             }
         }
     }
-    // Both EKS references.
-    assert_eq!(releases, 2);
+    // The three EKS references (plain, Karpenter, multi-node).
+    assert_eq!(releases, 3);
 }
 
 /// Keys Karpenter's CRD refuses in `spec.tags` never reach it, even when a caller passes

@@ -211,15 +211,27 @@ fn load_balancers_check_health_over_http_on_the_serving_port() {
             assert_eq!(a[key("healthcheck-port")], "traffic-port", "{a}");
             let target = &svc["spec"]["ports"][0]["targetPort"];
             let selector = svc["spec"]["selector"].as_object().unwrap();
-            let deployment = of_kind(&objects, "Deployment")
+            // The pods serving the API: a Deployment's, or a LeaderWorkerSet's leaders (the
+            // leader's index label is the controller's, on its pods, not in the template).
+            let templates: Vec<&Value> = of_kind(&objects, "Deployment")
                 .into_iter()
-                .find(|d| {
-                    selector
-                        .iter()
-                        .all(|(k, v)| d["spec"]["template"]["metadata"]["labels"][k.as_str()] == *v)
+                .map(|d| &d["spec"]["template"])
+                .chain(
+                    of_kind(&objects, "LeaderWorkerSet")
+                        .into_iter()
+                        .map(|g| &g["spec"]["leaderWorkerTemplate"]["leaderTemplate"]),
+                )
+                .collect();
+            let template = templates
+                .into_iter()
+                .find(|t| {
+                    selector.iter().all(|(k, v)| {
+                        k == "leaderworkerset.sigs.k8s.io/worker-index"
+                            || t["metadata"]["labels"][k.as_str()] == *v
+                    })
                 })
-                .expect("the Service selects a Deployment");
-            let port = deployment["spec"]["template"]["spec"]["containers"][0]["ports"]
+                .expect("the Service selects a Deployment's or a group leader's pods");
+            let port = template["spec"]["containers"][0]["ports"]
                 .as_array()
                 .unwrap()
                 .iter()
@@ -516,12 +528,26 @@ fn the_network_policy_admits_only_the_load_balancer_subnets_and_named_clients() 
                 .collect();
             expected.sort();
             let rules = policy["spec"]["ingress"].as_array().unwrap();
+            // A group's pods (a LeaderWorkerSet's) reach each other on every port, and no
+            // other pod does: the rule's one peer is the policy's own pod selector.
+            let grouped = of_kind(&objects, "LeaderWorkerSet")
+                .iter()
+                .any(|g| g["metadata"]["name"] == name);
             let mut admitted = Vec::new();
             for rule in rules {
                 let from = rule["from"]
                     .as_array()
                     .expect("every rule names its sources");
                 assert!(!from.is_empty());
+                if grouped && from[0].get("podSelector").is_some() {
+                    assert_eq!(from.len(), 1, "{name}");
+                    assert_eq!(
+                        from[0]["podSelector"], policy["spec"]["podSelector"],
+                        "{name}"
+                    );
+                    assert!(rule.get("ports").is_none(), "{name}");
+                    continue;
+                }
                 assert_eq!(rule["ports"][0]["port"], 8000);
                 for peer in from {
                     admitted.push(

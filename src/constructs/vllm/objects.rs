@@ -1,25 +1,29 @@
 //! The Kubernetes objects of the vLLM constructs, from k8s-openapi types and the generated CRD
 //! types: an [`InferenceEndpoint`]'s `InferenceEndpointConfig` (HyperPod Inference Operator),
-//! and a [`VllmDeployment`]'s Namespace, ServiceAccount, Deployment, Service (internal NLB by
-//! default), PodDisruptionBudget and NetworkPolicy.
+//! and a [`VllmDeployment`]'s Namespace, ServiceAccount, Deployment (a LeaderWorkerSet when a
+//! replica spans several nodes), Service (internal NLB by default), PodDisruptionBudget and
+//! NetworkPolicy.
 
 use super::{
-    Autoscaling, Client, Exposure, InferenceEndpoint, VllmDeployment, VllmServer,
-    LB_SCHEME_ANNOTATION, LB_SUBNETS_ANNOTATION, STARTUP_PROBE_PERIOD_SECS, VLLM_PORT,
+    multi_node_args, Autoscaling, Client, Exposure, InferenceEndpoint, NodeRole, VllmDeployment,
+    VllmServer, LB_SCHEME_ANNOTATION, LB_SUBNETS_ANNOTATION, STARTUP_PROBE_PERIOD_SECS, VLLM_PORT,
 };
 use crate::app::Stack;
 use crate::constructs::network::{subnet_facts, SubnetFacts};
 use crate::constructs::nodes::GPU_TAINT;
 use crate::resources::kubernetes::crd::inference_endpoint_config::*;
+use crate::resources::kubernetes::crd::leader_worker_set::{
+    LeaderWorkerSet, LeaderWorkerSetLeaderWorkerTemplate, LeaderWorkerSetSpec,
+};
 use crate::resources::kubernetes::crd::scaled_object::ScaledObject;
 use crate::resources::kubernetes::crd::trigger_authentication::TriggerAuthentication;
 use crate::resources::Rule;
 use k8s_openapi::api::apps::v1::{Deployment, DeploymentSpec, DeploymentStrategy};
 use k8s_openapi::api::core::v1::{
     Capabilities, Container, ContainerPort, EmptyDirVolumeSource, EnvVar, EnvVarSource,
-    HTTPGetAction, Namespace, PodSecurityContext, PodSpec, Probe, ResourceRequirements,
-    SeccompProfile, SecretKeySelector, SecurityContext, Service, ServiceAccount, ServicePort,
-    ServiceSpec, Toleration, Volume, VolumeMount,
+    HTTPGetAction, Namespace, PodSecurityContext, PodSpec, PodTemplateSpec, Probe,
+    ResourceRequirements, SeccompProfile, SecretKeySelector, SecurityContext, Service,
+    ServiceAccount, ServicePort, ServiceSpec, Toleration, Volume, VolumeMount,
 };
 use k8s_openapi::api::networking::v1::{
     IPBlock, NetworkPolicy, NetworkPolicyIngressRule, NetworkPolicyPeer, NetworkPolicyPort,
@@ -277,16 +281,42 @@ fn q(s: impl Into<String>) -> Quantity {
     Quantity(s.into())
 }
 
+/// What runs a deployment's replicas.
+pub enum Workload {
+    /// One pod per replica, on one node.
+    Deployment(Box<Deployment>),
+    /// One group of pods per replica, one pod (a pipeline stage of all the node's GPUs) on each
+    /// of its nodes: a leader running the API server and headless workers, created, restarted
+    /// and deleted together.
+    Group(Box<LeaderWorkerSet>),
+}
+
+/// The label LeaderWorkerSet gives each pod of a group with its index, `0` for the leader
+/// (kubernetes-sigs/lws v0.10.0, `api/leaderworkerset/v1/leaderworkerset_types.go`).
+pub const LWS_WORKER_INDEX_LABEL: &str = "leaderworkerset.sigs.k8s.io/worker-index";
+
+/// The fabric a multi-node replica's NCCL must use, or fail: `NCCL_NET` names the network
+/// plugin NCCL initialises, and none other (NCCL's environment variables page: "Forces NCCL to
+/// use a specific network, for example to make sure NCCL uses an external plugin and doesn't
+/// automatically fall back on the internal IB or Socket implementation"; NCCL v2.30.7-1
+/// `ncclNetInit` returns `ncclInvalidUsage`, "Failed to initialize any NET plugin", when no
+/// plugin of that name loads). `Libfabric` is the name aws-ofi-nccl registers (v1.21.1,
+/// `src/nccl_ofi_interface_nvidia.cpp`). `FI_PROVIDER=efa` keeps libfabric on the EFA provider
+/// (NVIDIA Dynamo's EFA guide). An image without aws-ofi-nccl, or a pod without EFA devices,
+/// then fails at start-up with NCCL's message instead of serving over TCP sockets.
+pub const MULTI_NODE_FABRIC_ENV: [(&str, &str); 2] =
+    [("NCCL_NET", "Libfabric"), ("FI_PROVIDER", "efa")];
+
 /// The objects of one deployment, in apply order.
 pub struct VllmObjects {
     /// The namespace.
     pub namespace: Namespace,
     /// The pods' service account (no token mounted).
     pub service_account: ServiceAccount,
-    /// The server.
-    pub deployment: Deployment,
+    /// The server's pods.
+    pub workload: Workload,
     /// The checkov rules the server's pod cannot meet, with reasons: acknowledged on the
-    /// Deployment.
+    /// workload.
     pub deployment_acknowledgements: Vec<(Rule, &'static str)>,
     /// Port 8000.
     pub service: Service,
@@ -565,6 +595,14 @@ pub fn deployment(stack: &Stack, tags: &crate::app::Tags, d: &VllmDeployment) ->
             ..Default::default()
         });
     }
+    let multi_node = d.nodes() > 1;
+    if multi_node {
+        env.extend(MULTI_NODE_FABRIC_ENV.iter().map(|(k, v)| EnvVar {
+            name: (*k).to_owned(),
+            value: Some((*v).to_owned()),
+            ..Default::default()
+        }));
+    }
     env.extend(server.environment().iter().map(|(k, v)| EnvVar {
         name: k.clone(),
         value: Some(v.clone()),
@@ -597,6 +635,11 @@ pub fn deployment(stack: &Stack, tags: &crate::app::Tags, d: &VllmDeployment) ->
         }
     }
 
+    if multi_node {
+        // Guaranteed QoS: each node of a group holds one pod, so what it may use is what it
+        // asks for, and the kubelet evicts it last.
+        requests = limits.clone();
+    }
     let container = Container {
         name: "vllm".to_owned(),
         image: Some(server.image_reference()),
@@ -707,27 +750,31 @@ pub fn deployment(stack: &Stack, tags: &crate::app::Tags, d: &VllmDeployment) ->
         ]),
         ..Default::default()
     };
-    let deployment = Deployment {
-        metadata: meta(None),
-        spec: Some(DeploymentSpec {
-            // With autoscaling, KEDA's HPA owns the count: a `replicas` here would reset it on
-            // every apply (and start a 20-80 minute cold start or stop a warm replica).
-            replicas: d.autoscaling_config().is_none().then(|| d.replica_count()),
-            progress_deadline_seconds: Some(progress_deadline),
-            selector: LabelSelector {
-                match_labels: Some(selector.clone()),
+    let workload = if multi_node {
+        Workload::Group(Box::new(leader_worker_set(d, meta(None), &labels, pod)))
+    } else {
+        Workload::Deployment(Box::new(Deployment {
+            metadata: meta(None),
+            spec: Some(DeploymentSpec {
+                // With autoscaling, KEDA's HPA owns the count: a `replicas` here would reset it on
+                // every apply (and start a 20-80 minute cold start or stop a warm replica).
+                replicas: d.autoscaling_config().is_none().then(|| d.replica_count()),
+                progress_deadline_seconds: Some(progress_deadline),
+                selector: LabelSelector {
+                    match_labels: Some(selector.clone()),
+                    ..Default::default()
+                },
+                // Each replica holds a whole node's GPUs: a rolling update would wait for GPUs that
+                // do not exist.
+                strategy: Some(DeploymentStrategy {
+                    type_: Some("Recreate".to_owned()),
+                    rolling_update: None,
+                }),
+                template: crate::resources::kubernetes::pod_template(&labels, pod),
                 ..Default::default()
-            },
-            // Each replica holds a whole node's GPUs: a rolling update would wait for GPUs that
-            // do not exist.
-            strategy: Some(DeploymentStrategy {
-                type_: Some("Recreate".to_owned()),
-                rolling_update: None,
             }),
-            template: crate::resources::kubernetes::pod_template(&labels, pod),
             ..Default::default()
-        }),
-        ..Default::default()
+        }))
     };
 
     let mut annotations = BTreeMap::new();
@@ -804,11 +851,16 @@ pub fn deployment(stack: &Stack, tags: &crate::app::Tags, d: &VllmDeployment) ->
     for (k, v) in d.service_annotations() {
         annotations.entry(k.clone()).or_insert_with(|| v.clone());
     }
+    // A group's API server is its leader's; workers serve no HTTP.
+    let mut service_selector = selector.clone();
+    if multi_node {
+        service_selector.insert(LWS_WORKER_INDEX_LABEL.to_owned(), "0".to_owned());
+    }
     let service = Service {
         metadata: meta((!annotations.is_empty()).then_some(annotations)),
         spec: Some(ServiceSpec {
             type_: Some(service_type.to_owned()),
-            selector: Some(selector.clone()),
+            selector: Some(service_selector),
             ports: Some(vec![ServicePort {
                 name: Some("http".to_owned()),
                 port: VLLM_PORT,
@@ -844,7 +896,7 @@ pub fn deployment(stack: &Stack, tags: &crate::app::Tags, d: &VllmDeployment) ->
             automount_service_account_token: Some(false),
             ..Default::default()
         },
-        deployment,
+        workload,
         deployment_acknowledgements,
         service,
         disruption_budget: PodDisruptionBudget {
@@ -868,13 +920,71 @@ pub fn deployment(stack: &Stack, tags: &crate::app::Tags, d: &VllmDeployment) ->
             metadata: meta(None),
             spec: Some(NetworkPolicySpec {
                 pod_selector: Some(LabelSelector {
-                    match_labels: Some(selector),
+                    match_labels: Some(selector.clone()),
                     ..Default::default()
                 }),
                 policy_types: Some(vec!["Ingress".to_owned()]),
-                ingress: Some(ingress_rules(&lb_subnets, d.clients())),
+                ingress: Some(ingress_rules(
+                    &lb_subnets,
+                    d.clients(),
+                    multi_node.then_some(&selector),
+                )),
                 ..Default::default()
             }),
+        },
+    }
+}
+
+/// A replica over `d.nodes()` nodes as one LeaderWorkerSet group of `d.nodes()` pods, one per
+/// node: the leader is `pod` with the leader's words of vLLM's multi-node launch, each worker
+/// the same pod with the worker's (headless: no API server, so no HTTP port or probes). Leader
+/// and workers request the same resources, equal to their limits (Guaranteed QoS), init
+/// containers included.
+///
+/// - `RecreateGroupOnPodRestart`: a pipeline stage that restarts cannot rejoin a running
+///   group, so the whole group is recreated.
+/// - `LeaderCreated` start-up (the default, stated): the workers start with the leader. With
+///   `LeaderReady` they would wait for a leader that becomes ready only once they have joined.
+fn leader_worker_set(
+    d: &VllmDeployment,
+    metadata: ObjectMeta,
+    labels: &BTreeMap<String, String>,
+    pod: PodSpec,
+) -> LeaderWorkerSet {
+    let nodes = d.nodes();
+    let template = |role: NodeRole| -> PodTemplateSpec {
+        let mut pod = pod.clone();
+        for c in pod.init_containers.iter_mut().flatten() {
+            if let Some(r) = c.resources.as_mut() {
+                r.requests = r.limits.clone();
+            }
+        }
+        if let Some(c) = pod.containers.first_mut() {
+            c.args
+                .get_or_insert_with(Vec::new)
+                .extend(multi_node_args(nodes, role));
+            if role == NodeRole::Worker {
+                c.ports = None;
+                c.startup_probe = None;
+                c.readiness_probe = None;
+                c.liveness_probe = None;
+            }
+        }
+        crate::resources::kubernetes::pod_template(labels, pod)
+    };
+    LeaderWorkerSet {
+        metadata,
+        spec: LeaderWorkerSetSpec {
+            replicas: Some(d.replica_count()),
+            startup_policy: Some("LeaderCreated".to_owned()),
+            leader_worker_template: LeaderWorkerSetLeaderWorkerTemplate {
+                size: Some(i32::try_from(nodes).unwrap_or(i32::MAX)),
+                restart_policy: Some("RecreateGroupOnPodRestart".to_owned()),
+                leader_template: Some(template(NodeRole::Leader)),
+                worker_template: template(NodeRole::Worker),
+                ..Default::default()
+            },
+            ..Default::default()
         },
     }
 }
@@ -887,7 +997,16 @@ pub fn deployment(stack: &Stack, tags: &crate::app::Tags, d: &VllmDeployment) ->
 /// (aws-network-policy-agent #65), and `kubectl port-forward` enters the pod through the node,
 /// so both keep working. Pods on nodes in the load balancer's subnets share those blocks; the
 /// API key still stands between them and the model.
-fn ingress_rules(lb_subnets: &[SubnetFacts], clients: &[Client]) -> Vec<NetworkPolicyIngressRule> {
+///
+/// The pods of a multi-node replica (`group`: their labels) also reach each other on every
+/// port: the workers join the leader's torch process group (vLLM's master port, 29501) and
+/// NCCL opens its bootstrap sockets on ports of its choosing. Their EFA traffic does not pass
+/// through the VPC CNI and needs no rule.
+fn ingress_rules(
+    lb_subnets: &[SubnetFacts],
+    clients: &[Client],
+    group: Option<&BTreeMap<String, String>>,
+) -> Vec<NetworkPolicyIngressRule> {
     let port = || {
         Some(vec![NetworkPolicyPort {
             port: Some(IntOrString::Int(VLLM_PORT)),
@@ -896,6 +1015,18 @@ fn ingress_rules(lb_subnets: &[SubnetFacts], clients: &[Client]) -> Vec<NetworkP
         }])
     };
     let mut rules = Vec::new();
+    if let Some(group) = group {
+        rules.push(NetworkPolicyIngressRule {
+            ports: None,
+            from: Some(vec![NetworkPolicyPeer {
+                pod_selector: Some(LabelSelector {
+                    match_labels: Some(group.clone()),
+                    ..Default::default()
+                }),
+                ..Default::default()
+            }]),
+        });
+    }
     if !lb_subnets.is_empty() {
         rules.push(NetworkPolicyIngressRule {
             ports: port(),
@@ -1008,7 +1139,9 @@ mod tests {
         let o = deployment(&stack, &crate::app::Tags::new(), &d);
         same_yaml(&o.namespace);
         same_yaml(&o.service_account);
-        same_yaml(&o.deployment);
+        if let Workload::Deployment(deployment) = &o.workload {
+            same_yaml(deployment.as_ref());
+        }
         same_yaml(&o.service);
         same_yaml(&o.disruption_budget);
         same_yaml(&o.network_policy);

@@ -76,6 +76,11 @@ pub fn karpenter_node_pool_crd() -> PathBuf {
     repo_root().join("codegen/schemas/crds/karpenter.sh_nodepools.yaml")
 }
 
+/// The vendored LeaderWorkerSet CRD (kubernetes-sigs/lws v0.10.0).
+pub fn leader_worker_set_crd() -> PathBuf {
+    repo_root().join("codegen/schemas/crds/leaderworkerset.x-k8s.io_leaderworkersets.yaml")
+}
+
 /// The vendored Karpenter EC2NodeClass CRD.
 pub fn karpenter_ec2_node_class_crd() -> PathBuf {
     repo_root().join("codegen/schemas/crds/karpenter.k8s.aws_ec2nodeclasses.yaml")

@@ -4,6 +4,7 @@
 
 pub mod ec2_node_class;
 pub mod inference_endpoint_config;
+pub mod leader_worker_set;
 pub mod node_pool;
 pub mod scaled_object;
 pub mod trigger_authentication;

@@ -1,0 +1,424 @@
+//! A replica over several nodes (`VllmDeployment::nodes_per_replica`): one LeaderWorkerSet
+//! group per replica, leader and workers alike but for their part in vLLM's multi-node launch,
+//! each pod on a node of its own with all its GPUs and EFA devices, Guaranteed, and stopped by
+//! NCCL when the EFA network is not there; and what the description must give for it, refused
+//! with its code otherwise.
+
+use crate::reference::{self, kimi_k3_server, CAPACITY_BLOCK_AZ_ID};
+use hyperforge::app::Stack;
+use hyperforge::constructs::*;
+use hyperforge::{App, Assembly, Code};
+use serde::Deserialize;
+use serde_json::Value;
+
+/// The Kubernetes objects of an assembly.
+fn objects(assembly: &Assembly) -> Vec<Value> {
+    let mut out = Vec::new();
+    for (path, bytes) in assembly.files() {
+        if !path.ends_with(".yaml") || path.ends_with(".values.yaml") {
+            continue;
+        }
+        for doc in serde_yaml::Deserializer::from_str(&String::from_utf8_lossy(bytes)) {
+            let value = Value::deserialize(doc).unwrap();
+            if value.get("kind").is_some() {
+                out.push(value);
+            }
+        }
+    }
+    out
+}
+
+fn group(assembly: &Assembly) -> Value {
+    let groups: Vec<Value> = objects(assembly)
+        .into_iter()
+        .filter(|o| o["kind"] == "LeaderWorkerSet")
+        .collect();
+    assert_eq!(groups.len(), 1, "one LeaderWorkerSet");
+    groups.into_iter().next().unwrap()
+}
+
+/// A stack serving Kimi K3 on `nodes` nodes of `instance_type` per replica, from one Capacity
+/// Block of that many instances, with `tweak` applied to the node group and the deployment.
+fn stack_on(
+    instance_type: &str,
+    nodes: u32,
+    helm: bool,
+    node_group: impl FnOnce(ManagedNodeGroup) -> ManagedNodeGroup,
+    deployment: impl FnOnce(VllmDeployment) -> VllmDeployment,
+) -> App {
+    // Capacity Blocks come in 1, 2, 4, 8, ... instances; the group uses `nodes` of them.
+    let block = nodes.next_power_of_two();
+    let mut stack = Stack::new("multi", "us-west-2");
+    let f = stack.cloudformation_stage("foundation");
+    let net = stack.add(f, Network::new("Network").gpu_subnet(CAPACITY_BLOCK_AZ_ID));
+    let sg = stack.add(f, ClusterSecurityGroup::new("Sg", &net.vpc));
+    let eks = stack.add(
+        f,
+        EksCluster::new("Eks", "multi")
+            .subnets(&net.private_subnets)
+            .vpc(&net.vpc)
+            .security_group(&sg.group),
+    );
+    let n = stack.cloudformation_stage("nodes");
+    stack.add(
+        n,
+        node_group(
+            ManagedNodeGroup::gpu("Gpu", &eks.cluster, instance_type, net.gpu_subnet.iter())
+                .capacity(CapacityBlock::held(
+                    "cr-0123456789abcdef0",
+                    CAPACITY_BLOCK_AZ_ID,
+                    block,
+                ))
+                .scaling(i64::from(block), i64::from(block), i64::from(block))
+                .security_group(&sg.group),
+        ),
+    );
+    stack.helm_stage("nvidia-device-plugin", HelmRelease::nvidia_device_plugin());
+    if helm {
+        stack.helm_stage("efa-device-plugin", HelmRelease::efa_device_plugin());
+        stack.helm_stage("lws", HelmRelease::leader_worker_set());
+    }
+    let w = stack.kubernetes_stage("workload");
+    stack.add(
+        w,
+        deployment(
+            VllmDeployment::new("KimiK3", kimi_k3_server(), instance_type)
+                .cluster_ip_service()
+                .nodes_per_replica(nodes),
+        ),
+    );
+    App::new().stack(stack)
+}
+
+fn efa_group(instance_type: &str, nodes: u32) -> App {
+    stack_on(instance_type, nodes, true, |g| g.efa(true), |d| d)
+}
+
+fn quantity<'a>(resources: &'a Value, side: &str, name: &str) -> &'a Value {
+    &resources[side][name]
+}
+
+/// The pod's QoS class as the kubelet computes it (Kubernetes, "Pod Quality of Service
+/// Classes"): Guaranteed when every container, init containers included, has CPU and memory
+/// limits and requests equal to them (a request left out defaults to its limit).
+fn qos_class(pod: &Value) -> &'static str {
+    let containers: Vec<&Value> = pod["containers"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .chain(pod["initContainers"].as_array().into_iter().flatten())
+        .collect();
+    let mut any = false;
+    let mut guaranteed = true;
+    for c in containers {
+        for resource in ["cpu", "memory"] {
+            let limit = quantity(&c["resources"], "limits", resource);
+            let request = quantity(&c["resources"], "requests", resource);
+            any |= !limit.is_null() || !request.is_null();
+            let request = if request.is_null() { limit } else { request };
+            guaranteed &= !limit.is_null() && request == limit;
+        }
+    }
+    match (any, guaranteed) {
+        (_, true) => "Guaranteed",
+        (true, false) => "Burstable",
+        (false, false) => "BestEffort",
+    }
+}
+
+/// The LeaderWorkerSet admission webhook's rules for a new object (kubernetes-sigs/lws v0.10.0,
+/// `pkg/webhooks/leaderworkerset_webhook.go`, `ValidateCreate`): the vendored CRD carries no
+/// CEL rules (`x-kubernetes-validations`), so these are what the API server adds to its schema.
+fn admission_problems(lws: &Value) -> Vec<String> {
+    let mut out = Vec::new();
+    let spec = &lws["spec"];
+    let replicas = spec["replicas"].as_i64().unwrap_or(1);
+    if !(0..=1_000_000).contains(&replicas) {
+        out.push(format!("replicas {replicas}: must be 0 to 1000000"));
+    }
+    let size = spec["leaderWorkerTemplate"]["size"].as_i64().unwrap_or(1);
+    if size < 1 {
+        out.push(format!("size {size}: must be equal or greater than 1"));
+    }
+    if replicas.saturating_mul(size) > i64::from(i32::MAX) {
+        out.push("the product of replicas and size exceeds MaxInt32".to_owned());
+    }
+    let rolling = &spec["rolloutStrategy"]["rollingUpdateConfiguration"];
+    let as_count = |v: &Value| {
+        v.as_i64().or_else(|| {
+            v.as_str()
+                .and_then(|s| s.trim_end_matches('%').parse().ok())
+        })
+    };
+    let unavailable = as_count(&rolling["maxUnavailable"]).unwrap_or(1);
+    let surge = as_count(&rolling["maxSurge"]).unwrap_or(0);
+    if unavailable < 0 || surge < 0 {
+        out.push("maxUnavailable and maxSurge must not be negative".to_owned());
+    }
+    if unavailable == 0 && surge == 0 {
+        out.push("maxUnavailable must not be 0 when maxSurge is 0".to_owned());
+    }
+    if let Some(sub) = spec["leaderWorkerTemplate"]["subGroupPolicy"]["subGroupSize"].as_i64() {
+        if sub < 1 || sub > size || (size % sub != 0 && (size - 1) % sub != 0) {
+            out.push(format!(
+                "subGroupSize {sub} does not divide size {size} or size - 1"
+            ));
+        }
+    }
+    out
+}
+
+#[test]
+fn the_multi_node_reference_is_one_group_of_identical_guaranteed_pods() {
+    let assembly = reference::kimi_k3_eks_multi_node()
+        .synth()
+        .unwrap_or_else(|d| panic!("{d}"));
+    let objects = objects(&assembly);
+    assert!(
+        !objects.iter().any(|o| o["kind"] == "Deployment"),
+        "a group replaces the Deployment"
+    );
+    let lws = group(&assembly);
+    assert_eq!(lws["apiVersion"], "leaderworkerset.x-k8s.io/v1");
+    let t = &lws["spec"]["leaderWorkerTemplate"];
+    assert_eq!(t["size"], 2);
+    assert_eq!(t["restartPolicy"], "RecreateGroupOnPodRestart");
+    assert_eq!(lws["spec"]["startupPolicy"], "LeaderCreated");
+    assert!(
+        admission_problems(&lws).is_empty(),
+        "{:?}",
+        admission_problems(&lws)
+    );
+
+    let leader = &t["leaderTemplate"]["spec"];
+    let worker = &t["workerTemplate"]["spec"];
+    for (role, pod) in [("leader", leader), ("worker", worker)] {
+        assert_eq!(qos_class(pod), "Guaranteed", "{role}");
+        let c = &pod["containers"][0];
+        // The instance's every GPU and EFA device, and the hugepages EFA uses.
+        assert_eq!(
+            quantity(&c["resources"], "requests", "nvidia.com/gpu"),
+            "8",
+            "{role}"
+        );
+        assert_eq!(
+            quantity(&c["resources"], "requests", "vpc.amazonaws.com/efa"),
+            "8",
+            "{role}"
+        );
+        assert_eq!(
+            quantity(&c["resources"], "limits", "hugepages-2Mi"),
+            "5120Mi",
+            "{role}"
+        );
+        // The fabric assertion: NCCL uses the EFA plugin or stops.
+        let env = c["env"].as_array().unwrap();
+        for (name, value) in [("NCCL_NET", "Libfabric"), ("FI_PROVIDER", "efa")] {
+            assert!(
+                env.iter().any(|e| e["name"] == name && e["value"] == value),
+                "{role}: {name}={value}"
+            );
+        }
+        // Shared memory sized for the node's GPUs.
+        let dshm = pod["volumes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|v| v["name"] == "dshm")
+            .unwrap();
+        assert_eq!(dshm["emptyDir"]["medium"], "Memory");
+        assert_eq!(dshm["emptyDir"]["sizeLimit"], "64Gi");
+    }
+    // Leader and workers request the same resources and run the same image.
+    assert_eq!(
+        leader["containers"][0]["resources"],
+        worker["containers"][0]["resources"]
+    );
+    assert_eq!(
+        leader["containers"][0]["image"],
+        worker["containers"][0]["image"]
+    );
+    assert_eq!(leader["initContainers"], worker["initContainers"]);
+
+    // vLLM's own launch: rank 0 serves the API, the worker's rank is its index, headless.
+    let args = |pod: &Value| -> Vec<String> {
+        pod["containers"][0]["args"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|a| a.as_str().unwrap().to_owned())
+            .collect()
+    };
+    let after = |args: &[String], flag: &str| -> String {
+        let i = args
+            .iter()
+            .position(|a| a == flag)
+            .unwrap_or_else(|| panic!("{flag}"));
+        args[i + 1].clone()
+    };
+    let (l, w) = (args(leader), args(worker));
+    for a in [&l, &w] {
+        assert_eq!(after(a, "--tensor-parallel-size"), "8");
+        assert_eq!(after(a, "--pipeline-parallel-size"), "2");
+        assert_eq!(after(a, "--nnodes"), "2");
+        assert_eq!(after(a, "--master-addr"), "$(LWS_LEADER_ADDRESS)");
+    }
+    assert_eq!(after(&l, "--node-rank"), "0");
+    assert!(!l.contains(&"--headless".to_owned()));
+    assert_eq!(after(&w, "--node-rank"), "$(LWS_WORKER_INDEX)");
+    assert!(w.contains(&"--headless".to_owned()));
+    // Workers serve no HTTP: no port, no probes.
+    for key in ["ports", "startupProbe", "readinessProbe", "livenessProbe"] {
+        assert!(worker["containers"][0].get(key).is_none(), "worker {key}");
+        assert!(leader["containers"][0].get(key).is_some(), "leader {key}");
+    }
+
+    // The Service reaches the leaders only; the group's pods reach each other.
+    let service = objects.iter().find(|o| o["kind"] == "Service").unwrap();
+    assert_eq!(
+        service["spec"]["selector"]["leaderworkerset.sigs.k8s.io/worker-index"],
+        "0"
+    );
+    // The runbook waits for the group and says how the fabric assertion shows.
+    let runbook = assembly.text("kimi-k3-eks-multi-node/RUNBOOK.md").unwrap();
+    assert!(runbook
+        .contains("kubectl wait leaderworkerset/kimi-k3 -n kimi-k3 --for=condition=Available"));
+    assert!(runbook.contains("NCCL_NET=Libfabric"));
+    assert!(runbook.contains(
+        "helm upgrade --install lws oci://registry.k8s.io/lws/charts/lws --version 0.10.0"
+    ));
+    // The manifest records the group.
+    let manifest: Value = serde_json::from_str(assembly.text("manifest.json").unwrap()).unwrap();
+    let endpoint = &manifest["stacks"][0]["inventory"]["endpoints"][0];
+    assert_eq!(endpoint["nodes_per_replica"], 2, "{endpoint}");
+}
+
+/// The EFA devices each pod requests are the instance type's, from the catalog, as EC2
+/// publishes them (`EfaInfo.MaximumEfaInterfaces`): 16 on p6-b300 and p5en, 32 on p5, 8 on
+/// p6-b200.
+#[test]
+fn each_pod_requests_its_instance_types_efa_devices() {
+    for (instance_type, nodes, efa) in [
+        ("p6-b300.48xlarge", 2, "16"),
+        ("p6-b200.48xlarge", 2, "8"),
+        ("p5en.48xlarge", 2, "16"),
+        ("p5.48xlarge", 3, "32"),
+    ] {
+        let assembly = efa_group(instance_type, nodes)
+            .synth()
+            .unwrap_or_else(|d| panic!("{instance_type}: {d}"));
+        let lws = group(&assembly);
+        let t = &lws["spec"]["leaderWorkerTemplate"];
+        assert_eq!(t["size"], nodes, "{instance_type}");
+        for template in ["leaderTemplate", "workerTemplate"] {
+            let pod = &t[template]["spec"];
+            let r = &pod["containers"][0]["resources"];
+            assert_eq!(
+                quantity(r, "requests", "vpc.amazonaws.com/efa"),
+                efa,
+                "{instance_type}"
+            );
+            assert_eq!(
+                quantity(r, "limits", "vpc.amazonaws.com/efa"),
+                efa,
+                "{instance_type}"
+            );
+            assert_eq!(qos_class(pod), "Guaranteed", "{instance_type} {template}");
+        }
+        assert!(admission_problems(&lws).is_empty());
+    }
+}
+
+#[test]
+fn the_admission_rules_refuse_what_the_webhook_refuses() {
+    let ok = serde_json::json!({"spec": {"replicas": 1, "leaderWorkerTemplate": {"size": 2}}});
+    assert!(admission_problems(&ok).is_empty());
+    for bad in [
+        serde_json::json!({"spec": {"replicas": -1, "leaderWorkerTemplate": {"size": 2}}}),
+        serde_json::json!({"spec": {"replicas": 1, "leaderWorkerTemplate": {"size": 0}}}),
+        serde_json::json!({"spec": {"replicas": 1_000_000, "leaderWorkerTemplate": {"size": 4096}}}),
+        serde_json::json!({"spec": {"leaderWorkerTemplate": {"size": 5, "subGroupPolicy": {"subGroupSize": 3}}}}),
+        serde_json::json!({"spec": {"leaderWorkerTemplate": {"size": 2}, "rolloutStrategy": {"rollingUpdateConfiguration": {"maxUnavailable": 0, "maxSurge": 0}}}}),
+    ] {
+        assert!(!admission_problems(&bad).is_empty(), "{bad}");
+    }
+}
+
+/// The model-aware rules read the group's pipeline stages: Kimi K3 fits 2 x p6-b200 at TP 8 x
+/// PP 2 and not one p6-b200.
+#[test]
+fn the_memory_rules_count_every_stage_of_the_group() {
+    let ds = efa_group("p6-b200.48xlarge", 2).validate();
+    assert!(!ds.has_errors(), "{ds}");
+    let ds = stack_on("p6-b200.48xlarge", 1, true, |g| g.efa(true), |d| d).validate();
+    assert!(ds.iter().any(|d| d.code == Code::ModelDoesNotFit), "{ds}");
+}
+
+#[test]
+fn a_group_without_efa_interfaces_is_refused_at_the_field() {
+    let ds = stack_on("p6-b200.48xlarge", 2, true, |g| g, |d| d).validate();
+    let d = ds
+        .iter()
+        .find(|d| d.code == Code::MultiNodeWithoutEfa)
+        .unwrap_or_else(|| panic!("{ds}"));
+    assert_eq!(d.field.as_deref(), Some("nodes_per_replica"));
+    assert!(d.message.contains("multi/Gpu"), "{}", d.message);
+}
+
+#[test]
+fn what_a_group_cannot_carry_out_is_refused_with_its_reason() {
+    type Tweak = Box<dyn Fn(VllmDeployment) -> VllmDeployment>;
+    let cases: [(&str, Tweak); 3] = [
+        ("nodes_per_replica", Box::new(|d| d.nodes_per_replica(17))),
+        ("gpus", Box::new(|d| d.gpus(4))),
+        (
+            "server.image",
+            Box::new(|_| {
+                VllmDeployment::new(
+                    "KimiK3",
+                    VllmServer::new("moonshotai/Kimi-K3", "vllm/vllm-openai:v0.10.2")
+                        .trust_remote_code(true),
+                    "p6-b200.48xlarge",
+                )
+                .cluster_ip_service()
+                .nodes_per_replica(2)
+            }),
+        ),
+    ];
+    for (field, tweak) in cases {
+        let ds = stack_on("p6-b200.48xlarge", 2, true, |g| g.efa(true), tweak).validate();
+        assert!(
+            ds.iter()
+                .any(|d| d.code == Code::MultiNodeReplicaUnsupported
+                    && d.field.as_deref() == Some(field)),
+            "{field}: {ds}"
+        );
+    }
+}
+
+#[test]
+fn a_stack_without_the_controller_or_the_efa_plugin_is_warned() {
+    let ds = stack_on("p6-b200.48xlarge", 2, false, |g| g.efa(true), |d| d).validate();
+    let d = ds
+        .iter()
+        .find(|d| d.code == Code::MultiNodeControllerMissing)
+        .unwrap_or_else(|| panic!("{ds}"));
+    assert!(d.message.contains("`lws`") && d.message.contains("`efa-device-plugin`"));
+    let ds = efa_group("p6-b200.48xlarge", 2).validate();
+    assert!(
+        !ds.iter()
+            .any(|d| d.code == Code::MultiNodeControllerMissing),
+        "{ds}"
+    );
+}
+
+/// Every option of the launch is checked against the release like hyperforge's others: the
+/// reference's release (0.27.0) accepts them all.
+#[test]
+fn the_launch_options_are_in_the_releases_table() {
+    let ds = reference::kimi_k3_eks_multi_node().validate();
+    assert!(
+        !ds.iter().any(|d| d.code == Code::EngineOptionNotAccepted),
+        "{ds}"
+    );
+}
