@@ -263,6 +263,10 @@ pub struct EndpointEntry {
     /// Nodes each replica spans: above 1, a LeaderWorkerSet group of one pod per node.
     #[serde(default = "one_node", skip_serializing_if = "is_one_node")]
     pub nodes_per_replica: u32,
+    /// For a replica over several nodes: the NCCL all-reduce bus bandwidth, MB/s, each pod's
+    /// `fabric-check` init container requires before the server starts.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fabric_check_floor_mb_per_s: Option<u64>,
     /// The shared memory a Deployment's pod mounts for that many GPUs, GiB.
     pub shm_gib: u64,
     /// The port the server listens on.

@@ -69,6 +69,25 @@ impl InstanceType {
     pub fn total_gpu_memory_mib(&self) -> u64 {
         self.gpu_memory_mib * u64::from(self.gpu_count)
     }
+
+    /// The NCCL all-reduce bus bandwidth, GB/s, under which a group of these instances is not
+    /// using its EFA network: a tenth of the instance's network bandwidth in bytes
+    /// (`network_gbps` / 8 / 10; 40 GB/s on p5, p5en and p6-b200, 80 on p6-b300); 0 without
+    /// EFA.
+    ///
+    /// Why a tenth: an all-reduce across nodes moves every byte over the network, so its bus
+    /// bandwidth (NCCL tests' measure, which does not depend on the rank count) is bounded by
+    /// the per-instance network bandwidth, and on a healthy EFA fabric comes within a small
+    /// factor of it. NCCL's socket transport over the instance's single ENA primary interface,
+    /// what NCCL falls back to, stays far below a tenth of the aggregate (one of 8 to 32
+    /// network cards, through the kernel's TCP stack). The floor is meant to separate "EFA" from
+    /// "not EFA" with margin for message size and topology, not to grade a fabric.
+    pub fn all_reduce_floor_gbs(&self) -> f64 {
+        if self.efa_max == 0 {
+            return 0.0;
+        }
+        f64::from(self.network_gbps) / 8.0 / 10.0
+    }
 }
 
 const P6_EC2_REGIONS: &[&str] = &[

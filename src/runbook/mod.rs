@@ -455,6 +455,8 @@ pub struct EndpointData {
     pub group: bool,
     /// Nodes each replica spans.
     pub nodes_per_replica: u32,
+    /// The bandwidth gate's floor, GB/s (`40.0`), for a group; empty otherwise.
+    pub fabric_floor_gbs: String,
     /// Startup budget in seconds (download, load, warm-up, times 1.5).
     pub startup_secs: u64,
     /// The server reads a staged copy from S3 rather than the Hub.
@@ -1440,6 +1442,10 @@ fn endpoint(e: &EndpointEntry) -> EndpointData {
         deployment: !e.operator && e.nodes_per_replica <= 1,
         group: !e.operator && e.nodes_per_replica > 1,
         nodes_per_replica: e.nodes_per_replica,
+        fabric_floor_gbs: e
+            .fabric_check_floor_mb_per_s
+            .map(|mb| format!("{:.1}", mb as f64 / 1000.0))
+            .unwrap_or_default(),
         startup_secs: e.startup_secs,
         staged: e.staged,
         weights_source: e.weights_source.clone(),

@@ -262,6 +262,10 @@ fn endpoint(served: &ServedModel<'_>, stage: &str) -> EndpointEntry {
         api_key: server.api_key().map(secret_key),
         gpus: served.gpus,
         nodes_per_replica: served.shape.nodes_per_replica.max(1),
+        fabric_check_floor_mb_per_s: (served.shape.nodes_per_replica > 1)
+            .then(|| crate::catalog::instance(served.instance_type))
+            .flatten()
+            .map(|i| (i.all_reduce_floor_gbs() * 1000.0).round() as u64),
         shm_gib: shm_gib(served.gpus),
         port: u16::try_from(crate::constructs::vllm::VLLM_PORT).unwrap_or(u16::MAX),
         operator,

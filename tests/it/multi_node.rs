@@ -234,6 +234,32 @@ fn the_multi_node_reference_is_one_group_of_identical_guaranteed_pods() {
         leader["containers"][0]["resources"],
         worker["containers"][0]["resources"]
     );
+    // Every pod checks its release, then the group's fabric, on the server's own resources.
+    for pod in [leader, worker] {
+        let init: Vec<&str> = pod["initContainers"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|c| c["name"].as_str().unwrap())
+            .collect();
+        assert_eq!(init, ["engine-release", "fabric-check"]);
+        let gate = &pod["initContainers"][1];
+        assert_eq!(gate["resources"], pod["containers"][0]["resources"]);
+        assert_eq!(gate["image"], pod["containers"][0]["image"]);
+        let command: Vec<&str> = gate["command"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|a| a.as_str().unwrap())
+            .collect();
+        // GPUs per node, the floor for p6-b200 (3,200 Gbps / 8 / 10), the rendezvous port.
+        assert_eq!(command[command.len() - 3..], ["8", "40.0", "29502"]);
+        assert!(gate["env"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|e| e["name"] == "NCCL_NET" && e["value"] == "Libfabric"));
+    }
     assert_eq!(
         leader["containers"][0]["image"],
         worker["containers"][0]["image"]
@@ -291,18 +317,27 @@ fn the_multi_node_reference_is_one_group_of_identical_guaranteed_pods() {
     let manifest: Value = serde_json::from_str(assembly.text("manifest.json").unwrap()).unwrap();
     let endpoint = &manifest["stacks"][0]["inventory"]["endpoints"][0];
     assert_eq!(endpoint["nodes_per_replica"], 2, "{endpoint}");
+    assert_eq!(endpoint["fabric_check_floor_mb_per_s"], 40000, "{endpoint}");
+    assert!(runbook.contains("unless NCCL's bus bandwidth reaches 40.0 GB/s"));
+}
+
+/// The bandwidth gate's program: its arithmetic, and the whole program against a fake torch.
+#[test]
+fn the_bandwidth_gates_program_passes_its_tests() {
+    crate::weights_stager::run_python_tests("test_check_fabric.py", 8);
 }
 
 /// The EFA devices each pod requests are the instance type's, from the catalog, as EC2
 /// publishes them (`EfaInfo.MaximumEfaInterfaces`): 16 on p6-b300 and p5en, 32 on p5, 8 on
-/// p6-b200.
+/// p6-b200; and every group's bandwidth gate has a floor above zero, a tenth of the instance's
+/// network bandwidth (6,400 Gbps on p6-b300, 3,200 on the others).
 #[test]
 fn each_pod_requests_its_instance_types_efa_devices() {
-    for (instance_type, nodes, efa) in [
-        ("p6-b300.48xlarge", 2, "16"),
-        ("p6-b200.48xlarge", 2, "8"),
-        ("p5en.48xlarge", 2, "16"),
-        ("p5.48xlarge", 3, "32"),
+    for (instance_type, nodes, efa, floor) in [
+        ("p6-b300.48xlarge", 2, "16", "80.0"),
+        ("p6-b200.48xlarge", 2, "8", "40.0"),
+        ("p5en.48xlarge", 2, "16", "40.0"),
+        ("p5.48xlarge", 3, "32", "40.0"),
     ] {
         let assembly = efa_group(instance_type, nodes)
             .synth()
@@ -324,6 +359,14 @@ fn each_pod_requests_its_instance_types_efa_devices() {
                 "{instance_type}"
             );
             assert_eq!(qos_class(pod), "Guaranteed", "{instance_type} {template}");
+            let gate = pod["initContainers"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|c| c["name"] == "fabric-check")
+                .unwrap_or_else(|| panic!("{instance_type}: no bandwidth gate"));
+            let command = gate["command"].as_array().unwrap();
+            assert_eq!(command[command.len() - 2], floor, "{instance_type}");
         }
         assert!(admission_problems(&lws).is_empty());
     }

@@ -307,6 +307,54 @@ pub const LWS_WORKER_INDEX_LABEL: &str = "leaderworkerset.sigs.k8s.io/worker-ind
 pub const MULTI_NODE_FABRIC_ENV: [(&str, &str); 2] =
     [("NCCL_NET", "Libfabric"), ("FI_PROVIDER", "efa")];
 
+/// The port the bandwidth gate's rendezvous listens on in the leader pod (vLLM's own process
+/// group takes 29501 once the gate has passed).
+pub const FABRIC_CHECK_PORT: u16 = 29502;
+
+const FABRIC_CHECK: &str = include_str!("../assets/check_fabric.py");
+
+/// The group's bandwidth gate, an init container of every pod of a multi-node replica, after the
+/// release check: in the server's image (which has torch and NCCL), on the GPUs, EFA devices and
+/// environment the server gets next, one process per GPU all-reduces 1 GiB over every GPU of
+/// the group and the pod stops unless NCCL's bus bandwidth reaches `floor_gbs`
+/// ([`InstanceType::all_reduce_floor_gbs`](crate::catalog::InstanceType::all_reduce_floor_gbs)).
+/// A replica whose fabric fell back to TCP fails at start-up with the figure, instead of
+/// serving tens of times slower.
+fn fabric_check(server: &Container, gpus: u32, floor_gbs: f64) -> Container {
+    let fabric_env = server.env.as_ref().map(|env| {
+        env.iter()
+            .filter(|e| MULTI_NODE_FABRIC_ENV.iter().any(|(k, _)| e.name == *k))
+            .cloned()
+            .collect::<Vec<_>>()
+    });
+    Container {
+        name: "fabric-check".to_owned(),
+        image: server.image.clone(),
+        image_pull_policy: server.image_pull_policy.clone(),
+        command: Some(vec![
+            "python3".to_owned(),
+            "-B".to_owned(),
+            "-c".to_owned(),
+            FABRIC_CHECK.to_owned(),
+            gpus.to_string(),
+            format!("{floor_gbs:.1}"),
+            FABRIC_CHECK_PORT.to_string(),
+        ]),
+        env: fabric_env,
+        resources: server.resources.clone(),
+        // NCCL keeps its intra-node buffers in shared memory.
+        volume_mounts: server.volume_mounts.as_ref().map(|mounts| {
+            mounts
+                .iter()
+                .filter(|m| m.mount_path == "/dev/shm")
+                .cloned()
+                .collect()
+        }),
+        security_context: server.security_context.clone(),
+        ..Default::default()
+    }
+}
+
 /// The objects of one deployment, in apply order.
 pub struct VllmObjects {
     /// The namespace.
@@ -939,7 +987,7 @@ pub fn deployment(stack: &Stack, tags: &crate::app::Tags, d: &VllmDeployment) ->
 /// node: the leader is `pod` with the leader's words of vLLM's multi-node launch, each worker
 /// the same pod with the worker's (headless: no API server, so no HTTP port or probes). Leader
 /// and workers request the same resources, equal to their limits (Guaranteed QoS), init
-/// containers included.
+/// containers included, and run the bandwidth gate ([`fabric_check`]) before the server.
 ///
 /// - `RecreateGroupOnPodRestart`: a pipeline stage that restarts cannot rejoin a running
 ///   group, so the whole group is recreated.
@@ -952,12 +1000,18 @@ fn leader_worker_set(
     pod: PodSpec,
 ) -> LeaderWorkerSet {
     let nodes = d.nodes();
+    let floor_gbs =
+        crate::catalog::instance(d.instance_type()).map_or(0.0, |i| i.all_reduce_floor_gbs());
     let template = |role: NodeRole| -> PodTemplateSpec {
         let mut pod = pod.clone();
         for c in pod.init_containers.iter_mut().flatten() {
             if let Some(r) = c.resources.as_mut() {
                 r.requests = r.limits.clone();
             }
+        }
+        if let Some(server) = pod.containers.first() {
+            let gate = fabric_check(server, d.gpu_count(), floor_gbs);
+            pod.init_containers.get_or_insert_with(Vec::new).push(gate);
         }
         if let Some(c) = pod.containers.first_mut() {
             c.args
