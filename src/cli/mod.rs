@@ -314,6 +314,19 @@ pub struct PlanArgs {
     /// A reservation the replicas must fit in, as its instance type and count.
     #[arg(long, value_name = "TYPE:COUNT")]
     pub reservation: Option<String>,
+    /// Also print the smallest feasible layout as a stack file's `vllm_deployment` fields or as
+    /// the Rust builder calls, to paste into a description.
+    #[arg(long, value_name = "FORM")]
+    pub emit: Option<EmitForm>,
+}
+
+/// How `plan --emit` prints the chosen layout.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum EmitForm {
+    /// A stack file's `vllm_deployment` fields.
+    StackFile,
+    /// The Rust builder calls.
+    Rust,
 }
 
 /// `diff`.

@@ -1,8 +1,8 @@
 //! `hyperforge plan`: the serving layouts of a catalog model, from `catalog::plan`.
 
 use super::output;
-use super::{Exit, PlanArgs};
-use hyperforge::catalog::plan::{plan, Candidate, PlanRequest, MAX_RESERVED_INSTANCES};
+use super::{EmitForm, Exit, PlanArgs};
+use hyperforge::catalog::plan::{plan, Candidate, Layout, PlanRequest, MAX_RESERVED_INSTANCES};
 use hyperforge::constructs::vllm::GPU_MEMORY_UTILIZATION;
 
 /// `hyperforge plan`.
@@ -109,6 +109,10 @@ pub fn run(args: &PlanArgs) -> Exit {
     for c in plan.candidates.iter().filter(|c| !c.feasible()) {
         out.push_str(&format!("  {}: {}\n", c.layout, c.problems.join("; ")));
     }
+    if let (Some(form), Some(best)) = (args.emit, plan.best()) {
+        out.push('\n');
+        out.push_str(&emit(form, &model.hf_id, &best.layout));
+    }
     out.push_str(
         "\nKV tokens: what one replica's headroom holds (activations and CUDA graphs come out of it too, so an upper bound); sequences: how many of the policy's length fit at once. Availability: checked in the regions the catalog records for a type. Prices: EC2 on-demand in the region, where the catalog holds them (\"unpriced\" elsewhere); Capacity Blocks and training plans are priced at purchase.\n",
     );
@@ -117,6 +121,48 @@ pub fn run(args: &PlanArgs) -> Exit {
         Exit::Failed
     } else {
         Exit::Ok
+    }
+}
+
+/// The layout `layout` of `model` as a stack file's fields or the Rust builder calls.
+fn emit(form: EmitForm, model: &str, layout: &Layout) -> String {
+    let multi = layout.nodes_per_replica > 1;
+    // vLLM's upstream image at the newest release the engine table holds (the options are
+    // checked against it); pin the one you test by digest.
+    let image = hyperforge::catalog::engines::VLLM.last().map_or_else(
+        || "vllm/vllm-openai".to_owned(),
+        |r| format!("vllm/vllm-openai:v{}", r.version_text()),
+    );
+    let efa = if multi {
+        "Its nodes launch with EFA interfaces (a node group with `efa: true`), and the stack installs the `efa-device-plugin` and `lws` Helm presets.\n"
+    } else {
+        ""
+    };
+    match form {
+        EmitForm::StackFile => {
+            let mut fields = format!(
+                "      - vllm_deployment: Server\n        instance_type: {}\n",
+                layout.instance_type
+            );
+            if multi {
+                fields.push_str(&format!(
+                    "        nodes_per_replica: {}\n",
+                    layout.nodes_per_replica
+                ));
+            } else if hyperforge::catalog::instance(layout.instance_type)
+                .is_some_and(|i| i.gpu_count != layout.tensor_parallel)
+            {
+                fields.push_str(&format!("        gpus: {}\n", layout.tensor_parallel));
+            }
+            fields.push_str(&format!(
+                "        server:\n          model: {model}\n          image: {image}\n          tensor_parallel_size: {}\n",
+                layout.tensor_parallel
+            ));
+            format!("{layout} as a stack file's construct (a `kubernetes` stage's `constructs`):\n\n{fields}\n{efa}")
+        }
+        EmitForm::Rust => format!(
+            "{layout} in Rust (`layout` is `hyperforge::catalog::plan::plan(&request).best()`'s):\n\n    VllmDeployment::for_layout(\"Server\", VllmServer::new({model:?}, {image:?}), &layout)\n\n{efa}"
+        ),
     }
 }
 

@@ -2243,6 +2243,30 @@ impl VllmDeployment {
         }
     }
 
+    /// Serves `server` in `layout`, a layout `hyperforge plan` (`catalog::plan::plan`) found:
+    /// its instance type, its tensor parallel size, and its nodes per replica (one pipeline
+    /// stage per node). A single-node layout that uses part of a node's GPUs asks for that many.
+    /// The nodes of a multi-node layout must launch with EFA interfaces (`HF0427`).
+    pub fn for_layout(
+        id: impl Into<String>,
+        server: VllmServer,
+        layout: &crate::catalog::plan::Layout,
+    ) -> Self {
+        let deployment = VllmDeployment::new(
+            id,
+            server.tensor_parallel_size(layout.tensor_parallel),
+            layout.instance_type,
+        )
+        .nodes_per_replica(layout.nodes_per_replica);
+        let whole_node = catalog::instance(layout.instance_type)
+            .is_some_and(|i| i.gpu_count == layout.tensor_parallel);
+        if layout.nodes_per_replica == 1 && !whole_node {
+            deployment.gpus(layout.tensor_parallel)
+        } else {
+            deployment
+        }
+    }
+
     /// Spreads each replica over `nodes` nodes of the instance type, one pipeline stage of all
     /// the node's GPUs on each (tensor parallel inside a node, pipeline parallel across them),
     /// for a model no single node holds (`hyperforge plan` says when). The replica is then a

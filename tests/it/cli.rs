@@ -767,3 +767,86 @@ fn fill_puts_deployed_values_in_place_and_reports_every_problem() {
     let o = hyperforge(&root, &["fill", "--out", "nowhere", "s", "x"]);
     assert_eq!(code(&o), 2);
 }
+
+/// `plan --emit` prints the smallest layout as a stack file's construct, whose every field is a
+/// declared one with the layout's values, or as the Rust builder call.
+#[test]
+fn plan_emits_the_chosen_layout_for_a_description() {
+    use hyperforge::constructs::stack_file::Ty;
+    use hyperforge::constructs::STACK_FILE_SHAPES;
+    let (_tmp, root) = project();
+    let o = hyperforge(
+        &root,
+        &[
+            "plan",
+            "moonshotai/Kimi-K3",
+            "--region",
+            "us-west-2",
+            "--reservation",
+            "p6-b200.48xlarge:2",
+            "--emit",
+            "stack-file",
+        ],
+    );
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let text = stdout(&o);
+    let fragment: String = text
+        .lines()
+        .skip_while(|l| !l.starts_with("      - vllm_deployment:"))
+        .take_while(|l| !l.is_empty())
+        .map(|l| format!("{}\n", l.strip_prefix("      ").unwrap_or(l)))
+        .collect();
+    let constructs: serde_yaml::Value = serde_yaml::from_str(&fragment).unwrap();
+    let deployment = &constructs[0];
+    assert_eq!(deployment["instance_type"], "p6-b200.48xlarge");
+    assert_eq!(deployment["nodes_per_replica"], 2);
+    assert_eq!(deployment["server"]["tensor_parallel_size"], 8);
+    assert_eq!(deployment["server"]["model"], "moonshotai/Kimi-K3");
+    let shape = STACK_FILE_SHAPES
+        .iter()
+        .find(|s| s.name == "vllm_deployment")
+        .unwrap();
+    for (key, value) in deployment.as_mapping().unwrap() {
+        let key = key.as_str().unwrap();
+        let field = shape
+            .fields
+            .iter()
+            .find(|f| f.name == key)
+            .unwrap_or_else(|| panic!("`{key}` is not a vllm_deployment field"));
+        if let (Ty::Obj(inner), Some(map)) = (field.ty, value.as_mapping()) {
+            for (k, _) in map {
+                let k = k.as_str().unwrap();
+                assert!(
+                    inner.fields.iter().any(|f| f.name == k),
+                    "server field `{k}`"
+                );
+            }
+        }
+    }
+    assert!(text.contains("`efa: true`"), "{text}");
+    let o = hyperforge(
+        &root,
+        &[
+            "plan",
+            "moonshotai/Kimi-K3",
+            "--region",
+            "us-west-2",
+            "--emit",
+            "rust",
+        ],
+    );
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    assert!(stdout(&o).contains("VllmDeployment::for_layout(\"Server\", VllmServer::new(\"moonshotai/Kimi-K3\", \"vllm/vllm-openai:v"));
+    let o = hyperforge(
+        &root,
+        &[
+            "plan",
+            "moonshotai/Kimi-K3",
+            "--region",
+            "us-west-2",
+            "--emit",
+            "yaml",
+        ],
+    );
+    assert_eq!(code(&o), 2);
+}

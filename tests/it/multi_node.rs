@@ -465,3 +465,33 @@ fn the_launch_options_are_in_the_releases_table() {
         "{ds}"
     );
 }
+
+/// A layout `plan` finds is a value a description takes: the smallest B200 layout for Kimi K3
+/// in us-west-2 becomes a deployment over two nodes that validates as the reference does.
+#[test]
+fn a_planned_layout_is_a_deployment() {
+    use hyperforge::catalog::plan::{plan, PlanRequest};
+    let model = hyperforge::catalog::model("moonshotai/Kimi-K3").unwrap();
+    let found = plan(&PlanRequest {
+        model,
+        region: "us-west-2",
+        context_tokens: None,
+        replicas: 1,
+        gpu_memory_utilization: 0.90,
+        max_nodes: 4,
+        reservation: Some(("p6-b200.48xlarge", 2)),
+    });
+    let layout = found.best().expect("a layout serves").layout;
+    assert_eq!(layout.nodes_per_replica, 2);
+    let app = stack_on(
+        layout.instance_type,
+        layout.nodes_per_replica,
+        true,
+        |g| g.efa(true),
+        |_| VllmDeployment::for_layout("KimiK3", kimi_k3_server(), &layout).cluster_ip_service(),
+    );
+    let ds = app.validate();
+    assert!(!ds.has_errors(), "{ds}");
+    let lws = group(&app.synth().unwrap_or_else(|d| panic!("{d}")));
+    assert_eq!(lws["spec"]["leaderWorkerTemplate"]["size"], 2);
+}
