@@ -2584,17 +2584,6 @@ impl VllmDeployment {
             );
             return;
         }
-        if self.autoscaling.is_some() {
-            unsupported(
-                ds,
-                "autoscaling",
-                format!(
-                    "a replica over {} nodes is a LeaderWorkerSet group, which KEDA's ScaledObject here does not scale",
-                    self.nodes
-                ),
-                "leave `autoscaling` out and set `replicas`",
-            );
-        }
         let Some(instance) = catalog::instance(self.instance_type()) else {
             return; // HF0303, from `validate` above
         };

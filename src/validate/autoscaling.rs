@@ -43,7 +43,16 @@ pub fn check(served: &ServedModel<'_>, path: &str, claims: &[CapacityClaim], ds:
     if matching.is_empty() || per_node == 0 {
         return; // no capacity in this stack to compare with; a replica too large is HF0401
     }
-    let gpus = i64::from(served.gpus);
+    // A replica over several nodes takes that many whole nodes.
+    let nodes_per_replica = i64::from(served.shape.nodes_per_replica.max(1));
+    let replicas_in = |nodes: i64| {
+        if nodes_per_replica > 1 {
+            nodes / nodes_per_replica
+        } else {
+            nodes.saturating_mul(per_node)
+        }
+    };
+    let gpus = i64::from(served.gpus).saturating_mul(nodes_per_replica);
     let node_gpus = i64::from(instance.gpu_count);
     let ever_nodes: i64 = matching.iter().map(|c| ever(c)).sum();
     let now_nodes: i64 = matching.iter().map(|c| now(c)).sum();
@@ -53,7 +62,7 @@ pub fn check(served: &ServedModel<'_>, path: &str, claims: &[CapacityClaim], ds:
         .collect::<Vec<_>>()
         .join(", ");
     let needed_gpus = max.saturating_mul(gpus);
-    let ever_replicas = ever_nodes.saturating_mul(per_node);
+    let ever_replicas = replicas_in(ever_nodes);
     if max > ever_replicas {
         ds.push(
             Diagnostic::new(
@@ -75,9 +84,13 @@ pub fn check(served: &ServedModel<'_>, path: &str, claims: &[CapacityClaim], ds:
         );
         return;
     }
-    let now_replicas = now_nodes.saturating_mul(per_node);
+    let now_replicas = replicas_in(now_nodes);
     if max > now_replicas {
-        let nodes_needed = (max + per_node - 1) / per_node;
+        let nodes_needed = if nodes_per_replica > 1 {
+            max.saturating_mul(nodes_per_replica)
+        } else {
+            (max + per_node - 1) / per_node
+        };
         ds.push(
             Diagnostic::new(
                 Code::AutoscalingWaitsForCapacity,

@@ -495,3 +495,42 @@ fn a_planned_layout_is_a_deployment() {
     let lws = group(&app.synth().unwrap_or_else(|d| panic!("{d}")));
     assert_eq!(lws["spec"]["leaderWorkerTemplate"]["size"], 2);
 }
+
+/// Autoscaling scales groups: the ScaledObject targets the LeaderWorkerSet, which then states
+/// no replica count of its own, and the capacity bound counts whole nodes per replica (two
+/// replicas of two nodes need four; a block of two holds one).
+#[test]
+fn autoscaling_scales_groups_within_whole_nodes() {
+    const WORKSPACE: &str =
+        "https://aps-workspaces.us-west-2.amazonaws.com/workspaces/ws-0123abcd-4567-89ef-0123-456789abcdef";
+    let scaled = |max| {
+        move |d: VllmDeployment| {
+            d.autoscaling(hyperforge::constructs::vllm::Autoscaling::new(
+                1, max, WORKSPACE,
+            ))
+        }
+    };
+    let app = stack_on("p6-b200.48xlarge", 2, true, |g| g.efa(true), scaled(1));
+    let assembly = app.synth().unwrap_or_else(|d| panic!("{d}"));
+    let lws = group(&assembly);
+    assert!(
+        lws["spec"].get("replicas").is_none(),
+        "KEDA's HPA owns the count"
+    );
+    let scaled_object = objects(&assembly)
+        .into_iter()
+        .find(|o| o["kind"] == "ScaledObject")
+        .unwrap();
+    let target = &scaled_object["spec"]["scaleTargetRef"];
+    assert_eq!(target["apiVersion"], "leaderworkerset.x-k8s.io/v1");
+    assert_eq!(target["kind"], "LeaderWorkerSet");
+    assert_eq!(target["name"], lws["metadata"]["name"]);
+
+    let ds = stack_on("p6-b200.48xlarge", 2, true, |g| g.efa(true), scaled(2)).validate();
+    let d = ds
+        .iter()
+        .find(|d| d.code == Code::AutoscalingAboveCapacity)
+        .unwrap_or_else(|| panic!("{ds}"));
+    assert!(d.message.contains("2 replicas of 16 GPUs"), "{}", d.message);
+    assert!(d.message.contains("room for 1 replicas"), "{}", d.message);
+}

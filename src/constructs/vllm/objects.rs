@@ -435,9 +435,20 @@ fn keda_objects(
     let scaled_object = ScaledObject {
         metadata: meta,
         spec: ScaledObjectSpec {
+            // A replica over several nodes is a LeaderWorkerSet group, which has the scale
+            // subresource (its CRD's `subresources.scale`), and KEDA's operator may scale any
+            // (`*/scale` in its ClusterRole).
             scale_target_ref: ScaledObjectScaleTargetRef {
-                api_version: Some("apps/v1".to_owned()),
-                kind: Some("Deployment".to_owned()),
+                api_version: Some(if d.nodes() > 1 {
+                    "leaderworkerset.x-k8s.io/v1".to_owned()
+                } else {
+                    "apps/v1".to_owned()
+                }),
+                kind: Some(if d.nodes() > 1 {
+                    "LeaderWorkerSet".to_owned()
+                } else {
+                    "Deployment".to_owned()
+                }),
                 name: d.object_name().to_owned(),
                 ..Default::default()
             },
@@ -1029,7 +1040,8 @@ fn leader_worker_set(
     LeaderWorkerSet {
         metadata,
         spec: LeaderWorkerSetSpec {
-            replicas: Some(d.replica_count()),
+            // With autoscaling, KEDA's HPA owns the count, as for a Deployment.
+            replicas: d.autoscaling_config().is_none().then(|| d.replica_count()),
             startup_policy: Some("LeaderCreated".to_owned()),
             leader_worker_template: LeaderWorkerSetLeaderWorkerTemplate {
                 size: Some(i32::try_from(nodes).unwrap_or(i32::MAX)),
