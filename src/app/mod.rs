@@ -978,6 +978,24 @@ pub fn pascal_id(name: &str) -> String {
         .collect()
 }
 
+/// `name` within `limit` characters (ASCII names; `limit` at least 16): unchanged when it fits,
+/// else its first `limit - 9` characters, a hyphen and 8 hex digits of a stable hash of the
+/// whole name (FNV-1a, 64 bits, its low 32). Names derived from other names (a stack's, a
+/// cluster's, a fleet member's) then fit their service's limit for any input, and two that
+/// differ only past the cut stay distinct, where truncating would make them one (an IAM role
+/// shared by two regions' clusters, two node groups of one cluster).
+pub fn fit_name(name: &str, limit: usize) -> String {
+    if name.len() <= limit {
+        return name.to_owned();
+    }
+    let hash = name.bytes().fold(0xcbf2_9ce4_8422_2325_u64, |h, b| {
+        (h ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3)
+    });
+    let keep = limit.saturating_sub(9);
+    let head: String = name.chars().take(keep).collect();
+    format!("{head}-{:08x}", hash & 0xffff_ffff)
+}
+
 /// Construct ids: an ASCII letter, then ASCII letters and digits; at most 64 characters.
 pub fn is_valid_construct_id(id: &str) -> bool {
     let mut chars = id.chars();
@@ -998,6 +1016,29 @@ pub fn is_valid_stack_name(name: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A derived name fits its limit whatever its parts, unchanged when it already fits, and
+    /// names that differ only past the cut stay distinct (as truncation would not keep them).
+    #[test]
+    fn fitted_names_fit_and_stay_distinct() {
+        assert_eq!(fit_name("kimi-k3-eks-gpunodes", 63), "kimi-k3-eks-gpunodes");
+        let long = format!("kimi-k3-eks-fleet-{}", "x".repeat(60));
+        // The hash is pinned: a name must not change between releases.
+        assert_eq!(
+            fit_name(&long, 63),
+            format!("kimi-k3-eks-fleet-{}-405c6384", "x".repeat(36))
+        );
+        let mut seen = std::collections::BTreeSet::new();
+        for region in ["us-east-1", "us-west-2", "eu-west-2", "ap-south-2"] {
+            for limit in [16, 63, 64] {
+                let name = format!("KarpenterNodeRole-{}-{region}", "m".repeat(80));
+                let fitted = fit_name(&name, limit);
+                assert_eq!(fitted.len(), limit);
+                assert_eq!(fit_name(&name, limit), fitted, "deterministic");
+                assert!(seen.insert(fitted), "{name} at {limit}");
+            }
+        }
+    }
 
     #[test]
     fn a_stack_without_stages_or_with_a_long_description_is_refused() {

@@ -132,9 +132,11 @@ impl InferenceOperator {
     /// The name of the operator's execution role: the add-on requires the prefix
     /// `SageMakerHyperPodInference`; the cluster name and region keep it unique per account.
     pub fn execution_role_name(&self, region: &str) -> String {
-        let mut name = format!("SageMakerHyperPodInference-{}-{region}", self.hyperpod.name);
-        name.truncate(64);
-        name
+        // IAM role names: at most 64 characters, unique in the account (all regions).
+        crate::app::fit_name(
+            &format!("SageMakerHyperPodInference-{}-{region}", self.hyperpod.name),
+            64,
+        )
     }
 
     /// A role assumed by service account `subject` through the cluster's OIDC provider. A named

@@ -87,9 +87,8 @@ impl Karpenter {
 }
 
 fn node_role_name(cluster: &str) -> String {
-    let mut name = format!("KarpenterNodeRole-{cluster}");
-    name.truncate(64);
-    name
+    // IAM role names: at most 64 characters, unique in the account (all regions).
+    crate::app::fit_name(&format!("KarpenterNodeRole-{cluster}"), 64)
 }
 
 impl Construct for Karpenter {

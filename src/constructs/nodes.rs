@@ -682,7 +682,8 @@ impl ManagedNodeGroup {
                 }
             })
             .collect();
-        name.truncate(63);
+        // EKS node group names: at most 63 characters.
+        name = crate::app::fit_name(&name, 63);
         name
     }
 
