@@ -17,7 +17,9 @@ use hyperforge::constructs::{
     ManagedNodeGroup, ModelStore, Network, PrometheusMonitoring, ReservationSelector,
     ServingDashboard, VllmDeployment, VllmServer, WeightsStaging,
 };
-use hyperforge::constructs::{EksClusterHandle, ModelStoreHandle, NetworkHandle};
+use hyperforge::constructs::{
+    ClusterSecurityGroupHandle, EksClusterHandle, ModelStoreHandle, NetworkHandle,
+};
 use hyperforge::fleet::{Fleet, FleetMember, FleetRegion};
 
 /// The region of the reference stacks (p6-b300 is offered for HyperPod in us-east-1 and
@@ -308,25 +310,31 @@ pub struct Placement {
     pub dashboard: String,
 }
 
-/// The EKS reference stack named `name` at `at`.
-pub fn kimi_k3_eks_stack_at(name: &str, at: &Placement) -> Stack {
-    let region = at.region.as_str();
-    let mut stack = Stack::new(name, region)
-        .description("Kimi K3 on EKS (p6-b300 from an EC2 Capacity Block, vLLM).")
-        .tag("workload", "kimi-k3");
+/// The foundation stage every EKS reference starts with: the network (its GPU subnet in the
+/// capacity's zone), the cluster security group, the cluster, the load balancer controller's
+/// role and the model store.
+struct EksFoundation {
+    network: NetworkHandle,
+    sg: ClusterSecurityGroupHandle,
+    eks: EksClusterHandle,
+    store: ModelStoreHandle,
+}
 
+fn eks_foundation(
+    stack: &mut Stack,
+    cluster_name: &str,
+    zone_id: &str,
+    bucket: &str,
+) -> EksFoundation {
     let foundation = stack.cloudformation_stage("foundation");
-    let network = stack.add(
-        foundation,
-        Network::new("Network").gpu_subnet(at.zone_id.as_str()),
-    );
+    let network = stack.add(foundation, Network::new("Network").gpu_subnet(zone_id));
     let sg = stack.add(
         foundation,
         ClusterSecurityGroup::new("ClusterSecurityGroup", &network.vpc),
     );
     let eks = stack.add(
         foundation,
-        EksCluster::new("Eks", at.cluster_name.as_str())
+        EksCluster::new("Eks", cluster_name)
             .subnets(&network.private_subnets)
             .vpc(&network.vpc)
             .security_group(&sg.group),
@@ -335,10 +343,28 @@ pub fn kimi_k3_eks_stack_at(name: &str, at: &Placement) -> Stack {
         foundation,
         LoadBalancerController::new("LoadBalancerController", &eks.cluster),
     );
-    let store = stack.add(
-        foundation,
-        ModelStore::new("Weights", at.bucket_name.as_str(), &eks),
-    );
+    let store = stack.add(foundation, ModelStore::new("Weights", bucket, &eks));
+    EksFoundation {
+        network,
+        sg,
+        eks,
+        store,
+    }
+}
+
+/// The EKS reference stack named `name` at `at`.
+pub fn kimi_k3_eks_stack_at(name: &str, at: &Placement) -> Stack {
+    let region = at.region.as_str();
+    let mut stack = Stack::new(name, region)
+        .description("Kimi K3 on EKS (p6-b300 from an EC2 Capacity Block, vLLM).")
+        .tag("workload", "kimi-k3");
+
+    let EksFoundation {
+        network,
+        sg,
+        eks,
+        store,
+    } = eks_foundation(&mut stack, &at.cluster_name, &at.zone_id, &at.bucket_name);
 
     let nodes = stack.cloudformation_stage("nodes");
     stack.add(
@@ -378,29 +404,16 @@ pub fn kimi_k3_eks_karpenter() -> App {
     let mut stack = Stack::new(name, REGION)
         .description("Kimi K3 on EKS (p6-b300 from an EC2 Capacity Block through Karpenter, vLLM).")
         .tag("workload", "kimi-k3");
-    let foundation = stack.cloudformation_stage("foundation");
-    let network = stack.add(
-        foundation,
-        Network::new("Network").gpu_subnet(CAPACITY_BLOCK_AZ_ID),
-    );
-    let sg = stack.add(
-        foundation,
-        ClusterSecurityGroup::new("ClusterSecurityGroup", &network.vpc),
-    );
-    let eks = stack.add(
-        foundation,
-        EksCluster::new("Eks", name)
-            .subnets(&network.private_subnets)
-            .vpc(&network.vpc)
-            .security_group(&sg.group),
-    );
-    stack.add(
-        foundation,
-        LoadBalancerController::new("LoadBalancerController", &eks.cluster),
-    );
-    let store = stack.add(
-        foundation,
-        ModelStore::new("Weights", weights_bucket(name), &eks),
+    let EksFoundation {
+        network,
+        sg: _,
+        eks,
+        store,
+    } = eks_foundation(
+        &mut stack,
+        name,
+        CAPACITY_BLOCK_AZ_ID,
+        &weights_bucket(name),
     );
     let nodes = stack.cloudformation_stage("nodes");
     stack.add(
@@ -560,29 +573,16 @@ pub fn kimi_k3_eks_multi_node() -> App {
     let mut stack = Stack::new(name, REGION)
         .description("Kimi K3 on EKS over two p6-b200 nodes (TP 8 x PP 2, LeaderWorkerSet, EFA).")
         .tag("workload", "kimi-k3");
-    let foundation = stack.cloudformation_stage("foundation");
-    let network = stack.add(
-        foundation,
-        Network::new("Network").gpu_subnet(CAPACITY_BLOCK_AZ_ID),
-    );
-    let sg = stack.add(
-        foundation,
-        ClusterSecurityGroup::new("ClusterSecurityGroup", &network.vpc),
-    );
-    let eks = stack.add(
-        foundation,
-        EksCluster::new("Eks", name)
-            .subnets(&network.private_subnets)
-            .vpc(&network.vpc)
-            .security_group(&sg.group),
-    );
-    stack.add(
-        foundation,
-        LoadBalancerController::new("LoadBalancerController", &eks.cluster),
-    );
-    let store = stack.add(
-        foundation,
-        ModelStore::new("Weights", weights_bucket(name).as_str(), &eks),
+    let EksFoundation {
+        network,
+        sg,
+        eks,
+        store,
+    } = eks_foundation(
+        &mut stack,
+        name,
+        CAPACITY_BLOCK_AZ_ID,
+        &weights_bucket(name),
     );
 
     let nodes = stack.cloudformation_stage("nodes");

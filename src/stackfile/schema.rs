@@ -306,8 +306,9 @@ fn object_schema(shape: &Shape, kind_const: Option<&str>) -> Value {
     })
 }
 
-/// The JSON Schema (draft 2020-12) of the format.
-pub fn json_schema() -> Value {
+/// Every shape of a stack file: the constructs', the stages' and the top level's, with every
+/// shape they reach, each once.
+fn stack_file_shapes() -> Vec<&'static Shape> {
     let mut shapes = Vec::new();
     for s in CONSTRUCTS {
         collect(s, &mut shapes);
@@ -315,8 +316,14 @@ pub fn json_schema() -> Value {
     for (_, s) in STAGE_KINDS {
         collect(s, &mut shapes);
     }
-    // Every shape the top level reaches (its acknowledgements), the top level itself aside.
     collect(&FILE, &mut shapes);
+    shapes
+}
+
+/// The JSON Schema (draft 2020-12) of the format.
+pub fn json_schema() -> Value {
+    // Every shape the top level reaches (its acknowledgements), the top level itself aside.
+    let shapes = stack_file_shapes();
     let mut defs = Map::new();
     for s in &shapes {
         if STAGE_KINDS.iter().any(|(_, k)| std::ptr::eq(*k, *s)) || std::ptr::eq(*s, &FILE) {
@@ -419,14 +426,7 @@ mod tests {
     /// given only to optional fields, so the schema's `default` is one a file could write.
     #[test]
     fn every_default_is_a_value_of_its_field() {
-        let mut shapes = Vec::new();
-        for s in CONSTRUCTS {
-            collect(s, &mut shapes);
-        }
-        for (_, s) in STAGE_KINDS {
-            collect(s, &mut shapes);
-        }
-        collect(&FILE, &mut shapes);
+        let mut shapes = stack_file_shapes();
         collect(&super::super::fleet::FLEET_FILE, &mut shapes);
         let mut defaults = 0;
         for shape in shapes {

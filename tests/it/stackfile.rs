@@ -182,6 +182,20 @@ fn declared_fields(shape: &'static Shape, out: &mut BTreeSet<(&'static str, &'st
     }
 }
 
+/// The shape of a stack file's construct: the first key naming a kind holds the id.
+fn construct_shape(c: &serde_yaml::Value) -> &'static Shape {
+    c.as_mapping()
+        .into_iter()
+        .flatten()
+        .find_map(|(k, _)| {
+            STACK_FILE_SHAPES
+                .iter()
+                .copied()
+                .find(|s| k.as_str() == Some(s.name))
+        })
+        .unwrap_or_else(|| panic!("no kind in {c:?}"))
+}
+
 #[test]
 fn every_declared_field_is_built() {
     // The fixture sets every declared field of every construct at least once ...
@@ -191,18 +205,7 @@ fn every_declared_field_is_built() {
     let mut seen = BTreeSet::new();
     for stage in tree["stages"].as_sequence().unwrap() {
         for c in stage["constructs"].as_sequence().unwrap() {
-            // The first key naming a kind holds the id.
-            let shape = c
-                .as_mapping()
-                .into_iter()
-                .flatten()
-                .find_map(|(k, _)| {
-                    STACK_FILE_SHAPES
-                        .iter()
-                        .find(|s| k.as_str() == Some(s.name))
-                })
-                .unwrap_or_else(|| panic!("no kind in {c:?}"));
-            mark_fields(c, shape, &mut seen);
+            mark_fields(c, construct_shape(c), &mut seen);
         }
     }
     let mut declared = BTreeSet::new();
@@ -273,16 +276,7 @@ fn writing_out_a_fields_default_changes_nothing() {
                 .into_iter()
                 .flatten()
             {
-                let shape = c
-                    .as_mapping()
-                    .into_iter()
-                    .flatten()
-                    .find_map(|(k, _)| {
-                        STACK_FILE_SHAPES
-                            .iter()
-                            .find(|s| k.as_str() == Some(s.name))
-                    })
-                    .unwrap_or_else(|| panic!("no kind in {c:?}"));
+                let shape = construct_shape(c);
                 added += add_defaults(c, shape);
             }
         }
