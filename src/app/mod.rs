@@ -978,8 +978,8 @@ pub fn pascal_id(name: &str) -> String {
         .collect()
 }
 
-/// `name` within `limit` characters (ASCII names; `limit` at least 16): unchanged when it fits,
-/// else its first `limit - 9` characters, a hyphen and 8 hex digits of a stable hash of the
+/// `name` within `limit` bytes (`limit` at least 16): unchanged when it fits, else its first
+/// `limit - 9` bytes (cut on a character boundary), a hyphen and 8 hex digits of a stable hash of the
 /// whole name (FNV-1a, 64 bits, its low 32). Names derived from other names (a stack's, a
 /// cluster's, a fleet member's) then fit their service's limit for any input, and two that
 /// differ only past the cut stay distinct, where truncating would make them one (an IAM role
@@ -991,9 +991,14 @@ pub fn fit_name(name: &str, limit: usize) -> String {
     let hash = name.bytes().fold(0xcbf2_9ce4_8422_2325_u64, |h, b| {
         (h ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3)
     });
+    // The head ends on a character boundary within `limit - 9` bytes, so the result fits in
+    // bytes (the services count) whatever the name holds.
     let keep = limit.saturating_sub(9);
-    let head: String = name.chars().take(keep).collect();
-    format!("{head}-{:08x}", hash & 0xffff_ffff)
+    let mut end = keep.min(name.len());
+    while !name.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{}-{:08x}", &name[..end], hash & 0xffff_ffff)
 }
 
 /// Construct ids: an ASCII letter, then ASCII letters and digits; at most 64 characters.
@@ -1038,6 +1043,9 @@ mod tests {
                 assert!(seen.insert(fitted), "{name} at {limit}");
             }
         }
+        // Multi-byte characters are cut on a boundary and the result still fits in bytes.
+        let wide = fit_name(&"é".repeat(100), 63);
+        assert!(wide.len() <= 63, "{wide}");
     }
 
     #[test]

@@ -2646,8 +2646,12 @@ impl VllmDeployment {
                 );
             }
         }
+        // Only a stage applied before this deployment's can have installed what it needs.
+        let own = stack
+            .stage_of(&self.id)
+            .map_or(stack.stages().len(), |s| s.index());
         let (mut lws, mut efa) = (false, false);
-        for stage in stack.stages() {
+        for stage in &stack.stages()[..own.min(stack.stages().len())] {
             if let crate::app::StageKind::Helm(r) = &stage.kind {
                 lws |= r.is_leader_worker_set();
                 efa |= r.is_efa_device_plugin();
@@ -2666,8 +2670,8 @@ impl VllmDeployment {
                 path,
                 "nodes_per_replica",
                 format!(
-                    "the stack installs no {}: the LeaderWorkerSet is refused, or its pods stay Pending",
-                    missing.join(" and no ")
+                    "no stage before this deployment's installs {}: the LeaderWorkerSet is refused, or its pods stay Pending",
+                    missing.join(" or ")
                 ),
                 "add the missing Helm stages before this deployment's stage",
             );

@@ -403,6 +403,14 @@ pub(crate) fn kubernetes_validate(files: &[PathBuf]) -> Result<String, String> {
     }
 }
 
+/// The Kubernetes artifacts of `app` that hold an object of kind `kind`.
+fn kubernetes_files_with(app: &common::Synthesized, kind: &str) -> Vec<PathBuf> {
+    app.artifacts_with_format("kubernetes")
+        .into_iter()
+        .filter(|f| documents(f).iter().any(|d| d.kind.as_deref() == Some(kind)))
+        .collect()
+}
+
 /// tests/tools/validate_crd.py against the vendored InferenceEndpointConfig CRD.
 fn validate_crd(files: &[PathBuf]) -> Result<String, String> {
     validate_against_crd(&common::inference_endpoint_config_crd(), files)
@@ -584,15 +592,7 @@ fn inference_endpoint_config_passes_crd_schema() {
     let mut failures = Vec::new();
     let mut hyperpod_apps = 0;
     for app in &apps {
-        let files: Vec<PathBuf> = app
-            .artifacts_with_format("kubernetes")
-            .into_iter()
-            .filter(|f| {
-                documents(f)
-                    .iter()
-                    .any(|d| d.kind.as_deref() == Some(IEC_KIND))
-            })
-            .collect();
+        let files: Vec<PathBuf> = kubernetes_files_with(app, IEC_KIND);
         if app.label.to_lowercase().contains("hyperpod") {
             hyperpod_apps += 1;
             assert!(
@@ -628,11 +628,7 @@ fn karpenter_objects_pass_crd_schema() {
             (NODE_POOL_KIND, common::karpenter_node_pool_crd()),
             (EC2_NODE_CLASS_KIND, common::karpenter_ec2_node_class_crd()),
         ] {
-            let files: Vec<PathBuf> = app
-                .artifacts_with_format("kubernetes")
-                .into_iter()
-                .filter(|f| documents(f).iter().any(|d| d.kind.as_deref() == Some(kind)))
-                .collect();
+            let files: Vec<PathBuf> = kubernetes_files_with(app, kind);
             if app.label.to_lowercase().contains("karpenter") {
                 assert!(
                     !files.is_empty(),
@@ -666,15 +662,7 @@ fn leader_worker_sets_pass_crd_schema() {
     let mut groups = 0;
     let mut failures = Vec::new();
     for app in synth_reference_apps() {
-        let files: Vec<PathBuf> = app
-            .artifacts_with_format("kubernetes")
-            .into_iter()
-            .filter(|f| {
-                documents(f)
-                    .iter()
-                    .any(|d| d.kind.as_deref() == Some("LeaderWorkerSet"))
-            })
-            .collect();
+        let files: Vec<PathBuf> = kubernetes_files_with(&app, "LeaderWorkerSet");
         if files.is_empty() {
             continue;
         }

@@ -39,10 +39,19 @@ fn group(assembly: &Assembly) -> Value {
 
 /// A stack serving Kimi K3 on `nodes` nodes of `instance_type` per replica, from one Capacity
 /// Block of that many instances, with `tweak` applied to the node group and the deployment.
+/// Where the stack installs the LeaderWorkerSet controller and the EFA device plugin.
+#[derive(Clone, Copy, PartialEq)]
+enum Controllers {
+    Before,
+    After,
+    Nowhere,
+}
+use Controllers::{After, Before, Nowhere};
+
 fn stack_on(
     instance_type: &str,
     nodes: u32,
-    helm: bool,
+    controllers: Controllers,
     node_group: impl FnOnce(ManagedNodeGroup) -> ManagedNodeGroup,
     deployment: impl FnOnce(VllmDeployment) -> VllmDeployment,
 ) -> App {
@@ -74,9 +83,12 @@ fn stack_on(
         ),
     );
     stack.helm_stage("nvidia-device-plugin", HelmRelease::nvidia_device_plugin());
-    if helm {
+    let install = |stack: &mut Stack| {
         stack.helm_stage("efa-device-plugin", HelmRelease::efa_device_plugin());
         stack.helm_stage("lws", HelmRelease::leader_worker_set());
+    };
+    if controllers == Before {
+        install(&mut stack);
     }
     let w = stack.kubernetes_stage("workload");
     stack.add(
@@ -87,11 +99,14 @@ fn stack_on(
                 .nodes_per_replica(nodes),
         ),
     );
+    if controllers == After {
+        install(&mut stack);
+    }
     App::new().stack(stack)
 }
 
 fn efa_group(instance_type: &str, nodes: u32) -> App {
-    stack_on(instance_type, nodes, true, |g| g.efa(true), |d| d)
+    stack_on(instance_type, nodes, Before, |g| g.efa(true), |d| d)
 }
 
 fn quantity<'a>(resources: &'a Value, side: &str, name: &str) -> &'a Value {
@@ -393,13 +408,13 @@ fn the_admission_rules_refuse_what_the_webhook_refuses() {
 fn the_memory_rules_count_every_stage_of_the_group() {
     let ds = efa_group("p6-b200.48xlarge", 2).validate();
     assert!(!ds.has_errors(), "{ds}");
-    let ds = stack_on("p6-b200.48xlarge", 1, true, |g| g.efa(true), |d| d).validate();
+    let ds = stack_on("p6-b200.48xlarge", 1, Before, |g| g.efa(true), |d| d).validate();
     assert!(ds.iter().any(|d| d.code == Code::ModelDoesNotFit), "{ds}");
 }
 
 #[test]
 fn a_group_without_efa_interfaces_is_refused_at_the_field() {
-    let ds = stack_on("p6-b200.48xlarge", 2, true, |g| g, |d| d).validate();
+    let ds = stack_on("p6-b200.48xlarge", 2, Before, |g| g, |d| d).validate();
     let d = ds
         .iter()
         .find(|d| d.code == Code::MultiNodeWithoutEfa)
@@ -411,8 +426,13 @@ fn a_group_without_efa_interfaces_is_refused_at_the_field() {
 #[test]
 fn what_a_group_cannot_carry_out_is_refused_with_its_reason() {
     type Tweak = Box<dyn Fn(VllmDeployment) -> VllmDeployment>;
-    let cases: [(&str, Tweak); 3] = [
+    let cases: [(&str, Tweak); 5] = [
         ("nodes_per_replica", Box::new(|d| d.nodes_per_replica(17))),
+        ("nodes_per_replica", Box::new(|d| d.nodes_per_replica(0))),
+        (
+            "nodes_per_replica",
+            Box::new(|d| d.nodes_per_replica(u32::MAX)),
+        ),
         ("gpus", Box::new(|d| d.gpus(4))),
         (
             "server.image",
@@ -429,7 +449,7 @@ fn what_a_group_cannot_carry_out_is_refused_with_its_reason() {
         ),
     ];
     for (field, tweak) in cases {
-        let ds = stack_on("p6-b200.48xlarge", 2, true, |g| g.efa(true), tweak).validate();
+        let ds = stack_on("p6-b200.48xlarge", 2, Before, |g| g.efa(true), tweak).validate();
         assert!(
             ds.iter()
                 .any(|d| d.code == Code::MultiNodeReplicaUnsupported
@@ -441,12 +461,19 @@ fn what_a_group_cannot_carry_out_is_refused_with_its_reason() {
 
 #[test]
 fn a_stack_without_the_controller_or_the_efa_plugin_is_warned() {
-    let ds = stack_on("p6-b200.48xlarge", 2, false, |g| g.efa(true), |d| d).validate();
+    let ds = stack_on("p6-b200.48xlarge", 2, Nowhere, |g| g.efa(true), |d| d).validate();
     let d = ds
         .iter()
         .find(|d| d.code == Code::MultiNodeControllerMissing)
         .unwrap_or_else(|| panic!("{ds}"));
     assert!(d.message.contains("`lws`") && d.message.contains("`efa-device-plugin`"));
+    // Installed only after the deployment's stage is as good as not installed.
+    let ds = stack_on("p6-b200.48xlarge", 2, After, |g| g.efa(true), |d| d).validate();
+    assert!(
+        ds.iter()
+            .any(|d| d.code == Code::MultiNodeControllerMissing),
+        "{ds}"
+    );
     let ds = efa_group("p6-b200.48xlarge", 2).validate();
     assert!(
         !ds.iter()
@@ -486,7 +513,7 @@ fn a_planned_layout_is_a_deployment() {
     let app = stack_on(
         layout.instance_type,
         layout.nodes_per_replica,
-        true,
+        Before,
         |g| g.efa(true),
         |_| VllmDeployment::for_layout("KimiK3", kimi_k3_server(), &layout).cluster_ip_service(),
     );
@@ -510,7 +537,7 @@ fn autoscaling_scales_groups_within_whole_nodes() {
             ))
         }
     };
-    let app = stack_on("p6-b200.48xlarge", 2, true, |g| g.efa(true), scaled(1));
+    let app = stack_on("p6-b200.48xlarge", 2, Before, |g| g.efa(true), scaled(1));
     let assembly = app.synth().unwrap_or_else(|d| panic!("{d}"));
     let lws = group(&assembly);
     assert!(
@@ -526,7 +553,7 @@ fn autoscaling_scales_groups_within_whole_nodes() {
     assert_eq!(target["kind"], "LeaderWorkerSet");
     assert_eq!(target["name"], lws["metadata"]["name"]);
 
-    let ds = stack_on("p6-b200.48xlarge", 2, true, |g| g.efa(true), scaled(2)).validate();
+    let ds = stack_on("p6-b200.48xlarge", 2, Before, |g| g.efa(true), scaled(2)).validate();
     let d = ds
         .iter()
         .find(|d| d.code == Code::AutoscalingAboveCapacity)
