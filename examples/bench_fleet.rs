@@ -14,6 +14,7 @@
 
 mod reference;
 
+use hyperforge::constructs::BucketName;
 use hyperforge::fleet::{Fleet, FleetMember, FleetOptions, FleetOutput, FleetRegion, FleetSink};
 use hyperforge::App;
 use reference::{kimi_k3_eks_stack_at, Placement};
@@ -32,18 +33,14 @@ fn fleet(members: usize) -> Fleet {
     let mut fleet = Fleet::from_apps("bench", |m: &FleetMember| {
         let at = Placement {
             region: m.region.clone(),
-            cluster_name: m.name.clone(),
+            cluster_name: m.stack.clone(),
             reservation_id: m.value("capacity_id").unwrap_or_default().to_owned(),
             zone_id: m.value("zone_id").unwrap_or_default().to_owned(),
-            // Globally unique, within S3's 63 characters whatever the member's name.
-            bucket_name: format!(
-                "kimi-{}-{}-weights",
-                m.account().unwrap_or_default(),
-                m.region
-            ),
+            // Unique in every account and region, and the same template in all of them.
+            bucket_name: BucketName::PerAccountAndRegion,
             dashboard: "serving-kimi-k3".to_owned(),
         };
-        Ok(App::new().stack(kimi_k3_eks_stack_at(&m.name, &at)))
+        Ok(App::new().stack(kimi_k3_eks_stack_at(&m.stack, &at)))
     });
     for (region, id, zone) in REGIONS {
         fleet = fleet.region(FleetRegion::new(region).capacity_block(id, zone));

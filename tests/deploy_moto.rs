@@ -48,7 +48,9 @@
 mod reference;
 
 use hyperforge::app::Stack;
-use hyperforge::constructs::{ClusterSecurityGroup, LifecycleScripts, Network};
+use hyperforge::constructs::{
+    ClusterSecurityGroup, EcrPullThroughCache, LifecycleScripts, Network,
+};
 use hyperforge::deploy::fleet::Change;
 use hyperforge::deploy::{
     self, Answers, AssemblyDir, AwsSettings, Console, DeployError, DeployOptions,
@@ -824,18 +826,29 @@ fn the_cli_deploys_diffs_and_destroys_the_assembly_in_out() {
 const FLEET_ACCOUNT: &str = "123456789012";
 const FLEET_SET: &str = "lc-fleet-foundation";
 
-/// A fleet of [`bucket_only_stack`]'s shape in two regions: the lifecycle bucket carries a
-/// `team` tag from a region value (so `FleetTeam` is an instance parameter) and, from
-/// `revision` 3, a fixed `tier` tag (a template change). Revision 2 changes us-west-2's team.
+/// A fleet of [`bucket_only_stack`]'s shape in two regions, with a Docker Hub pull-through
+/// cache whose credential is a declared input: each member's secret (in its region, named
+/// after its region's `team` value) is its instance's override. From `revision` 3 the stack
+/// has a fixed `tier` tag (a template change). Revision 2 changes us-west-2's team.
 fn test_fleet(revision: u32) -> Fleet {
     Fleet::new("lc-fleet", move |m: &FleetMember| {
-        let mut stack =
-            Stack::new(&m.name, &m.region).tag("team", m.value("team").unwrap_or_default());
+        let mut stack = Stack::new(&m.stack, &m.region);
         if revision >= 3 {
             stack = stack.tag("tier", "gold");
         }
         let foundation = stack.cloudformation_stage("foundation");
         let scripts = stack.add(foundation, LifecycleScripts::new("Lifecycle"));
+        stack.add(
+            foundation,
+            EcrPullThroughCache::docker_hub(
+                "Cache",
+                format!(
+                    "arn:aws:secretsmanager:{}:{FLEET_ACCOUNT}:secret:ecr-pullthroughcache/{}",
+                    m.region,
+                    m.value("team").unwrap_or_default()
+                ),
+            ),
+        );
         stack.upload_stage("lifecycle-scripts", scripts.upload());
         stack
     })
@@ -844,6 +857,14 @@ fn test_fleet(revision: u32) -> Fleet {
     .region(
         FleetRegion::new("us-west-2").value("team", if revision == 1 { "green" } else { "red" }),
     )
+}
+
+/// The override the members' secrets bind to.
+const CREDENTIAL: &str = "CacheRuleCredentialArn";
+
+/// The credential ARN of `team`'s secret in `region`.
+fn credential(region: &str, team: &str) -> String {
+    format!("arn:aws:secretsmanager:{region}:{FLEET_ACCOUNT}:secret:ecr-pullthroughcache/{team}")
 }
 
 fn write_fleet(fleet: &Fleet) -> (tempfile::TempDir, FleetDir) {
@@ -943,8 +964,8 @@ fn fleet_stack_sets_and_instances_are_created_then_converge() {
         .map(|i| (i.region.as_str(), &i.parameter_overrides))
         .collect();
     assert_eq!(
-        wanted["us-west-2"].get("FleetTeam").map(String::as_str),
-        Some("green")
+        wanted["us-west-2"].get(CREDENTIAL),
+        Some(&credential("us-west-2", "green"))
     );
     let defaults = FleetDeployOptions::default();
 
@@ -1049,7 +1070,7 @@ fn fleet_stack_sets_and_instances_are_created_then_converge() {
         );
         assert!(
             matches!(r.instance_stacks.as_slice(), [(stage, name, id)]
-                if stage == "foundation" && name == &format!("{}-foundation", r.member) && id.starts_with("arn:aws:cloudformation:")),
+                if stage == "foundation" && name == "lc-fleet-foundation" && id.starts_with("arn:aws:cloudformation:")),
             "{r:#?}"
         );
     }
@@ -1086,12 +1107,17 @@ fn fleet_stack_sets_and_instances_are_created_then_converge() {
             ("lc-fleet-us-west-2".to_owned(), Change::Update)
         ]
     );
-    assert!(text.contains("FleetTeam: green -> red"), "{text}");
+    assert!(
+        text.contains(&format!(
+            "{CREDENTIAL}: {} -> {}",
+            credential("us-west-2", "green"),
+            credential("us-west-2", "red")
+        )),
+        "{text}"
+    );
     assert_eq!(
-        overrides_in(&rt, &cfn, "us-west-2")
-            .get("FleetTeam")
-            .map(String::as_str),
-        Some("green")
+        overrides_in(&rt, &cfn, "us-west-2").get(CREDENTIAL),
+        Some(&credential("us-west-2", "green"))
     );
     let (report, _) = deploy_fleet(&rt, &changed, &defaults);
     let set_report = report.stack_set(FLEET_SET).expect("report");
@@ -1102,16 +1128,12 @@ fn fleet_stack_sets_and_instances_are_created_then_converge() {
     );
     assert_eq!(set_report.operations.len(), 1, "{set_report:#?}");
     assert_eq!(
-        overrides_in(&rt, &cfn, "us-west-2")
-            .get("FleetTeam")
-            .map(String::as_str),
-        Some("red")
+        overrides_in(&rt, &cfn, "us-west-2").get(CREDENTIAL),
+        Some(&credential("us-west-2", "red"))
     );
     assert_eq!(
-        overrides_in(&rt, &cfn, "us-east-1")
-            .get("FleetTeam")
-            .map(String::as_str),
-        Some("blue")
+        overrides_in(&rt, &cfn, "us-east-1").get(CREDENTIAL),
+        Some(&credential("us-east-1", "blue"))
     );
 
     // A new fixed tag changes the template: the StackSet is updated, the instances are not.
@@ -1247,7 +1269,7 @@ fn the_cli_creates_the_reference_fleets_stack_sets() {
 /// A fleet member's stack: a foundation stage (a StackSet's) and a Kubernetes stage of its
 /// own.
 fn member_stack(m: &FleetMember) -> Stack {
-    let mut stack = Stack::new(&m.name, &m.region);
+    let mut stack = Stack::new(&m.stack, &m.region);
     let foundation = stack.cloudformation_stage("foundation");
     stack.add(foundation, LifecycleScripts::new("Lifecycle"));
     let apps = stack.kubernetes_stage("apps");
@@ -1325,12 +1347,13 @@ fn a_fleet_member_deploys_its_own_stages_after_its_stack_sets() {
         outcomes[0].starts_with("foundation Skipped"),
         "{outcomes:?}"
     );
-    // Nothing was created under the member's own stack name in its region.
+    // Nothing was created under the stack's own stage name in the member's region: the
+    // stage is the StackSet's instance.
     let cfn = sdk_in(&rt, "us-west-2");
     assert!(rt
         .block_on(
             cfn.describe_stacks()
-                .stack_name(format!("{member}-foundation"))
+                .stack_name("mb-fleet-foundation")
                 .send()
         )
         .is_err());

@@ -11,10 +11,10 @@
 use hyperforge::app::{App, Stack};
 use hyperforge::constructs::vllm::Autoscaling;
 use hyperforge::constructs::{
-    AlarmTopic, Capacity, CapacityBlock, CapacityEndWarning, ClusterSecurityGroup, EksCluster,
-    HelmRelease, HyperPodCluster, InferenceEndpoint, InferenceOperator, InstanceGroup, Karpenter,
-    KarpenterNodePool, KedaOperatorRole, LifecycleScripts, LoadBalancerController, LogShipping,
-    ManagedNodeGroup, ModelStore, Network, PrometheusMonitoring, ReservationSelector,
+    AlarmTopic, BucketName, Capacity, CapacityBlock, CapacityEndWarning, ClusterSecurityGroup,
+    EksCluster, HelmRelease, HyperPodCluster, InferenceEndpoint, InferenceOperator, InstanceGroup,
+    Karpenter, KarpenterNodePool, KedaOperatorRole, LifecycleScripts, LoadBalancerController,
+    LogShipping, ManagedNodeGroup, ModelStore, Network, PrometheusMonitoring, ReservationSelector,
     ServingDashboard, VllmDeployment, VllmServer, WeightsStaging,
 };
 use hyperforge::constructs::{
@@ -86,12 +86,7 @@ pub const ACCOUNT_ID: &str = "111122223333";
 
 /// The model store's bucket name of stack `stack`: `<stack>-weights-<account>-<region>`.
 pub fn weights_bucket(stack: &str) -> String {
-    weights_bucket_in(stack, REGION)
-}
-
-/// The model store's bucket name of stack `stack` in `region`.
-pub fn weights_bucket_in(stack: &str, region: &str) -> String {
-    format!("{stack}-weights-{ACCOUNT_ID}-{region}")
+    format!("{stack}-weights-{ACCOUNT_ID}-{REGION}")
 }
 
 /// The system nodes of the EKS references (`ManagedNodeGroup::system`), for the releases that
@@ -286,7 +281,7 @@ pub fn kimi_k3_eks_stack(name: &str) -> Stack {
             cluster_name: "kimi-k3-eks".to_owned(),
             reservation_id: CAPACITY_BLOCK_RESERVATION_ID.to_owned(),
             zone_id: CAPACITY_BLOCK_AZ_ID.to_owned(),
-            bucket_name: weights_bucket(name),
+            bucket_name: weights_bucket(name).into(),
             dashboard: format!("serving-{name}"),
         },
     )
@@ -305,7 +300,7 @@ pub struct Placement {
     /// The Capacity Block's zone id.
     pub zone_id: String,
     /// The model store's bucket name (globally unique).
-    pub bucket_name: String,
+    pub bucket_name: BucketName,
     /// The Grafana dashboard's name (at most 40 characters).
     pub dashboard: String,
 }
@@ -324,7 +319,7 @@ fn eks_foundation(
     stack: &mut Stack,
     cluster_name: &str,
     zone_id: &str,
-    bucket: &str,
+    bucket: BucketName,
 ) -> EksFoundation {
     let foundation = stack.cloudformation_stage("foundation");
     let network = stack.add(foundation, Network::new("Network").gpu_subnet(zone_id));
@@ -364,7 +359,12 @@ pub fn kimi_k3_eks_stack_at(name: &str, at: &Placement) -> Stack {
         sg,
         eks,
         store,
-    } = eks_foundation(&mut stack, &at.cluster_name, &at.zone_id, &at.bucket_name);
+    } = eks_foundation(
+        &mut stack,
+        &at.cluster_name,
+        &at.zone_id,
+        at.bucket_name.clone(),
+    );
 
     let nodes = stack.cloudformation_stage("nodes");
     stack.add(
@@ -413,7 +413,7 @@ pub fn kimi_k3_eks_karpenter() -> App {
         &mut stack,
         name,
         CAPACITY_BLOCK_AZ_ID,
-        &weights_bucket(name),
+        weights_bucket(name).into(),
     );
     let nodes = stack.cloudformation_stage("nodes");
     stack.add(
@@ -445,7 +445,7 @@ pub fn kimi_k3_eks_karpenter() -> App {
         cluster_name: name.to_owned(),
         reservation_id: CAPACITY_BLOCK_RESERVATION_ID.to_owned(),
         zone_id: CAPACITY_BLOCK_AZ_ID.to_owned(),
-        bucket_name: weights_bucket(name),
+        bucket_name: weights_bucket(name).into(),
         dashboard: format!("serving-{name}"),
     };
     eks_operations_and_workload(&mut stack, &eks, &network, &store, &at);
@@ -535,17 +535,19 @@ fn eks_operations_and_workload(
 /// The reservation ids are placeholders, as the reference stack's is.
 pub fn kimi_k3_eks_fleet() -> Fleet {
     Fleet::from_apps(FLEET_NAME, |member: &FleetMember| {
+        // Every member is the same stack in its own account and region: names come from
+        // `member.stack`, and the bucket's from the account and region it is deployed to.
         let at = Placement {
             region: member.region.clone(),
-            cluster_name: member.name.clone(),
+            cluster_name: member.stack.clone(),
             reservation_id: member.value("capacity_id").unwrap_or_default().to_owned(),
             zone_id: member.value("zone_id").unwrap_or_default().to_owned(),
-            bucket_name: weights_bucket_in(&member.name, &member.region),
-            dashboard: format!("serving-{}", member.name),
+            bucket_name: BucketName::PerAccountAndRegion,
+            dashboard: format!("serving-{}", member.stack),
         };
         Ok(App::new()
             .tag("managed-by", "hyperforge")
-            .stack(kimi_k3_eks_stack_at(&member.name, &at)))
+            .stack(kimi_k3_eks_stack_at(&member.stack, &at)))
     })
     .account(ACCOUNT_ID)
     .region(
@@ -582,7 +584,7 @@ pub fn kimi_k3_eks_multi_node() -> App {
         &mut stack,
         name,
         CAPACITY_BLOCK_AZ_ID,
-        &weights_bucket(name),
+        weights_bucket(name).into(),
     );
 
     let nodes = stack.cloudformation_stage("nodes");

@@ -132,8 +132,11 @@ pub enum Amount {
 /// One member of a fleet: a stack of its own, in one region, for one deployment target.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct FleetMemberManifest {
-    /// The member's stack name (unique in the fleet).
+    /// The member's name (unique in the fleet).
     pub name: String,
+    /// The name of its stack in its assembly: the same for every member of one model (the
+    /// members are one stack in different accounts and regions).
+    pub stack: String,
     /// Its region.
     pub region: String,
     /// Where its stack instances go.
@@ -141,8 +144,8 @@ pub struct FleetMemberManifest {
     /// The model it serves, when the fleet varies models.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub model: Option<String>,
-    /// Its own values by variable name (`member`, `region`, `account`, `capacity_id`,
-    /// `zone_id`, ...), as the fleet gave them.
+    /// Its own values by variable name (`member`, `stack`, `region`, `account`,
+    /// `capacity_id`, `zone_id`, ...), as the fleet gave them.
     pub values: BTreeMap<String, String>,
     /// The directory of its assembly (`members/<member>`), with its own `manifest.json`.
     pub assembly: String,

@@ -305,8 +305,13 @@ pub struct StagingEntry {
     pub model_id: String,
     /// Its revision.
     pub revision: String,
-    /// The store's bucket.
+    /// The store's bucket: its name, or, when the deployment resolves the name, its form
+    /// with `<account-id>` in the place of the account deployed to.
     pub bucket: String,
+    /// The output of the store's stage holding the bucket's name, when the deployment
+    /// resolves the name.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bucket_output: Option<String>,
     /// The key prefix of the copy (`<model>/<revision>/`).
     pub prefix: String,
     /// The Job's name.

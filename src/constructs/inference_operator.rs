@@ -7,7 +7,7 @@
 use super::eks::EksClusterHandle;
 use super::hyperpod::HyperPodHandle;
 use super::{Construct, Context};
-use crate::app::text::{Pseudo, Text};
+use crate::app::text::Text;
 use crate::app::{kind, AttrRef, Ref};
 use crate::diagnostics::{Code, Diagnostics};
 use crate::resources::iam::{
@@ -95,7 +95,11 @@ impl InferenceOperator {
     /// The buckets of the model stores the stack's HyperPod endpoints serve from are read too:
     /// the operator fetches a staged copy through this driver.
     pub fn s3_csi_driver_policy(&self, stack: &crate::app::Stack) -> Option<PolicyDocument> {
-        let mut buckets = self.model_buckets.clone();
+        let mut buckets: Vec<Text> = self
+            .model_buckets
+            .iter()
+            .map(|b| Text::lit(b.clone()))
+            .collect();
         for placed in super::Placements::new(stack).all() {
             for served in placed.facts().served_models {
                 if let Some(store) = served.server.staged_weights().filter(|_| served.hyperpod) {
@@ -108,11 +112,7 @@ impl InferenceOperator {
         if buckets.is_empty() {
             return None;
         }
-        let bucket = |name: &str| {
-            Text::lit("arn:")
-                .push_pseudo(Pseudo::Partition)
-                .push_lit(format!(":s3:::{name}"))
-        };
+        let bucket = |name: &Text, rest: &str| super::weights::bucket_arn(name, rest);
         let list = Statement::allow(["s3:ListBucket"]).sid("ListModelBuckets");
         let read = Statement::allow(["s3:GetObject"])
             .sid("ReadModels")
@@ -121,10 +121,7 @@ impl InferenceOperator {
                  the model files are staged at deploy time and the action only reads.",
             );
         let (list, read) = buckets.iter().fold((list, read), |(list, read), b| {
-            (
-                list.resource(bucket(b)),
-                read.resource(bucket(&format!("{b}/*"))),
-            )
+            (list.resource(bucket(b, "")), read.resource(bucket(b, "/*")))
         });
         Some(PolicyDocument::new().statement(list).statement(read))
     }

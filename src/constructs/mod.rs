@@ -100,7 +100,7 @@ pub use vllm::{
     Autoscaling, Exposure, InferenceEndpoint, InferenceEndpointHandle, SecretKeyRef, StartupBudget,
     StorageThroughput, VllmDeployment, VllmDeploymentHandle, VllmServer,
 };
-pub use weights::{ModelStore, ModelStoreHandle, WeightsStaging, WeightsStagingHandle};
+pub use weights::{BucketName, ModelStore, ModelStoreHandle, WeightsStaging, WeightsStagingHandle};
 
 use crate::app::{kind, AnyConstruct, AttrRef, Node, Ref, Stack, StageId, Tags};
 use crate::catalog::capacity::Reservation;
@@ -336,8 +336,10 @@ pub struct CapacityEndFacts {
 pub struct WeightsStagingFacts {
     /// The store's construct id.
     pub store: String,
-    /// The store's bucket.
-    pub bucket: String,
+    /// The store's bucket name, as templates spell it.
+    pub bucket: crate::app::text::Text,
+    /// The store's output holding the bucket's name.
+    pub bucket_output: crate::app::AttrRef,
     /// The model staged.
     pub model_id: String,
     /// Its revision.

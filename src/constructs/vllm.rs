@@ -546,6 +546,15 @@ impl VllmServer {
         self.staged.as_ref()
     }
 
+    /// Records the staged copy's bucket name in `scope` (the construct writing the server's
+    /// objects) when the objects hold it as a placeholder
+    /// ([`ModelStoreHandle::record_bucket_name`]).
+    pub fn record_staged_bucket(&self, scope: &mut Scope<'_>) {
+        if let (Some(store), Some(_)) = (&self.staged, &self.revision) {
+            store.record_bucket_name(scope);
+        }
+    }
+
     /// The `s3://` URL of the staged copy the server reads (the revision's prefix), when it
     /// reads one and its revision is pinned.
     pub fn staged_url(&self) -> Option<String> {
@@ -1496,6 +1505,7 @@ impl Construct for InferenceEndpoint {
         let resolved = self.with_workspace_address(scope);
         let config = objects::inference_endpoint_config(scope.stack(), &resolved);
         self.server().steps(scope, self.object_namespace());
+        self.server().record_staged_bucket(scope);
         scope.add_object(KubeObject::new(&config));
         self.expand_drains(scope);
     }
@@ -2880,6 +2890,7 @@ impl Construct for VllmDeployment {
         let resolved = self.with_workspace_address(scope);
         let o = objects::deployment(scope.stack(), scope.tags(), &resolved);
         self.server().steps(scope, self.object_namespace());
+        self.server().record_staged_bucket(scope);
         scope.add_object(KubeObject::new(&o.namespace));
         scope.add_object(KubeObject::new(&o.service_account));
         let workload = match &o.workload {

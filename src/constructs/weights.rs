@@ -20,7 +20,7 @@
 use super::eks::EksClusterHandle;
 use super::vllm::{is_commit_sha, is_image_digest, is_image_name, SecretKeyRef};
 use super::{Construct, Context, Facts, Placements, WeightsStagingFacts};
-use crate::app::text::{Pseudo, Text};
+use crate::app::text::{Part, Pseudo, Text};
 use crate::app::{kind, AttrRef, Ref, Stack};
 use crate::diagnostics::{Code, Diagnostics};
 use crate::resources::iam::{pod_identity_trust, PolicyDocument, Statement};
@@ -116,11 +116,81 @@ const NONCURRENT_VERSION_DAYS: u32 = 30;
 /// Days access logs are kept.
 const ACCESS_LOG_DAYS: u32 = 365;
 
+/// The name of a model store's bucket.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum BucketName {
+    /// This name. S3 names are global and permanent: include the account id and region
+    /// (`my-model-weights-111122223333-us-west-2`).
+    Named(String),
+    /// `<stack>-<store id>-<account id>-<region>`, lowercase, with the account and region the
+    /// stack is deployed to, resolved by CloudFormation and Terraform when it is deployed
+    /// (`AWS::AccountId`, `AWS::Region`). It is unique wherever the stack goes, and the template
+    /// is the same in every account and region (every stack instance of a fleet's StackSet).
+    /// The `<stack>-<store id>` part is shortened with a stable hash when the longest region's
+    /// name would take the whole past S3's 63 characters.
+    PerAccountAndRegion,
+}
+
+impl From<&str> for BucketName {
+    fn from(name: &str) -> Self {
+        BucketName::Named(name.to_owned())
+    }
+}
+
+impl From<String> for BucketName {
+    fn from(name: String) -> Self {
+        BucketName::Named(name)
+    }
+}
+
+/// The account id a name resolved at deploy time is checked with: every account id has 12
+/// digits.
+const ANY_ACCOUNT_ID: &str = "000000000000";
+
+impl BucketName {
+    /// The name as templates spell it, for a store `id` of stack `stack`.
+    pub fn text(&self, stack: &str, id: &str) -> Text {
+        match self {
+            BucketName::Named(name) => Text::lit(name.clone()),
+            BucketName::PerAccountAndRegion => {
+                // The same head in every region: the budget is the longest region's.
+                let longest = crate::catalog::regions::KNOWN_REGIONS
+                    .iter()
+                    .map(|r| r.len())
+                    .max()
+                    .unwrap_or(0);
+                let budget = 63 - ANY_ACCOUNT_ID.len() - longest - 2;
+                let head =
+                    crate::app::fit_name(&format!("{stack}-{id}").to_ascii_lowercase(), budget);
+                Text::lit(format!("{head}-"))
+                    .push_pseudo(Pseudo::AccountId)
+                    .push_lit("-")
+                    .push_pseudo(Pseudo::Region)
+            }
+        }
+    }
+
+    /// The name in `region`, any account's id standing for the one deployed to: what S3's
+    /// naming rules are checked on.
+    fn example(&self, stack: &str, id: &str, region: &str) -> String {
+        let mut out = String::new();
+        for part in &self.text(stack, id).0 {
+            match part {
+                Part::Lit(s) => out.push_str(s),
+                Part::Pseudo(Pseudo::AccountId) => out.push_str(ANY_ACCOUNT_ID),
+                Part::Pseudo(Pseudo::Region) => out.push_str(region),
+                _ => {}
+            }
+        }
+        out
+    }
+}
+
 /// A bucket of model checkpoints, keyed by model and revision.
 #[derive(Clone, Debug)]
 pub struct ModelStore {
     id: String,
-    bucket_name: String,
+    bucket_name: BucketName,
     cluster: EksClusterHandle,
     /// The staging Jobs' namespace and service account.
     stager: (String, String),
@@ -131,8 +201,9 @@ pub struct ModelStore {
 pub struct ModelStoreHandle {
     /// The store's construct id.
     pub id: String,
-    /// The bucket's name.
-    pub bucket_name: String,
+    /// The bucket's name as templates spell it (the account and region as deploy-time
+    /// values, for [`BucketName::PerAccountAndRegion`]).
+    pub bucket_name: Text,
     /// The bucket.
     pub bucket: Ref<kind::Bucket>,
     /// The namespace the staging Jobs run in.
@@ -148,23 +219,42 @@ impl ModelStoreHandle {
         format!("{model_id}/{revision}/")
     }
 
-    /// The `s3://` URL of `model_id` at `revision`.
+    /// The `s3://` URL of `model_id` at `revision`, as a Kubernetes object holds it
+    /// ([`ModelStoreHandle::kubernetes_bucket_name`]).
     pub fn url(&self, model_id: &str, revision: &str) -> String {
         format!(
             "s3://{}/{}",
-            self.bucket_name,
+            self.kubernetes_bucket_name(),
             ModelStoreHandle::prefix(model_id, revision)
         )
+    }
+
+    /// The bucket's name in a Kubernetes object: the name, or, when the deployment resolves
+    /// it, the placeholder of the store's bucket-name output, which the construct writing the
+    /// object records with [`ModelStoreHandle::record_bucket_name`].
+    pub fn kubernetes_bucket_name(&self) -> String {
+        self.bucket_name
+            .as_literal()
+            .unwrap_or_else(|| crate::resources::deploy_placeholder(&self.bucket.name()))
+    }
+
+    /// Records the placeholder [`ModelStoreHandle::kubernetes_bucket_name`] gives, when it
+    /// gives one, in `scope` (a construct of the Kubernetes stage holding it): the stage is
+    /// then applied with the deployed name in its place.
+    pub fn record_bucket_name(&self, scope: &mut Scope<'_>) {
+        if self.bucket_name.as_literal().is_none() {
+            scope.deploy_value(&format!("{}BucketName", self.id), self.bucket.name(), "");
+        }
     }
 }
 
 impl ModelStore {
-    /// A store in bucket `bucket_name` (S3 names are global and permanent: include the account
-    /// id and region, e.g. `my-model-weights-111122223333-us-west-2`), whose readers and
-    /// writers are pods of `cluster`.
+    /// A store in bucket `bucket_name` (a name, `"my-model-weights-111122223333-us-west-2"`:
+    /// S3 names are global and permanent, so include the account id and region; or
+    /// [`BucketName::PerAccountAndRegion`]), whose readers and writers are pods of `cluster`.
     pub fn new(
         id: impl Into<String>,
-        bucket_name: impl Into<String>,
+        bucket_name: impl Into<BucketName>,
         cluster: &EksClusterHandle,
     ) -> Self {
         ModelStore {
@@ -192,11 +282,11 @@ impl ModelStore {
     }
 
     /// The bucket's name.
-    pub fn bucket_name(&self) -> &str {
+    pub fn bucket_name(&self) -> &BucketName {
         &self.bucket_name
     }
 
-    fn validate(&self, path: &str, ds: &mut Diagnostics) {
+    fn validate(&self, stack: &Stack, path: &str, ds: &mut Diagnostics) {
         for (field, name) in [
             ("stager.namespace", &self.stager.0),
             ("stager.service_account", &self.stager.1),
@@ -211,12 +301,15 @@ impl ModelStore {
                 );
             }
         }
-        if !is_bucket_name(&self.bucket_name) {
+        let name = self
+            .bucket_name
+            .example(stack.name(), &self.id, stack.region());
+        if !is_bucket_name(&name) {
             ds.report_field(
                 Code::InvalidModelStore,
                 path,
                 "bucket_name",
-                format!("`{}` is not an S3 bucket name", self.bucket_name),
+                format!("`{name}` is not an S3 bucket name"),
                 "use 3-63 lowercase letters, digits, `-` and `.`, starting and ending with a letter or digit, e.g. `kimi-k3-weights-111122223333-us-west-2`",
             );
         }
@@ -253,10 +346,12 @@ pub fn is_bucket_name(name: &str) -> bool {
 }
 
 /// `arn:<partition>:s3:::<bucket>` and `rest`.
-fn bucket_arn(bucket: &str, rest: &str) -> Text {
+pub(crate) fn bucket_arn(bucket: &Text, rest: &str) -> Text {
     Text::lit("arn:")
         .push_pseudo(Pseudo::Partition)
-        .push_lit(format!(":s3:::{bucket}{rest}"))
+        .push_lit(":s3:::")
+        .push_text(bucket.clone())
+        .push_lit(rest)
 }
 
 /// The bucket must be this account's.
@@ -269,7 +364,7 @@ fn own_account(st: Statement) -> Statement {
 }
 
 /// Read (and, when `write`, write) access to the model prefixes `prefixes` of `bucket`.
-pub fn prefix_policy(bucket: &str, prefixes: &[String], write: bool) -> PolicyDocument {
+pub fn prefix_policy(bucket: &Text, prefixes: &[String], write: bool) -> PolicyDocument {
     let list = own_account(
         Statement::allow(["s3:ListBucket"])
             .sid("ListModelPrefixes")
@@ -326,7 +421,7 @@ impl Construct for ModelStore {
     fn handle(&self, stack: &str) -> ModelStoreHandle {
         ModelStoreHandle {
             id: self.id.clone(),
-            bucket_name: self.bucket_name.clone(),
+            bucket_name: self.bucket_name.text(stack, &self.id),
             bucket: Ref::new(stack, format!("{}/Bucket", self.id)),
             stager_namespace: self.stager.0.clone(),
             stager_service_account: self.stager.1.clone(),
@@ -338,7 +433,7 @@ impl Construct for ModelStore {
     }
 
     fn validate(&self, cx: &Context<'_>, ds: &mut Diagnostics) {
-        ModelStore::validate(self, cx.path, ds);
+        ModelStore::validate(self, cx.stack, cx.path, ds);
     }
 
     /// The log bucket, the model bucket, its name as an output, and the Pod Identity roles of
@@ -365,7 +460,7 @@ impl Construct for ModelStore {
         scope.add(
             "Bucket",
             Bucket {
-                name: Some(self.bucket_name.clone()),
+                name: Some(handle.bucket_name.clone()),
                 access_logs: AccessLogs::To {
                     bucket: logs.name(),
                     prefix: "weights/".to_owned(),
@@ -415,7 +510,7 @@ impl Construct for ModelStore {
                 "Stager",
                 "Stages model weights from the Hugging Face Hub into the model store (EKS Pod Identity)",
                 (&self.stager.0, &self.stager.1),
-                prefix_policy(&self.bucket_name, &staged, true),
+                prefix_policy(&handle.bucket_name, &staged, true),
             );
         }
         for (i, (namespace, account, prefixes)) in readers.iter().enumerate() {
@@ -424,7 +519,7 @@ impl Construct for ModelStore {
                 &format!("Reader{}", i + 1),
                 &format!("Reads the weights {namespace}/{account} serves from the model store (EKS Pod Identity)"),
                 (namespace, account),
-                prefix_policy(&self.bucket_name, prefixes, false),
+                prefix_policy(&handle.bucket_name, prefixes, false),
             );
         }
     }
@@ -839,7 +934,7 @@ impl WeightsStaging {
                 "--revision".to_owned(),
                 self.revision.clone(),
                 "--bucket".to_owned(),
-                self.store.bucket_name.clone(),
+                self.store.kubernetes_bucket_name(),
                 "--prefix".to_owned(),
                 ModelStoreHandle::prefix(&self.model_id, &self.revision),
                 "--region".to_owned(),
@@ -953,6 +1048,7 @@ impl Construct for WeightsStaging {
             weight_stagings: vec![WeightsStagingFacts {
                 store: self.store.id.clone(),
                 bucket: self.store.bucket_name.clone(),
+                bucket_output: self.store.bucket.name(),
                 model_id: self.model_id.clone(),
                 revision: self.revision.clone(),
                 job: self.job_name(),
@@ -980,6 +1076,7 @@ impl Construct for WeightsStaging {
         if let Some(token) = &self.hf_token {
             token.declare_hf_token_source(scope, &self.store.stager_namespace);
         }
+        self.store.record_bucket_name(scope);
         scope.add_object(KubeObject::new(&namespace));
         scope.add_object(KubeObject::new(&account));
         scope.add_object(KubeObject::new(&config));
@@ -998,7 +1095,7 @@ impl Construct for WeightsStaging {
 stack_file_shape! {
     pub mod store_fields = <ModelStore as Construct>::KIND, "A bucket of model checkpoints keyed by model and revision, with its access-log bucket and the Pod Identity roles of the staging Jobs and EKS servers that use it." {
         ID: req "model_store", Ty::Str, "The construct id.";
-        BUCKET_NAME: req "bucket_name", Ty::Str, "The bucket's name: global, so include the account id and region (`kimi-k3-weights-111122223333-us-west-2`).";
+        BUCKET_NAME: opt "bucket_name", Ty::Str, "The bucket's name: global, so include the account id and region (`kimi-k3-weights-111122223333-us-west-2`). Without it the name is `<stack>-<model_store>-<account id>-<region>`, lowercase, with the account and region the stack is deployed to.";
         CLUSTER: req "cluster", Ty::Ref(Want::Eks), "The EKS cluster whose pods stage and read the weights.";
         STAGER: opt "stager", Ty::Obj(&stager_fields::SHAPE), "The staging Jobs' namespace and service account (default `model-weights/weights-stager`); a second stack on a shared cluster names its own.";
     }
@@ -1015,7 +1112,9 @@ impl super::stack_file::StackFileConstruct for ModelStore {
     const SHAPE: &'static super::stack_file::Shape = &store_fields::SHAPE;
 
     fn build(id: &str, r: &mut dyn super::stack_file::FieldReader) -> Option<Self> {
-        let name = r.text(&store_fields::BUCKET_NAME);
+        let name = r
+            .text(&store_fields::BUCKET_NAME)
+            .map_or(BucketName::PerAccountAndRegion, BucketName::Named);
         let eks = super::stack_file::required(r.eks(&store_fields::CLUSTER));
         let stager = super::stack_file::object(r, &store_fields::STAGER, |o| {
             let namespace = o.text(&stager_fields::NAMESPACE);
@@ -1023,7 +1122,7 @@ impl super::stack_file::StackFileConstruct for ModelStore {
             Some((namespace?, account?))
         })
         .flatten();
-        let store = ModelStore::new(id, name?, &eks?);
+        let store = ModelStore::new(id, name, &eks?);
         Some(match stager {
             Some((namespace, account)) => store.stager(namespace, account),
             None => store,
@@ -1088,5 +1187,43 @@ impl super::stack_file::StackFileConstruct for WeightsStaging {
             (None, None) => {}
         }
         Some(s)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A name the deployment resolves fits S3's rules for every stack name hyperforge accepts
+    /// (up to 100 characters), every store id (up to 64) and every region, and its template
+    /// is the same in every region (the budget is the longest region's, not the stack's).
+    #[test]
+    fn names_per_account_and_region_fit_every_stack_and_region() {
+        let name = BucketName::PerAccountAndRegion;
+        for stack_len in [1, 20, 27, 28, 63, 100] {
+            let stack = format!("K{}", "a".repeat(stack_len - 1));
+            for id in ["Weights", &format!("W{}", "x".repeat(63))] {
+                let text = name.text(&stack, id);
+                for region in crate::catalog::regions::KNOWN_REGIONS {
+                    let example = name.example(&stack, id, region);
+                    assert!(is_bucket_name(&example), "{example}");
+                }
+                assert_eq!(text, name.text(&stack, id), "deterministic");
+            }
+        }
+        // Short enough: kept whole, lowercase.
+        assert_eq!(
+            name.example("Kimi-K3-eks", "Weights", "us-west-2"),
+            "kimi-k3-eks-weights-000000000000-us-west-2"
+        );
+        // Two long stacks that differ past the cut keep different names.
+        let a = name.example(&format!("{}a", "s".repeat(60)), "Weights", "us-west-2");
+        let b = name.example(&format!("{}b", "s".repeat(60)), "Weights", "us-west-2");
+        assert_ne!(a, b);
+        // A given name is taken as it is.
+        assert_eq!(
+            BucketName::from("my-weights").text("s", "Weights"),
+            Text::lit("my-weights")
+        );
     }
 }

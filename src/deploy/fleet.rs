@@ -918,7 +918,7 @@ pub async fn deploy_fleet_member(
     // The member's own stacks and tools work in its region, not the StackSets'.
     options.aws.region = None;
     options.stage_stacks = stage_stacks;
-    super::deploy(&assembly, &entry.name, &options, console, prompt).await
+    super::deploy(&assembly, &entry.stack, &options, console, prompt).await
 }
 
 /// Each member's stages that no StackSet deploys, from its own assembly.
@@ -928,7 +928,7 @@ fn remaining(fleet: &FleetDir, report: &FleetReport) -> Result<Vec<MemberRemaini
     let mut out = Vec::new();
     for member in &m.members {
         let assembly = AssemblyDir::load(&fleet.root().join(&member.assembly))?;
-        let plan = assembly.stack(&member.name)?;
+        let plan = assembly.stack(&member.stack)?;
         let stages = plan
             .stages
             .iter()
@@ -1192,7 +1192,7 @@ mod tests {
             "name": "f",
             "permission_model": {"kind": "self-managed"},
             "preferences": {"region_concurrency": "sequential", "max_concurrent": {"count": 1}, "failure_tolerance": {"count": 0}},
-            "members": [{"name": "f-us-west-2", "region": "us-west-2", "target": {"account": "111122223333"}, "values": {}, "assembly": "members/f-us-west-2"}],
+            "members": [{"name": "f-us-west-2", "stack": "f", "region": "us-west-2", "target": {"account": "111122223333"}, "values": {}, "assembly": "members/f-us-west-2"}],
             "stack_sets": [{"name": "f-base", "stage": "base", "template": "stacksets/01-base.template.json", "capabilities": [], "parameters": [], "outputs": [],
                 "instances": [{"member": "f-us-west-2", "region": "us-west-2", "target": {"account": "111122223333"}, "parameter_overrides": {}}]}],
             "runbook": "FLEET.md"

@@ -7,10 +7,12 @@
 //! description. Synthesis ([`Fleet::write_to`], [`Fleet::synth`]) builds, checks and lowers
 //! one member at a time on every core, writes each member's assembly (`members/<member>/`) as
 //! soon as it is done and keeps only what the fleet's manifest needs, so memory stays flat
-//! whatever the fleet's size. For each CloudFormation stage, [`stackset`] rewrites every
-//! member's template with the member's own values as parameters; when all members agree, the
-//! stage is one StackSet template (`stacksets/`), and `fleet.json` lists each member's stack
-//! instance with its parameter values. Terraform stays one root module per member (in its
+//! whatever the fleet's size. Every member of one model is the same stack
+//! ([`FleetMember::stack`]) in its own account and region, so its templates differ only in
+//! its declared inputs' defaults: for each CloudFormation stage, [`stackset`] binds those by
+//! name, and when all members' bound templates agree (checked, never assumed) the stage is one
+//! StackSet template (`stacksets/`), and `fleet.json` lists each member's stack instance with
+//! its inputs' values as overrides. Terraform stays one root module per member (in its
 //! assembly): a member is a stack of its own, with its own state.
 
 pub mod stackset;
@@ -27,7 +29,7 @@ use crate::catalog::regions::{is_known_region, AzId};
 use crate::diagnostics::{Code, Diagnostic, Diagnostics};
 use crate::synth::{SynthOptions, SynthTimings};
 use serde_json::Value;
-use stackset::{first_difference, generalize, Token};
+use stackset::{bind, first_difference};
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
@@ -157,8 +159,14 @@ impl FleetRegion {
 /// One member of a fleet: what its description is built from.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct FleetMember {
-    /// The member's stack name.
+    /// The member's name: the fleet's, its region and (with several targets or models) its
+    /// target and model. It names the member's assembly and stack instance, never a resource.
     pub name: String,
+    /// The name of the member's stack: the fleet's, and the model's when the fleet varies
+    /// models. Every member of one model has the same stack name, so its templates are the
+    /// same: the account and region a member is deployed to tell members apart, as they do
+    /// for every stack instance of a StackSet.
+    pub stack: String,
     /// Its place in the fleet's order.
     pub index: usize,
     /// Its region.
@@ -173,8 +181,8 @@ pub struct FleetMember {
 }
 
 impl FleetMember {
-    /// A value by name: `member`, `region`, `account` or `organizational_unit`, `model`,
-    /// `capacity_id`, `zone_id`, or one its region declared.
+    /// A value by name: `member`, `stack`, `region`, `account` or `organizational_unit`,
+    /// `model`, `capacity_id`, `zone_id`, or one its region declared.
     pub fn value(&self, key: &str) -> Option<&str> {
         self.values.get(key).map(String::as_str)
     }
@@ -193,39 +201,21 @@ impl FleetMember {
     }
 }
 
-/// The names member values are known by, with the StackSet parameter each becomes where a
-/// template holds it as text; the region and the account become pseudo parameters. The
-/// capacity's id and zone have none: constructs take them as declared inputs
-/// (`GpuNodesCapacityReservationId`, `NetworkGpuSubnetAzId`), which every StackSet binds by
-/// name, so a template holds them only as those parameters' values.
-const KNOWN_VALUES: &[(&str, Option<(&str, &str)>)] = &[
-    (
-        "member",
-        Some((
-            "FleetMember",
-            "The member's name: it names the member's resources and exports.",
-        )),
-    ),
-    ("region", Some(("AWS::Region", ""))),
-    ("account", Some(("AWS::AccountId", ""))),
-    ("capacity_id", None),
-    ("zone_id", None),
-    (
-        "model",
-        Some(("FleetModel", "The model the member serves.")),
-    ),
-    (
-        "organizational_unit",
-        Some((
-            "FleetOrganizationalUnit",
-            "The member's organizational unit.",
-        )),
-    ),
+/// The values every member has (those that apply to it), besides those its region declares.
+pub const MEMBER_VALUES: &[&str] = &[
+    "member",
+    "stack",
+    "region",
+    "account",
+    "organizational_unit",
+    "model",
+    "capacity_id",
+    "zone_id",
 ];
 
 impl Fleet {
     /// A fleet named `name` (it names the StackSets) whose members are described by
-    /// `describe`: given a member, the member's stack, named `member.name` in `member.region`.
+    /// `describe`: given a member, the member's stack, named `member.stack` in `member.region`.
     pub fn new(
         name: impl Into<String>,
         describe: impl Fn(&FleetMember) -> Stack + Send + Sync + 'static,
@@ -420,12 +410,12 @@ impl Fleet {
                     && key
                         .chars()
                         .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_')
-                    && !KNOWN_VALUES.iter().any(|(k, _)| k == key);
+                    && !MEMBER_VALUES.contains(&key.as_str());
                 if !ok {
                     bad(
                         Code::InvalidFleetMember,
                         format!("`{key}` cannot name a member value"),
-                        "lower-case letters, digits and underscores, at most 64, and not one of member, region, account, organizational_unit, model, capacity_id, zone_id",
+                        "lower-case letters, digits and underscores, at most 64, and not one of member, stack, region, account, organizational_unit, model, capacity_id, zone_id",
                     );
                 }
             }
@@ -666,6 +656,13 @@ impl Fleet {
         for region in &self.regions {
             for target in self.targets_of(region) {
                 for model in &models {
+                    let mut stack = self.name.clone();
+                    if self.models.len() > 1 {
+                        if let Some(m) = model {
+                            stack.push('-');
+                            stack.push_str(m);
+                        }
+                    }
                     let mut name = format!("{}-{}", self.name, region.region);
                     if several_targets {
                         name.push('-');
@@ -679,6 +676,7 @@ impl Fleet {
                     }
                     let mut values = region.values.clone();
                     values.insert("member".into(), name.clone());
+                    values.insert("stack".into(), stack.clone());
                     values.insert("region".into(), region.region.clone());
                     match target {
                         Target::Account(id) => values.insert("account".into(), id.clone()),
@@ -705,6 +703,7 @@ impl Fleet {
                     }
                     out.push(FleetMember {
                         name,
+                        stack,
                         index: out.len(),
                         region: region.region.clone(),
                         target: target.clone(),
@@ -728,10 +727,10 @@ impl Fleet {
 
     /// Builds one member's description and checks that it describes that member.
     pub fn describe(&self, member: &FleetMember) -> Result<App, Diagnostics> {
-        let app = (self.describe)(member)?;
+        let app = (self.describe)(member).map_err(|ds| for_member(ds, &member.name))?;
         let mut ds = Diagnostics::new();
         match app.stacks() {
-            [stack] if stack.name() == member.name && stack.region() == member.region => {}
+            [stack] if stack.name() == member.stack && stack.region() == member.region => {}
             stacks => ds.push(Diagnostic::new(
                 Code::FleetMemberMismatch,
                 member.name.clone(),
@@ -745,7 +744,7 @@ impl Fleet {
                         _ => format!("{} stacks", stacks.len()),
                     }
                 ),
-                "describe exactly one stack per member, named `member.name` in `member.region`",
+                "describe exactly one stack per member, named `member.stack` in `member.region`",
             )),
         }
         if ds.is_empty() {
@@ -754,6 +753,19 @@ impl Fleet {
             Err(ds)
         }
     }
+}
+
+/// `found` (one member's) with the member named in each message: every member's stack has
+/// the same name, so the path alone does not say which member it is.
+fn for_member(found: Diagnostics, member: &str) -> Diagnostics {
+    let mut out = Diagnostics::new();
+    for mut d in found {
+        if !d.message.contains(member) {
+            d.message = format!("[member {member}] {}", d.message);
+        }
+        out.push(d);
+    }
+    out
 }
 
 fn is_training_plan_arn(arn: &str, region: &str) -> bool {
@@ -817,7 +829,7 @@ struct MemberDone {
 #[derive(Default)]
 struct StageForms {
     name: String,
-    /// Distinct generalized templates: bytes, the lowest member index giving them.
+    /// Distinct bound templates: bytes, the lowest member index giving them.
     forms: Vec<(Vec<u8>, usize)>,
     /// More distinct templates than kept.
     overflow: bool,
@@ -843,7 +855,7 @@ struct Shared {
     bytes: u64,
     sink_error: Option<String>,
     references: BTreeMap<usize, StageReference>,
-    /// The reference's generalized template of each stage.
+    /// The reference's bound template of each stage.
     reference_forms: BTreeMap<usize, Vec<u8>>,
 }
 
@@ -861,7 +873,6 @@ impl Fleet {
             return Err(ds);
         }
         let members = self.members();
-        let tokens = self.tokens(&members);
         let threads = match options.threads {
             0 => std::thread::available_parallelism().map_or(1, |n| n.get()),
             n => n,
@@ -877,7 +888,7 @@ impl Fleet {
         let next = AtomicUsize::new(0);
         let run = |i: usize, references: Option<&BTreeMap<usize, StageReference>>| {
             let member = &members[i];
-            let result = self.synth_member(member, &tokens, references, options, sink);
+            let result = self.synth_member(member, references, options, sink);
             let mut s = shared.lock().unwrap_or_else(|e| e.into_inner());
             match result {
                 Ok(done) => s.absorb(i, done),
@@ -975,66 +986,16 @@ impl Fleet {
         ds
     }
 
-    /// The member values that differ across the fleet, as tokens per member (the member's
-    /// name always).
-    fn tokens(&self, members: &[FleetMember]) -> Vec<Vec<Token>> {
-        let mut varying: BTreeSet<&str> = BTreeSet::new();
-        varying.insert("member");
-        if let Some(first) = members.first() {
-            for m in members {
-                for (k, v) in &m.values {
-                    if first.values.get(k) != Some(v) {
-                        varying.insert(k);
-                    }
-                }
-                for k in first.values.keys() {
-                    if !m.values.contains_key(k) {
-                        varying.insert(k);
-                    }
-                }
-            }
-        }
-        members
-            .iter()
-            .map(|m| {
-                m.values
-                    .iter()
-                    .filter(|(k, _)| varying.contains(k.as_str()))
-                    .filter_map(|(k, v)| {
-                        let (parameter, description) =
-                            match KNOWN_VALUES.iter().find(|(name, _)| name == k) {
-                                // Bound by name as declared inputs, never found in the text.
-                                Some((_, None)) => return None,
-                                Some((_, Some((p, d)))) => ((*p).to_owned(), (*d).to_owned()),
-                                None => (
-                                    format!("Fleet{}", crate::app::pascal_id(k)),
-                                    format!("The member's `{k}` value."),
-                                ),
-                            };
-                        Some(Token {
-                            value: v.clone(),
-                            pseudo: parameter.starts_with("AWS::"),
-                            in_text: k == "member",
-                            parameter,
-                            description,
-                        })
-                    })
-                    .collect()
-            })
-            .collect()
-    }
-
     fn synth_member(
         &self,
         member: &FleetMember,
-        tokens: &[Vec<Token>],
         references: Option<&BTreeMap<usize, StageReference>>,
         options: &FleetOptions,
         sink: &dyn FleetSink,
     ) -> Result<MemberResult, MemberError> {
         let app = self.describe(member).map_err(MemberError::Diagnostics)?;
         let (assembly, timings) = crate::synth::synthesize_timed(&app, &options.synth)
-            .map_err(MemberError::Diagnostics)?;
+            .map_err(|ds| MemberError::Diagnostics(for_member(ds, &member.name)))?;
         let base = format!("members/{}", member.name);
         let mut overrides = BTreeMap::new();
         let mut forms = Vec::new();
@@ -1062,27 +1023,13 @@ impl Fleet {
                 .filter(|i| i.stages.iter().any(|s| s == stage.name()))
                 .filter_map(|i| Some((i.name.clone(), i.default.clone()?)))
                 .collect();
-            let identity = &tokens[member.index];
-            // The fast comparison cuts the text at the inputs' values too.
-            let own: Vec<Token> = identity
-                .iter()
-                .cloned()
-                .chain(bound.iter().map(|(parameter, value)| Token {
-                    value: value.clone(),
-                    parameter: parameter.clone(),
-                    pseudo: false,
-                    description: String::new(),
-                    in_text: false,
-                }))
-                .collect();
-            let own = own.as_slice();
-            // Most members' templates are the first member's with their own values in its
-            // values' places: a comparison of the text, without parsing.
+            // Most members' templates are the first member's with their own values as the
+            // inputs' defaults: a comparison of the text, without parsing.
             let reference = references
                 .and_then(|r| r.get(&index))
                 .filter(|r| r.name == stage.name());
-            if let Some(values) = reference.and_then(|r| r.instance_of(text, own)) {
-                overrides.insert(index, values);
+            if reference.is_some_and(|r| r.is_instance(text, &bound)) {
+                overrides.insert(index, bound);
                 forms.push(StageForm {
                     index,
                     name: stage.name().to_owned(),
@@ -1095,13 +1042,13 @@ impl Fleet {
             let Ok(template) = serde_json::from_slice::<Value>(text) else {
                 continue;
             };
-            let g = generalize(&template, identity, &bound);
+            let g = bind(&template, &bound);
             let mut bytes = serde_json::to_vec_pretty(&g.template).unwrap_or_default();
             bytes.push(b'\n');
-            if references.is_none() && g.textually_faithful && only_as_defaults(text, &bound) {
+            if references.is_none() && only_as_defaults(text, &bound) {
                 new_references.insert(
                     index,
-                    StageReference::new(stage.name(), text, own, &g.overrides, &bytes),
+                    StageReference::new(stage.name(), text, &bound, &bytes),
                 );
             }
             overrides.insert(index, g.overrides);
@@ -1124,6 +1071,7 @@ impl Fleet {
             done: MemberDone {
                 manifest: FleetMemberManifest {
                     name: member.name.clone(),
+                    stack: member.stack.clone(),
                     region: member.region.clone(),
                     target: member.target.clone(),
                     model: member.model.clone(),
@@ -1142,11 +1090,11 @@ impl Fleet {
     }
 }
 
-/// One CloudFormation stage of one member, generalized.
+/// One CloudFormation stage of one member, its inputs bound.
 struct StageForm {
     index: usize,
     name: String,
-    /// The generalized template; `None` when it is the reference's (the first member's).
+    /// The bound template; `None` when it is the reference's (the first member's).
     bytes: Option<Vec<u8>>,
     capabilities: Vec<String>,
     outputs: Vec<String>,
@@ -1285,7 +1233,7 @@ impl Fleet {
                     Code::FleetStageNotUniform,
                     format!("fleet/{}/{}", self.name, stage.name),
                     format!("stage `{}` is deployed per member: {reason}", stage.name),
-                    "make the members' descriptions differ only by their values (name, region, account, capacity, zone, model)",
+                    "make the members' templates differ only by their declared inputs (capacity id, zones): name resources from `member.stack`, never a member's own values",
                 ));
                 per_member_stages.push(PerMemberStage {
                     stage: stage.name,
@@ -1529,17 +1477,16 @@ fn only_as_defaults(text: &[u8], bound: &BTreeMap<String, String>) -> bool {
     })
 }
 
-/// The first member's template of a stage, cut at its values: the others' templates are
-/// compared with it, each with its own values in those places.
+/// The first member's template of a stage, cut at its inputs' values (each only a
+/// parameter's default there): the others' templates are compared with it, each with its own
+/// values in those places.
 struct StageReference {
     name: String,
     text: Vec<u8>,
     segments: Vec<Segment>,
-    /// The parameter of each token, in the order the segments number them.
-    parameters: Vec<String>,
-    /// Its parameter values, cut at its token values in them.
-    overrides: Vec<(String, Vec<Segment>, String)>,
-    /// The generalized template.
+    /// The input of each value segment, in the order the segments number them.
+    inputs: Vec<String>,
+    /// The bound template.
     form: Vec<u8>,
 }
 
@@ -1547,25 +1494,25 @@ struct StageReference {
 enum Segment {
     /// Bytes of the reference's text.
     Literal(usize, usize),
-    /// The value of token `n`.
+    /// The value of input `n`.
     Value(usize),
 }
 
-/// `text` cut at the values of `tokens` (longest first where they overlap).
-fn segments(text: &[u8], tokens: &[&Token]) -> Vec<Segment> {
+/// `text` cut at `values` (longest first where they overlap).
+fn segments(text: &[u8], values: &[&str]) -> Vec<Segment> {
     let mut out = Vec::new();
     let (mut start, mut i) = (0, 0);
     while i < text.len() {
-        let hit = tokens
+        let hit = values
             .iter()
-            .position(|t| text[i..].starts_with(t.value.as_bytes()));
+            .position(|v| text[i..].starts_with(v.as_bytes()));
         match hit {
             Some(n) => {
                 if start < i {
                     out.push(Segment::Literal(start, i));
                 }
                 out.push(Segment::Value(n));
-                i += tokens[n].value.len();
+                i += values[n].len();
                 start = i;
             }
             None => i += 1,
@@ -1581,71 +1528,48 @@ impl StageReference {
     fn new(
         name: &str,
         text: &[u8],
-        tokens: &[Token],
-        overrides: &BTreeMap<String, String>,
+        bound: &BTreeMap<String, String>,
         form: &[u8],
     ) -> StageReference {
-        let mut sorted: Vec<&Token> = tokens.iter().filter(|t| !t.value.is_empty()).collect();
-        sorted.sort_by(|a, b| {
-            b.value
-                .len()
-                .cmp(&a.value.len())
-                .then(a.parameter.cmp(&b.parameter))
-        });
-        let overrides = overrides
-            .iter()
-            .map(|(k, v)| (k.clone(), segments(v.as_bytes(), &sorted), v.clone()))
-            .collect();
+        let mut sorted: Vec<(&String, &String)> =
+            bound.iter().filter(|(_, v)| !v.is_empty()).collect();
+        sorted.sort_by(|a, b| b.1.len().cmp(&a.1.len()).then(a.0.cmp(b.0)));
+        let values: Vec<&str> = sorted.iter().map(|(_, v)| v.as_str()).collect();
         StageReference {
             name: name.to_owned(),
             text: text.to_vec(),
-            segments: segments(text, &sorted),
-            parameters: sorted.iter().map(|t| t.parameter.clone()).collect(),
-            overrides,
+            segments: segments(text, &values),
+            inputs: sorted.iter().map(|(k, _)| (*k).clone()).collect(),
             form: form.to_vec(),
         }
     }
 
-    /// When `text` is this reference's text with `tokens`' values in its values' places, the
-    /// member's parameter values: the StackSet template then gives that member exactly its
-    /// own template.
-    fn instance_of(&self, text: &[u8], tokens: &[Token]) -> Option<BTreeMap<String, String>> {
-        let values: Vec<&str> = self
-            .parameters
+    /// Whether `text` is this reference's text with `bound`'s values (the same inputs) in
+    /// its values' places: its bound template is then this one's.
+    fn is_instance(&self, text: &[u8], bound: &BTreeMap<String, String>) -> bool {
+        if bound.len() != self.inputs.len() || bound.values().any(String::is_empty) {
+            return false;
+        }
+        let Some(values) = self
+            .inputs
             .iter()
-            .map(|p| {
-                tokens
-                    .iter()
-                    .find(|t| &t.parameter == p)
-                    .map(|t| t.value.as_str())
-            })
-            .collect::<Option<_>>()?;
+            .map(|k| bound.get(k).map(String::as_str))
+            .collect::<Option<Vec<&str>>>()
+        else {
+            return false;
+        };
         let mut at = 0;
         for segment in &self.segments {
             let want = match *segment {
                 Segment::Literal(a, b) => &self.text[a..b],
                 Segment::Value(n) => values[n].as_bytes(),
             };
-            if !text.get(at..)?.starts_with(want) {
-                return None;
+            if !text.get(at..).is_some_and(|t| t.starts_with(want)) {
+                return false;
             }
             at += want.len();
         }
-        if at != text.len() {
-            return None;
-        }
-        let mut out = BTreeMap::new();
-        for (key, segments, original) in &self.overrides {
-            let mut value = String::new();
-            for segment in segments {
-                match *segment {
-                    Segment::Literal(a, b) => value.push_str(original.get(a..b)?),
-                    Segment::Value(n) => value.push_str(values[n]),
-                }
-            }
-            out.insert(key.clone(), value);
-        }
-        Some(out)
+        at == text.len()
     }
 }
 

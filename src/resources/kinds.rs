@@ -498,7 +498,7 @@ pub struct SecurityGroupRule {
 pub struct Bucket {
     /// A fixed name (S3 names are global: one that includes the account id and region), or
     /// `None` for a name the deployment generates.
-    pub name: Option<String>,
+    pub name: Option<Text>,
     /// Where its server access logs go, or why it keeps none.
     pub access_logs: AccessLogs,
     /// Why the objects may be deleted with the bucket, for a bucket written by something other

@@ -44,6 +44,8 @@ pub struct FleetData {
 pub struct FleetMemberRow {
     /// The member's name.
     pub name: String,
+    /// Its stack's name.
+    pub stack: String,
     /// Its region.
     pub region: String,
     /// Its account or organizational unit.
@@ -225,6 +227,7 @@ pub fn fleet_data(m: &FleetManifest) -> FleetData {
             .take(FLEET_RUNBOOK_MEMBERS)
             .map(|member| FleetMemberRow {
                 name: member.name.clone(),
+                stack: member.stack.clone(),
                 region: member.region.clone(),
                 target: member.target.id().to_owned(),
             })
@@ -318,6 +321,7 @@ mod tests {
             },
             members: vec![FleetMemberManifest {
                 name: value.into(),
+                stack: value.into(),
                 region: value.into(),
                 target: target.clone(),
                 model: None,

@@ -1363,13 +1363,17 @@ fn capacity_end(c: &CapacityEndEntry) -> CapacityEndData {
 }
 
 fn staging(region: &str, st: &StagingEntry) -> StagingData {
+    // A name the deployment resolves is the variable the stage's reads set from its output.
+    let bucket = match &st.bucket_output {
+        Some(output) => format!("${}", crate::assembly::plan::variable_of(output)),
+        None => st.bucket.clone(),
+    };
     StagingData {
         model_id: st.model_id.clone(),
         revision: st.revision.clone(),
-        url: format!("s3://{}/{}", st.bucket, st.prefix),
+        url: format!("s3://{bucket}/{}", st.prefix),
         manifest_url: format!(
-            "s3://{}/{}.manifest.json",
-            st.bucket,
+            "s3://{bucket}/{}.manifest.json",
             st.prefix.trim_end_matches('/')
         ),
         job: st.job.clone(),

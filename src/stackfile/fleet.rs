@@ -2,7 +2,7 @@
 //! its StackSet settings) naming the stack file every member is built from.
 //!
 //! The stack file names a member's values as `${fleet.<name>}` inside any string value
-//! (`stack: ${fleet.member}`, `region: ${fleet.region}`). It is parsed once per fleet; each
+//! (`stack: ${fleet.stack}`, `region: ${fleet.region}`). It is parsed once per fleet; each
 //! member substitutes its values into the parsed tree, whose nodes keep their positions, and
 //! the tree is then checked and built as any stack file is, so every diagnostic still points
 //! at the stack file's `file:line:col` (and names the member). Placeholders are checked once,
@@ -22,16 +22,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Component, Path, PathBuf};
 use std::sync::Arc;
 
-/// The values every member may have, besides those its region declares.
-pub const MEMBER_VALUES: &[&str] = &[
-    "member",
-    "region",
-    "account",
-    "organizational_unit",
-    "model",
-    "capacity_id",
-    "zone_id",
-];
+pub use crate::fleet::MEMBER_VALUES;
 
 static AMOUNT: Shape = Shape {
     name: "Amount",
@@ -277,8 +268,7 @@ pub fn load_file_in(path: &Path, roots: &[&Path]) -> Result<Fleet, Diagnostics> 
     Ok(configure(
         Fleet::from_apps(name, move |member: &FleetMember| {
             let node = substitute(&template, member.values());
-            let app = super::load_root(&origin, &node)
-                .map_err(|found| for_member(found, &member.name))?;
+            let app = super::load_root(&origin, &node)?;
             check_member_stack(&app, member, &origin, stack_pos, region_pos)?;
             Ok(app)
         }),
@@ -286,8 +276,8 @@ pub fn load_file_in(path: &Path, roots: &[&Path]) -> Result<Fleet, Diagnostics> 
     ))
 }
 
-/// A member's stack is named as the member and in its region (`stack: ${fleet.member}`,
-/// `region: ${fleet.region}`), reported at the stack file's lines (`Fleet::describe` would
+/// A member's stack is named as the fleet's members' stack and in the member's region
+/// (`stack: ${fleet.stack}`, `region: ${fleet.region}`), reported at the stack file's lines (`Fleet::describe` would
 /// say so too, without them).
 fn check_member_stack(
     app: &crate::app::App,
@@ -308,16 +298,16 @@ fn check_member_stack(
                 "[member {}] the stack's {key} is `{found}`, not the member's `{want}`",
                 member.name
             ),
-            format!("write `{key}: {placeholder}`: each member's stack is its own"),
+            format!("write `{key}: {placeholder}`"),
         ));
     };
-    if stack.name() != member.name {
+    if stack.name() != member.stack {
         wrong(
             stack_pos,
             "stack",
             stack.name(),
-            &member.name,
-            "${fleet.member}",
+            &member.stack,
+            "${fleet.stack}",
         );
     }
     if stack.region() != member.region {
@@ -903,18 +893,6 @@ fn substitute(node: &Node, values: &BTreeMap<String, String>) -> Node {
         pos: node.pos,
         value,
     }
-}
-
-/// A member's diagnostics, each naming the member.
-fn for_member(found: Diagnostics, member: &str) -> Diagnostics {
-    let mut out = Diagnostics::new();
-    for mut d in found {
-        if !d.message.contains(member) {
-            d.message = format!("[member {member}] {}", d.message);
-        }
-        out.push(d);
-    }
-    out
 }
 
 /// The fleet's own diagnostics (`Fleet::validate_matrix`) at their places in the fleet file.

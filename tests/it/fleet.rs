@@ -65,8 +65,8 @@ fn the_reference_fleet_shares_every_cloudformation_stage_through_stacksets() {
         ]
     );
     assert!(m.per_member_stages.is_empty(), "{:?}", m.per_member_stages);
-    // Each instance carries its member's values: its name, and the Capacity Block id and zone
-    // (template parameters whose defaults were the member's).
+    // Each instance carries its member's values: the Capacity Block id and zone (template
+    // parameters whose defaults were the member's), and nothing else.
     let nodes = &m.stack_sets[1];
     let east = nodes
         .instances
@@ -74,7 +74,10 @@ fn the_reference_fleet_shares_every_cloudformation_stage_through_stacksets() {
         .find(|i| i.region == "us-east-1")
         .expect("an instance in us-east-1");
     assert_eq!(east.member, "kimi-k3-eks-fleet-us-east-1");
-    assert_eq!(east.parameter_overrides["FleetMember"], east.member);
+    assert_eq!(
+        east.parameter_overrides.keys().collect::<Vec<_>>(),
+        ["GpuNodesCapacityReservationId"]
+    );
     assert_eq!(
         east.parameter_overrides["GpuNodesCapacityReservationId"],
         "cr-0a1b2c3d4e5f60718"
@@ -82,25 +85,38 @@ fn the_reference_fleet_shares_every_cloudformation_stage_through_stacksets() {
     let foundation = &m.stack_sets[0];
     let euw2 = &foundation.instances[2];
     assert_eq!(euw2.parameter_overrides["NetworkGpuSubnetAzId"], "euw2-az2");
-    // The template: no member's name or region left in anything CloudFormation evaluates.
-    let template = json(&files, "stacksets/01-foundation.template.json");
-    let text = serde_json::to_string(&template["Resources"]).unwrap();
-    for member in &members {
+    // The templates hold no member's name, region or account anywhere: every member is the
+    // same stack, and the bucket's name is the account's and region's it is deployed to.
+    for set in &m.stack_sets {
+        let text = String::from_utf8(files[&set.template].clone()).unwrap();
+        for value in members.iter().copied().chain([
+            "us-west-2",
+            "us-east-1",
+            "eu-west-2",
+            reference::ACCOUNT_ID,
+        ]) {
+            assert!(!text.contains(value), "{value} left in {}", set.template);
+        }
         assert!(
-            !text.contains(member),
-            "{member} left in the foundation template"
+            !text.contains("Fleet"),
+            "a fleet parameter in {}",
+            set.template
         );
     }
-    assert!(!text.contains("us-east-1") && !text.contains("eu-west-2"));
+    let template = json(&files, "stacksets/01-foundation.template.json");
     assert!(template["Parameters"]["NetworkGpuSubnetAzId"]
         .get("Default")
         .is_none());
-    assert_eq!(template["Parameters"]["FleetMember"]["Type"], "String");
-    // A later stage imports the earlier one's exports by the member's name.
+    assert_eq!(
+        template["Resources"]["WeightsBucket"]["Properties"]["BucketName"],
+        serde_json::json!({"Fn::Sub": "kimi-k3-eks-fleet-weights-${AWS::AccountId}-${AWS::Region}"})
+    );
+    // A later stage imports the earlier one's exports by the stack's name, the same in every
+    // member's account and region.
     let nodes_template = files["stacksets/02-nodes.template.json"].clone();
     assert!(String::from_utf8(nodes_template)
         .unwrap()
-        .contains("${FleetMember}-foundation:EksCluster:Name"));
+        .contains("\"kimi-k3-eks-fleet-foundation:EksCluster:Name\""));
     // The StackSets template: one StackSet per stage, in order, each instance a group.
     let sets_template = json(
         &files,
@@ -138,7 +154,7 @@ fn the_reference_fleet_shares_every_cloudformation_stage_through_stacksets() {
         .with_code(Code::TemplateNeedsS3Upload)
         .collect();
     assert_eq!(large.len(), 1, "{}", output.warnings);
-    assert!(large[0].path.starts_with("kimi-k3-eks-fleet-us-west-2/"));
+    assert!(large[0].path.starts_with("kimi-k3-eks-fleet/"));
     assert_eq!(large[0].notes, ["2 other members report the same"]);
 }
 
@@ -203,7 +219,7 @@ fn stackset_templates_pass_cfn_lint_and_checkov() {
 }
 
 fn small_stack(m: &FleetMember, extra: bool) -> Stack {
-    let mut stack = Stack::new(m.name.as_str(), m.region.as_str());
+    let mut stack = Stack::new(m.stack.as_str(), m.region.as_str());
     let foundation = stack.cloudformation_stage("foundation");
     let network = stack.add(foundation, Network::new("Network"));
     if extra {
@@ -251,16 +267,19 @@ fn a_member_in_a_region_without_the_instance_type_is_refused_and_named() {
     let ds = fleet.synth(&FleetOptions::default()).unwrap_err();
     let offer: Vec<_> = ds.with_code(Code::InstanceTypeNotInRegion).collect();
     assert!(!offer.is_empty(), "{ds}");
+    // Every member's stack has the same name: the message names the member.
     assert!(
         offer
             .iter()
-            .all(|d| d.path.starts_with("kimi-k3-eks-fleet-ca-central-1/")),
+            .all(|d| d.path.starts_with("kimi-k3-eks-fleet/")
+                && d.message
+                    .starts_with("[member kimi-k3-eks-fleet-ca-central-1] ")),
         "{ds}"
     );
     // The other members are fine: nothing else is reported.
     assert!(
         ds.errors()
-            .all(|d| d.path.starts_with("kimi-k3-eks-fleet-ca-central-1")),
+            .all(|d| d.message.contains("kimi-k3-eks-fleet-ca-central-1")),
         "{ds}"
     );
 }
@@ -371,7 +390,7 @@ fn a_description_of_another_stack_is_refused() {
 
 #[test]
 fn many_failed_members_are_counted_not_all_shown() {
-    let mut fleet = Fleet::new("demo", |m| Stack::new(m.name.as_str(), m.region.as_str()))
+    let mut fleet = Fleet::new("demo", |m| Stack::new(m.stack.as_str(), m.region.as_str()))
         .region(FleetRegion::new("us-west-2"));
     for a in 0..30u64 {
         fleet = fleet.account(format!("{:012}", 100_000_000_000 + a));
@@ -389,7 +408,9 @@ fn many_failed_members_are_counted_not_all_shown() {
     // The first members' own diagnostics, in the fleet's order.
     let first = ds.iter().next().unwrap();
     assert!(
-        first.path.starts_with("demo-us-west-2-100000000000"),
+        first
+            .message
+            .starts_with("[member demo-us-west-2-100000000000] "),
         "{ds}"
     );
 }
@@ -424,7 +445,7 @@ fn a_failed_write_leaves_the_previous_output_as_it_was() {
     // Members fail after others were written to the staging directory.
     let bad = Fleet::new("demo", |m| {
         if m.region == "us-east-1" {
-            Stack::new(m.name.as_str(), m.region.as_str())
+            Stack::new(m.stack.as_str(), m.region.as_str())
         } else {
             small_stack(m, false)
         }
@@ -500,4 +521,86 @@ fn a_member_reads_its_own_values() {
             Some("gold".to_owned())
         )]
     );
+}
+
+/// A member's values reach its CloudFormation templates only as the defaults of its declared
+/// inputs: its name and account nowhere, its capacity id and zone only as a parameter's
+/// `Default`, its region nowhere (the account and region a name needs are `AWS::AccountId`
+/// and `AWS::Region`). Nothing is searched for: the members' templates are the same stack.
+#[test]
+fn a_members_values_reach_its_templates_only_as_its_declared_inputs() {
+    let fleet = reference::kimi_k3_eks_fleet();
+    let (files, output) = synth(&fleet);
+    for member in &output.manifest.members {
+        let templates: Vec<(&String, String)> = files
+            .iter()
+            .filter(|(p, _)| {
+                p.starts_with(&format!("{}/", member.assembly)) && p.ends_with(".template.json")
+            })
+            .map(|(p, b)| (p, String::from_utf8(b.clone()).unwrap()))
+            .collect();
+        assert_eq!(templates.len(), 3, "{}", member.name);
+        for (path, text) in &templates {
+            for key in ["member", "account", "region"] {
+                let value = &member.values[key];
+                assert!(
+                    !text.contains(value.as_str()),
+                    "{path} holds its {key} {value}"
+                );
+            }
+            for key in ["capacity_id", "zone_id"] {
+                let value = &member.values[key];
+                let anywhere = text.matches(&format!("\"{value}\"")).count();
+                let as_default = text.matches(&format!("\"Default\": \"{value}\"")).count();
+                assert_eq!(anywhere, as_default, "{path}: its {key} outside a default");
+            }
+        }
+    }
+}
+
+/// Names fit at the fleet's bounds, by construction: a fleet name as long as member names
+/// allow, several accounts (so member names hold them), the longest regions' names. Every
+/// member synthesizes (the weights bucket's name within S3's 63 characters, node group and role
+/// names within theirs), and the members' templates are one StackSet per stage.
+#[test]
+fn names_fit_at_the_fleets_bounds() {
+    // The stack's stages make `<fleet>-aws-load-balancer-controller` a stack name (at most
+    // 100 characters); a member's name is `<fleet>-<region>-<account>` (at most 100 too).
+    let name = format!(
+        "k{}",
+        "3".repeat(100 - "-aws-load-balancer-controller".len() - 1)
+    );
+    let fleet = Fleet::from_apps(name.clone(), |m: &FleetMember| {
+        let at = reference::Placement {
+            region: m.region.clone(),
+            cluster_name: m.stack.clone(),
+            reservation_id: m.value("capacity_id").unwrap_or_default().to_owned(),
+            zone_id: m.value("zone_id").unwrap_or_default().to_owned(),
+            bucket_name: hyperforge::constructs::BucketName::PerAccountAndRegion,
+            dashboard: "serving-kimi-k3".to_owned(),
+        };
+        Ok(App::new().stack(reference::kimi_k3_eks_stack_at(&m.stack, &at)))
+    })
+    .account("111122223333")
+    .account("999988887777")
+    .region(FleetRegion::new("ap-southeast-3").capacity_block("cr-0123456789abcdef0", "apse3-az1"))
+    .region(FleetRegion::new("us-west-2").capacity_block("cr-0fedcba9876543210", "usw2-az2"));
+    let members = fleet.members();
+    assert_eq!(members.len(), 4);
+    assert!(members.iter().any(|m| m.name.len() >= 99), "{members:?}");
+    let (files, output) = synth(&fleet);
+    assert!(
+        output.manifest.per_member_stages.is_empty(),
+        "{:?}",
+        output.manifest.per_member_stages
+    );
+    assert_eq!(output.manifest.stack_sets.len(), 3);
+    let foundation = json(&files, "stacksets/01-foundation.template.json");
+    let bucket = foundation["Resources"]["WeightsBucket"]["Properties"]["BucketName"]["Fn::Sub"]
+        .as_str()
+        .expect("a deploy-time name");
+    let longest = bucket
+        .replace("${AWS::AccountId}", "111122223333")
+        .replace("${AWS::Region}", "ap-southeast-3");
+    assert!(longest.len() <= 63, "{longest}");
 }

@@ -15,7 +15,7 @@ fn repo(path: &str) -> PathBuf {
 
 /// A small valid stack file using placeholders (no GPUs: quick to build).
 const STACK: &str = "\
-stack: ${fleet.member}
+stack: ${fleet.stack}
 region: ${fleet.region}
 tags:
   tier: ${fleet.tier}
@@ -77,7 +77,8 @@ fn members_get_their_values() {
     for (member, tier) in members.iter().zip(["gold", "silver"]) {
         let app = fleet.describe(member).unwrap_or_else(|d| panic!("{d}"));
         let stack = &app.stacks()[0];
-        assert_eq!(stack.name(), member.name);
+        assert_eq!(stack.name(), member.stack);
+        assert_eq!(stack.name(), "demo");
         assert_eq!(stack.region(), member.region);
         assert_eq!(stack.tags()["tier"], tier);
         assert_eq!(stack.tags()["owner"], "team-111122223333");
@@ -312,14 +313,16 @@ fn placeholder_errors_are_reported_in_the_stack_file() {
 fn a_stack_not_named_as_its_member_is_reported_at_its_line() {
     let (_tmp, path) = project(
         FLEET,
-        &STACK.replace("stack: ${fleet.member}", "stack: demo"),
+        &STACK.replace("stack: ${fleet.stack}", "stack: ${fleet.member}"),
     );
     let fleet = load_file(&path).unwrap_or_else(|d| panic!("{d}"));
     let member = &fleet.members()[1];
-    let ds = fleet.describe(member).expect_err("a stack named `demo`");
+    let ds = fleet
+        .describe(member)
+        .expect_err("a stack named `demo-us-east-1`");
     let text = at(&ds, Code::FleetMemberMismatch, "stack.yaml", 1, 8);
     assert!(
-        text.contains("demo-us-east-1") && text.contains("${fleet.member}"),
+        text.contains("demo-us-east-1") && text.contains("${fleet.stack}"),
         "{text}"
     );
 }
@@ -357,7 +360,7 @@ fn a_fleet_of_ten_thousand_members_loads_quickly() {
     assert_eq!(members.len(), 10_000);
     for member in members.iter().step_by(500) {
         let app = loaded.describe(member).unwrap_or_else(|d| panic!("{d}"));
-        assert_eq!(app.stacks()[0].name(), member.name);
+        assert_eq!(app.stacks()[0].name(), member.stack);
     }
     let elapsed = start.elapsed();
     // Generous for a debug build on a loaded machine.
@@ -669,7 +672,9 @@ regions:
         ("kimi-k3-eks-fleet-us-east-1", "cron(30 11 1 2 ? 2027)"),
     ] {
         let nodes = files
-            .get(&format!("members/{member}/{member}/02-nodes.template.json"))
+            .get(&format!(
+                "members/{member}/kimi-k3-eks-fleet/02-nodes.template.json"
+            ))
             .unwrap_or_else(|| panic!("{member}: {:?}", files.keys().collect::<Vec<_>>()));
         let nodes: serde_json::Value = serde_json::from_slice(nodes).unwrap();
         assert_eq!(

@@ -206,8 +206,8 @@ fn every_deploy_time_value_is_one_declared_input() {
     );
 }
 
-/// The fleet's StackSets take each member's values as the members' own declared inputs (and
-/// the member's name): the stages lower the reservation and its zone to the same parameters in
+/// The fleet's StackSets take each member's values as the members' own declared inputs, and
+/// nothing else: the stages lower the reservation and its zone to the same parameters in
 /// every StackSet, and each instance's overrides are that member's input values.
 #[test]
 fn fleet_stack_sets_bind_the_members_inputs() {
@@ -230,13 +230,10 @@ fn fleet_stack_sets_bind_the_members_inputs() {
     assert_eq!(members.len(), 3);
     for set in &manifest.stack_sets {
         for p in &set.parameters {
-            if p.name == "FleetMember" {
-                continue;
-            }
             for instance in &set.instances {
                 let member = members
                     .iter()
-                    .find(|(name, _)| instance.parameter_overrides.get("FleetMember") == Some(name))
+                    .find(|(name, _)| instance.member == *name)
                     .map(|(_, m)| m)
                     .expect("each instance is a member's");
                 let input = member

@@ -500,3 +500,89 @@ fn the_references_serve_staged_copies_with_warnings_denied() {
             .any(|d| d.code == Code::WeightsDownloadedPerPod));
     }
 }
+
+/// A store without `bucket_name` is named by the deployment: `<stack>-weights-<account
+/// id>-<region>` in both backends (the template the same in every account and region), and
+/// every Kubernetes object that names the bucket carries its stage output's placeholder, listed
+/// in the manifest and read by the runbook before the stage is applied.
+#[test]
+fn a_store_without_a_bucket_name_is_named_by_the_account_and_region_deployed_to() {
+    use hyperforge::assembly::manifest::{StageManifest, ValueSource};
+    let assembly = synth_edited("kimi-k3-eks", |t| {
+        t.replace(&format!("        bucket_name: {EKS_BUCKET}\n"), "")
+    })
+    .unwrap_or_else(|e| panic!("{e}"));
+    let foundation = json_file(
+        &assembly,
+        &stage_file(&assembly, "kimi-k3-eks", "foundation", "template.json"),
+    );
+    assert_eq!(
+        foundation["Resources"]["WeightsBucket"]["Properties"]["BucketName"],
+        json!({"Fn::Sub": "kimi-k3-eks-weights-${AWS::AccountId}-${AWS::Region}"})
+    );
+    let text = serde_json::to_string(&foundation).unwrap();
+    assert!(!text.contains("111122223333") && !text.contains("us-west-2"));
+    let tf = json_file(
+        &assembly,
+        "kimi-k3-eks/terraform/01-foundation/main.tf.json",
+    );
+    assert_eq!(
+        tf["resource"]["aws_s3_bucket"]["weights_bucket"]["bucket"],
+        "kimi-k3-eks-weights-${data.aws_caller_identity.current.account_id}-${data.aws_region.current.region}"
+    );
+    // The staging Job and the server name the bucket by the placeholder of its output.
+    let placeholder = "hyperforge-output-WeightsBucketName";
+    let job = of_kind(&stage_objects(&assembly, "kimi-k3-eks", "weights"), "Job").clone();
+    assert!(job.to_string().contains(placeholder), "{job}");
+    let workload = stage_objects(&assembly, "kimi-k3-eks", "workload");
+    let deployment = of_kind(&workload, "Deployment");
+    assert!(
+        deployment.to_string().contains(&format!(
+            "s3://{placeholder}/moonshotai/Kimi-K3/{REVISION}/"
+        )),
+        "{deployment}"
+    );
+    let manifest = &assembly.manifest().stacks[0];
+    for stage in ["weights", "workload"] {
+        let Some(StageManifest::Kubernetes { values, .. }) = manifest.stage(stage) else {
+            panic!("no Kubernetes stage {stage}");
+        };
+        let value = values
+            .iter()
+            .find(|v| v.placeholder == placeholder)
+            .unwrap_or_else(|| panic!("{stage}: {values:?}"));
+        match &value.from {
+            ValueSource::Output(o) => {
+                assert_eq!(
+                    (o.stage.as_deref(), o.output.as_str()),
+                    (Some("foundation"), "WeightsBucketName")
+                )
+            }
+            other => panic!("{stage}: {other:?}"),
+        }
+    }
+    // People read the name's form; the runbook reads the name from the output first.
+    let staging = &manifest.inventory.stagings[0];
+    assert_eq!(staging.bucket, "kimi-k3-eks-weights-<account-id>-us-west-2");
+    assert_eq!(staging.bucket_output.as_deref(), Some("WeightsBucketName"));
+    let runbook = assembly.text("kimi-k3-eks/RUNBOOK.md").unwrap();
+    assert!(
+        runbook.contains("WEIGHTS_BUCKET_NAME=$(aws cloudformation describe-stacks"),
+        "the runbook reads the bucket's name from its output"
+    );
+    assert!(
+        runbook.contains(&format!(
+            "aws s3 cp s3://$WEIGHTS_BUCKET_NAME/moonshotai/Kimi-K3/{REVISION}.manifest.json -"
+        )),
+        "the staged file list reads the variable"
+    );
+    // A named bucket is as it was: no placeholder, no output read for it.
+    let named = reference::kimi_k3_eks().synth().unwrap();
+    let manifest = &named.manifest().stacks[0];
+    assert_eq!(manifest.inventory.stagings[0].bucket, EKS_BUCKET);
+    assert!(manifest.inventory.stagings[0].bucket_output.is_none());
+    assert!(!named
+        .text(&stage_file(&named, "kimi-k3-eks", "weights", "yaml"))
+        .unwrap()
+        .contains(placeholder));
+}

@@ -105,7 +105,7 @@ fn every_deployment_outlasts_its_startup_budget_and_the_runbook_waits_for_it() {
     // The EKS references stream the staged copy from S3.
     let store = hyperforge::constructs::ModelStoreHandle {
         id: "Weights".to_owned(),
-        bucket_name: "kimi-k3-eks-weights-111122223333-us-west-2".to_owned(),
+        bucket_name: "kimi-k3-eks-weights-111122223333-us-west-2".into(),
         bucket: hyperforge::app::Ref::new("kimi-k3-eks", "Weights/Bucket"),
         stager_namespace: "model-weights".to_owned(),
         stager_service_account: "weights-stager".to_owned(),

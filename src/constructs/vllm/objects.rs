@@ -1148,7 +1148,7 @@ fn model_source(stack: &Stack, server: &VllmServer) -> InferenceEndpointConfigMo
             prefetch_enabled: Some(true),
             model_location: Some(prefix.trim_end_matches('/').to_owned()),
             s3_storage: Some(InferenceEndpointConfigModelSourceConfigS3Storage {
-                bucket_name: store.bucket_name.clone(),
+                bucket_name: store.kubernetes_bucket_name(),
                 region: stack.region().to_owned(),
             }),
             ..Default::default()

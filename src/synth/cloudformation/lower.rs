@@ -99,7 +99,10 @@ pub(super) fn bucket(cx: Cx, stage: StageId, path: &str, spec: &Bucket) {
         }
     };
     let b = s3_bucket::Bucket {
-        bucket_name: spec.name.clone().map(s),
+        bucket_name: spec.name.as_ref().map(|name| match cx.text(stage, name) {
+            Expr::Str(lit) => s(lit),
+            expr => e(expr),
+        }),
         bucket_encryption: Some(s3_bucket::BucketEncryption {
             server_side_encryption_configuration: vec![encryption],
         }),

@@ -31,7 +31,8 @@ pub(super) fn managed_policy(cx: Cx, name: &str) -> Value {
 pub(super) fn bucket(cx: Cx, path: &str, spec: &Bucket) -> Addr {
     let mut body = Map::new();
     if let Some(name) = &spec.name {
-        body.insert("bucket".into(), json!(escape_template(name)));
+        let name = cx.text(name);
+        body.insert("bucket".into(), name);
     }
     if spec.deleted_with_objects.is_some() {
         body.insert("force_destroy".into(), json!(true));
