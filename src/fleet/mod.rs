@@ -730,7 +730,11 @@ impl Fleet {
         let app = (self.describe)(member).map_err(|ds| for_member(ds, &member.name))?;
         let mut ds = Diagnostics::new();
         match app.stacks() {
-            [stack] if stack.name() == member.stack && stack.region() == member.region => {}
+            // Named after the member, as fleets named them before: still that member's own
+            // stack, its names the member's (so its stages are deployed per member, HF1105).
+            [stack]
+                if (stack.name() == member.stack || stack.name() == member.name)
+                    && stack.region() == member.region => {}
             stacks => ds.push(Diagnostic::new(
                 Code::FleetMemberMismatch,
                 member.name.clone(),
@@ -1071,7 +1075,10 @@ impl Fleet {
             done: MemberDone {
                 manifest: FleetMemberManifest {
                     name: member.name.clone(),
-                    stack: member.stack.clone(),
+                    stack: app
+                        .stacks()
+                        .first()
+                        .map_or_else(|| member.stack.clone(), |s| s.name().to_owned()),
                     region: member.region.clone(),
                     target: member.target.clone(),
                     model: member.model.clone(),

@@ -276,8 +276,9 @@ pub fn load_file_in(path: &Path, roots: &[&Path]) -> Result<Fleet, Diagnostics> 
     ))
 }
 
-/// A member's stack is named as the fleet's members' stack and in the member's region
-/// (`stack: ${fleet.stack}`, `region: ${fleet.region}`), reported at the stack file's lines (`Fleet::describe` would
+/// A member's stack is named as the fleet's members' stack (`stack: ${fleet.stack}`; or after
+/// the member, `${fleet.member}`, as fleets named them before) and in the member's region
+/// (`region: ${fleet.region}`), reported at the stack file's lines (`Fleet::describe` would
 /// say so too, without them).
 fn check_member_stack(
     app: &crate::app::App,
@@ -301,7 +302,7 @@ fn check_member_stack(
             format!("write `{key}: {placeholder}`"),
         ));
     };
-    if stack.name() != member.stack {
+    if stack.name() != member.stack && stack.name() != member.name {
         wrong(
             stack_pos,
             "stack",

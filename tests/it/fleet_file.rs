@@ -313,18 +313,45 @@ fn placeholder_errors_are_reported_in_the_stack_file() {
 fn a_stack_not_named_as_its_member_is_reported_at_its_line() {
     let (_tmp, path) = project(
         FLEET,
-        &STACK.replace("stack: ${fleet.stack}", "stack: ${fleet.member}"),
+        &STACK.replace("stack: ${fleet.stack}", "stack: ${fleet.region}"),
     );
     let fleet = load_file(&path).unwrap_or_else(|d| panic!("{d}"));
     let member = &fleet.members()[1];
     let ds = fleet
         .describe(member)
-        .expect_err("a stack named `demo-us-east-1`");
+        .expect_err("a stack named `us-east-1`");
     let text = at(&ds, Code::FleetMemberMismatch, "stack.yaml", 1, 8);
     assert!(
         text.contains("demo-us-east-1") && text.contains("${fleet.stack}"),
         "{text}"
     );
+}
+
+/// A stack file that names its stack after the member, as fleet files did before members were
+/// one stack, is still valid: each member is its own stack, whose names carry the member's, so
+/// each stage is deployed per member and the note says where the members differ.
+#[test]
+fn a_stack_named_after_its_member_is_still_a_fleet() {
+    let (_tmp, path) = project(
+        FLEET,
+        &STACK
+            .replace("stack: ${fleet.stack}", "stack: ${fleet.member}")
+            .replace("  tier: ${fleet.tier}\n", ""),
+    );
+    let fleet = load_file(&path).unwrap_or_else(|d| panic!("{d}"));
+    let (files, output) = fleet
+        .synth(&FleetOptions::default())
+        .unwrap_or_else(|d| panic!("{d}"));
+    let m = &output.manifest;
+    assert_eq!(m.members[0].stack, "demo-us-west-2");
+    assert!(files.contains_key("members/demo-us-west-2/demo-us-west-2/01-foundation.template.json"));
+    assert!(m.stack_sets.is_empty());
+    let reason = &m.per_member_stages[0].reason;
+    assert!(reason.contains("demo-us-west-2"), "{reason}");
+    assert!(output
+        .warnings
+        .iter()
+        .any(|d| d.code == Code::FleetStageNotUniform && d.help.contains("member.stack")));
 }
 
 /// A fleet of 10,000 members (10 regions x 1,000 accounts) loads, checks its placeholders
