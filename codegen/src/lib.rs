@@ -62,7 +62,17 @@ pub const CRDS: &[(&str, &str)] = &[
     (KEDA_SCALED_OBJECT_CRD, "v1alpha1"),
     (KEDA_TRIGGER_AUTHENTICATION_CRD, "v1alpha1"),
     (LEADER_WORKER_SET_CRD, "v1"),
+    (KUEUE_RESOURCE_FLAVOR_CRD, "v1beta2"),
+    (KUEUE_CLUSTER_QUEUE_CRD, "v1beta2"),
+    (KUEUE_LOCAL_QUEUE_CRD, "v1beta2"),
 ];
+/// Kueue's `ResourceFlavor` CRD (kubernetes-sigs/kueue), relative to the workspace root.
+pub const KUEUE_RESOURCE_FLAVOR_CRD: &str =
+    "codegen/schemas/crds/kueue.x-k8s.io_resourceflavors.yaml";
+/// Kueue's `ClusterQueue` CRD, relative to the workspace root.
+pub const KUEUE_CLUSTER_QUEUE_CRD: &str = "codegen/schemas/crds/kueue.x-k8s.io_clusterqueues.yaml";
+/// Kueue's `LocalQueue` CRD, relative to the workspace root.
+pub const KUEUE_LOCAL_QUEUE_CRD: &str = "codegen/schemas/crds/kueue.x-k8s.io_localqueues.yaml";
 /// LeaderWorkerSet's CRD (kubernetes-sigs/lws), relative to the workspace root.
 pub const LEADER_WORKER_SET_CRD: &str =
     "codegen/schemas/crds/leaderworkerset.x-k8s.io_leaderworkersets.yaml";

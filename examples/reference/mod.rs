@@ -615,6 +615,7 @@ pub fn kimi_k3_eks_multi_node() -> App {
     stack.helm_stage("nvidia-device-plugin", HelmRelease::nvidia_device_plugin());
     stack.helm_stage("efa-device-plugin", HelmRelease::efa_device_plugin());
     stack.helm_stage("lws", HelmRelease::leader_worker_set());
+    stack.helm_stage("kueue", HelmRelease::kueue());
     stack.helm_stage(
         "aws-load-balancer-controller",
         HelmRelease::aws_load_balancer_controller(&eks.name, REGION, &network.vpc),

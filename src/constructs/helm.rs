@@ -15,6 +15,10 @@ pub const DCGM_EXPORTER_CHART_VERSION: &str = "4.8.2";
 pub const LWS_CHART_VERSION: &str = "0.10.0";
 /// The namespace the LeaderWorkerSet controller runs in.
 pub const LWS_NAMESPACE: &str = "lws-system";
+/// The Kueue chart [`HelmRelease::kueue`] installs (`oci://registry.k8s.io/kueue/charts`).
+pub const KUEUE_CHART_VERSION: &str = "0.19.2";
+/// The namespace Kueue's controller runs in.
+pub const KUEUE_NAMESPACE: &str = "kueue-system";
 
 /// The version of the prometheus-community `kube-state-metrics` chart (kube-state-metrics
 /// 2.20.0).
@@ -160,6 +164,32 @@ impl HelmRelease {
                 "nodeSelector": { "hyperforge.io/node-role": "system" }
             }),
             note: "LeaderWorkerSet: runs each multi-node vLLM replica as one group (leader and workers created, restarted and deleted together).".to_owned(),
+            set_from_outputs: Vec::new(),
+            wait: true,
+            tags_value: None,
+        }
+    }
+
+    /// Kueue, which admits each multi-node replica (a LeaderWorkerSet group) as one workload:
+    /// all its pods or none, within a quota of what the deployment may hold (decision 0050).
+    /// The chart's own configuration already integrates `leaderworkerset.x-k8s.io/leaderworkerset`
+    /// (`charts/kueue/values.yaml`, `managerConfig.controllerManagerConfigYaml`), so only the
+    /// controller's placement is set: the system nodes.
+    pub fn kueue() -> Self {
+        HelmRelease {
+            release: "kueue".to_owned(),
+            namespace: KUEUE_NAMESPACE.to_owned(),
+            chart: ChartSource::Repository {
+                repo: "oci://registry.k8s.io/kueue/charts".to_owned(),
+                chart: "kueue".to_owned(),
+                version: KUEUE_CHART_VERSION.to_owned(),
+            },
+            values: json!({
+                "controllerManager": {
+                    "nodeSelector": { "hyperforge.io/node-role": "system" }
+                }
+            }),
+            note: "Kueue: admits each multi-node vLLM replica as one workload, all of its pods or none, within the deployment's quota.".to_owned(),
             set_from_outputs: Vec::new(),
             wait: true,
             tags_value: None,
@@ -435,6 +465,11 @@ impl HelmRelease {
     /// Whether this is the LeaderWorkerSet controller's chart ([`HelmRelease::leader_worker_set`]).
     pub fn is_leader_worker_set(&self) -> bool {
         matches!(&self.chart, ChartSource::Repository { chart, .. } if chart == "lws")
+    }
+
+    /// Whether this is Kueue's chart ([`HelmRelease::kueue`]).
+    pub fn is_kueue(&self) -> bool {
+        matches!(&self.chart, ChartSource::Repository { chart, .. } if chart == "kueue")
     }
 
     /// Whether this is the EFA device plugin's chart ([`HelmRelease::efa_device_plugin`]).

@@ -3,6 +3,7 @@
 //! to an `InferenceEndpointConfig`; the same description can lower to a plain Deployment.
 
 pub mod autoscaling;
+pub mod gang;
 pub mod objects;
 
 pub use autoscaling::Autoscaling;
@@ -2573,9 +2574,23 @@ impl VllmDeployment {
         }
     }
 
-    /// `HF0427`-`HF0429`: what a replica over several nodes needs (see
+    /// `HF0427`-`HF0430`: what a replica over several nodes needs (see
     /// [`VllmDeployment::nodes_per_replica`]).
     fn check_multi_node(&self, stack: &Stack, path: &str, ds: &mut Diagnostics) {
+        if self.name.len() > gang::GANG_NAME_MAX {
+            ds.report_field(
+                Code::MultiNodeNameTooLong,
+                path,
+                "name",
+                format!(
+                    "`{}` has {} characters; Kueue admits a LeaderWorkerSet of at most {}",
+                    self.name,
+                    self.name.len(),
+                    gang::GANG_NAME_MAX
+                ),
+                "shorten the deployment's name",
+            );
+        }
         let unsupported = |ds: &mut Diagnostics, field: &str, message: String, help: &str| {
             ds.report_field(
                 Code::MultiNodeReplicaUnsupported,
@@ -2660,16 +2675,20 @@ impl VllmDeployment {
         let own = stack
             .stage_of(&self.id)
             .map_or(stack.stages().len(), |s| s.index());
-        let (mut lws, mut efa) = (false, false);
+        let (mut lws, mut kueue, mut efa) = (false, false, false);
         for stage in &stack.stages()[..own.min(stack.stages().len())] {
             if let crate::app::StageKind::Helm(r) = &stage.kind {
                 lws |= r.is_leader_worker_set();
+                kueue |= r.is_kueue();
                 efa |= r.is_efa_device_plugin();
             }
         }
         let mut missing = Vec::new();
         if !lws {
             missing.push("`lws` (the LeaderWorkerSet controller)");
+        }
+        if !kueue {
+            missing.push("`kueue` (the gang admission of each group)");
         }
         if !efa {
             missing.push("`efa-device-plugin`");
@@ -2680,7 +2699,7 @@ impl VllmDeployment {
                 path,
                 "nodes_per_replica",
                 format!(
-                    "no stage before this deployment's installs {}: the LeaderWorkerSet is refused, or its pods stay Pending",
+                    "no stage before this deployment's installs {}: the LeaderWorkerSet or its queue is refused, or its pods stay Pending",
                     missing.join(" or ")
                 ),
                 "add the missing Helm stages before this deployment's stage",
@@ -2893,6 +2912,11 @@ impl Construct for VllmDeployment {
         self.server().record_staged_bucket(scope);
         scope.add_object(KubeObject::new(&o.namespace));
         scope.add_object(KubeObject::new(&o.service_account));
+        if let Some(g) = &o.gang {
+            scope.add_object(KubeObject::new(&g.flavor));
+            scope.add_object(KubeObject::new(&g.cluster_queue));
+            scope.add_object(KubeObject::new(&g.local_queue));
+        }
         let workload = match &o.workload {
             objects::Workload::Deployment(deployment) => {
                 scope.add_object(KubeObject::new(deployment.as_ref()))

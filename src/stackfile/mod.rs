@@ -1062,6 +1062,7 @@ impl Builder {
             "nvidia-device-plugin" => Some(HelmRelease::nvidia_device_plugin()),
             "efa-device-plugin" => Some(HelmRelease::efa_device_plugin()),
             "lws" => Some(HelmRelease::leader_worker_set()),
+            "kueue" => Some(HelmRelease::kueue()),
             "dcgm-exporter" => Some(HelmRelease::dcgm_exporter()),
             "kube-state-metrics" => Some(HelmRelease::kube_state_metrics(&str_map(
                 node,

@@ -49,6 +49,7 @@ pub const HELM_PRESETS: &[&str] = &[
     "nvidia-device-plugin",
     "efa-device-plugin",
     "lws",
+    "kueue",
     "aws-load-balancer-controller",
     "karpenter",
     "aws-for-fluent-bit",

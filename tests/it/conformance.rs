@@ -1177,6 +1177,10 @@ const PINNED_VALUES: &[(&str, &str)] = &[
         "lws-0.10.0.values.yaml",
     ),
     (
+        "oci://registry.k8s.io/kueue/charts kueue 0.19.2",
+        "kueue-0.19.2.values.yaml",
+    ),
+    (
         "https://aws.github.io/eks-charts aws-load-balancer-controller 1.13.2",
         "aws-load-balancer-controller-1.13.2.values.yaml",
     ),

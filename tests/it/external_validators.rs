@@ -676,6 +676,34 @@ fn leader_worker_sets_pass_crd_schema() {
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
 
+/// Kueue's objects (each multi-node deployment's ResourceFlavor, ClusterQueue and LocalQueue)
+/// against the CRDs of the Kueue release the stack installs (v0.19.2), version `v1beta2`.
+#[test]
+fn kueue_queues_pass_crd_schema() {
+    let mut checked = 0;
+    let mut failures = Vec::new();
+    for app in synth_reference_apps() {
+        for (kind, file) in [
+            ("ResourceFlavor", "kueue.x-k8s.io_resourceflavors.yaml"),
+            ("ClusterQueue", "kueue.x-k8s.io_clusterqueues.yaml"),
+            ("LocalQueue", "kueue.x-k8s.io_localqueues.yaml"),
+        ] {
+            let files: Vec<PathBuf> = kubernetes_files_with(&app, kind);
+            if files.is_empty() {
+                continue;
+            }
+            checked += 1;
+            let crd = common::repo_root().join("codegen/schemas/crds").join(file);
+            match validate_against_crd_version(&crd, "v1beta2", &files) {
+                Ok(report) => eprintln!("{} {kind}: {}", app.label, report.trim()),
+                Err(findings) => failures.push(format!("== {} {kind}\n{findings}", app.label)),
+            }
+        }
+    }
+    assert_eq!(checked, 3, "the multi-node reference's three Kueue kinds");
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
 // ---------------------------------------------------------------------------------
 // Negative controls: the same helpers accept a valid input and reject a broken one.
 // ---------------------------------------------------------------------------------

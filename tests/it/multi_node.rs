@@ -86,6 +86,7 @@ fn stack_on(
     let install = |stack: &mut Stack| {
         stack.helm_stage("efa-device-plugin", HelmRelease::efa_device_plugin());
         stack.helm_stage("lws", HelmRelease::leader_worker_set());
+        stack.helm_stage("kueue", HelmRelease::kueue());
     };
     if controllers == Before {
         install(&mut stack);
@@ -466,7 +467,12 @@ fn a_stack_without_the_controller_or_the_efa_plugin_is_warned() {
         .iter()
         .find(|d| d.code == Code::MultiNodeControllerMissing)
         .unwrap_or_else(|| panic!("{ds}"));
-    assert!(d.message.contains("`lws`") && d.message.contains("`efa-device-plugin`"));
+    assert!(
+        d.message.contains("`lws`")
+            && d.message.contains("`kueue`")
+            && d.message.contains("`efa-device-plugin`"),
+        "{d:?}"
+    );
     // Installed only after the deployment's stage is as good as not installed.
     let ds = stack_on("p6-b200.48xlarge", 2, After, |g| g.efa(true), |d| d).validate();
     assert!(
@@ -560,4 +566,172 @@ fn autoscaling_scales_groups_within_whole_nodes() {
         .unwrap_or_else(|| panic!("{ds}"));
     assert!(d.message.contains("2 replicas of 16 GPUs"), "{}", d.message);
     assert!(d.message.contains("room for 1 replicas"), "{}", d.message);
+}
+
+/// What a pod of `template` requests, by resource, in thousandths: the containers' sum or the
+/// largest init container's, each container's limit standing for a request it leaves out (as
+/// the scheduler counts). Written here from the Kubernetes rules, apart from hyperforge's own.
+fn pod_request(template: &Value) -> std::collections::BTreeMap<String, u128> {
+    use hyperforge::constructs::vllm::gang::milli;
+    let each = |c: &Value| {
+        let mut out = std::collections::BTreeMap::new();
+        for side in ["limits", "requests"] {
+            for (k, v) in c["resources"][side].as_object().into_iter().flatten() {
+                let q = v
+                    .as_str()
+                    .map(str::to_owned)
+                    .unwrap_or_else(|| v.to_string());
+                out.insert(k.clone(), milli(&q).unwrap());
+            }
+        }
+        out
+    };
+    let mut total = std::collections::BTreeMap::new();
+    for c in template["spec"]["containers"].as_array().unwrap() {
+        for (k, v) in each(c) {
+            *total.entry(k).or_insert(0u128) += v;
+        }
+    }
+    for c in template["spec"]["initContainers"]
+        .as_array()
+        .into_iter()
+        .flatten()
+    {
+        for (k, v) in each(c) {
+            let t = total.entry(k).or_insert(0u128);
+            *t = (*t).max(v);
+        }
+    }
+    total
+}
+
+/// Each group is admitted whole by Kueue: the LeaderWorkerSet names a LocalQueue of its
+/// namespace, whose ClusterQueue admits that namespace only, on a flavor of the nodes the pods
+/// select, with a quota of exactly the groups the deployment may run (every resource a pod
+/// requests, times its pods, times its groups), and the queue objects come before the group.
+#[test]
+fn each_group_is_admitted_whole_by_kueue() {
+    use hyperforge::constructs::vllm::gang::milli;
+    let check = |app: App, groups: u128| {
+        let assembly = app.synth().unwrap_or_else(|d| panic!("{d}"));
+        let all = objects(&assembly);
+        let lws = group(&assembly);
+        let of = |kind: &str| {
+            let found: Vec<&Value> = all.iter().filter(|o| o["kind"] == kind).collect();
+            assert_eq!(found.len(), 1, "one {kind}");
+            found[0].clone()
+        };
+        let (local, cluster, flavor) = (of("LocalQueue"), of("ClusterQueue"), of("ResourceFlavor"));
+        for o in [&local, &cluster, &flavor] {
+            assert_eq!(o["apiVersion"], "kueue.x-k8s.io/v1beta2");
+        }
+        let position = |kind: &str| all.iter().position(|o| o["kind"] == kind).unwrap();
+        assert!(position("ResourceFlavor") < position("ClusterQueue"));
+        assert!(position("ClusterQueue") < position("LocalQueue"));
+        assert!(position("LocalQueue") < position("LeaderWorkerSet"));
+        let ns = lws["metadata"]["namespace"].as_str().unwrap();
+        assert_eq!(
+            lws["metadata"]["labels"]["kueue.x-k8s.io/queue-name"],
+            local["metadata"]["name"]
+        );
+        assert_eq!(local["metadata"]["namespace"], ns);
+        assert_eq!(local["spec"]["clusterQueue"], cluster["metadata"]["name"]);
+        assert_eq!(
+            cluster["spec"]["namespaceSelector"]["matchLabels"]["kubernetes.io/metadata.name"],
+            ns
+        );
+        let template = &lws["spec"]["leaderWorkerTemplate"]["leaderTemplate"];
+        assert_eq!(
+            flavor["spec"]["nodeLabels"], template["spec"]["nodeSelector"],
+            "the flavor is the nodes the pods select"
+        );
+        let size = lws["spec"]["leaderWorkerTemplate"]["size"]
+            .as_u64()
+            .unwrap() as u128;
+        let want = pod_request(template);
+        let worker = pod_request(&lws["spec"]["leaderWorkerTemplate"]["workerTemplate"]);
+        assert_eq!(want, worker, "leader and workers request the same");
+        let group = &cluster["spec"]["resourceGroups"][0];
+        let covered: Vec<&str> = group["coveredResources"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|v| v.as_str().unwrap())
+            .collect();
+        assert_eq!(covered, want.keys().map(String::as_str).collect::<Vec<_>>());
+        let f = &group["flavors"][0];
+        assert_eq!(f["name"], flavor["metadata"]["name"]);
+        for (i, (resource, per_pod)) in want.iter().enumerate() {
+            let quota = &f["resources"][i];
+            assert_eq!(quota["name"], resource.as_str());
+            assert_eq!(
+                milli(quota["nominalQuota"].as_str().unwrap()),
+                Some(per_pod * size * groups),
+                "{resource}"
+            );
+        }
+        want
+    };
+    // The reference: one group of two p6-b200 nodes, each pod all 8 GPUs and 8 EFA devices.
+    let want = check(reference::kimi_k3_eks_multi_node(), 1);
+    assert_eq!(want["nvidia.com/gpu"], 8_000);
+    assert_eq!(want["vpc.amazonaws.com/efa"], 8_000);
+    // Autoscaled, the quota is the maximum's groups.
+    const WORKSPACE: &str =
+        "https://aps-workspaces.us-west-2.amazonaws.com/workspaces/ws-0123abcd-4567-89ef-0123-456789abcdef";
+    // Room for 3 groups: a block of 8 instances.
+    let eight = |g: ManagedNodeGroup| {
+        g.efa(true)
+            .capacity(CapacityBlock::held(
+                "cr-0123456789abcdef0",
+                CAPACITY_BLOCK_AZ_ID,
+                8,
+            ))
+            .scaling(8, 8, 8)
+    };
+    let scaled = stack_on("p6-b200.48xlarge", 2, Before, eight, |d| {
+        d.autoscaling(hyperforge::constructs::vllm::Autoscaling::new(
+            1, 3, WORKSPACE,
+        ))
+    });
+    check(scaled, 3);
+    // A single-node deployment has no queue.
+    let single = reference::kimi_k3_eks().synth().unwrap();
+    assert!(!objects(&single).iter().any(|o| o["apiVersion"]
+        .as_str()
+        .unwrap_or_default()
+        .starts_with("kueue.x-k8s.io")));
+}
+
+/// Kueue admits a LeaderWorkerSet of at most 39 characters (its pods' group label holds the
+/// name and a suffix): a longer name is refused at the field.
+#[test]
+fn a_group_name_kueue_cannot_label_is_refused() {
+    let long = "k".repeat(40);
+    let ds = stack_on(
+        "p6-b200.48xlarge",
+        2,
+        Before,
+        |g| g.efa(true),
+        |d| d.name(&long),
+    )
+    .validate();
+    assert!(
+        ds.iter()
+            .any(|d| d.code == Code::MultiNodeNameTooLong && d.field.as_deref() == Some("name")),
+        "{ds}"
+    );
+    let ok = "k".repeat(39);
+    let ds = stack_on(
+        "p6-b200.48xlarge",
+        2,
+        Before,
+        |g| g.efa(true),
+        |d| d.name(&ok),
+    )
+    .validate();
+    assert!(
+        !ds.iter().any(|d| d.code == Code::MultiNodeNameTooLong),
+        "{ds}"
+    );
 }

@@ -374,6 +374,8 @@ pub struct VllmObjects {
     pub network_policy: NetworkPolicy,
     /// KEDA's objects, when the deployment autoscales.
     pub autoscaling: Option<KedaObjects>,
+    /// Kueue's objects admitting each group whole, when a replica spans several nodes.
+    pub gang: Option<super::gang::GangObjects>,
 }
 
 /// The KEDA objects scaling a Deployment.
@@ -809,8 +811,42 @@ pub fn deployment(stack: &Stack, tags: &crate::app::Tags, d: &VllmDeployment) ->
         ]),
         ..Default::default()
     };
+    let mut gang = None;
     let workload = if multi_node {
-        Workload::Group(Box::new(leader_worker_set(d, meta(None), &labels, pod)))
+        let lws = leader_worker_set(d, meta(None), &labels, pod);
+        let groups = d
+            .autoscaling_config()
+            .map_or(d.replica_count(), |a| a.max());
+        let gang_pod = lws
+            .spec
+            .leader_worker_template
+            .leader_template
+            .as_ref()
+            .and_then(|t| t.spec.clone())
+            .unwrap_or_default();
+        let objects = super::gang::gang_objects(
+            &name,
+            &ns,
+            &labels,
+            &gang_pod,
+            d.nodes(),
+            u32::try_from(groups).unwrap_or(0),
+        );
+        let mut lws = lws;
+        lws.metadata
+            .labels
+            .get_or_insert_with(BTreeMap::new)
+            .insert(
+                super::gang::QUEUE_LABEL.to_owned(),
+                objects
+                    .local_queue
+                    .metadata
+                    .name
+                    .clone()
+                    .unwrap_or_default(),
+            );
+        gang = Some(objects);
+        Workload::Group(Box::new(lws))
     } else {
         Workload::Deployment(Box::new(Deployment {
             metadata: meta(None),
@@ -975,6 +1011,7 @@ pub fn deployment(stack: &Stack, tags: &crate::app::Tags, d: &VllmDeployment) ->
         autoscaling: d
             .autoscaling_config()
             .map(|a| keda_objects(stack, d, a, meta(None))),
+        gang,
         network_policy: NetworkPolicy {
             metadata: meta(None),
             spec: Some(NetworkPolicySpec {

@@ -2,10 +2,13 @@
 
 //! Custom resource types generated from vendored CRDs.
 
+pub mod cluster_queue;
 pub mod ec2_node_class;
 pub mod inference_endpoint_config;
 pub mod leader_worker_set;
+pub mod local_queue;
 pub mod node_pool;
+pub mod resource_flavor;
 pub mod scaled_object;
 pub mod trigger_authentication;
 
@@ -31,5 +34,8 @@ ServedCrd { group: "karpenter.k8s.aws", kind: "EC2NodeClass", versions: &["v1"],
 ServedCrd { group: "karpenter.sh", kind: "NodePool", versions: &["v1"], source: "github.com/aws/karpenter-provider-aws (Apache-2.0), path: pkg/apis/crds/karpenter.sh_nodepools.yaml, tag: v1.8.1 (commit 1ad0d78f8fa452cf27f4cf607377dd092489e2a0, the release of Helm chart karpenter 1.8.1; file last changed in 0c9688f0f9718ee2ad2de6e08526ade9a785670f)" },
 ServedCrd { group: "keda.sh", kind: "ScaledObject", versions: &["v1alpha1"], source: "github.com/kedacore/keda (Apache-2.0), path: config/crd/bases/keda.sh_scaledobjects.yaml, tag: v2.17.1 (commit a3e20902dc67acaf40a9d5a4146c90d4426a7b9f, the KEDA of Helm chart keda 2.17.1 that the HyperPod inference operator chart depends on; file last changed in c63e61748ed935ded8f1cc7903c688ad18525b37)" },
 ServedCrd { group: "keda.sh", kind: "TriggerAuthentication", versions: &["v1alpha1"], source: "github.com/kedacore/keda (Apache-2.0), path: config/crd/bases/keda.sh_triggerauthentications.yaml, tag: v2.17.1 (commit a3e20902dc67acaf40a9d5a4146c90d4426a7b9f, the KEDA of Helm chart keda 2.17.1 that the KedaOperator preset installs; file last changed in 96f77ae477ff64d918f239720eae4f9edff091f5)" },
+ServedCrd { group: "kueue.x-k8s.io", kind: "ClusterQueue", versions: &["v1beta1", "v1beta2"], source: "github.com/kubernetes-sigs/kueue (Apache-2.0), path: config/components/crd/bases/kueue.x-k8s.io_clusterqueues.yaml, tag: v0.19.2 (commit 8eab68778fc1b52affe165fdf5af29d1e9b4f3cb, the release whose chart `HelmRelease::kueue` installs; file last changed in 8bce0d51afd07aaa0ec1d8ea9e33fad6e56f1e5a)" },
+ServedCrd { group: "kueue.x-k8s.io", kind: "LocalQueue", versions: &["v1beta1", "v1beta2"], source: "github.com/kubernetes-sigs/kueue (Apache-2.0), path: config/components/crd/bases/kueue.x-k8s.io_localqueues.yaml, tag: v0.19.2 (commit 8eab68778fc1b52affe165fdf5af29d1e9b4f3cb, the release whose chart `HelmRelease::kueue` installs; file last changed in 192d2ac71112a6c12ba908162351016eb460103e)" },
+ServedCrd { group: "kueue.x-k8s.io", kind: "ResourceFlavor", versions: &["v1beta1", "v1beta2"], source: "github.com/kubernetes-sigs/kueue (Apache-2.0), path: config/components/crd/bases/kueue.x-k8s.io_resourceflavors.yaml, tag: v0.19.2 (commit 8eab68778fc1b52affe165fdf5af29d1e9b4f3cb, the release whose chart `HelmRelease::kueue` installs; file last changed in 0aaac7147a5389a5f44485328b29cb59272ffd7a)" },
 ServedCrd { group: "leaderworkerset.x-k8s.io", kind: "LeaderWorkerSet", versions: &["v1"], source: "github.com/kubernetes-sigs/lws (Apache-2.0), path: config/crd/bases/leaderworkerset.x-k8s.io_leaderworkersets.yaml, tag: v0.10.0 (commit 2161f38ff333f9e24d3c44adef7cd5d9787cac00, the LeaderWorkerSet release that serves DisaggregatedSet v1; file last changed in 87cf4a98fa30c92b5ced16f29b775ec4b93d4013)" },
 ];
