@@ -321,13 +321,17 @@ fn every_typed_custom_resource_is_served_by_its_vendored_crd() {
     >());
     assert!(served::<crd::scaled_object::ScaledObject>());
     assert!(served::<crd::trigger_authentication::TriggerAuthentication>());
-    assert_eq!(SERVED.len(), 8, "one entry per vendored CRD file");
+    assert!(served::<crd::resource_flavor::ResourceFlavor>());
+    assert!(served::<crd::cluster_queue::ClusterQueue>());
+    assert!(served::<crd::local_queue::LocalQueue>());
+    assert_eq!(SERVED.len(), 11, "one entry per vendored CRD file");
     // The controllers the presets install are the releases the CRDs were vendored from.
     use hyperforge::app::stage::{ChartSource, HelmRelease};
     for (release, group) in [
         (HelmRelease::karpenter("c"), "karpenter.sh"),
         (HelmRelease::karpenter("c"), "karpenter.k8s.aws"),
         (HelmRelease::keda("c"), "keda.sh"),
+        (HelmRelease::kueue(), "kueue.x-k8s.io"),
     ] {
         let ChartSource::Repository { version, .. } = &release.chart else {
             panic!("{} is not a repository chart", release.release);
