@@ -406,6 +406,11 @@ pub struct StagingData {
     pub token_secret: String,
     /// Its key.
     pub token_key: String,
+    /// The shell variable holding the bucket's name when the deployment resolves it (the
+    /// stage's commands read it from `bucket_output`), or empty.
+    pub bucket_variable: String,
+    /// The stage output it is read from, or empty.
+    pub bucket_output: String,
 }
 
 /// One served model endpoint.
@@ -1364,8 +1369,13 @@ fn capacity_end(c: &CapacityEndEntry) -> CapacityEndData {
 
 fn staging(region: &str, st: &StagingEntry) -> StagingData {
     // A name the deployment resolves is the variable the stage's reads set from its output.
+    let variable = st
+        .bucket_output
+        .as_deref()
+        .map(crate::assembly::plan::variable_of)
+        .unwrap_or_default();
     let bucket = match &st.bucket_output {
-        Some(output) => format!("${}", crate::assembly::plan::variable_of(output)),
+        Some(_) => format!("${variable}"),
         None => st.bucket.clone(),
     };
     StagingData {
@@ -1402,6 +1412,8 @@ fn staging(region: &str, st: &StagingEntry) -> StagingData {
             .as_ref()
             .map(|t| t.key.clone())
             .unwrap_or_default(),
+        bucket_output: st.bucket_output.clone().unwrap_or_default(),
+        bucket_variable: variable,
     }
 }
 

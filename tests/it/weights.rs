@@ -576,6 +576,10 @@ fn a_store_without_a_bucket_name_is_named_by_the_account_and_region_deployed_to(
         )),
         "the staged file list reads the variable"
     );
+    assert!(
+        runbook.contains("(`WEIGHTS_BUCKET_NAME` is the bucket's name, which the deployment chose"),
+        "the runbook says where the variable comes from"
+    );
     // A named bucket is as it was: no placeholder, no output read for it.
     let named = reference::kimi_k3_eks().synth().unwrap();
     let manifest = &named.manifest().stacks[0];
