@@ -176,6 +176,28 @@ impl Text {
         Some(out)
     }
 
+    /// The text as one deployment in `region` with account `account` would resolve it: other
+    /// deploy-time values in angle brackets (`<partition>`, `<url-suffix>`, an output's or an
+    /// input's name). What a name's length and characters are checked on, and how people read
+    /// a name the deployment chooses.
+    pub fn resolved(&self, region: &str, account: &str) -> String {
+        let mut out = String::new();
+        for part in &self.0 {
+            match part {
+                Part::Lit(s) => out.push_str(s),
+                Part::Pseudo(Pseudo::Region) => out.push_str(region),
+                Part::Pseudo(Pseudo::AccountId) => out.push_str(account),
+                Part::Pseudo(Pseudo::Partition) => out.push_str("<partition>"),
+                Part::Pseudo(Pseudo::UrlSuffix) => out.push_str("<url-suffix>"),
+                Part::Ref(r) | Part::IssuerHostPath(r) => {
+                    out.push_str(&format!("<{}>", r.output_key()))
+                }
+                Part::Input(i) => out.push_str(&format!("<{}>", i.name)),
+            }
+        }
+        out
+    }
+
     /// The literal parts, in order.
     pub fn literal_parts(&self) -> impl Iterator<Item = &str> {
         self.0.iter().filter_map(|p| match p {

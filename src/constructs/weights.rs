@@ -20,7 +20,7 @@
 use super::eks::EksClusterHandle;
 use super::vllm::{is_commit_sha, is_image_digest, is_image_name, SecretKeyRef};
 use super::{Construct, Context, Facts, Placements, WeightsStagingFacts};
-use crate::app::text::{Part, Pseudo, Text};
+use crate::app::text::{Pseudo, Text};
 use crate::app::{kind, AttrRef, Ref, Stack};
 use crate::diagnostics::{Code, Diagnostics};
 use crate::resources::iam::{pod_identity_trust, PolicyDocument, Statement};
@@ -173,16 +173,7 @@ impl BucketName {
     /// The name in `region`, any account's id standing for the one deployed to: what S3's
     /// naming rules are checked on.
     fn example(&self, stack: &str, id: &str, region: &str) -> String {
-        let mut out = String::new();
-        for part in &self.text(stack, id).0 {
-            match part {
-                Part::Lit(s) => out.push_str(s),
-                Part::Pseudo(Pseudo::AccountId) => out.push_str(ANY_ACCOUNT_ID),
-                Part::Pseudo(Pseudo::Region) => out.push_str(region),
-                _ => {}
-            }
-        }
-        out
+        self.text(stack, id).resolved(region, ANY_ACCOUNT_ID)
     }
 }
 

@@ -1474,8 +1474,8 @@ fn stack_sets_template(manifest: &FleetManifest) -> Value {
 
 /// Whether each bound input's value occurs in `text` only as parameter defaults (as often as
 /// inputs hold it): only then is another member's text with its own values in those places
-/// its own template with the same inputs bound. A value also written elsewhere stays
-/// literal in the generalized template, so members are then compared parsed.
+/// its own template with the same inputs bound. A value also written elsewhere is not an
+/// input's there, so members are then compared parsed, their inputs bound.
 fn only_as_defaults(text: &[u8], bound: &BTreeMap<String, String>) -> bool {
     bound.values().all(|value| {
         let holders = bound.values().filter(|v| *v == value).count();

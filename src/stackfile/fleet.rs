@@ -291,14 +291,11 @@ fn check_member_stack(
         return Ok(());
     };
     let mut ds = Diagnostics::new();
-    let mut wrong = |pos: Pos, key: &str, found: &str, want: &str, placeholder: &str| {
+    let mut wrong = |pos: Pos, key: &str, message: String, placeholder: &str| {
         ds.push(Diagnostic::new(
             Code::FleetMemberMismatch,
             format!("{origin}:{}:{}", pos.line, pos.col),
-            format!(
-                "[member {}] the stack's {key} is `{found}`, not the member's `{want}`",
-                member.name
-            ),
+            format!("[member {}] {message}", member.name),
             format!("write `{key}: {placeholder}`"),
         ));
     };
@@ -306,8 +303,11 @@ fn check_member_stack(
         wrong(
             stack_pos,
             "stack",
-            stack.name(),
-            &member.stack,
+            format!(
+                "the stack is named `{}`, not the fleet's stack name `{}`",
+                stack.name(),
+                member.stack
+            ),
             "${fleet.stack}",
         );
     }
@@ -315,8 +315,11 @@ fn check_member_stack(
         wrong(
             region_pos,
             "region",
-            stack.region(),
-            &member.region,
+            format!(
+                "the stack's region is `{}`, not the member's `{}`",
+                stack.region(),
+                member.region
+            ),
             "${fleet.region}",
         );
     }

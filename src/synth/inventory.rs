@@ -84,7 +84,7 @@ pub fn lower_inventory(stack: &Stack) -> Inventory {
                 bucket: st
                     .bucket
                     .as_literal()
-                    .unwrap_or_else(|| deployed_form(&st.bucket, stack.region())),
+                    .unwrap_or_else(|| st.bucket.resolved(stack.region(), "<account-id>")),
                 bucket_output: st
                     .bucket
                     .as_literal()
@@ -291,27 +291,6 @@ fn endpoint(served: &ServedModel<'_>, stage: &str) -> EndpointEntry {
         staged: server.staged_weights().is_some(),
         weights_source: server.weight_source(operator).label().to_owned(),
     }
-}
-
-/// A name the deployment resolves, as people read it: the region the stack's, the account
-/// `<account-id>`.
-fn deployed_form(text: &crate::app::text::Text, region: &str) -> String {
-    use crate::app::text::{Part, Pseudo};
-    let mut out = String::new();
-    for part in &text.0 {
-        match part {
-            Part::Lit(s) => out.push_str(s),
-            Part::Pseudo(Pseudo::Region) => out.push_str(region),
-            Part::Pseudo(Pseudo::AccountId) => out.push_str("<account-id>"),
-            Part::Pseudo(Pseudo::Partition) => out.push_str("<partition>"),
-            Part::Pseudo(Pseudo::UrlSuffix) => out.push_str("<url-suffix>"),
-            Part::Ref(r) | Part::IssuerHostPath(r) => {
-                out.push_str(&format!("<{}>", r.output_key()))
-            }
-            Part::Input(i) => out.push_str(&format!("<{}>", i.name)),
-        }
-    }
-    out
 }
 
 #[cfg(test)]
