@@ -134,7 +134,7 @@ fn emit(form: EmitForm, model: &str, layout: &Layout) -> String {
         |r| format!("vllm/vllm-openai:v{}", r.version_text()),
     );
     let efa = if multi {
-        "Its nodes launch with EFA interfaces (a node group with `efa: true`), and the stack installs the `efa-device-plugin` and `lws` Helm presets.\n"
+        "Its nodes launch with EFA interfaces (a node group with `efa: true`), and the stack installs the `efa-device-plugin`, `lws` and `kueue` Helm presets before it (`HF0429`).\n"
     } else {
         ""
     };

@@ -802,6 +802,10 @@ fn plan_emits_the_chosen_layout_for_a_description() {
     assert_eq!(deployment["nodes_per_replica"], 2);
     assert_eq!(deployment["server"]["tensor_parallel_size"], 8);
     assert_eq!(deployment["server"]["model"], "moonshotai/Kimi-K3");
+    // What a multi-node layout needs besides its own fields: every Helm preset HF0429 asks for.
+    for preset in ["`efa-device-plugin`", "`lws`", "`kueue`"] {
+        assert!(text.contains(preset), "{preset} in:\n{text}");
+    }
     let shape = STACK_FILE_SHAPES
         .iter()
         .find(|s| s.name == "vllm_deployment")
