@@ -832,7 +832,7 @@ const FLEET_SET: &str = "lc-fleet-foundation";
 /// has a fixed `tier` tag (a template change). Revision 2 changes us-west-2's team.
 fn test_fleet(revision: u32) -> Fleet {
     Fleet::new("lc-fleet", move |m: &FleetMember| {
-        let mut stack = Stack::new(&m.stack, &m.region);
+        let mut stack = Stack::new(m.stack(), m.region());
         if revision >= 3 {
             stack = stack.tag("tier", "gold");
         }
@@ -844,7 +844,7 @@ fn test_fleet(revision: u32) -> Fleet {
                 "Cache",
                 format!(
                     "arn:aws:secretsmanager:{}:{FLEET_ACCOUNT}:secret:ecr-pullthroughcache/{}",
-                    m.region,
+                    m.region(),
                     m.value("team").unwrap_or_default()
                 ),
             ),
@@ -1269,7 +1269,7 @@ fn the_cli_creates_the_reference_fleets_stack_sets() {
 /// A fleet member's stack: a foundation stage (a StackSet's) and a Kubernetes stage of its
 /// own.
 fn member_stack(m: &FleetMember) -> Stack {
-    let mut stack = Stack::new(&m.stack, &m.region);
+    let mut stack = Stack::new(m.stack(), m.region());
     let foundation = stack.cloudformation_stage("foundation");
     stack.add(foundation, LifecycleScripts::new("Lifecycle"));
     let apps = stack.kubernetes_stage("apps");
@@ -1281,7 +1281,7 @@ fn member_stack(m: &FleetMember) -> Stack {
                 "apiVersion": "v1",
                 "kind": "ConfigMap",
                 "metadata": {"name": "settings", "namespace": "default"},
-                "data": {"member": m.name.clone()}
+                "data": {"member": m.name().to_owned()}
             }),
         ),
     );

@@ -534,28 +534,37 @@ fn eks_operations_and_workload(
 /// to one account through self-managed StackSets. Each member's cluster is named as the member.
 /// The reservation ids are placeholders, as the reference stack's is.
 pub fn kimi_k3_eks_fleet() -> Fleet {
-    Fleet::from_apps(FLEET_NAME, |member: &FleetMember| {
+    kimi_k3_eks_fleet_to([ACCOUNT_ID.to_owned()])
+}
+
+/// The reference fleet deployed to `accounts` (each with each region's Capacity Block, as the
+/// reference fleet's one account): the benchmarks widen it to 3,333 accounts.
+#[allow(dead_code)]
+pub fn kimi_k3_eks_fleet_to(accounts: impl IntoIterator<Item = String>) -> Fleet {
+    let fleet = Fleet::from_apps(FLEET_NAME, |member: &FleetMember| {
         // Every member is the same stack in its own account and region: names come from
         // `member.stack`, and the bucket's from the account and region it is deployed to.
         let at = Placement {
-            region: member.region.clone(),
-            cluster_name: member.stack.clone(),
+            region: member.region().to_owned(),
+            cluster_name: member.stack().to_owned(),
             reservation_id: member.value("capacity_id").unwrap_or_default().to_owned(),
             zone_id: member.value("zone_id").unwrap_or_default().to_owned(),
             bucket_name: BucketName::PerAccountAndRegion,
-            dashboard: format!("serving-{}", member.stack),
+            dashboard: format!("serving-{}", member.stack()),
         };
         Ok(App::new()
             .tag("managed-by", "hyperforge")
-            .stack(kimi_k3_eks_stack_at(&member.stack, &at)))
-    })
-    .account(ACCOUNT_ID)
-    .region(
-        FleetRegion::new("us-west-2")
-            .capacity_block(CAPACITY_BLOCK_RESERVATION_ID, CAPACITY_BLOCK_AZ_ID),
-    )
-    .region(FleetRegion::new("us-east-1").capacity_block("cr-0a1b2c3d4e5f60718", "use1-az4"))
-    .region(FleetRegion::new("eu-west-2").capacity_block("cr-0fedcba9876543210", "euw2-az2"))
+            .stack(kimi_k3_eks_stack_at(member.stack(), &at)))
+    });
+    accounts
+        .into_iter()
+        .fold(fleet, |fleet, account| fleet.account(account))
+        .region(
+            FleetRegion::new("us-west-2")
+                .capacity_block(CAPACITY_BLOCK_RESERVATION_ID, CAPACITY_BLOCK_AZ_ID),
+        )
+        .region(FleetRegion::new("us-east-1").capacity_block("cr-0a1b2c3d4e5f60718", "use1-az4"))
+        .region(FleetRegion::new("eu-west-2").capacity_block("cr-0fedcba9876543210", "euw2-az2"))
 }
 
 /// The Capacity Block of the multi-node variant: two p6-b200.48xlarge in us-west-2 (a

@@ -147,8 +147,14 @@ pub struct FleetMemberManifest {
     /// Its own values by variable name (`member`, `stack`, `region`, `account`,
     /// `capacity_id`, `zone_id`, ...), as the fleet gave them.
     pub values: BTreeMap<String, String>,
-    /// The directory of its assembly (`members/<member>`), with its own `manifest.json`.
+    /// The directory of its assembly (`assemblies/<member>`, named after the first member
+    /// whose description is this member's: the same assembly, byte for byte), with its
+    /// `manifest.json`.
     pub assembly: String,
+    /// Its own Terraform root modules (`members/<member>/<stack>/terraform/<phase>`), each
+    /// calling its assembly's module of that phase with its values and keeping its state.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub terraform: Vec<String>,
 }
 
 /// A StackSet deployment target.

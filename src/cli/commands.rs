@@ -162,7 +162,7 @@ pub fn synth(global: &Global, color: Color, args: &SynthArgs) -> Exit {
             deny_warnings: args.deny_warnings,
             formats,
         };
-        if let Some(file) = &args.fleet {
+        if let (Some(file), None) = (&args.fleet, &args.member) {
             return Ok(super::fleet::synth(
                 global,
                 color,
@@ -181,7 +181,10 @@ pub fn synth(global: &Global, color: Color, args: &SynthArgs) -> Exit {
             return Err(Exit::Usage);
         }
         let packs = load_packs(&args.policy, false)?;
-        let app = load(global, &args.select.names)?;
+        let app = match (&args.fleet, &args.member) {
+            (Some(file), Some(member)) => super::fleet::member_app(global, file, member)?,
+            _ => load(global, &args.select.names)?,
+        };
         let assembly = synthesize(&app, &options)?;
         // The policies gate the output as synthesis's own rules do: nothing is written (or
         // compared) when a rule fails.

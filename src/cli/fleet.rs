@@ -143,6 +143,32 @@ pub fn synth(
     }
 }
 
+/// `hyperforge synth --fleet FILE --member MEMBER`: that member's description, synthesized
+/// as a stack alone is.
+pub fn member_app(global: &Global, file: &Path, member: &str) -> Result<hyperforge::App, Exit> {
+    let fleet = load(global, file, false)?;
+    let ds = fleet.validate_matrix();
+    if ds.has_errors() {
+        eprintln!("{ds}");
+        return Err(Exit::Failed);
+    }
+    let members = fleet.members();
+    let Some(found) = members.iter().find(|m| m.name() == member) else {
+        let names: Vec<&str> = members.iter().take(5).map(|m| m.name()).collect();
+        eprintln!(
+            "error: fleet `{}` has no member `{member}`\n  = help: its members are named <fleet>-<region>[-<target>][-<model>], such as {}{}",
+            fleet.name(),
+            names.join(", "),
+            if members.len() > names.len() { ", ..." } else { "" }
+        );
+        return Err(Exit::Usage);
+    };
+    fleet.describe(found).map_err(|ds| {
+        eprintln!("{ds}");
+        Exit::Failed
+    })
+}
+
 /// Counts what synthesis would write, and keeps none of it.
 struct Discard {
     files: AtomicUsize,

@@ -140,10 +140,12 @@ output directory (missing, extra and changed files); any difference is printed a
 diff and the exit code is 1.
 
 With --fleet FILE the fleet file's members are synthesized instead of the stacks directory:
-one assembly per member (members/<member>/), the StackSet templates of the CloudFormation
-stages every member shares (stacksets/), fleet.json and FLEET.md, to hyperforge.fleet/ unless
---out says otherwise. A summary gives the members, StackSets, per-member stages, files and
-time.")]
+one assembly per distinct member description (assemblies/<first such member>/), each
+member's Terraform root modules calling it (members/<member>/), the StackSet templates of the
+CloudFormation stages every member shares (stacksets/), fleet.json and FLEET.md, to
+hyperforge.fleet/ unless --out says otherwise. A summary gives the members, StackSets,
+per-member stages, files and time. With --member, only that member's whole assembly is
+written (to hyperforge.out/ unless --out says otherwise), as a stack alone is.")]
     Synth(SynthArgs),
     /// Report every diagnostic of the selected stacks without writing anything
     #[command(after_help = "\
@@ -449,6 +451,15 @@ pub struct SynthArgs {
     /// With --fleet: members synthesized at once (default: one per core).
     #[arg(long, value_name = "N", requires = "fleet")]
     pub threads: Option<usize>,
+    /// With --fleet: synthesize only this member, to its whole assembly (in --out, by
+    /// default hyperforge.out): byte for byte what its stack alone gives.
+    #[arg(
+        long,
+        value_name = "MEMBER",
+        requires = "fleet",
+        conflicts_with = "threads"
+    )]
+    pub member: Option<String>,
 }
 
 /// `validate`.

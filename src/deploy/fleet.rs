@@ -317,6 +317,8 @@ pub struct MemberRemaining {
     pub target: Target,
     /// Its assembly's directory, relative to the fleet's.
     pub assembly: String,
+    /// Its stack's name in that assembly.
+    pub stack: String,
     /// The stages no StackSet deploys, in order (each with its kind).
     pub stages: Vec<(String, String)>,
     /// `(stage, its member stack name, instance stack id)` of each StackSet stage deployed.
@@ -949,6 +951,7 @@ fn remaining(fleet: &FleetDir, report: &FleetReport) -> Result<Vec<MemberRemaini
             region: member.region.clone(),
             target: member.target.clone(),
             assembly: member.assembly.clone(),
+            stack: member.stack.clone(),
             stages,
             instance_stacks,
         });
@@ -990,7 +993,7 @@ fn print_remaining(console: &Console, report: &FleetReport, dry_run: bool) {
         ));
         console.line(&format!(
             "  `hyperforge deploy --fleet --member {} --run-external`, or follow {}/{}/RUNBOOK.md from stage `{first}`, skipping the StackSet stages;",
-            r.member, r.assembly, r.member
+            r.member, r.assembly, r.stack
         ));
         if r.instance_stacks.is_empty() {
             console.line("  its StackSet stages' instance stacks do not exist yet.");

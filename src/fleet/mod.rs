@@ -1,21 +1,25 @@
 //! Fleets: one stack description expanded over a matrix of regions, deployment targets
 //! (accounts or organizational units) and models into named member stacks, each validated and
-//! synthesized on its own, and the CloudFormation stages that are the same for every member
-//! turned into StackSets.
+//! synthesized as a stack alone is, and the CloudFormation stages that are the same for every
+//! member turned into StackSets.
 //!
 //! [`Fleet`] holds the matrix and a function from a [`FleetMember`] to the member's
-//! description. Synthesis ([`Fleet::write_to`], [`Fleet::synth`]) builds, checks and lowers
-//! one member at a time on every core, writes each member's assembly (`members/<member>/`) as
-//! soon as it is done and keeps only what the fleet's manifest needs, so memory stays flat
-//! whatever the fleet's size. Every member of one model is the same stack
+//! description. A description is a function of what it reads of the member (the accessors
+//! record it), so members that agree on that share one description: synthesis
+//! ([`Fleet::write_to`], [`Fleet::synth`]) describes and synthesizes each such group once, on
+//! every core, writes its assembly once (`assemblies/<first member>/`) as soon as it is done,
+//! and gives each member only what is its own: its `fleet.json` entry and its Terraform root
+//! modules (`members/<member>/`, module `terraform`), which call the group's modules with the
+//! member's values and keep the member's state. Work and memory grow with what differs, not
+//! with the member count. Every member of one model is the same stack
 //! ([`FleetMember::stack`]) in its own account and region, so its templates differ only in
 //! its declared inputs' defaults: for each CloudFormation stage, [`stackset`] binds those by
 //! name, and when all members' bound templates agree (checked, never assumed) the stage is one
 //! StackSet template (`stacksets/`), and `fleet.json` lists each member's stack instance with
-//! its inputs' values as overrides. Terraform stays one root module per member (in its
-//! assembly): a member is a stack of its own, with its own state.
+//! its inputs' values as overrides.
 
 pub mod stackset;
+mod terraform;
 mod write;
 
 use crate::app::{is_valid_stack_name, App, Stack};
@@ -30,7 +34,7 @@ use crate::diagnostics::{Code, Diagnostic, Diagnostics};
 use crate::synth::{SynthOptions, SynthTimings};
 use serde_json::Value;
 use stackset::{bind, first_difference};
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
@@ -157,46 +161,173 @@ impl FleetRegion {
 }
 
 /// One member of a fleet: what its description is built from.
-#[derive(Clone, Debug, PartialEq, Eq)]
+///
+/// Its description may read only what it needs, through these accessors: each records what
+/// was read, and a member that agrees with an already described one on everything that one's
+/// description read has the same description (a description is a function of what it reads),
+/// so the fleet synthesizes it once for both ([`Fleet::synth_into`]).
+#[derive(Debug)]
 pub struct FleetMember {
+    pub(crate) name: String,
+    pub(crate) stack: String,
+    pub(crate) index: usize,
+    pub(crate) region: String,
+    pub(crate) target: Target,
+    pub(crate) model: Option<String>,
+    pub(crate) capacity: Option<MemberCapacity>,
+    pub(crate) values: BTreeMap<String, String>,
+    reads: Mutex<BTreeSet<&'static str>>,
+    value_reads: Mutex<BTreeSet<String>>,
+}
+
+impl Clone for FleetMember {
+    /// The same member, with nothing read yet.
+    fn clone(&self) -> Self {
+        FleetMember {
+            name: self.name.clone(),
+            stack: self.stack.clone(),
+            index: self.index,
+            region: self.region.clone(),
+            target: self.target.clone(),
+            model: self.model.clone(),
+            capacity: self.capacity.clone(),
+            values: self.values.clone(),
+            reads: Mutex::default(),
+            value_reads: Mutex::default(),
+        }
+    }
+}
+
+impl PartialEq for FleetMember {
+    fn eq(&self, other: &Self) -> bool {
+        (
+            &self.name,
+            &self.stack,
+            self.index,
+            &self.region,
+            &self.target,
+            &self.model,
+            &self.capacity,
+            &self.values,
+        ) == (
+            &other.name,
+            &other.stack,
+            other.index,
+            &other.region,
+            &other.target,
+            &other.model,
+            &other.capacity,
+            &other.values,
+        )
+    }
+}
+
+impl Eq for FleetMember {}
+
+impl FleetMember {
+    fn read(&self, what: &'static str) {
+        self.reads
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(what);
+    }
+
     /// The member's name: the fleet's, its region and (with several targets or models) its
-    /// target and model. It names the member's assembly and stack instance, never a resource.
-    pub name: String,
+    /// target and model. It names the member's assembly and stack instance, never a resource
+    /// (a description that reads it is one per member).
+    pub fn name(&self) -> &str {
+        self.read("member");
+        &self.name
+    }
+
     /// The name of the member's stack: the fleet's, and the model's when the fleet varies
     /// models. Every member of one model has the same stack name, so its templates are the
     /// same: the account and region a member is deployed to tell members apart, as they do
     /// for every stack instance of a StackSet.
-    pub stack: String,
-    /// Its place in the fleet's order.
-    pub index: usize,
-    /// Its region.
-    pub region: String,
-    /// Its deployment target.
-    pub target: Target,
-    /// The model it serves, when the fleet varies models.
-    pub model: Option<String>,
-    /// Its capacity, when its region has one.
-    pub capacity: Option<MemberCapacity>,
-    values: BTreeMap<String, String>,
-}
+    pub fn stack(&self) -> &str {
+        self.read("stack");
+        &self.stack
+    }
 
-impl FleetMember {
+    /// Its place in the fleet's order.
+    pub fn index(&self) -> usize {
+        self.read("index");
+        self.index
+    }
+
+    /// Its region.
+    pub fn region(&self) -> &str {
+        self.read("region");
+        &self.region
+    }
+
+    /// Its deployment target.
+    pub fn target(&self) -> &Target {
+        self.read("target");
+        &self.target
+    }
+
+    /// The model it serves, when the fleet varies models.
+    pub fn model(&self) -> Option<&str> {
+        self.read("model");
+        self.model.as_deref()
+    }
+
+    /// Its capacity, when its region has one.
+    pub fn capacity(&self) -> Option<&MemberCapacity> {
+        self.read("capacity");
+        self.capacity.as_ref()
+    }
+
     /// A value by name: `member`, `stack`, `region`, `account` or `organizational_unit`,
     /// `model`, `capacity_id`, `zone_id`, or one its region declared.
     pub fn value(&self, key: &str) -> Option<&str> {
+        self.value_reads
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(key.to_owned());
         self.values.get(key).map(String::as_str)
     }
 
-    /// Every value by name.
+    /// Every value by name (a description that reads them all is one per member).
     pub fn values(&self) -> &BTreeMap<String, String> {
+        self.read("values");
         &self.values
     }
 
     /// The account id, when the target is an account.
     pub fn account(&self) -> Option<&str> {
+        self.read("target");
         match &self.target {
             Target::Account(id) => Some(id),
             Target::OrganizationalUnit(_) => None,
+        }
+    }
+
+    /// What a description read of this member so far: the facts its description is a
+    /// function of, by name.
+    pub(crate) fn reads(&self) -> Vec<String> {
+        let reads = self.reads.lock().unwrap_or_else(|e| e.into_inner());
+        let values = self.value_reads.lock().unwrap_or_else(|e| e.into_inner());
+        reads
+            .iter()
+            .map(|r| format!("@{r}"))
+            .chain(values.iter().cloned())
+            .collect()
+    }
+
+    /// This member's fact `read` (one of [`FleetMember::reads`]), comparable with another's.
+    pub(crate) fn fact(&self, read: &str) -> Option<String> {
+        match read {
+            "@member" => Some(self.name.clone()),
+            "@stack" => Some(self.stack.clone()),
+            "@index" => Some(self.index.to_string()),
+            "@region" => Some(self.region.clone()),
+            "@target" => Some(format!("{:?}", self.target)),
+            "@model" => self.model.clone(),
+            "@capacity" => Some(format!("{:?}", self.capacity)),
+            "@values" => Some(format!("{:?}", self.values)),
+            key => self.values.get(key).cloned(),
         }
     }
 }
@@ -710,6 +841,8 @@ impl Fleet {
                         model: model.cloned(),
                         capacity: region.capacity.clone(),
                         values,
+                        reads: Mutex::default(),
+                        value_reads: Mutex::default(),
                     });
                 }
             }
@@ -728,33 +861,40 @@ impl Fleet {
     /// Builds one member's description and checks that it describes that member.
     pub fn describe(&self, member: &FleetMember) -> Result<App, Diagnostics> {
         let app = (self.describe)(member).map_err(|ds| for_member(ds, &member.name))?;
-        let mut ds = Diagnostics::new();
+        self.check_described(&app, member)?;
+        Ok(app)
+    }
+
+    /// That `app` describes `member`: one stack, named `member.stack` in `member.region`.
+    fn check_described(&self, app: &App, member: &FleetMember) -> Result<(), Diagnostics> {
         match app.stacks() {
             // Named after the member, as fleets named them before: still that member's own
             // stack, its names the member's (so its stages are deployed per member, HF1105).
             [stack]
                 if (stack.name() == member.stack || stack.name() == member.name)
-                    && stack.region() == member.region => {}
-            stacks => ds.push(Diagnostic::new(
-                Code::FleetMemberMismatch,
-                member.name.clone(),
-                format!(
-                    "member `{}` ({}) was described as {}",
-                    member.name,
-                    member.region,
-                    match stacks {
-                        [] => "no stack".to_owned(),
-                        [s] => format!("stack `{}` in {}", s.name(), s.region()),
-                        _ => format!("{} stacks", stacks.len()),
-                    }
-                ),
-                "describe exactly one stack per member, named `member.stack` in `member.region`",
-            )),
-        }
-        if ds.is_empty() {
-            Ok(app)
-        } else {
-            Err(ds)
+                    && stack.region() == member.region =>
+            {
+                Ok(())
+            }
+            stacks => {
+                let mut ds = Diagnostics::new();
+                ds.push(Diagnostic::new(
+                    Code::FleetMemberMismatch,
+                    member.name.clone(),
+                    format!(
+                        "member `{}` ({}) was described as {}",
+                        member.name,
+                        member.region,
+                        match stacks {
+                            [] => "no stack".to_owned(),
+                            [s] => format!("stack `{}` in {}", s.name(), s.region()),
+                            _ => format!("{} stacks", stacks.len()),
+                        }
+                    ),
+                    "describe exactly one stack per member, named `member.stack` in `member.region`",
+                ));
+                Err(ds)
+            }
         }
     }
 }
@@ -845,12 +985,40 @@ struct StageForms {
     count: usize,
 }
 
+/// A member's facts, in the order of a description's reads.
+type Facts = Vec<Option<String>>;
+
+/// A Terraform root module: its path inside a member's directory and its text.
+type RootModule = (String, Vec<u8>);
+
+/// Members whose description is one: they agree on everything it read of the first of them,
+/// so it is described and synthesized once, for that first member.
+struct Share {
+    /// The first member's index.
+    first: usize,
+    /// Every member's index, in order.
+    members: Vec<usize>,
+    /// Its description, or why there is none (the member not yet named in the diagnostics).
+    described: Result<App, Diagnostics>,
+}
+
+/// What a share's synthesis leaves for its members.
+struct ShareDone {
+    /// Its assembly's directory (`assemblies/<first member>`).
+    assembly: String,
+    /// The stack's name in it.
+    stack: String,
+    /// Per CloudFormation stage index: the parameter values.
+    overrides: BTreeMap<usize, BTreeMap<String, String>>,
+    /// Each member's Terraform root modules.
+    roots: Vec<RootModule>,
+}
+
 #[derive(Default)]
 struct Shared {
-    done: Vec<Option<MemberDone>>,
+    /// Per share: what its synthesis gave, or its diagnostics.
+    results: Vec<Option<Result<ShareDone, Diagnostics>>>,
     stages: BTreeMap<usize, StageForms>,
-    failed: Vec<(usize, Diagnostics)>,
-    failed_count: usize,
     /// Warnings and notes by code, path and message with the member's name taken out: the
     /// lowest member index reporting one, its diagnostic, how many others report it.
     warnings: BTreeMap<(Code, String, String), (usize, Diagnostic, usize)>,
@@ -864,9 +1032,55 @@ struct Shared {
 }
 
 impl Fleet {
+    /// The members grouped by description, in order of their first members: each member's
+    /// description is built only when no earlier one read the same of it.
+    fn share(&self, members: &[FleetMember]) -> Vec<Share> {
+        let mut shares: Vec<Share> = Vec::new();
+        // Per set of reads (usually one): the facts read, and the share they describe.
+        let mut known: Vec<(Vec<String>, HashMap<Facts, usize>)> = Vec::new();
+        for (i, member) in members.iter().enumerate() {
+            let found = known.iter().find_map(|(reads, by_facts)| {
+                let facts: Facts = reads.iter().map(|r| member.fact(r)).collect();
+                by_facts.get(&facts).copied()
+            });
+            let k = match found {
+                Some(k) => k,
+                None => {
+                    // A fresh copy records only this description's reads.
+                    let probe = member.clone();
+                    let described = (self.describe)(&probe);
+                    let reads = probe.reads();
+                    let facts = reads.iter().map(|r| member.fact(r)).collect();
+                    let at = match known.iter().position(|(r, _)| *r == reads) {
+                        Some(at) => at,
+                        None => {
+                            known.push((reads, HashMap::new()));
+                            known.len() - 1
+                        }
+                    };
+                    known[at].1.insert(facts, shares.len());
+                    shares.push(Share {
+                        first: i,
+                        members: Vec::new(),
+                        described,
+                    });
+                    shares.len() - 1
+                }
+            };
+            shares[k].members.push(i);
+        }
+        shares
+    }
+
     /// Synthesizes every member into `sink` and returns the fleet's manifest (also given to
     /// `sink` as `fleet.json`, last). On any error, returns every diagnostic (those of the
     /// first failed members, the rest counted).
+    ///
+    /// Members whose descriptions are one ([`FleetMember`] says when) share one synthesis:
+    /// its assembly is written once, to `assemblies/<its first member>/`, and each member
+    /// gets its Terraform root modules (`members/<member>/`, each calling the shared module
+    /// with the member's values and keeping the member's own state) and its `fleet.json`
+    /// entry. Work and bytes grow with what differs between members, not with their number.
     pub fn synth_into(
         &self,
         options: &FleetOptions,
@@ -877,53 +1091,49 @@ impl Fleet {
             return Err(ds);
         }
         let members = self.members();
+        let shares = self.share(&members);
         let threads = match options.threads {
             0 => std::thread::available_parallelism().map_or(1, |n| n.get()),
             n => n,
         }
-        .clamp(1, members.len().max(1));
+        .max(1);
         let shared = Mutex::new(Shared {
-            done: (0..members.len()).map(|_| None).collect(),
+            results: (0..shares.len()).map(|_| None).collect(),
             ..Shared::default()
         });
-        // The first member alone: its templates are the references the others are compared
+        // The first share alone: its templates are the references the others are compared
         // with, whichever thread finishes first.
         let mut references = BTreeMap::new();
         let next = AtomicUsize::new(0);
-        let run = |i: usize, references: Option<&BTreeMap<usize, StageReference>>| {
-            let member = &members[i];
-            let result = self.synth_member(member, references, options, sink);
+        let run = |k: usize, references: Option<&BTreeMap<usize, StageReference>>| {
+            let share = &shares[k];
+            let result = self.synth_share(share, &members, references, options, sink);
             let mut s = shared.lock().unwrap_or_else(|e| e.into_inner());
             match result {
-                Ok(done) => s.absorb(i, done),
-                Err(MemberError::Diagnostics(ds)) => {
-                    s.failed_count += 1;
-                    s.failed.push((i, ds));
-                    s.failed.sort_by_key(|(i, _)| *i);
-                    s.failed.truncate(SHOWN_FAILED_MEMBERS);
-                }
+                Ok(done) => s.absorb(k, share, &members[share.first].name, done),
+                Err(MemberError::Diagnostics(ds)) => s.results[k] = Some(Err(ds)),
                 Err(MemberError::Sink(e)) => {
                     s.sink_error.get_or_insert(e);
                 }
             }
             if s.sink_error.is_some() {
-                next.store(members.len(), Ordering::Relaxed);
+                next.store(shares.len(), Ordering::Relaxed);
             }
         };
-        if !members.is_empty() {
+        if !shares.is_empty() {
             next.store(1, Ordering::Relaxed);
             run(0, None);
             let mut s = shared.lock().unwrap_or_else(|e| e.into_inner());
             references = std::mem::take(&mut s.references);
         }
         std::thread::scope(|scope| {
-            for _ in 0..threads {
+            for _ in 0..threads.min(shares.len().max(1)) {
                 scope.spawn(|| loop {
-                    let i = next.fetch_add(1, Ordering::Relaxed);
-                    if i >= members.len() {
+                    let k = next.fetch_add(1, Ordering::Relaxed);
+                    if k >= shares.len() {
                         break;
                     }
-                    run(i, Some(&references));
+                    run(k, Some(&references));
                 });
             }
         });
@@ -931,25 +1141,91 @@ impl Fleet {
         if let Some(e) = s.sink_error.take() {
             return Err(self.sink_failed(e));
         }
-        if s.failed_count > 0 {
-            let mut ds = Diagnostics::new();
-            let shown = s.failed.len();
-            for (_, member_ds) in std::mem::take(&mut s.failed) {
-                ds.extend(member_ds);
+        // Each member: its share's result, checked to describe it.
+        let mut of_member = vec![0usize; members.len()];
+        for (k, share) in shares.iter().enumerate() {
+            for &i in &share.members {
+                of_member[i] = k;
             }
-            if s.failed_count > shown {
-                ds.push(Diagnostic::new(
+        }
+        let (mut failed, mut failed_count) = (Diagnostics::new(), 0usize);
+        let mut done = Vec::with_capacity(members.len());
+        for (i, member) in members.iter().enumerate() {
+            let k = of_member[i];
+            let outcome = match (&shares[k].described, &s.results[k]) {
+                (Err(ds), _) => Err(for_member(ds.clone(), &member.name)),
+                (Ok(app), result) => {
+                    self.check_described(app, member)
+                        .and_then(|()| match result {
+                            Some(Ok(result)) => Ok(result),
+                            Some(Err(ds)) if !ds.is_empty() => {
+                                Err(for_member(ds.clone(), &member.name))
+                            }
+                            _ => Err(self.not_synthesized(member, &members[shares[k].first])),
+                        })
+                }
+            };
+            match outcome {
+                Ok(result) => done.push(MemberDone {
+                    manifest: FleetMemberManifest {
+                        name: member.name.clone(),
+                        stack: result.stack.clone(),
+                        region: member.region.clone(),
+                        target: member.target.clone(),
+                        model: member.model.clone(),
+                        values: member.values.clone(),
+                        assembly: result.assembly.clone(),
+                        terraform: result
+                            .roots
+                            .iter()
+                            .filter_map(|(path, _)| path.rsplit_once('/'))
+                            .map(|(dir, _)| format!("members/{}/{dir}", member.name))
+                            .collect(),
+                    },
+                    overrides: result.overrides.clone(),
+                }),
+                Err(ds) => {
+                    failed_count += 1;
+                    if failed_count <= SHOWN_FAILED_MEMBERS {
+                        failed.extend(ds);
+                    }
+                }
+            }
+        }
+        if failed_count > 0 {
+            let shown = failed_count.min(SHOWN_FAILED_MEMBERS);
+            if failed_count > shown {
+                failed.push(Diagnostic::new(
                     Code::FleetTooManyProblems,
                     format!("fleet/{}", self.name),
                     format!(
-                        "{} members failed; the diagnostics of the first {shown} are shown",
-                        s.failed_count
+                        "{failed_count} members failed; the diagnostics of the first {shown} are shown"
                     ),
                     "fix these first: one mistake in the shared description usually fails every member",
                 ));
             }
-            return Err(ds);
+            return Err(failed);
         }
+        self.write_roots(&shares, &s, &members, threads, sink)?;
+        let roots: usize = shares
+            .iter()
+            .zip(&s.results)
+            .map(|(share, r)| match r {
+                Some(Ok(done)) => {
+                    share.members.len() * done.roots.iter().map(|(_, b)| b.len()).sum::<usize>()
+                }
+                _ => 0,
+            })
+            .sum();
+        s.files += shares
+            .iter()
+            .zip(&s.results)
+            .map(|(share, r)| match r {
+                Some(Ok(done)) => share.members.len() * done.roots.len(),
+                _ => 0,
+            })
+            .sum::<usize>();
+        s.bytes += roots as u64;
         // A warning every member reports alike is shown once, for the first of them.
         let mut warnings = Diagnostics::new();
         let mut folded: Vec<_> = std::mem::take(&mut s.warnings).into_values().collect();
@@ -964,7 +1240,7 @@ impl Fleet {
             }
             warnings.push(d);
         }
-        let manifest = self.manifest(&mut s, &members, &mut warnings, sink)?;
+        let manifest = self.manifest(&mut s, done, &members, &mut warnings, sink)?;
         let text = manifest.to_json();
         sink.file("fleet.json", text.as_bytes())
             .map_err(|e| self.sink_failed(e))?;
@@ -979,6 +1255,76 @@ impl Fleet {
         })
     }
 
+    /// Every member's Terraform root modules, on every thread.
+    fn write_roots(
+        &self,
+        shares: &[Share],
+        s: &Shared,
+        members: &[FleetMember],
+        threads: usize,
+        sink: &dyn FleetSink,
+    ) -> Result<(), Diagnostics> {
+        let work: Vec<(&str, &[RootModule])> = shares
+            .iter()
+            .zip(&s.results)
+            .filter_map(|(share, r)| match r {
+                Some(Ok(done)) if !done.roots.is_empty() => Some((share, done)),
+                _ => None,
+            })
+            .flat_map(|(share, done)| {
+                share
+                    .members
+                    .iter()
+                    .map(move |&i| (members[i].name.as_str(), done.roots.as_slice()))
+            })
+            .collect();
+        if work.is_empty() {
+            return Ok(());
+        }
+        let error = Mutex::new(None);
+        let next = AtomicUsize::new(0);
+        std::thread::scope(|scope| {
+            // Writing small files waits on the file system more than on a core.
+            for _ in 0..(threads * 4).min(work.len()) {
+                scope.spawn(|| loop {
+                    let i = next.fetch_add(1, Ordering::Relaxed);
+                    let Some((member, roots)) = work.get(i) else {
+                        break;
+                    };
+                    for (path, bytes) in *roots {
+                        if let Err(e) = sink.file(&format!("members/{member}/{path}"), bytes) {
+                            error
+                                .lock()
+                                .unwrap_or_else(|e| e.into_inner())
+                                .get_or_insert(e);
+                            next.store(work.len(), Ordering::Relaxed);
+                            return;
+                        }
+                    }
+                });
+            }
+        });
+        match error.into_inner().unwrap_or_else(|e| e.into_inner()) {
+            Some(e) => Err(self.sink_failed(e)),
+            None => Ok(()),
+        }
+    }
+
+    /// A member whose description's first member was refused, so it was not synthesized.
+    fn not_synthesized(&self, member: &FleetMember, first: &FleetMember) -> Diagnostics {
+        let mut ds = Diagnostics::new();
+        ds.push(Diagnostic::new(
+            Code::FleetMemberMismatch,
+            member.name.clone(),
+            format!(
+                "member `{}` was not synthesized: its description is member `{}`'s, which does not describe that member",
+                member.name, first.name
+            ),
+            "describe exactly one stack per member, named `member.stack` in `member.region`",
+        ));
+        ds
+    }
+
     fn sink_failed(&self, e: String) -> Diagnostics {
         let mut ds = Diagnostics::new();
         ds.push(Diagnostic::new(
@@ -990,17 +1336,28 @@ impl Fleet {
         ds
     }
 
-    fn synth_member(
+    /// Synthesizes a share's description once, for its first member, into
+    /// `assemblies/<first member>/`.
+    fn synth_share(
         &self,
-        member: &FleetMember,
+        share: &Share,
+        members: &[FleetMember],
         references: Option<&BTreeMap<usize, StageReference>>,
         options: &FleetOptions,
         sink: &dyn FleetSink,
-    ) -> Result<MemberResult, MemberError> {
-        let app = self.describe(member).map_err(MemberError::Diagnostics)?;
-        let (assembly, timings) = crate::synth::synthesize_timed(&app, &options.synth)
-            .map_err(|ds| MemberError::Diagnostics(for_member(ds, &member.name)))?;
-        let base = format!("members/{}", member.name);
+    ) -> Result<ShareResult, MemberError> {
+        let first = &members[share.first];
+        let app = share
+            .described
+            .as_ref()
+            .map_err(|ds| MemberError::Diagnostics(ds.clone()))?;
+        // A description of another stack is refused for each member, not synthesized.
+        if self.check_described(app, first).is_err() {
+            return Err(MemberError::Diagnostics(Diagnostics::new()));
+        }
+        let (assembly, timings) = crate::synth::synthesize_timed(app, &options.synth)
+            .map_err(MemberError::Diagnostics)?;
+        let base = format!("assemblies/{}", first.name);
         let mut overrides = BTreeMap::new();
         let mut forms = Vec::new();
         let mut new_references = BTreeMap::new();
@@ -1027,8 +1384,8 @@ impl Fleet {
                 .filter(|i| i.stages.iter().any(|s| s == stage.name()))
                 .filter_map(|i| Some((i.name.clone(), i.default.clone()?)))
                 .collect();
-            // Most members' templates are the first member's with their own values as the
-            // inputs' defaults: a comparison of the text, without parsing.
+            // Most templates are the first share's with their own values as the inputs'
+            // defaults: a comparison of the text, without parsing.
             let reference = references
                 .and_then(|r| r.get(&index))
                 .filter(|r| r.name == stage.name());
@@ -1071,21 +1428,16 @@ impl Fleet {
             files += 1;
             bytes += content.len() as u64;
         }
-        Ok(MemberResult {
-            done: MemberDone {
-                manifest: FleetMemberManifest {
-                    name: member.name.clone(),
-                    stack: app
-                        .stacks()
-                        .first()
-                        .map_or_else(|| member.stack.clone(), |s| s.name().to_owned()),
-                    region: member.region.clone(),
-                    target: member.target.clone(),
-                    model: member.model.clone(),
-                    values: member.values.clone(),
-                    assembly: base,
-                },
+        let roots = terraform::member_roots(&assembly, &base);
+        Ok(ShareResult {
+            done: ShareDone {
+                assembly: base,
+                stack: app
+                    .stacks()
+                    .first()
+                    .map_or_else(|| first.stack.clone(), |s| s.name().to_owned()),
                 overrides,
+                roots,
             },
             warnings: assembly.warnings().clone(),
             timings,
@@ -1097,25 +1449,25 @@ impl Fleet {
     }
 }
 
-/// One CloudFormation stage of one member, its inputs bound.
+/// One CloudFormation stage of one share, its inputs bound.
 struct StageForm {
     index: usize,
     name: String,
-    /// The bound template; `None` when it is the reference's (the first member's).
+    /// The bound template; `None` when it is the reference's (the first share's).
     bytes: Option<Vec<u8>>,
     capabilities: Vec<String>,
     outputs: Vec<String>,
 }
 
-/// A finished member.
-struct MemberResult {
-    done: MemberDone,
+/// A synthesized share.
+struct ShareResult {
+    done: ShareDone,
     warnings: Diagnostics,
     timings: SynthTimings,
     files: usize,
     bytes: u64,
     forms: Vec<StageForm>,
-    /// The first member's templates, as references for the others.
+    /// The first share's templates, as references for the others.
     references: BTreeMap<usize, StageReference>,
 }
 
@@ -1125,9 +1477,11 @@ enum MemberError {
 }
 
 impl Shared {
-    /// Takes in a finished member: its manifest entry, and its stages' templates compared
-    /// with the other members'.
-    fn absorb(&mut self, index: usize, result: MemberResult) {
+    /// Takes in a synthesized share: its stages' templates compared with the other shares',
+    /// counted once for each of its members.
+    fn absorb(&mut self, k: usize, share: &Share, member: &str, result: ShareResult) {
+        let count = share.members.len();
+        let index = share.first;
         self.timings.add(&result.timings);
         for (stage, reference) in &result.references {
             self.reference_forms.insert(*stage, reference.form.clone());
@@ -1135,7 +1489,6 @@ impl Shared {
         self.references.extend(result.references);
         self.files += result.files;
         self.bytes += result.bytes;
-        let member = result.done.manifest.name.as_str();
         for d in result.warnings {
             let key = (
                 d.code,
@@ -1144,28 +1497,28 @@ impl Shared {
             );
             match self.warnings.get_mut(&key) {
                 Some((first, kept, others)) => {
-                    *others += 1;
+                    *others += count;
                     if index < *first {
                         *first = index;
                         *kept = d;
                     }
                 }
                 None => {
-                    self.warnings.insert(key, (index, d, 0));
+                    self.warnings.insert(key, (index, d, count - 1));
                 }
             }
         }
         for form in result.forms {
             let stage = self.stages.entry(form.index).or_default();
-            stage.count += 1;
+            stage.count += count;
             if stage.name.is_empty() {
                 stage.name = form.name.clone();
                 stage.capabilities = form.capabilities;
                 stage.outputs = form.outputs;
             } else if stage.name != form.name {
                 stage.conflict.get_or_insert(format!(
-                    "the stage at this place is `{}` in one member and `{}` in member `{}`",
-                    stage.name, form.name, result.done.manifest.name
+                    "the stage at this place is `{}` in one member and `{}` in member `{member}`",
+                    stage.name, form.name
                 ));
             }
             let bytes = match form.bytes {
@@ -1183,7 +1536,7 @@ impl Shared {
                 None => stage.overflow = true,
             }
         }
-        self.done[index] = Some(result.done);
+        self.results[k] = Some(Ok(result.done));
     }
 }
 
@@ -1201,11 +1554,11 @@ impl Fleet {
     fn manifest(
         &self,
         s: &mut Shared,
+        mut done: Vec<MemberDone>,
         members: &[FleetMember],
         warnings: &mut Diagnostics,
         sink: &dyn FleetSink,
     ) -> Result<FleetManifest, Diagnostics> {
-        let mut done: Vec<MemberDone> = std::mem::take(&mut s.done).into_iter().flatten().collect();
         let mut stack_sets = Vec::new();
         let mut per_member_stages = Vec::new();
         let stages = std::mem::take(&mut s.stages);

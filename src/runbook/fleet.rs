@@ -50,6 +50,8 @@ pub struct FleetMemberRow {
     pub region: String,
     /// Its account or organizational unit.
     pub target: String,
+    /// Its assembly's directory (shared with the members whose description is its).
+    pub assembly: String,
 }
 
 /// A stage deployed per member.
@@ -230,6 +232,7 @@ pub fn fleet_data(m: &FleetManifest) -> FleetData {
                 stack: member.stack.clone(),
                 region: member.region.clone(),
                 target: member.target.id().to_owned(),
+                assembly: member.assembly.clone(),
             })
             .collect(),
         more_members: m.members.len().saturating_sub(FLEET_RUNBOOK_MEMBERS),
@@ -326,7 +329,8 @@ mod tests {
                 target: target.clone(),
                 model: None,
                 values: BTreeMap::new(),
-                assembly: "members/x".into(),
+                assembly: "assemblies/x".into(),
+                terraform: vec![format!("members/{value}/s/terraform/01-a")],
             }],
             stack_sets: vec![StackSetManifest {
                 name: value.into(),

@@ -18,7 +18,7 @@ use crate::assembly::fleet::{
 use crate::constructs::stack_file::Ints;
 use crate::diagnostics::{suggest, Code, Diagnostic, Diagnostics};
 use crate::fleet::{Fleet, FleetMember, FleetRegion, MAX_MODELS, MAX_REGIONS, MAX_TARGETS};
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeSet;
 use std::path::{Component, Path, PathBuf};
 use std::sync::Arc;
 
@@ -267,7 +267,7 @@ pub fn load_file_in(path: &Path, roots: &[&Path]) -> Result<Fleet, Diagnostics> 
     let origin: Arc<str> = stack_origin.into();
     Ok(configure(
         Fleet::from_apps(name, move |member: &FleetMember| {
-            let node = substitute(&template, member.values());
+            let node = substitute(&template, member);
             let app = super::load_root(&origin, &node)?;
             check_member_stack(&app, member, &origin, stack_pos, region_pos)?;
             Ok(app)
@@ -870,7 +870,7 @@ fn check_placeholders(cx: &mut Cx, used: &[Used], root: &Node, members: &[FleetM
 }
 
 /// `node` with each placeholder replaced by the member's value.
-fn substitute(node: &Node, values: &BTreeMap<String, String>) -> Node {
+fn substitute(node: &Node, member: &FleetMember) -> Node {
     let value = match &node.value {
         Value::Scalar(s, plain) if s.contains("${") => match scan(s) {
             Ok(pieces) => Value::Scalar(
@@ -878,7 +878,7 @@ fn substitute(node: &Node, values: &BTreeMap<String, String>) -> Node {
                     .iter()
                     .map(|p| match p {
                         Piece::Text(t) => *t,
-                        Piece::Name(n, _) => values.get(*n).map_or("", String::as_str),
+                        Piece::Name(n, _) => member.value(n).unwrap_or_default(),
                     })
                     .collect(),
                 *plain,
@@ -886,10 +886,10 @@ fn substitute(node: &Node, values: &BTreeMap<String, String>) -> Node {
             Err(_) => node.value.clone(),
         },
         Value::Scalar(..) => node.value.clone(),
-        Value::Seq(list) => Value::Seq(list.iter().map(|n| substitute(n, values)).collect()),
+        Value::Seq(list) => Value::Seq(list.iter().map(|n| substitute(n, member)).collect()),
         Value::Map(e) => Value::Map(
             e.iter()
-                .map(|(k, v)| (k.clone(), substitute(v, values)))
+                .map(|(k, v)| (k.clone(), substitute(v, member)))
                 .collect(),
         ),
     };
@@ -1021,15 +1021,18 @@ mod tests {
         ] {
             assert!(scan(bad).is_err(), "{bad}");
         }
-        let values: BTreeMap<String, String> = [("region".to_owned(), "us-east-1".to_owned())]
-            .into_iter()
-            .collect();
+        let member =
+            crate::fleet::Fleet::new("f", |m| crate::app::Stack::new(m.stack(), m.region()))
+                .region(crate::fleet::FleetRegion::new("us-east-1"))
+                .account("111122223333")
+                .members()
+                .remove(0);
         let node = Node {
             pos: Pos { line: 3, col: 9 },
             value: Value::Scalar("a-${fleet.region}-b ${X}".into(), true),
         };
         assert_eq!(
-            substitute(&node, &values).value,
+            substitute(&node, &member).value,
             Value::Scalar("a-us-east-1-b ${X}".into(), true)
         );
         assert_eq!(

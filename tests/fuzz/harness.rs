@@ -587,8 +587,8 @@ fn run_fleet(bytes: &[u8]) -> Result<Outcome, String> {
                 return Err(format!("a loaded fleet has {} members", members.len()));
             }
             let mut names = std::collections::BTreeSet::new();
-            if let Some(twice) = members.iter().find(|m| !names.insert(m.name.as_str())) {
-                return Err(format!("two members are named `{}`", twice.name));
+            if let Some(twice) = members.iter().find(|m| !names.insert(m.name())) {
+                return Err(format!("two members are named `{}`", twice.name()));
             }
             Ok(Outcome::Accepted)
         }

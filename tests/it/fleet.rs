@@ -219,7 +219,7 @@ fn stackset_templates_pass_cfn_lint_and_checkov() {
 }
 
 fn small_stack(m: &FleetMember, extra: bool) -> Stack {
-    let mut stack = Stack::new(m.stack.as_str(), m.region.as_str());
+    let mut stack = Stack::new(m.stack(), m.region());
     let foundation = stack.cloudformation_stage("foundation");
     let network = stack.add(foundation, Network::new("Network"));
     if extra {
@@ -233,7 +233,7 @@ fn small_stack(m: &FleetMember, extra: bool) -> Stack {
 
 #[test]
 fn a_stage_that_differs_across_members_is_deployed_per_member_with_the_reason() {
-    let fleet = Fleet::new("demo", |m| small_stack(m, m.region == "us-east-1"))
+    let fleet = Fleet::new("demo", |m| small_stack(m, m.region() == "us-east-1"))
         .account("111122223333")
         .region(FleetRegion::new("us-west-2"))
         .region(FleetRegion::new("us-east-1"));
@@ -373,7 +373,7 @@ fn counts_are_bounded_before_anything_is_built() {
 
 #[test]
 fn a_description_of_another_stack_is_refused() {
-    let fleet = Fleet::new("demo", |m| Stack::new("elsewhere", m.region.as_str()))
+    let fleet = Fleet::new("demo", |m| Stack::new("elsewhere", m.region()))
         .account("111122223333")
         .region(FleetRegion::new("us-west-2"));
     let ds = fleet.synth(&FleetOptions::default()).unwrap_err();
@@ -390,7 +390,7 @@ fn a_description_of_another_stack_is_refused() {
 
 #[test]
 fn many_failed_members_are_counted_not_all_shown() {
-    let mut fleet = Fleet::new("demo", |m| Stack::new(m.stack.as_str(), m.region.as_str()))
+    let mut fleet = Fleet::new("demo", |m| Stack::new(m.stack(), m.region()))
         .region(FleetRegion::new("us-west-2"));
     for a in 0..30u64 {
         fleet = fleet.account(format!("{:012}", 100_000_000_000 + a));
@@ -444,8 +444,8 @@ fn a_failed_write_leaves_the_previous_output_as_it_was() {
     let before = std::fs::read(out.join("fleet.json")).unwrap();
     // Members fail after others were written to the staging directory.
     let bad = Fleet::new("demo", |m| {
-        if m.region == "us-east-1" {
-            Stack::new(m.stack.as_str(), m.region.as_str())
+        if m.region() == "us-east-1" {
+            Stack::new(m.stack(), m.region())
         } else {
             small_stack(m, false)
         }
@@ -456,7 +456,7 @@ fn a_failed_write_leaves_the_previous_output_as_it_was() {
     let err = bad.write_to(&out, &FleetOptions::default()).unwrap_err();
     assert!(matches!(err, FleetWriteError::Diagnostics(_)), "{err}");
     assert_eq!(std::fs::read(out.join("fleet.json")).unwrap(), before);
-    assert!(!out.join("members/demo-us-east-1").exists());
+    assert!(!out.join("assemblies/demo-us-east-1").exists());
     let leftovers: Vec<_> = std::fs::read_dir(dir.path())
         .unwrap()
         .map(|e| e.unwrap().file_name())
@@ -500,7 +500,7 @@ fn a_member_reads_its_own_values() {
     let log = seen.clone();
     let fleet = Fleet::new("demo", move |m| {
         log.lock().unwrap().push((
-            m.name.clone(),
+            m.name().to_owned(),
             m.value("capacity_id").map(str::to_owned),
             m.value("tier").map(str::to_owned),
         ));
@@ -572,14 +572,14 @@ fn names_fit_at_the_fleets_bounds() {
     );
     let fleet = Fleet::from_apps(name.clone(), |m: &FleetMember| {
         let at = reference::Placement {
-            region: m.region.clone(),
-            cluster_name: m.stack.clone(),
+            region: m.region().to_owned(),
+            cluster_name: m.stack().to_owned(),
             reservation_id: m.value("capacity_id").unwrap_or_default().to_owned(),
             zone_id: m.value("zone_id").unwrap_or_default().to_owned(),
             bucket_name: hyperforge::constructs::BucketName::PerAccountAndRegion,
             dashboard: "serving-kimi-k3".to_owned(),
         };
-        Ok(App::new().stack(reference::kimi_k3_eks_stack_at(&m.stack, &at)))
+        Ok(App::new().stack(reference::kimi_k3_eks_stack_at(m.stack(), &at)))
     })
     .account("111122223333")
     .account("999988887777")
@@ -587,7 +587,7 @@ fn names_fit_at_the_fleets_bounds() {
     .region(FleetRegion::new("us-west-2").capacity_block("cr-0fedcba9876543210", "usw2-az2"));
     let members = fleet.members();
     assert_eq!(members.len(), 4);
-    assert!(members.iter().any(|m| m.name.len() >= 99), "{members:?}");
+    assert!(members.iter().any(|m| m.name().len() >= 99), "{members:?}");
     let (files, output) = synth(&fleet);
     assert!(
         output.manifest.per_member_stages.is_empty(),
@@ -603,4 +603,148 @@ fn names_fit_at_the_fleets_bounds() {
         .replace("${AWS::AccountId}", "111122223333")
         .replace("${AWS::Region}", "ap-southeast-3");
     assert!(longest.len() <= 63, "{longest}");
+}
+
+/// A member's description is a function of what it reads of the member: members that agree on
+/// all of it are described and synthesized once, and each still gets exactly its own
+/// synthesis. A description that reads the account is one per member.
+#[test]
+fn members_that_agree_on_what_their_description_reads_share_one_assembly() {
+    let described = Arc::new(AtomicUsize::new(0));
+    let count = described.clone();
+    let mut fleet = Fleet::new("demo", move |m| {
+        count.fetch_add(1, Ordering::Relaxed);
+        small_stack(m, false)
+    })
+    .region(FleetRegion::new("us-west-2"))
+    .region(FleetRegion::new("us-east-1"));
+    for a in 0..5u64 {
+        fleet = fleet.account(format!("{:012}", 100_000_000_000 + a));
+    }
+    let (files, output) = synth(&fleet);
+    assert_eq!(described.load(Ordering::Relaxed), 2);
+    let members = &output.manifest.members;
+    assert_eq!(members.len(), 10);
+    let assemblies: std::collections::BTreeSet<&str> =
+        members.iter().map(|m| m.assembly.as_str()).collect();
+    assert_eq!(
+        assemblies.into_iter().collect::<Vec<_>>(),
+        [
+            "assemblies/demo-us-east-1-100000000000",
+            "assemblies/demo-us-west-2-100000000000"
+        ]
+    );
+    // Each member's assembly is what its description alone gives, and nothing else is
+    // written for it but its Terraform root modules.
+    for (member, entry) in fleet.members().iter().zip(members) {
+        let alone = fleet
+            .describe(member)
+            .and_then(|app| app.synth())
+            .unwrap_or_else(|ds| panic!("{ds}"));
+        for (path, bytes) in alone.files() {
+            assert_eq!(
+                files.get(&format!("{}/{path}", entry.assembly)),
+                Some(bytes),
+                "{path}"
+            );
+        }
+        let own: Vec<&String> = files
+            .keys()
+            .filter(|p| p.starts_with(&format!("members/{}/", entry.name)))
+            .collect();
+        assert!(!own.is_empty());
+        assert!(own.iter().all(|p| p.ends_with("/main.tf.json")), "{own:?}");
+    }
+    // The account read: a description per member.
+    let described = Arc::new(AtomicUsize::new(0));
+    let count = described.clone();
+    let fleet = Fleet::new("demo", move |m| {
+        count.fetch_add(1, Ordering::Relaxed);
+        small_stack(m, false).tag("owner", m.account().unwrap_or_default())
+    })
+    .region(FleetRegion::new("us-west-2"))
+    .account("111122223333")
+    .account("444455556666");
+    let (_, output) = synth(&fleet);
+    assert_eq!(described.load(Ordering::Relaxed), 2);
+    assert_ne!(
+        output.manifest.members[0].assembly,
+        output.manifest.members[1].assembly
+    );
+}
+
+/// Members that share an assembly share its Terraform modules but never their state: each
+/// member's root module of each phase calls the shared module with the member's values (every
+/// variable, with its default), passes every output on, and a later phase reads the earlier
+/// one's state from the member's own directory (`path.root`).
+#[test]
+fn each_member_keeps_its_own_terraform_state() {
+    let fleet = reference::kimi_k3_eks_fleet_to(["111122223333".into(), "444455556666".into()]);
+    let (files, output) = synth(&fleet);
+    let schema = crate::common::tf_schema::Schema::committed();
+    let mut root_dirs = std::collections::BTreeSet::new();
+    for member in &output.manifest.members {
+        assert!(!member.terraform.is_empty(), "{}", member.name);
+        for dir in &member.terraform {
+            assert!(root_dirs.insert(dir.clone()), "{dir} twice");
+            let root = json(&files, &format!("{dir}/main.tf.json"));
+            let findings = schema.check(&root);
+            assert!(findings.is_empty(), "{dir}: {findings:?}");
+            let call = &root["module"]["stack"];
+            // The source, resolved from the root's directory, is the shared module's.
+            let mut at: Vec<&str> = dir.split('/').collect();
+            for part in call["source"].as_str().unwrap().split('/') {
+                match part {
+                    ".." => {
+                        at.pop().expect("inside the fleet's directory");
+                    }
+                    part => at.push(part),
+                }
+            }
+            let module_dir = at.join("/");
+            let phase = dir.rsplit('/').next().unwrap();
+            assert!(
+                module_dir.starts_with(&member.assembly) && module_dir.ends_with(phase),
+                "{module_dir}"
+            );
+            let module = json(&files, &format!("{module_dir}/main.tf.json"));
+            let names = |v: &serde_json::Value| {
+                v.as_object()
+                    .map(|o| o.keys().cloned().collect::<Vec<_>>())
+                    .unwrap_or_default()
+            };
+            assert_eq!(
+                names(&root["variable"]),
+                names(&module["variable"]),
+                "{dir}"
+            );
+            assert_eq!(names(&root["output"]), names(&module["output"]), "{dir}");
+            for (name, variable) in module["variable"].as_object().into_iter().flatten() {
+                assert_eq!(root["variable"][name]["default"], variable["default"]);
+                assert_eq!(call[name], format!("${{var.{name}}}"));
+            }
+            for (name, _) in module["output"].as_object().into_iter().flatten() {
+                assert_eq!(
+                    root["output"][name]["value"],
+                    format!("${{module.stack.{name}}}")
+                );
+            }
+            for (_, state) in module["data"]["terraform_remote_state"]
+                .as_object()
+                .into_iter()
+                .flatten()
+            {
+                let path = state["config"]["path"].as_str().unwrap();
+                assert!(path.starts_with("${path.root}/../"), "{path}");
+            }
+        }
+    }
+    // Every phase with a module has a root for every member.
+    let phases = files
+        .keys()
+        .filter(|p| {
+            p.starts_with(&output.manifest.members[0].assembly) && p.ends_with("/main.tf.json")
+        })
+        .count();
+    assert_eq!(root_dirs.len(), phases * output.manifest.members.len());
 }

@@ -77,13 +77,13 @@ fn members_get_their_values() {
     for (member, tier) in members.iter().zip(["gold", "silver"]) {
         let app = fleet.describe(member).unwrap_or_else(|d| panic!("{d}"));
         let stack = &app.stacks()[0];
-        assert_eq!(stack.name(), member.stack);
+        assert_eq!(stack.name(), member.stack());
         assert_eq!(stack.name(), "demo");
-        assert_eq!(stack.region(), member.region);
+        assert_eq!(stack.region(), member.region());
         assert_eq!(stack.tags()["tier"], tier);
         assert_eq!(stack.tags()["owner"], "team-111122223333");
     }
-    assert_eq!(members[0].name, "demo-us-west-2");
+    assert_eq!(members[0].name(), "demo-us-west-2");
     let (files, output) = fleet
         .synth(&FleetOptions::default())
         .unwrap_or_else(|d| panic!("{d}"));
@@ -344,7 +344,9 @@ fn a_stack_named_after_its_member_is_still_a_fleet() {
         .unwrap_or_else(|d| panic!("{d}"));
     let m = &output.manifest;
     assert_eq!(m.members[0].stack, "demo-us-west-2");
-    assert!(files.contains_key("members/demo-us-west-2/demo-us-west-2/01-foundation.template.json"));
+    assert!(
+        files.contains_key("assemblies/demo-us-west-2/demo-us-west-2/01-foundation.template.json")
+    );
     assert!(m.stack_sets.is_empty());
     let reason = &m.per_member_stages[0].reason;
     assert!(reason.contains("demo-us-west-2"), "{reason}");
@@ -387,7 +389,7 @@ fn a_fleet_of_ten_thousand_members_loads_quickly() {
     assert_eq!(members.len(), 10_000);
     for member in members.iter().step_by(500) {
         let app = loaded.describe(member).unwrap_or_else(|d| panic!("{d}"));
-        assert_eq!(app.stacks()[0].name(), member.stack);
+        assert_eq!(app.stacks()[0].name(), member.stack());
     }
     let elapsed = start.elapsed();
     // Generous for a debug build on a loaded machine.
@@ -445,7 +447,7 @@ fn a_member_where_the_instance_type_is_not_offered_is_named() {
     let member = loaded
         .members()
         .into_iter()
-        .find(|m| m.region == "eu-central-1")
+        .find(|m| m.region() == "eu-central-1")
         .unwrap();
     let ds = loaded
         .describe(&member)
@@ -513,11 +515,42 @@ fn cli_synth_validate_and_check_a_fleet() {
     assert!(out.contains("StackSet kimi-k3-eks-fleet-"), "{out}");
     assert!(dir.join("hyperforge.fleet/fleet.json").is_file());
     assert!(dir
-        .join("hyperforge.fleet/members/kimi-k3-eks-fleet-us-east-1/manifest.json")
+        .join("hyperforge.fleet/assemblies/kimi-k3-eks-fleet-us-east-1/manifest.json")
         .is_file());
     let o = hyperforge(dir, &["synth", "--fleet", file, "--check"]);
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
     assert!(text(&o).contains("is up to date"), "{}", text(&o));
+    // One member alone: its whole assembly, the fleet's shared one byte for byte.
+    let member = "kimi-k3-eks-fleet-us-east-1";
+    let o = hyperforge(
+        dir,
+        &[
+            "synth",
+            "--fleet",
+            file,
+            "--member",
+            member,
+            "--out",
+            "member.out",
+        ],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let shared = dir.join(format!("hyperforge.fleet/assemblies/{member}"));
+    let mut compared = 0;
+    for entry in walk(&dir.join("member.out")) {
+        let rel = entry.strip_prefix(dir.join("member.out")).unwrap();
+        assert_eq!(
+            std::fs::read(&entry).unwrap(),
+            std::fs::read(shared.join(rel)).unwrap_or_default(),
+            "{}",
+            rel.display()
+        );
+        compared += 1;
+    }
+    assert_eq!(compared, walk(&shared).len());
+    let o = hyperforge(dir, &["synth", "--fleet", file, "--member", "nobody"]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(text(&o).contains("has no member `nobody`"), "{}", text(&o));
     let o = hyperforge(dir, &["validate", "--fleet", file, "--json"]);
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
     let json: serde_json::Value = serde_json::from_slice(&o.stdout).expect("a JSON array");
@@ -700,7 +733,7 @@ regions:
     ] {
         let nodes = files
             .get(&format!(
-                "members/{member}/kimi-k3-eks-fleet/02-nodes.template.json"
+                "assemblies/{member}/kimi-k3-eks-fleet/02-nodes.template.json"
             ))
             .unwrap_or_else(|| panic!("{member}: {:?}", files.keys().collect::<Vec<_>>()));
         let nodes: serde_json::Value = serde_json::from_slice(nodes).unwrap();
@@ -720,4 +753,21 @@ regions:
         "{}",
         nodes.reason
     );
+}
+
+/// Every file under `dir`.
+fn walk(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
+    let mut out = Vec::new();
+    let mut todo = vec![dir.to_path_buf()];
+    while let Some(d) = todo.pop() {
+        for entry in std::fs::read_dir(&d).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                todo.push(path);
+            } else {
+                out.push(path);
+            }
+        }
+    }
+    out
 }

@@ -220,7 +220,7 @@ fn fleet_stack_sets_bind_the_members_inputs() {
         .members
         .iter()
         .map(|m| {
-            let path = format!("members/{}/manifest.json", m.name);
+            let path = format!("{}/manifest.json", m.assembly);
             let text = String::from_utf8(files[&path].clone()).unwrap();
             let parsed: hyperforge::assembly::manifest::Manifest =
                 serde_json::from_str(&text).unwrap();

@@ -613,7 +613,7 @@ impl<'a> RootModule<'a> {
                     remote_state_name(phase),
                     json!({
                         "backend": "local",
-                        "config": {"path": format!("${{path.module}}/../{phase}/terraform.tfstate")},
+                        "config": {"path": format!("${{path.root}}/../{phase}/terraform.tfstate")},
                     }),
                 );
         }
