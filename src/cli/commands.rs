@@ -295,8 +295,12 @@ pub fn validate(global: &Global, args: &ValidateArgs) -> Exit {
     run((|| {
         let packs = load_packs(&args.policy, args.json)?;
         let app = load_as(global, &args.select.names, args.json)?;
-        // Synthesis in memory runs every rule, including the limits of rendered templates.
-        let diagnostics = match app.synth() {
+        // Synthesis in memory runs every rule, including the limits of rendered templates;
+        // the runbook, which no rule reads, is not rendered.
+        let diagnostics = match app.synth_with(&SynthOptions {
+            deny_warnings: false,
+            formats: hyperforge::Formats::checked(),
+        }) {
             Ok(assembly) => {
                 let mut diagnostics = assembly.warnings().clone();
                 diagnostics.extend(policy_findings(&assembly, &packs, args.json));

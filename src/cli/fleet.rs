@@ -196,7 +196,7 @@ pub fn validate(global: &Global, file: &Path, json: bool, deny_warnings: bool) -
     let options = options(
         SynthOptions {
             deny_warnings,
-            ..SynthOptions::default()
+            formats: hyperforge::Formats::checked(),
         },
         None,
     );

@@ -1226,6 +1226,10 @@ impl Fleet {
             })
             .sum::<usize>();
         s.bytes += roots as u64;
+        // What is left is the manifest's: every member succeeded, so `done` is in their order.
+        drop(shares);
+        drop(members);
+        s.results = Vec::new();
         // A warning every member reports alike is shown once, for the first of them.
         let mut warnings = Diagnostics::new();
         let mut folded: Vec<_> = std::mem::take(&mut s.warnings).into_values().collect();
@@ -1240,7 +1244,7 @@ impl Fleet {
             }
             warnings.push(d);
         }
-        let manifest = self.manifest(&mut s, done, &members, &mut warnings, sink)?;
+        let manifest = self.manifest(&mut s, done, &mut warnings, sink)?;
         let text = manifest.to_json();
         sink.file("fleet.json", text.as_bytes())
             .map_err(|e| self.sink_failed(e))?;
@@ -1555,7 +1559,6 @@ impl Fleet {
         &self,
         s: &mut Shared,
         mut done: Vec<MemberDone>,
-        members: &[FleetMember],
         warnings: &mut Diagnostics,
         sink: &dyn FleetSink,
     ) -> Result<FleetManifest, Diagnostics> {
@@ -1567,12 +1570,8 @@ impl Fleet {
             forms.sort_by_key(|(_, lowest)| *lowest);
             let reason = if let Some(conflict) = stage.conflict {
                 Some(conflict)
-            } else if stage.count < members.len() {
-                Some(format!(
-                    "{} of {} members have it",
-                    stage.count,
-                    members.len()
-                ))
+            } else if stage.count < done.len() {
+                Some(format!("{} of {} members have it", stage.count, done.len()))
             } else if stage.overflow {
                 Some(format!("its templates take more than {KEPT_FORMS} forms"))
             } else if forms.len() > 1 {
@@ -1581,8 +1580,8 @@ impl Fleet {
                     |bytes: &[u8]| serde_json::from_slice::<Value>(bytes).unwrap_or_default();
                 Some(format!(
                     "members `{}` and `{}` differ: {}",
-                    members[a.1].name,
-                    members[b.1].name,
+                    done[a.1].manifest.name,
+                    done[b.1].manifest.name,
                     first_difference(&parse(&a.0), &parse(&b.0))
                 ))
             } else {

@@ -322,6 +322,15 @@ impl Formats {
         Format::ALL.into_iter().collect()
     }
 
+    /// Every format a rule checks: all but the runbook, which is prose and commands rendered
+    /// from the manifest (what `validate` synthesizes).
+    pub fn checked() -> Self {
+        Format::ALL
+            .into_iter()
+            .filter(|f| *f != Format::Runbook)
+            .collect()
+    }
+
     /// No format (only `manifest.json` is written).
     pub fn none() -> Self {
         Formats(0)
@@ -910,8 +919,10 @@ fn synthesize_stack(
             artifacts: stack_artifacts,
         });
     }
+    // The runbook is rendered only when it is written (its template is the costliest part of
+    // a run that writes nothing else of it).
     #[cfg(feature = "runbook")]
-    {
+    if formats.contains(Format::Runbook) {
         let start = Instant::now();
         let runbook = crate::runbook::render(&manifest).map_err(|e| {
             let mut ds = Diagnostics::new();
