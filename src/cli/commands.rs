@@ -123,6 +123,47 @@ fn synthesize(app: &App, options: &SynthOptions) -> Result<Assembly, Exit> {
     }
 }
 
+/// [`synthesize`], with the time of each phase.
+fn synthesize_timed(
+    app: &App,
+    options: &SynthOptions,
+) -> Result<(Assembly, hyperforge::synth::SynthTimings), Exit> {
+    match hyperforge::synth::synthesize_timed(app, options) {
+        Ok((assembly, timings)) => {
+            for warning in assembly.warnings() {
+                eprintln!("{warning}\n");
+            }
+            Ok((assembly, timings))
+        }
+        Err(diagnostics) => {
+            eprintln!("{diagnostics}");
+            Err(Exit::Failed)
+        }
+    }
+}
+
+/// `--timings`: one line, in milliseconds (fractions: the phases are short).
+fn timings_line(
+    loading: std::time::Duration,
+    t: &hyperforge::synth::SynthTimings,
+    (last, took): (&str, std::time::Duration),
+    total: std::time::Duration,
+) -> String {
+    let ms = |d: std::time::Duration| format!("{:.2}", d.as_secs_f64() * 1e3);
+    format!(
+        "timings: loading {} ms; synthesis of {} stack(s), summed over them: validation {} ms, expansion {} ms, lowering {} ms, serialization {} ms, runbook {} ms; {last} {} ms; total {} ms",
+        ms(loading),
+        t.stacks,
+        ms(t.validation),
+        ms(t.expansion),
+        ms(t.lowering),
+        ms(t.serialization),
+        ms(t.runbook),
+        ms(took),
+        ms(total)
+    )
+}
+
 fn run(result: Result<Exit, Exit>) -> Exit {
     result.unwrap_or_else(|e| e)
 }
@@ -180,12 +221,22 @@ pub fn synth(global: &Global, color: Color, args: &SynthArgs) -> Exit {
             );
             return Err(Exit::Usage);
         }
+        let start = std::time::Instant::now();
         let packs = load_packs(&args.policy, false)?;
         let app = match (&args.fleet, &args.member) {
             (Some(file), Some(member)) => super::fleet::member_app(global, file, member)?,
             _ => load(global, &args.select.names)?,
         };
-        let assembly = synthesize(&app, &options)?;
+        let loading = start.elapsed();
+        let (assembly, timings) = synthesize_timed(&app, &options)?;
+        let report = |what: &str, took: std::time::Duration| {
+            if args.timings {
+                eprintln!(
+                    "{}",
+                    timings_line(loading, &timings, (what, took), start.elapsed())
+                );
+            }
+        };
         // The policies gate the output as synthesis's own rules do: nothing is written (or
         // compared) when a rule fails.
         let findings = policy_findings(&assembly, &packs, false);
@@ -199,8 +250,10 @@ pub fn synth(global: &Global, color: Color, args: &SynthArgs) -> Exit {
             );
             return Err(Exit::Failed);
         }
+        let written = start.elapsed();
         if args.check {
             let diff = compare(global, &assembly, color)?;
+            report("comparing", start.elapsed() - written);
             if diff.is_empty() {
                 outln!(
                     "{} is up to date ({} files)",
@@ -221,6 +274,7 @@ pub fn synth(global: &Global, color: Color, args: &SynthArgs) -> Exit {
             eprintln!("error: {e}");
             Exit::Io
         })?;
+        report("writing", start.elapsed() - written);
         outln!(
             "wrote {} files to {}",
             assembly.files().len(),

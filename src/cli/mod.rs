@@ -438,6 +438,11 @@ pub struct SynthArgs {
     /// Compare with the output directory instead of writing; exit 1 with a diff if it differs.
     #[arg(long)]
     pub check: bool,
+    /// Print the time of each phase on standard error: loading the stack files, validation,
+    /// expansion, lowering, serialization and the runbook (summed over stacks), then writing
+    /// or comparing. (A fleet's summary always gives its split.)
+    #[arg(long)]
+    pub timings: bool,
     /// Treat warnings as errors.
     #[arg(long)]
     pub deny_warnings: bool,

@@ -928,8 +928,15 @@ fn remaining(fleet: &FleetDir, report: &FleetReport) -> Result<Vec<MemberRemaini
     let m = fleet.manifest();
     let set_stages: BTreeSet<&str> = m.stack_sets.iter().map(|s| s.stage.as_str()).collect();
     let mut out = Vec::new();
+    // Members whose descriptions are one share an assembly: each is read once.
+    let mut loaded: BTreeMap<&str, AssemblyDir> = BTreeMap::new();
     for member in &m.members {
-        let assembly = AssemblyDir::load(&fleet.root().join(&member.assembly))?;
+        let assembly = match loaded.entry(member.assembly.as_str()) {
+            std::collections::btree_map::Entry::Occupied(e) => e.into_mut(),
+            std::collections::btree_map::Entry::Vacant(e) => {
+                e.insert(AssemblyDir::load(&fleet.root().join(&member.assembly))?)
+            }
+        };
         let plan = assembly.stack(&member.stack)?;
         let stages = plan
             .stages

@@ -2,7 +2,7 @@
 //! the runbook's renderer. Every value that reaches a command is quoted here, by
 //! [`sh_quote`], whatever grammar checked it before.
 
-use super::{registry, RunbookError};
+use super::{fleet_registry, RunbookError};
 use crate::assembly::fleet::{Amount, FleetManifest, PermissionModel, Target};
 use crate::assembly::plan::sh_quote;
 use serde::Serialize;
@@ -101,7 +101,7 @@ pub struct StackSetData {
 
 /// Renders `FLEET.md` from a fleet's manifest.
 pub fn render_fleet(manifest: &FleetManifest) -> Result<String, RunbookError> {
-    registry()?
+    fleet_registry()?
         .render("fleet", &fleet_data(manifest))
         .map_err(|e| RunbookError(e.to_string()))
 }

@@ -547,14 +547,28 @@ fn registry() -> Result<&'static Handlebars<'static>, RunbookError> {
             let main = pieces.next().unwrap_or_default();
             hb.register_template_string("runbook", main)
                 .map_err(|e| e.to_string())?;
-            hb.register_template_string("fleet", FLEET_TEMPLATE)
-                .map_err(|e| e.to_string())?;
             for piece in pieces {
                 let (name, body) = piece
                     .split_once(" --}}\n")
                     .ok_or_else(|| format!("malformed partial marker before `{piece:.40}`"))?;
                 hb.register_partial(name, body).map_err(|e| e.to_string())?;
             }
+            Ok(hb)
+        })
+        .as_ref()
+        .map_err(|e| RunbookError(e.clone()))
+}
+
+/// The fleet's template, compiled only when a fleet's runbook is rendered.
+fn fleet_registry() -> Result<&'static Handlebars<'static>, RunbookError> {
+    static REGISTRY: OnceLock<Result<Handlebars<'static>, String>> = OnceLock::new();
+    REGISTRY
+        .get_or_init(|| {
+            let mut hb = Handlebars::new();
+            hb.set_strict_mode(true);
+            hb.register_escape_fn(handlebars::no_escape);
+            hb.register_template_string("fleet", FLEET_TEMPLATE)
+                .map_err(|e| e.to_string())?;
             Ok(hb)
         })
         .as_ref()

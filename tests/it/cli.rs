@@ -168,6 +168,46 @@ fn synth_filters_formats_and_stacks() {
     let manifest = std::fs::read_to_string(root.join("k8s/manifest.json")).unwrap();
     assert!(manifest.contains("kimi-k3-eks-foundation"), "stages stay");
     assert!(!manifest.contains("template.json") && !manifest.contains("terraform"));
+    // `--timings` splits the run by phase, on standard error, writing or comparing.
+    for (args, last) in [
+        (
+            &["synth", "kimi-k3-eks", "--timings", "--out", "timed"][..],
+            "writing",
+        ),
+        (
+            &[
+                "synth",
+                "kimi-k3-eks",
+                "--timings",
+                "--out",
+                "timed",
+                "--check",
+            ][..],
+            "comparing",
+        ),
+    ] {
+        let o = hyperforge(&root, args);
+        assert_eq!(code(&o), 0, "{}", stderr(&o));
+        let line = stderr(&o)
+            .lines()
+            .find(|l| l.starts_with("timings: "))
+            .map(str::to_owned)
+            .unwrap_or_else(|| panic!("no timings: {}", stderr(&o)));
+        for phase in [
+            "loading",
+            "synthesis of 1 stack(s)",
+            "validation",
+            "expansion",
+            "lowering",
+            "serialization",
+            "runbook",
+            last,
+            "total",
+        ] {
+            assert!(line.contains(phase), "{phase}: {line}");
+        }
+        assert!(!stdout(&o).contains("timings"), "{}", stdout(&o));
+    }
 }
 
 #[test]

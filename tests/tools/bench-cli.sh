@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Whole-process benchmark of the release binary: `hyperforge synth` of every stack in stacks/
 # (both reference stacks) to all formats, N times, into a temporary directory. Reports wall
-# time (min, median, max; nanosecond clock around each run) and the peak RSS of any run
-# (GNU /usr/bin/time %M).
+# time (min, median, max; nanosecond clock around each run), the peak RSS of any run
+# (GNU /usr/bin/time %M) and one run's split by phase (`hyperforge synth --timings`).
 #
 #   tests/tools/bench-cli.sh [N]        (default N=50)
 set -euo pipefail
@@ -31,4 +31,6 @@ sort -n wall.txt | awk -v n="$n" -v rss="$rss" '
     printf "hyperforge synth (all stacks, all formats), %d runs: wall min %.1f ms, median %.1f ms, max %.1f ms; peak RSS %.1f MiB\n",
       n, wall[1] / 1000, wall[int((NR + 1) / 2)] / 1000, wall[NR] / 1000, rss / 1024
   }'
+# One more run's split by phase (`hyperforge synth --timings`).
+"$bin" synth --timings 2>&1 >/dev/null | grep '^timings:'
 echo "load average: $(cut -d' ' -f1-3 /proc/loadavg) on $(nproc) CPU(s)"
