@@ -1,8 +1,9 @@
 //! `fleet.json` as types: what fleet synthesis writes at the root of a fleet's output and what
-//! `hyperforge deploy --fleet` reads. A fleet's output holds one assembly per member
-//! (`members/<member>/`, each with its own `manifest.json`) and, for every CloudFormation stage
-//! that renders the same for all members once the members' own values are parameters, one
-//! StackSet template (`stacksets/`) with the parameter values of each member's stack instance.
+//! `hyperforge deploy --fleet` reads. A fleet's output holds one assembly per distinct member
+//! description (`assemblies/<first member>/`, each with its own `manifest.json`), each
+//! member's Terraform root modules (`members/<member>/`) and, for every CloudFormation stage
+//! that renders the same for all members once their declared inputs are bound, one StackSet
+//! template (`stacksets/`) with the parameter values of each member's stack instance.
 //!
 //! Paths are relative to the fleet's output root and use `/`.
 

@@ -533,13 +533,20 @@ pub fn prepare() {
         });
 }
 
+/// A registry as the runbooks need it: strict (a missing field is an error, not an empty
+/// string) and escaping nothing (the data is quoted where it is a shell word).
+fn handlebars() -> Handlebars<'static> {
+    let mut hb = Handlebars::new();
+    hb.set_strict_mode(true);
+    hb.register_escape_fn(handlebars::no_escape);
+    hb
+}
+
 fn registry() -> Result<&'static Handlebars<'static>, RunbookError> {
     static REGISTRY: OnceLock<Result<Handlebars<'static>, String>> = OnceLock::new();
     REGISTRY
         .get_or_init(|| {
-            let mut hb = Handlebars::new();
-            hb.set_strict_mode(true);
-            hb.register_escape_fn(handlebars::no_escape);
+            let mut hb = handlebars();
             // The file holds the main template, then partials each introduced by a
             // `{{!-- template: NAME --}}` line. Compiling pieces keeps start-up fast: the
             // compiler's cost grows with the square of a template's length.
@@ -564,9 +571,7 @@ fn fleet_registry() -> Result<&'static Handlebars<'static>, RunbookError> {
     static REGISTRY: OnceLock<Result<Handlebars<'static>, String>> = OnceLock::new();
     REGISTRY
         .get_or_init(|| {
-            let mut hb = Handlebars::new();
-            hb.set_strict_mode(true);
-            hb.register_escape_fn(handlebars::no_escape);
+            let mut hb = handlebars();
             hb.register_template_string("fleet", FLEET_TEMPLATE)
                 .map_err(|e| e.to_string())?;
             Ok(hb)

@@ -1,6 +1,7 @@
 //! End-to-end tests of the `hyperforge` binary: every subcommand, exit codes, `synth --check`,
 //! and that a failed run leaves the previous output untouched.
 
+use crate::common::tree;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
@@ -41,23 +42,6 @@ fn project() -> (tempfile::TempDir, PathBuf) {
     }
     let root = tmp.path().to_path_buf();
     (tmp, root)
-}
-
-fn tree(root: &Path) -> Vec<(PathBuf, Vec<u8>)> {
-    let mut out = Vec::new();
-    let mut dirs = vec![root.to_path_buf()];
-    while let Some(d) = dirs.pop() {
-        for e in std::fs::read_dir(&d).unwrap() {
-            let p = e.unwrap().path();
-            if p.is_dir() {
-                dirs.push(p);
-            } else {
-                out.push((p.clone(), std::fs::read(&p).unwrap()));
-            }
-        }
-    }
-    out.sort();
-    out
 }
 
 #[test]

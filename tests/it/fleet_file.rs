@@ -536,18 +536,17 @@ fn cli_synth_validate_and_check_a_fleet() {
     );
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
     let shared = dir.join(format!("hyperforge.fleet/assemblies/{member}"));
-    let mut compared = 0;
-    for entry in walk(&dir.join("member.out")) {
-        let rel = entry.strip_prefix(dir.join("member.out")).unwrap();
-        assert_eq!(
-            std::fs::read(&entry).unwrap(),
-            std::fs::read(shared.join(rel)).unwrap_or_default(),
-            "{}",
-            rel.display()
-        );
-        compared += 1;
-    }
-    assert_eq!(compared, walk(&shared).len());
+    let alone = crate::common::tree(&dir.join("member.out"));
+    let of = |root: &std::path::Path, files: Vec<(std::path::PathBuf, Vec<u8>)>| {
+        files
+            .into_iter()
+            .map(|(p, bytes)| (p.strip_prefix(root).unwrap().to_path_buf(), bytes))
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(
+        of(&dir.join("member.out"), alone),
+        of(&shared, crate::common::tree(&shared))
+    );
     let o = hyperforge(dir, &["synth", "--fleet", file, "--member", "nobody"]);
     assert_eq!(o.status.code(), Some(2), "{}", text(&o));
     assert!(text(&o).contains("has no member `nobody`"), "{}", text(&o));
@@ -753,21 +752,4 @@ regions:
         "{}",
         nodes.reason
     );
-}
-
-/// Every file under `dir`.
-fn walk(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
-    let mut out = Vec::new();
-    let mut todo = vec![dir.to_path_buf()];
-    while let Some(d) = todo.pop() {
-        for entry in std::fs::read_dir(&d).unwrap() {
-            let path = entry.unwrap().path();
-            if path.is_dir() {
-                todo.push(path);
-            } else {
-                out.push(path);
-            }
-        }
-    }
-    out
 }
