@@ -211,6 +211,7 @@ pub fn synth(global: &Global, color: Color, args: &SynthArgs) -> Exit {
                 options,
                 args.threads,
                 args.check,
+                args.timings,
             ));
         }
         // Guard rules read CloudFormation templates: with none written, none would be

@@ -4,6 +4,7 @@
 use super::output::{self, Color};
 use super::{Exit, Global};
 use hyperforge::fleet::{Fleet, FleetOptions, FleetOutput, FleetSink, FleetWriteError};
+use hyperforge::synth::SynthTimings;
 use hyperforge::{Diagnostics, SynthOptions};
 use std::path::Path;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
@@ -44,14 +45,7 @@ fn summary(fleet: &Fleet, output: &FleetOutput, elapsed: Duration) -> String {
         output.bytes,
         elapsed.as_secs_f64()
     );
-    text.push_str(&format!(
-        "\n  time summed over members: validation {} ms, expansion {} ms, lowering {} ms, serialization {} ms, runbook {} ms",
-        t.validation.as_millis(),
-        t.expansion.as_millis(),
-        t.lowering.as_millis(),
-        t.serialization.as_millis(),
-        t.runbook.as_millis()
-    ));
+    text.push_str(&format!("\n  {}", phases(t)));
     for s in &m.stack_sets {
         text.push_str(&format!(
             "\n  StackSet {} (stage {}): {} instances",
@@ -64,6 +58,20 @@ fn summary(fleet: &Fleet, output: &FleetOutput, elapsed: Duration) -> String {
         text.push_str(&format!("\n  per member: {} ({})", s.stage, s.reason));
     }
     text
+}
+
+/// The synthesis time by phase, summed over the distinct assemblies (each synthesized once
+/// for all the members that share it).
+fn phases(t: &SynthTimings) -> String {
+    format!(
+        "time summed over the {} distinct assemblies synthesized: validation {} ms, expansion {} ms, lowering {} ms, serialization {} ms, runbook {} ms",
+        t.stacks,
+        t.validation.as_millis(),
+        t.expansion.as_millis(),
+        t.lowering.as_millis(),
+        t.serialization.as_millis(),
+        t.runbook.as_millis()
+    )
 }
 
 fn options(synth: SynthOptions, threads: Option<usize>) -> FleetOptions {
@@ -81,6 +89,7 @@ pub fn synth(
     synth: SynthOptions,
     threads: Option<usize>,
     check: bool,
+    timings: bool,
 ) -> Exit {
     let fleet = match load(global, file, false) {
         Ok(f) => f,
@@ -111,6 +120,13 @@ pub fn synth(
             eprintln!("{warning}\n");
         }
         let diff = output::diff_trees(&on_disk, &files, color);
+        if timings {
+            eprintln!(
+                "timings: {}; comparing included, total {} ms",
+                phases(&output.timings),
+                start.elapsed().as_millis()
+            );
+        }
         if diff.is_empty() {
             outln!("{} is up to date ({} files)", out.display(), files.len());
             return Exit::Ok;
@@ -127,6 +143,13 @@ pub fn synth(
         Ok(output) => {
             for warning in &output.warnings {
                 eprintln!("{warning}\n");
+            }
+            if timings {
+                eprintln!(
+                    "timings: {}; writing included, total {} ms",
+                    phases(&output.timings),
+                    start.elapsed().as_millis()
+                );
             }
             outln!("{}", summary(&fleet, &output, start.elapsed()));
             outln!("wrote {} files to {}", output.files, out.display());

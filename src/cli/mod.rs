@@ -439,8 +439,8 @@ pub struct SynthArgs {
     #[arg(long)]
     pub check: bool,
     /// Print the time of each phase on standard error: loading the stack files, validation,
-    /// expansion, lowering, serialization and the runbook (summed over stacks), then writing
-    /// or comparing. (A fleet's summary always gives its split.)
+    /// expansion, lowering, serialization and the runbook (summed over stacks; with --fleet,
+    /// over the distinct assemblies synthesized), then writing or comparing.
     #[arg(long)]
     pub timings: bool,
     /// Treat warnings as errors.

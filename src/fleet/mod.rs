@@ -936,7 +936,8 @@ fn is_organizational_unit_id(id: &str) -> bool {
 pub struct FleetOptions {
     /// Every member's synthesis options.
     pub synth: SynthOptions,
-    /// Worker threads; 0 for one per core.
+    /// Worker threads; 0 for one per core. (Members' small files are written by four per
+    /// worker: writing them waits on the file system more than on a core.)
     pub threads: usize,
 }
 
@@ -954,7 +955,8 @@ pub struct FleetOutput {
     pub manifest: FleetManifest,
     /// Warnings and notes of all members and of the fleet.
     pub warnings: Diagnostics,
-    /// Time spent in each phase, summed over members (all threads).
+    /// Time spent in each phase, summed over the distinct assemblies synthesized (all
+    /// threads; `stacks` counts them).
     pub timings: SynthTimings,
     /// The number of files written.
     pub files: usize,
@@ -1206,26 +1208,9 @@ impl Fleet {
             }
             return Err(failed);
         }
-        self.write_roots(&shares, &s, &members, threads, sink)?;
-        let roots: usize = shares
-            .iter()
-            .zip(&s.results)
-            .map(|(share, r)| match r {
-                Some(Ok(done)) => {
-                    share.members.len() * done.roots.iter().map(|(_, b)| b.len()).sum::<usize>()
-                }
-                _ => 0,
-            })
-            .sum();
-        s.files += shares
-            .iter()
-            .zip(&s.results)
-            .map(|(share, r)| match r {
-                Some(Ok(done)) => share.members.len() * done.roots.len(),
-                _ => 0,
-            })
-            .sum::<usize>();
-        s.bytes += roots as u64;
+        let (files, bytes) = self.write_roots(&shares, &s, &members, threads, sink)?;
+        s.files += files;
+        s.bytes += bytes;
         // What is left is the manifest's: every member succeeded, so `done` is in their order.
         drop(shares);
         drop(members);
@@ -1259,7 +1244,7 @@ impl Fleet {
         })
     }
 
-    /// Every member's Terraform root modules, on every thread.
+    /// Every member's Terraform root modules, on every thread: the files and bytes written.
     fn write_roots(
         &self,
         shares: &[Share],
@@ -1267,7 +1252,7 @@ impl Fleet {
         members: &[FleetMember],
         threads: usize,
         sink: &dyn FleetSink,
-    ) -> Result<(), Diagnostics> {
+    ) -> Result<(usize, u64), Diagnostics> {
         let work: Vec<(&str, &[RootModule])> = shares
             .iter()
             .zip(&s.results)
@@ -1282,8 +1267,14 @@ impl Fleet {
                     .map(move |&i| (members[i].name.as_str(), done.roots.as_slice()))
             })
             .collect();
+        let files = work.iter().map(|(_, roots)| roots.len()).sum();
+        let bytes = work
+            .iter()
+            .flat_map(|(_, roots)| roots.iter())
+            .map(|(_, text)| text.len() as u64)
+            .sum();
         if work.is_empty() {
-            return Ok(());
+            return Ok((0, 0));
         }
         let error = Mutex::new(None);
         let next = AtomicUsize::new(0);
@@ -1310,7 +1301,7 @@ impl Fleet {
         });
         match error.into_inner().unwrap_or_else(|e| e.into_inner()) {
             Some(e) => Err(self.sink_failed(e)),
-            None => Ok(()),
+            None => Ok((files, bytes)),
         }
     }
 

@@ -508,18 +508,28 @@ fn cli_synth_validate_and_check_a_fleet() {
     let o = hyperforge(dir, &["validate", "--fleet", file]);
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
     assert!(text(&o).contains("3 member(s) valid"), "{}", text(&o));
-    let o = hyperforge(dir, &["synth", "--fleet", file, "--threads", "2"]);
+    let o = hyperforge(
+        dir,
+        &["synth", "--fleet", file, "--threads", "2", "--timings"],
+    );
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
     let out = text(&o);
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        stderr.contains("timings: time summed over the 3 distinct assemblies synthesized:")
+            && stderr.contains("writing included"),
+        "{stderr}"
+    );
     assert!(out.contains("fleet kimi-k3-eks-fleet: 3 members,"), "{out}");
     assert!(out.contains("StackSet kimi-k3-eks-fleet-"), "{out}");
     assert!(dir.join("hyperforge.fleet/fleet.json").is_file());
     assert!(dir
         .join("hyperforge.fleet/assemblies/kimi-k3-eks-fleet-us-east-1/manifest.json")
         .is_file());
-    let o = hyperforge(dir, &["synth", "--fleet", file, "--check"]);
+    let o = hyperforge(dir, &["synth", "--fleet", file, "--check", "--timings"]);
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
     assert!(text(&o).contains("is up to date"), "{}", text(&o));
+    assert!(text(&o).contains("comparing included"), "{}", text(&o));
     // One member alone: its whole assembly, the fleet's shared one byte for byte.
     let member = "kimi-k3-eks-fleet-us-east-1";
     let o = hyperforge(
