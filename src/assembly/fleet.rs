@@ -206,6 +206,10 @@ pub struct StackSetParameter {
     pub name: String,
     /// What it holds.
     pub description: String,
+    /// The StackSet's own value: the first member's. CloudFormation refuses a StackSet whose
+    /// parameter without a default has no value (`Parameters: [X] must have values`); every
+    /// member's instance overrides it with its own.
+    pub value: String,
 }
 
 /// A member's stack instance of one StackSet.

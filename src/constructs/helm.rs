@@ -173,8 +173,10 @@ impl HelmRelease {
     /// Kueue, which admits each multi-node replica (a LeaderWorkerSet group) as one workload:
     /// all its pods or none, within a quota of what the deployment may hold (decision 0050).
     /// The chart's own configuration already integrates `leaderworkerset.x-k8s.io/leaderworkerset`
-    /// (`charts/kueue/values.yaml`, `managerConfig.controllerManagerConfigYaml`), so only the
-    /// controller's placement is set: the system nodes.
+    /// (`charts/kueue/values.yaml`, `managerConfig.controllerManagerConfigYaml`). Its pod
+    /// webhook fails closed (`failurePolicy: Fail`) for pods in every namespace but
+    /// `kube-system` and `kueue-system`, so the controller runs as two replicas (one leads)
+    /// under a disruption budget, on the system nodes, instead of the chart's one.
     pub fn kueue() -> Self {
         HelmRelease {
             release: "kueue".to_owned(),
@@ -186,7 +188,9 @@ impl HelmRelease {
             },
             values: json!({
                 "controllerManager": {
-                    "nodeSelector": { "hyperforge.io/node-role": "system" }
+                    "replicas": 2,
+                    "nodeSelector": { "hyperforge.io/node-role": "system" },
+                    "podDisruptionBudget": { "enabled": true }
                 }
             }),
             note: "Kueue: admits each multi-node vLLM replica as one workload, all of its pods or none, within the deployment's quota.".to_owned(),

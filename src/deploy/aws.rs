@@ -685,6 +685,25 @@ pub struct NewStackSet<'a> {
     pub permission_model: &'a crate::assembly::fleet::PermissionModel,
     /// The capabilities to acknowledge.
     pub capabilities: &'a [String],
+    /// The StackSet's own parameter values (each instance overrides them).
+    pub parameters: &'a [crate::assembly::fleet::StackSetParameter],
+}
+
+/// `parameters` as the API's StackSet-level `Parameters`.
+fn stack_set_parameters(
+    parameters: &[crate::assembly::fleet::StackSetParameter],
+) -> Option<Vec<cfn::types::Parameter>> {
+    (!parameters.is_empty()).then(|| {
+        parameters
+            .iter()
+            .map(|p| {
+                cfn::types::Parameter::builder()
+                    .parameter_key(&p.name)
+                    .parameter_value(&p.value)
+                    .build()
+            })
+            .collect()
+    })
 }
 
 impl Clients {
@@ -743,6 +762,7 @@ impl Clients {
                 set.permission_model.api_name(),
             ))
             .set_capabilities(Some(capabilities_of(set.capabilities)))
+            .set_parameters(stack_set_parameters(set.parameters))
             .call_as(call.call_as());
         req = match set.permission_model {
             PermissionModel::SelfManaged {
@@ -783,6 +803,7 @@ impl Clients {
             .stack_set_name(set.name)
             .description(set.description)
             .set_capabilities(Some(capabilities_of(set.capabilities)))
+            .set_parameters(stack_set_parameters(set.parameters))
             .operation_preferences(call.preferences())
             .operation_id(operation_id)
             .call_as(call.call_as());

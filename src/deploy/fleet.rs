@@ -550,6 +550,7 @@ impl FleetRun<'_> {
             description: &description,
             permission_model: &m.permission_model,
             capabilities: &set.capabilities,
+            parameters: &set.parameters,
         };
         match set_change {
             Change::Create => {

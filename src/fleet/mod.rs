@@ -1401,7 +1401,13 @@ impl Fleet {
             let g = bind(&template, &bound);
             let mut bytes = serde_json::to_vec_pretty(&g.template).unwrap_or_default();
             bytes.push(b'\n');
-            if references.is_none() && only_as_defaults(text, &bound) {
+            // A reference only where every value it is cut at is a parameter's default: the
+            // text alone cannot say where a value stands.
+            let defaults_only = g.overrides == bound
+                && bound.iter().all(|(name, value)| {
+                    template["Parameters"][name]["Default"].as_str() == Some(value.as_str())
+                });
+            if references.is_none() && defaults_only && only_as_defaults(text, &bound) {
                 new_references.insert(
                     index,
                     StageReference::new(stage.name(), text, &bound, &bytes),
@@ -1622,6 +1628,11 @@ impl Fleet {
                         .and_then(Value::as_str)
                         .unwrap_or_default()
                         .to_owned(),
+                    value: instances
+                        .first()
+                        .and_then(|i| i.parameter_overrides.get(name))
+                        .cloned()
+                        .unwrap_or_default(),
                 })
                 .collect();
             sink.file(&path, &bytes).map_err(|e| self.sink_failed(e))?;
@@ -1763,6 +1774,13 @@ fn stack_sets_template(manifest: &FleetManifest) -> Value {
             "OperationPreferences": operation_preferences(&manifest.preferences),
             "StackInstancesGroup": groups,
         });
+        if !set.parameters.is_empty() {
+            properties["Parameters"] = set
+                .parameters
+                .iter()
+                .map(|p| serde_json::json!({"ParameterKey": p.name, "ParameterValue": p.value}))
+                .collect();
+        }
         if !set.capabilities.is_empty() {
             properties["Capabilities"] = set.capabilities.clone().into();
         }

@@ -168,9 +168,21 @@ pub fn fleet_data(m: &FleetManifest) -> FleetData {
                 format!("\"{}\"", sh_quote(file))
             };
             let name = sh_quote(&set.name);
+            // The StackSet's own parameter values (the first member's; each instance
+            // overrides them): CloudFormation requires one for a parameter without a default.
+            let parameters = if set.parameters.is_empty() {
+                String::new()
+            } else {
+                let pairs: Vec<String> = set
+                    .parameters
+                    .iter()
+                    .map(|p| sh_quote(&format!("ParameterKey={},ParameterValue={}", p.name, p.value)))
+                    .collect();
+                format!(" \\\n  --parameters {}", pairs.join(" "))
+            };
             let create = format!(
                 "aws cloudformation create-stack-set --stack-set-name {name} --permission-model {}{roles}{call_as} \\\n  \
-                 --template-url \"https://${{BUCKET}}.s3.amazonaws.com/${{PREFIX}}{file}\"{}",
+                 --template-url \"https://${{BUCKET}}.s3.amazonaws.com/${{PREFIX}}{file}\"{parameters}{}",
                 m.permission_model.api_name(),
                 if set.capabilities.is_empty() {
                     String::new()
@@ -304,7 +316,7 @@ mod tests {
     use super::*;
     use crate::assembly::fleet::{
         FleetMemberManifest, OperationPreferences, RegionConcurrency, StackInstanceManifest,
-        StackSetManifest,
+        StackSetManifest, StackSetParameter,
     };
     use crate::assembly::plan::shell_probe::ShellProbe;
     use std::collections::BTreeMap;
@@ -338,7 +350,11 @@ mod tests {
                 template: format!("stacksets/{value}"),
                 deploy_from_s3: false,
                 capabilities: vec![value.into()],
-                parameters: Vec::new(),
+                parameters: vec![StackSetParameter {
+                    name: "P".into(),
+                    description: value.into(),
+                    value: value.into(),
+                }],
                 outputs: Vec::new(),
                 instances: vec![StackInstanceManifest {
                     member: value.into(),

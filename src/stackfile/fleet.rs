@@ -295,30 +295,32 @@ fn check_member_stack(
         ds.push(Diagnostic::new(
             Code::FleetMemberMismatch,
             format!("{origin}:{}:{}", pos.line, pos.col),
-            format!("[member {}] {message}", member.name),
+            format!("[member {}] {message}", member.name()),
             format!("write `{key}: {placeholder}`"),
         ));
     };
-    if stack.name() != member.stack && stack.name() != member.name {
+    // Through the accessors, in this order: the description reads the member's name only
+    // when its stack is not the fleet's (its result is a function of what it read).
+    if stack.name() != member.stack() && stack.name() != member.name() {
         wrong(
             stack_pos,
             "stack",
             format!(
                 "the stack is named `{}`, not the fleet's stack name `{}`",
                 stack.name(),
-                member.stack
+                member.stack()
             ),
             "${fleet.stack}",
         );
     }
-    if stack.region() != member.region {
+    if stack.region() != member.region() {
         wrong(
             region_pos,
             "region",
             format!(
                 "the stack's region is `{}`, not the member's `{}`",
                 stack.region(),
-                member.region
+                member.region()
             ),
             "${fleet.region}",
         );

@@ -42,6 +42,48 @@ fn the_reference_fleet_shares_every_cloudformation_stage_through_stacksets() {
             "kimi-k3-eks-fleet-eu-west-2"
         ]
     );
+    // CloudFormation refuses a StackSet whose parameter without a default has no value of
+    // its own (`Parameters: [X] must have values`): each has the first member's, on every
+    // path (the manifest `deploy --fleet` reads, FLEET.md, the StackSets template).
+    let stack_sets_template = json(&files, m.stack_sets_template.as_deref().unwrap());
+    let runbook = String::from_utf8(files["FLEET.md"].clone()).unwrap();
+    for set in &m.stack_sets {
+        let template = json(&files, &set.template);
+        let first = &set.instances[0].parameter_overrides;
+        for (name, parameter) in template["Parameters"].as_object().into_iter().flatten() {
+            if parameter.get("Default").is_some() {
+                continue;
+            }
+            let own = set.parameters.iter().find(|p| &p.name == name);
+            assert_eq!(
+                own.map(|p| &p.value),
+                first.get(name),
+                "{} {name}",
+                set.name
+            );
+            assert!(
+                runbook.contains(&format!(
+                    "ParameterKey={name},ParameterValue={}",
+                    first[name]
+                )),
+                "{name}"
+            );
+        }
+        let resource = stack_sets_template["Resources"]
+            .as_object()
+            .unwrap()
+            .values()
+            .find(|r| r["Properties"]["StackSetName"] == set.name.as_str())
+            .unwrap();
+        assert_eq!(
+            resource["Properties"]["Parameters"]
+                .as_array()
+                .map_or(0, Vec::len),
+            set.parameters.len(),
+            "{}",
+            set.name
+        );
+    }
     let sets: Vec<(&str, &str)> = m
         .stack_sets
         .iter()

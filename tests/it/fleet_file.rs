@@ -327,6 +327,30 @@ fn a_stack_not_named_as_its_member_is_reported_at_its_line() {
     );
 }
 
+/// A stack file whose region is written out, not `${fleet.region}`: the member in another
+/// region is refused at the line, and the member in that region is not, although nothing of
+/// the stack file reads the region (its check does, so members do not share the verdict).
+#[test]
+fn a_stack_in_a_written_out_region_refuses_only_the_members_elsewhere() {
+    let (_tmp, path) = project(
+        FLEET,
+        &STACK
+            .replace("region: ${fleet.region}", "region: us-west-2")
+            .replace(
+                "tags:\n  tier: ${fleet.tier}\n  owner: team-${fleet.account}\n",
+                "",
+            ),
+    );
+    let fleet = load_file(&path).unwrap_or_else(|d| panic!("{d}"));
+    let ds = fleet.synth(&FleetOptions::default()).unwrap_err();
+    let text = at(&ds, Code::FleetMemberMismatch, "stack.yaml", 2, 9);
+    assert!(text.contains("[member demo-us-east-1]"), "{text}");
+    assert!(
+        !ds.iter().any(|d| d.message.contains("demo-us-west-2")),
+        "{ds}"
+    );
+}
+
 /// A stack file that names its stack after the member, as fleet files did before members were
 /// one stack, is still valid: each member is its own stack, whose names carry the member's, so
 /// each stage is deployed per member and the note says where the members differ.
